@@ -1,1 +1,23 @@
+//! askbus: a local broker of agent-to-human questions. `askbusd` carries Gemini CLI's
+//! `ask-user-request` / `ask-user-response` messages between agent processes (producers) and
+//! UI frontends (subscribers) over a Unix socket.
+//!
+//! Layers, each depending only on those above it:
+//! - [`protocol`]: frames, codec, error codes (depends on nothing else here);
+//! - [`questions`]: ask_user validation, normalization and tool results, as the reference;
+//! - [`broker`]: pending table, routing, deadlines: pure state;
+//! - [`hub`], [`connection`], [`server`]: the daemon's I/O around the broker;
+//! - [`client`]: the async Rust client that producers and UIs use.
+
+pub mod broker;
+pub mod client;
+pub mod connection;
+pub mod hub;
+pub mod paths;
+pub mod protocol;
 pub mod questions;
+pub mod server;
+pub mod telemetry;
+
+/// The daemon's name and version, as `welcome` and `stats` carry it.
+pub const SERVER_NAME: &str = concat!("askbusd/", env!("CARGO_PKG_VERSION"));

@@ -73,6 +73,10 @@ pub fn dismissed_result(_meta: &[QuestionMeta]) -> ToolResult {
 }
 
 /// The result for an outcome the daemon decided (no user answer).
-pub fn daemon_result(_meta: &[QuestionMeta], _outcome: DaemonOutcome, _timeout_ms: u64) -> ToolResult {
+pub fn daemon_result(
+    _meta: &[QuestionMeta],
+    _outcome: DaemonOutcome,
+    _timeout_ms: u64,
+) -> ToolResult {
     todo!("issue 3")
 }

@@ -1,0 +1,41 @@
+//! Why the broker refuses an operation, and the one mapping of those reasons to wire codes.
+
+use crate::protocol::{ErrorCode, FrameError};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BrokerError {
+    /// The reference tool's own message, verbatim.
+    #[error("{0}")]
+    InvalidQuestions(String),
+    #[error("correlationId {0:?} is already pending")]
+    DuplicateCorrelationId(String),
+    #[error("this connection already has {0} pending requests")]
+    TooManyPendingForConnection(usize),
+    #[error("the daemon already holds {0} pending requests")]
+    TooManyPendingTotal(usize),
+    #[error("correlationId {0:?} is not pending (answered, timed out, withdrawn, or never asked)")]
+    NotPending(String),
+    #[error("only a subscribed UI may answer; send {{\"type\":\"subscribe\"}} first")]
+    NotSubscribed,
+    #[error("answers key \"{index}\" is out of range: the request has {count} question(s)")]
+    AnswerOutOfRange { index: usize, count: usize },
+}
+
+impl BrokerError {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            BrokerError::InvalidQuestions(_) => ErrorCode::InvalidRequest,
+            BrokerError::DuplicateCorrelationId(_) => ErrorCode::DuplicateCorrelationId,
+            BrokerError::TooManyPendingForConnection(_) | BrokerError::TooManyPendingTotal(_) => {
+                ErrorCode::TooManyPending
+            }
+            BrokerError::NotPending(_) => ErrorCode::NotPending,
+            BrokerError::NotSubscribed => ErrorCode::NotSubscribed,
+            BrokerError::AnswerOutOfRange { .. } => ErrorCode::InvalidResponse,
+        }
+    }
+
+    pub fn into_frame_error(self, correlation_id: &str) -> FrameError {
+        FrameError::new(self.code(), self.to_string()).with_id(Some(correlation_id))
+    }
+}

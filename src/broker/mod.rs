@@ -1,0 +1,697 @@
+//! The broker: pending questions keyed by correlationId, which UIs have seen which, deadlines,
+//! and the outcome of every request. Pure state: it never touches a socket and never awaits;
+//! each operation appends what must be sent (and logged) to an `Effects`, which the caller
+//! delivers through the connections' bounded queues.
+
+mod error;
+mod stats;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::value::RawValue;
+use tokio::time::{Duration, Instant};
+
+pub use error::BrokerError;
+pub use stats::BrokerStats;
+
+use crate::protocol::{
+    encode, AskUserRequest, AskUserResponse, FrameError, NoUiPolicy, Outcome, ProducerInfo,
+    ProducerResponse, ResultPayload, ServerFrame, TimeoutMs, UiRequest, WithdrawReason,
+};
+use crate::questions::{self, DaemonOutcome, QuestionMeta, ToolResult};
+use crate::telemetry::{Record, UiInfo};
+
+/// A connection, as the broker names it.
+pub type PeerId = u64;
+
+/// What the daemon knows of a connected peer (from SO_PEERCRED and `hello`/`subscribe`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PeerInfo {
+    pub client: Option<String>,
+    pub pid: Option<i32>,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// The limits and defaults that apply to new requests; replaceable at run time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    pub default_timeout_ms: u64,
+    pub max_timeout_ms: u64,
+    pub no_ui: NoUiPolicy,
+    pub max_pending_per_connection: usize,
+    pub max_pending_total: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            default_timeout_ms: 600_000,
+            max_timeout_ms: 86_400_000,
+            no_ui: NoUiPolicy::Wait,
+            max_pending_per_connection: 128,
+            max_pending_total: 262_144,
+        }
+    }
+}
+
+/// An ask-user-request whose questions passed the reference's validation, normalized. Built
+/// outside the broker's lock: validation is the costly part of a request.
+#[derive(Debug)]
+pub struct ValidRequest {
+    correlation_id: String,
+    timeout_ms: Option<TimeoutMs>,
+    no_ui: Option<NoUiPolicy>,
+    questions: Box<RawValue>,
+    meta: Vec<QuestionMeta>,
+}
+
+impl ValidRequest {
+    /// Validates and normalizes; on failure returns the error for `Broker::reject`.
+    pub fn check(req: AskUserRequest) -> Result<ValidRequest, (String, BrokerError)> {
+        match questions::validate(&req.params) {
+            Ok(normalized) => Ok(ValidRequest {
+                meta: questions::meta(&normalized),
+                questions: serde_json::value::to_raw_value(&normalized)
+                    .expect("normalized questions serialize"),
+                correlation_id: req.correlation_id,
+                timeout_ms: req.timeout_ms,
+                no_ui: req.no_ui,
+            }),
+            Err(msg) => Err((req.correlation_id, BrokerError::InvalidQuestions(msg))),
+        }
+    }
+
+    pub fn correlation_id(&self) -> &str {
+        &self.correlation_id
+    }
+}
+
+/// One thing to send to one peer.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    /// An encoded frame (shared, so a broadcast is encoded once).
+    Frame(Bytes),
+    /// An error; encoded (and counted) by whoever delivers it.
+    Error(FrameError),
+}
+
+/// What an operation asks the caller to do, in order.
+#[derive(Debug, Default)]
+pub struct Effects {
+    pub sends: Vec<(PeerId, Msg)>,
+    /// Telemetry records; `ts` and `node` are left for the caller to stamp.
+    pub records: Vec<Record>,
+    /// UIs that have more of the pending table to receive: call `Broker::replay` for each once
+    /// their queue has room.
+    pub replay: Vec<PeerId>,
+}
+
+impl Effects {
+    pub fn clear(&mut self) {
+        self.sends.clear();
+        self.records.clear();
+        self.replay.clear();
+    }
+
+    fn frame(&mut self, to: PeerId, frame: Bytes) {
+        self.sends.push((to, Msg::Frame(frame)));
+    }
+
+    fn error(&mut self, to: PeerId, err: FrameError) {
+        self.sends.push((to, Msg::Error(err)));
+    }
+}
+
+/// How far a UI has got through the pending table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cursor {
+    /// Receiving the replay; every request with a sequence number up to this one was sent.
+    /// Live broadcasts skip it: the replay reaches them in order.
+    CatchingUp(u64),
+    Live,
+}
+
+impl Cursor {
+    fn has_seen(self, seq: u64) -> bool {
+        match self {
+            Cursor::CatchingUp(last) => seq <= last,
+            Cursor::Live => true,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Peer {
+    info: PeerInfo,
+    /// `Some` once the connection subscribed as a UI.
+    ui: Option<Cursor>,
+    /// Requests this peer asked that are still pending.
+    owned: HashSet<Arc<str>>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    seq: u64,
+    producer: PeerId,
+    producer_info: ProducerInfo,
+    questions: Box<RawValue>,
+    meta: Vec<QuestionMeta>,
+    accepted_at: Instant,
+    deadline: Instant,
+    timeout_ms: u64,
+}
+
+/// The broker's whole state.
+#[derive(Debug)]
+pub struct Broker {
+    limits: Limits,
+    peers: HashMap<PeerId, Peer>,
+    /// Subscribed UIs, in a stable order so broadcasts are deterministic.
+    uis: BTreeSet<PeerId>,
+    pending: HashMap<Arc<str>, Pending>,
+    /// Pending requests by arrival: replay order.
+    by_seq: BTreeMap<u64, Arc<str>>,
+    /// Deadlines: one ordered set instead of a timer per request, so 100,000 idle pending
+    /// questions cost no wake-ups until the earliest one is due.
+    deadlines: BTreeSet<(Instant, u64)>,
+    next_seq: u64,
+    stats: BrokerStats,
+    /// Set by `shutdown`: requests that still arrive are answered `shutdown` at once.
+    closed: bool,
+}
+
+impl Broker {
+    pub fn new(limits: Limits) -> Self {
+        Broker {
+            limits,
+            peers: HashMap::new(),
+            uis: BTreeSet::new(),
+            pending: HashMap::new(),
+            by_seq: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
+            next_seq: 1,
+            stats: BrokerStats::default(),
+            closed: false,
+        }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// New limits apply to requests accepted from now on; pending ones keep their deadlines.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    pub fn stats(&self) -> &BrokerStats {
+        &self.stats
+    }
+
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn ui_count(&self) -> usize {
+        self.uis.len()
+    }
+
+    pub fn peer_count(&self) -> usize {
+        self.peers.len()
+    }
+
+    /// Peers that asked at least one question still pending.
+    pub fn producer_count(&self) -> usize {
+        self.peers.values().filter(|p| !p.owned.is_empty()).count()
+    }
+
+    pub fn connect(&mut self, peer: PeerId, info: PeerInfo) {
+        self.peers.insert(
+            peer,
+            Peer {
+                info,
+                ui: None,
+                owned: HashSet::new(),
+            },
+        );
+    }
+
+    /// Records the name a peer announced in `hello`.
+    pub fn set_client(&mut self, peer: PeerId, client: String) {
+        if let Some(p) = self.peers.get_mut(&peer) {
+            p.info.client = Some(client);
+        }
+    }
+
+    pub fn peer_info(&self, peer: PeerId) -> Option<&PeerInfo> {
+        self.peers.get(&peer).map(|p| &p.info)
+    }
+
+    /// The connection closed: its pending requests are withdrawn from the UIs. A UI leaving
+    /// changes nothing for pending requests; another UI can still answer them.
+    pub fn disconnect(&mut self, peer: PeerId, now: Instant, fx: &mut Effects) {
+        let Some(p) = self.peers.remove(&peer) else {
+            return;
+        };
+        self.uis.remove(&peer);
+        let mut owned: Vec<_> = p
+            .owned
+            .into_iter()
+            .filter_map(|id| self.pending.get(&id).map(|r| (r.seq, id)))
+            .collect();
+        owned.sort_unstable();
+        for (_, id) in owned {
+            let req = self.remove_pending(&id);
+            self.withdraw(&id, req.seq, WithdrawReason::ProducerGone, None, fx);
+            self.stats.producer_gone += 1;
+            fx.records.push(record(
+                &id,
+                "producer-gone",
+                &req,
+                None,
+                now,
+                Answered::None,
+            ));
+        }
+    }
+
+    /// Makes `peer` a UI. It is sent `subscribed` with the pending count now, then (through
+    /// `replay`) every pending request oldest first, then live ones.
+    pub fn subscribe(&mut self, peer: PeerId, client: Option<String>, fx: &mut Effects) {
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        if client.is_some() {
+            p.info.client = client;
+        }
+        // Subscribing again replays from the start: the UI asked to be brought up to date.
+        p.ui = Some(Cursor::CatchingUp(0));
+        self.uis.insert(peer);
+        let subscribed = ServerFrame::Subscribed {
+            pending: self.pending.len() as u64,
+        };
+        fx.frame(peer, encode(&subscribed));
+        fx.replay.push(peer);
+    }
+
+    /// Sends a catching-up UI up to `max_frames` more pending requests. Once it has them all
+    /// it becomes live (in the same step, so nothing falls between replay and live).
+    /// Returns whether more remain (the caller calls again when the UI's queue has room).
+    pub fn replay(
+        &mut self,
+        peer: PeerId,
+        max_frames: usize,
+        now: Instant,
+        fx: &mut Effects,
+    ) -> bool {
+        let Some(Cursor::CatchingUp(last)) = self.peers.get(&peer).and_then(|p| p.ui) else {
+            return false;
+        };
+        let mut cursor = last;
+        let mut sent = 0;
+        for (&seq, id) in self.by_seq.range(last + 1..) {
+            if sent == max_frames {
+                break;
+            }
+            let req = &self.pending[id];
+            fx.frame(peer, encode_ui_request(id, req, now));
+            cursor = seq;
+            sent += 1;
+        }
+        let more = self.by_seq.range(cursor + 1..).next().is_some();
+        let p = self.peers.get_mut(&peer).expect("checked above");
+        p.ui = Some(if more {
+            Cursor::CatchingUp(cursor)
+        } else {
+            Cursor::Live
+        });
+        if more {
+            fx.replay.push(peer);
+        }
+        more
+    }
+
+    /// A request failed validation (done outside the broker by `ValidRequest::check`): the
+    /// producer gets the error, and the rejection is logged like every other end.
+    pub fn reject(&mut self, peer: PeerId, id: &str, err: BrokerError, fx: &mut Effects) {
+        self.reject_with(peer, id, err, &[], fx);
+    }
+
+    fn reject_with(
+        &mut self,
+        peer: PeerId,
+        id: &str,
+        err: BrokerError,
+        meta: &[QuestionMeta],
+        fx: &mut Effects,
+    ) {
+        let Some(p) = self.peers.get(&peer) else {
+            return;
+        };
+        let code = err.code();
+        self.stats.rejected += 1;
+        fx.records.push(Record {
+            ts: String::new(),
+            node: Arc::from(""),
+            correlation_id: id.to_owned(),
+            reason: "rejected",
+            code: Some(code),
+            producer: producer_info(&p.info),
+            ui: None,
+            latency_ms: 0,
+            question_types: question_types(meta),
+            dismissed: false,
+            empty_submission: false,
+            answer_count: 0,
+        });
+        fx.error(peer, err.into_frame_error(id));
+    }
+
+    /// A producer asks with a validated request. Exactly one of: an error frame (rejected),
+    /// an immediate `no-ui` response, or the request becomes pending and goes to every UI.
+    pub fn ask(&mut self, peer: PeerId, req: ValidRequest, now: Instant, fx: &mut Effects) {
+        let Some(p) = self.peers.get(&peer) else {
+            return;
+        };
+        let producer_info = producer_info(&p.info);
+        let owned = p.owned.len();
+        let id = req.correlation_id;
+        let meta = req.meta;
+        if self.pending.contains_key(id.as_str()) {
+            let err = BrokerError::DuplicateCorrelationId(id.clone());
+            return self.reject_with(peer, &id, err, &meta, fx);
+        }
+        if owned >= self.limits.max_pending_per_connection {
+            let err =
+                BrokerError::TooManyPendingForConnection(self.limits.max_pending_per_connection);
+            return self.reject_with(peer, &id, err, &meta, fx);
+        }
+        if self.pending.len() >= self.limits.max_pending_total {
+            let err = BrokerError::TooManyPendingTotal(self.limits.max_pending_total);
+            return self.reject_with(peer, &id, err, &meta, fx);
+        }
+        let max = self.limits.max_timeout_ms;
+        let timeout_ms = req
+            .timeout_ms
+            .map_or(self.limits.default_timeout_ms.min(max), |t| t.clamp(max));
+        self.stats.accepted += 1;
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let pending = Pending {
+            seq,
+            producer: peer,
+            producer_info,
+            questions: req.questions,
+            meta,
+            accepted_at: now,
+            deadline: now + Duration::from_millis(timeout_ms),
+            timeout_ms,
+        };
+        if self.closed {
+            let result =
+                questions::daemon_result(&pending.meta, DaemonOutcome::Shutdown, timeout_ms);
+            self.finish(&id, pending, Outcome::Shutdown, result, None, now, fx);
+            return;
+        }
+        let no_ui = req.no_ui.unwrap_or(self.limits.no_ui);
+        if self.uis.is_empty() && no_ui == NoUiPolicy::Reject {
+            let result = questions::daemon_result(&pending.meta, DaemonOutcome::NoUi, timeout_ms);
+            self.finish(&id, pending, Outcome::NoUi, result, None, now, fx);
+            return;
+        }
+        let id: Arc<str> = Arc::from(id);
+        let live: Vec<PeerId> = self
+            .uis
+            .iter()
+            .copied()
+            .filter(|ui| self.peers[ui].ui == Some(Cursor::Live))
+            .collect();
+        if !live.is_empty() {
+            let frame = encode_ui_request(&id, &pending, now);
+            for ui in live {
+                fx.frame(ui, frame.clone());
+            }
+        }
+        self.deadlines.insert((pending.deadline, seq));
+        self.by_seq.insert(seq, id.clone());
+        self.peers
+            .get_mut(&peer)
+            .expect("checked above")
+            .owned
+            .insert(id.clone());
+        self.pending.insert(id, pending);
+    }
+
+    /// The producer withdraws a question it asked.
+    pub fn cancel(&mut self, peer: PeerId, id: &str, now: Instant, fx: &mut Effects) {
+        let owned = self.pending.get(id).is_some_and(|r| r.producer == peer);
+        if !owned {
+            // Another producer's question is "not pending" for this one: nothing leaks.
+            fx.error(
+                peer,
+                BrokerError::NotPending(id.to_owned()).into_frame_error(id),
+            );
+            return;
+        }
+        let req = self.remove_pending(id);
+        self.withdraw(id, req.seq, WithdrawReason::Withdrawn, None, fx);
+        let result = questions::daemon_result(&req.meta, DaemonOutcome::Withdrawn, req.timeout_ms);
+        self.finish(id, req, Outcome::Withdrawn, result, None, now, fx);
+    }
+
+    /// A UI answers (or dismisses). The first valid answer wins; every other UI that has the
+    /// question is told it was answered; the winner gets an acknowledgement.
+    pub fn respond(&mut self, peer: PeerId, resp: AskUserResponse, now: Instant, fx: &mut Effects) {
+        let id = resp.correlation_id.as_str();
+        let Some(ui) = self.peers.get(&peer).filter(|p| p.ui.is_some()) else {
+            fx.error(peer, BrokerError::NotSubscribed.into_frame_error(id));
+            return;
+        };
+        let Some(req) = self.pending.get(id) else {
+            fx.error(
+                peer,
+                BrokerError::NotPending(id.to_owned()).into_frame_error(id),
+            );
+            return;
+        };
+        let count = req.meta.len();
+        if !resp.cancelled {
+            if let Some((&index, _)) = resp.answers.iter().find(|(&i, _)| i >= count) {
+                let err = BrokerError::AnswerOutOfRange { index, count };
+                fx.error(peer, err.into_frame_error(id));
+                return;
+            }
+        }
+        let answered_by = UiInfo {
+            client: ui.info.client.clone(),
+            pid: ui.info.pid,
+        };
+        let req = self.remove_pending(id);
+        self.withdraw(id, req.seq, WithdrawReason::Answered, Some(peer), fx);
+        let (outcome, result, answers) = if resp.cancelled {
+            (
+                Outcome::Dismissed,
+                questions::dismissed_result(&req.meta),
+                BTreeMap::new(),
+            )
+        } else {
+            let result = questions::answered_result(&req.meta, &resp.answers);
+            (Outcome::Answered, result, resp.answers)
+        };
+        let ack = ServerFrame::AskUserAck {
+            correlation_id: id.to_owned(),
+            outcome,
+        };
+        fx.frame(peer, encode(&ack));
+        self.stats.record_latency(now - req.accepted_at);
+        self.finish_with(
+            id,
+            req,
+            outcome,
+            result,
+            answers,
+            Some(answered_by),
+            now,
+            fx,
+        );
+    }
+
+    /// Times out every request whose deadline is at or before `now`.
+    pub fn expire(&mut self, now: Instant, fx: &mut Effects) {
+        while let Some(&(deadline, seq)) = self.deadlines.first() {
+            if deadline > now {
+                break;
+            }
+            let id = self.by_seq[&seq].clone();
+            let req = self.remove_pending(&id);
+            self.withdraw(&id, req.seq, WithdrawReason::Timeout, None, fx);
+            let result =
+                questions::daemon_result(&req.meta, DaemonOutcome::Timeout, req.timeout_ms);
+            self.finish(&id, req, Outcome::Timeout, result, None, now, fx);
+        }
+    }
+
+    /// When the next request times out, if any is pending.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.first().map(|(d, _)| *d)
+    }
+
+    /// Every pending producer gets `shutdown`, every UI `ask-user-withdrawn` `shutdown`.
+    pub fn shutdown(&mut self, now: Instant, fx: &mut Effects) {
+        self.closed = true;
+        let ids: Vec<Arc<str>> = self.by_seq.values().cloned().collect();
+        for id in ids {
+            let req = self.remove_pending(&id);
+            self.withdraw(&id, req.seq, WithdrawReason::Shutdown, None, fx);
+            let result =
+                questions::daemon_result(&req.meta, DaemonOutcome::Shutdown, req.timeout_ms);
+            self.finish(&id, req, Outcome::Shutdown, result, None, now, fx);
+        }
+    }
+
+    fn remove_pending(&mut self, id: &str) -> Pending {
+        let req = self
+            .pending
+            .remove(id)
+            .expect("caller checked it is pending");
+        self.by_seq.remove(&req.seq);
+        self.deadlines.remove(&(req.deadline, req.seq));
+        if let Some(p) = self.peers.get_mut(&req.producer) {
+            p.owned.remove(id);
+        }
+        req
+    }
+
+    /// Tells every UI that was sent request `seq` (except `except`) that it is gone.
+    fn withdraw(
+        &self,
+        id: &str,
+        seq: u64,
+        reason: WithdrawReason,
+        except: Option<PeerId>,
+        fx: &mut Effects,
+    ) {
+        let mut frame = None;
+        for &ui in &self.uis {
+            if Some(ui) == except || !self.peers[&ui].ui.is_some_and(|c| c.has_seen(seq)) {
+                continue;
+            }
+            let frame = frame.get_or_insert_with(|| {
+                encode(&ServerFrame::AskUserWithdrawn {
+                    correlation_id: id.to_owned(),
+                    reason,
+                })
+            });
+            fx.frame(ui, frame.clone());
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &mut self,
+        id: &str,
+        req: Pending,
+        outcome: Outcome,
+        result: ToolResult,
+        ui: Option<UiInfo>,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
+        self.finish_with(id, req, outcome, result, BTreeMap::new(), ui, now, fx);
+    }
+
+    /// Sends the producer its one terminal frame and logs the outcome.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_with(
+        &mut self,
+        id: &str,
+        req: Pending,
+        outcome: Outcome,
+        result: ToolResult,
+        answers: BTreeMap<usize, String>,
+        ui: Option<UiInfo>,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
+        self.stats.count_outcome(outcome);
+        let answered = match outcome {
+            Outcome::Answered => Answered::Count(answers.len()),
+            _ => Answered::None,
+        };
+        fx.records
+            .push(record(id, outcome.as_str(), &req, ui, now, answered));
+        let frame = ServerFrame::AskUserResponse(ProducerResponse {
+            correlation_id: id.to_owned(),
+            answers,
+            cancelled: outcome != Outcome::Answered,
+            reason: outcome,
+            result: ResultPayload {
+                llm_content: result.llm_content,
+                return_display: result.return_display,
+                data: result.data,
+            },
+        });
+        fx.frame(req.producer, encode(&frame));
+    }
+}
+
+enum Answered {
+    None,
+    Count(usize),
+}
+
+fn record(
+    id: &str,
+    reason: &'static str,
+    req: &Pending,
+    ui: Option<UiInfo>,
+    now: Instant,
+    answered: Answered,
+) -> Record {
+    let (dismissed, answer_count) = match answered {
+        Answered::None => (true, 0),
+        Answered::Count(n) => (false, n),
+    };
+    Record {
+        ts: String::new(),
+        node: Arc::from(""),
+        correlation_id: id.to_owned(),
+        reason,
+        code: None,
+        producer: req.producer_info.clone(),
+        ui,
+        latency_ms: (now - req.accepted_at).as_millis() as u64,
+        question_types: question_types(&req.meta),
+        dismissed,
+        empty_submission: matches!(answered, Answered::Count(0)),
+        answer_count,
+    }
+}
+
+fn question_types(meta: &[QuestionMeta]) -> Vec<&'static str> {
+    meta.iter().map(|m| m.qtype.as_str()).collect()
+}
+
+fn producer_info(info: &PeerInfo) -> ProducerInfo {
+    ProducerInfo {
+        client: info.client.clone(),
+        pid: info.pid,
+        uid: info.uid,
+    }
+}
+
+fn encode_ui_request(id: &str, req: &Pending, now: Instant) -> Bytes {
+    let frame = ServerFrame::AskUserRequest(UiRequest {
+        correlation_id: id.to_owned(),
+        questions: req.questions.clone(),
+        timeout_ms: req.deadline.saturating_duration_since(now).as_millis() as u64,
+        producer: req.producer_info.clone(),
+    });
+    encode(&frame)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,334 @@
+//! The async Rust client: a raw frame `Connection`, a `Producer` whose `ask()` returns the
+//! terminal response (several asks may be in flight on one connection), and a `Ui` that
+//! yields requests and sends answers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Map, Value};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::UnixStream;
+use tokio::sync::{oneshot, Mutex as AsyncMutex};
+use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
+
+use crate::protocol::{
+    codec, encode, ClientFrame, ErrorFrame, NoUiPolicy, Outcome, ProducerResponse, ServerFrame,
+    UiRequest, WithdrawReason, PROTOCOL_VERSION,
+};
+
+/// The longest frame a client accepts from the daemon. Daemon frames may exceed the daemon's
+/// own inbound limit (a response repeats the answers in its result), so clients allow more.
+pub const MAX_INBOUND_FRAME: usize = 16 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot connect to askbusd at {path}: {source}")]
+    Connect {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("connection to askbusd failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("askbusd closed the connection")]
+    Closed,
+    #[error("askbusd sent a frame this client cannot read: {0}")]
+    Protocol(String),
+    /// The daemon answered with an error frame.
+    #[error("{}: {}", .0.code, .0.message)]
+    Rejected(ErrorFrame),
+}
+
+/// A raw frame connection to the daemon.
+pub struct Connection {
+    reader: FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
+    writer: FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>,
+}
+
+impl Connection {
+    pub async fn connect(path: &Path) -> Result<Connection, ClientError> {
+        let stream = UnixStream::connect(path)
+            .await
+            .map_err(|source| ClientError::Connect {
+                path: path.to_owned(),
+                source,
+            })?;
+        let (rd, wr) = stream.into_split();
+        Ok(Connection {
+            reader: FramedRead::new(rd, codec(MAX_INBOUND_FRAME)),
+            writer: FramedWrite::new(wr, codec(MAX_INBOUND_FRAME)),
+        })
+    }
+
+    pub async fn send(&mut self, frame: &ClientFrame<'_>) -> Result<(), ClientError> {
+        self.writer.send(encode(frame)).await?;
+        Ok(())
+    }
+
+    /// Sends a payload as is (tests and tools that speak raw JSON).
+    pub async fn send_raw(&mut self, payload: Bytes) -> Result<(), ClientError> {
+        self.writer.send(payload).await?;
+        Ok(())
+    }
+
+    /// The next frame, or `None` when the daemon closed the connection.
+    pub async fn recv(&mut self) -> Result<Option<ServerFrame>, ClientError> {
+        match self.reader.next().await {
+            None => Ok(None),
+            Some(Err(e)) => Err(e.into()),
+            Some(Ok(payload)) => serde_json::from_slice(&payload)
+                .map(Some)
+                .map_err(|e| ClientError::Protocol(e.to_string())),
+        }
+    }
+
+    /// `hello`, returning the daemon's `welcome` frame.
+    pub async fn hello(&mut self, client: Option<&str>) -> Result<ServerFrame, ClientError> {
+        self.send(&ClientFrame::Hello {
+            protocol: PROTOCOL_VERSION,
+            client,
+        })
+        .await?;
+        match self.recv().await? {
+            Some(ServerFrame::Error(e)) => Err(ClientError::Rejected(e)),
+            Some(welcome @ ServerFrame::Welcome { .. }) => Ok(welcome),
+            Some(other) => Err(ClientError::Protocol(format!(
+                "expected welcome, got {other:?}"
+            ))),
+            None => Err(ClientError::Closed),
+        }
+    }
+
+    /// The daemon's live counters.
+    pub async fn stats(&mut self) -> Result<Map<String, Value>, ClientError> {
+        self.send(&ClientFrame::Stats).await?;
+        loop {
+            match self.recv().await? {
+                Some(ServerFrame::Stats(s)) => return Ok(s),
+                Some(ServerFrame::Error(e)) => return Err(ClientError::Rejected(e)),
+                Some(_) => continue,
+                None => return Err(ClientError::Closed),
+            }
+        }
+    }
+
+    fn into_split(
+        self,
+    ) -> (
+        FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
+        FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>,
+    ) {
+        (self.reader, self.writer)
+    }
+}
+
+/// One question set to ask.
+#[derive(Debug, Clone, Default)]
+pub struct Ask {
+    /// The `questions` array, as the ask_user tool takes it.
+    pub questions: Value,
+    /// Chosen by the client when `None`.
+    pub correlation_id: Option<String>,
+    pub timeout_ms: Option<u64>,
+    pub no_ui: Option<NoUiPolicy>,
+}
+
+type Waiter = oneshot::Sender<Result<ProducerResponse, ClientError>>;
+
+/// A producer connection. `ask` may be called concurrently; each call gets its own answer.
+pub struct Producer {
+    writer: AsyncMutex<FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>>,
+    waiters: Arc<Mutex<HashMap<String, Waiter>>>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Producer {
+    /// Connects, announcing `client` (e.g. `"my-agent/1.2"`) to the UIs.
+    pub async fn connect(path: &Path, client: Option<&str>) -> Result<Producer, ClientError> {
+        let mut conn = Connection::connect(path).await?;
+        conn.hello(client).await?;
+        let (mut reader, writer) = conn.into_split();
+        let waiters: Arc<Mutex<HashMap<String, Waiter>>> = Arc::default();
+        let w = waiters.clone();
+        let reader = tokio::spawn(async move {
+            let fail_all = |err: fn() -> ClientError| {
+                for (_, tx) in w.lock().expect("waiters lock").drain() {
+                    let _ = tx.send(Err(err()));
+                }
+            };
+            while let Some(item) = reader.next().await {
+                let Ok(payload) = item else { break };
+                let frame: ServerFrame = match serde_json::from_slice(&payload) {
+                    Ok(f) => f,
+                    Err(_) => continue,
+                };
+                let (id, result) = match frame {
+                    ServerFrame::AskUserResponse(r) => (r.correlation_id.clone(), Ok(r)),
+                    ServerFrame::Error(e) => match e.correlation_id.clone() {
+                        Some(id) => (id, Err(ClientError::Rejected(e))),
+                        None => continue,
+                    },
+                    _ => continue,
+                };
+                if let Some(tx) = w.lock().expect("waiters lock").remove(&id) {
+                    let _ = tx.send(result);
+                }
+            }
+            fail_all(|| ClientError::Closed);
+        });
+        Ok(Producer {
+            writer: AsyncMutex::new(writer),
+            waiters,
+            reader,
+        })
+    }
+
+    /// Asks and waits for the one terminal answer (or the error that rejected the request).
+    pub async fn ask(&self, ask: Ask) -> Result<ProducerResponse, ClientError> {
+        let id = ask.correlation_id.unwrap_or_else(new_correlation_id);
+        let (tx, rx) = oneshot::channel();
+        self.waiters
+            .lock()
+            .expect("waiters lock")
+            .insert(id.clone(), tx);
+        let frame = encode(&ClientFrame::AskUserRequest {
+            correlation_id: &id,
+            questions: &ask.questions,
+            timeout_ms: ask.timeout_ms,
+            no_ui: ask.no_ui,
+        });
+        if let Err(e) = self.writer.lock().await.send(frame).await {
+            self.waiters.lock().expect("waiters lock").remove(&id);
+            return Err(e.into());
+        }
+        rx.await.unwrap_or(Err(ClientError::Closed))
+    }
+
+    /// Withdraws a question this producer asked; its `ask` returns reason `withdrawn`.
+    pub async fn cancel(&self, correlation_id: &str) -> Result<(), ClientError> {
+        let frame = encode(&ClientFrame::AskUserCancel { correlation_id });
+        self.writer.lock().await.send(frame).await?;
+        Ok(())
+    }
+}
+
+/// A correlationId unique across processes and time: pid, clock and a counter.
+pub fn new_correlation_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{}-{nanos:x}-{n}", std::process::id())
+}
+
+/// What a UI is told.
+#[derive(Debug, Clone)]
+pub enum UiEvent {
+    Request(UiRequest),
+    Withdrawn {
+        correlation_id: String,
+        reason: WithdrawReason,
+    },
+    /// This UI's answer won; the producer is being sent it.
+    Ack {
+        correlation_id: String,
+        outcome: Outcome,
+    },
+    /// An error about something this UI sent (e.g. `not-pending`: another UI was first).
+    Error(ErrorFrame),
+}
+
+/// A subscribed UI.
+pub struct Ui {
+    conn: Connection,
+    pending_at_subscribe: u64,
+}
+
+impl Ui {
+    /// Connects and subscribes; the pending requests follow as events, oldest first.
+    pub async fn subscribe(path: &Path, client: Option<&str>) -> Result<Ui, ClientError> {
+        let mut conn = Connection::connect(path).await?;
+        conn.send(&ClientFrame::Subscribe { client }).await?;
+        loop {
+            match conn.recv().await? {
+                Some(ServerFrame::Subscribed { pending }) => {
+                    return Ok(Ui {
+                        conn,
+                        pending_at_subscribe: pending,
+                    })
+                }
+                Some(ServerFrame::Error(e)) => return Err(ClientError::Rejected(e)),
+                Some(_) => continue,
+                None => return Err(ClientError::Closed),
+            }
+        }
+    }
+
+    /// How many requests were pending when the subscription began (the replay's length).
+    pub fn pending_at_subscribe(&self) -> u64 {
+        self.pending_at_subscribe
+    }
+
+    /// The next event, or `None` when the daemon closed the connection.
+    pub async fn next(&mut self) -> Result<Option<UiEvent>, ClientError> {
+        loop {
+            let event = match self.conn.recv().await? {
+                None => return Ok(None),
+                Some(ServerFrame::AskUserRequest(r)) => UiEvent::Request(r),
+                Some(ServerFrame::AskUserWithdrawn {
+                    correlation_id,
+                    reason,
+                }) => UiEvent::Withdrawn {
+                    correlation_id,
+                    reason,
+                },
+                Some(ServerFrame::AskUserAck {
+                    correlation_id,
+                    outcome,
+                }) => UiEvent::Ack {
+                    correlation_id,
+                    outcome,
+                },
+                Some(ServerFrame::Error(e)) => UiEvent::Error(e),
+                Some(_) => continue,
+            };
+            return Ok(Some(event));
+        }
+    }
+
+    pub async fn answer(
+        &mut self,
+        correlation_id: &str,
+        answers: &BTreeMap<usize, String>,
+    ) -> Result<(), ClientError> {
+        self.conn
+            .send(&ClientFrame::AskUserResponse {
+                correlation_id,
+                answers,
+                cancelled: false,
+            })
+            .await
+    }
+
+    /// The user dismissed the dialog.
+    pub async fn dismiss(&mut self, correlation_id: &str) -> Result<(), ClientError> {
+        self.conn
+            .send(&ClientFrame::AskUserResponse {
+                correlation_id,
+                answers: &BTreeMap::new(),
+                cancelled: true,
+            })
+            .await
+    }
+}

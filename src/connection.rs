@@ -1,0 +1,229 @@
+//! One peer's connection: a reader that parses frames and hands them to the hub, and a writer
+//! that drains the connection's bounded queue onto the socket, batching whatever is queued
+//! into one flush.
+
+use std::sync::Arc;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::UnixStream;
+use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::{PeerId, PeerInfo, ValidRequest};
+use crate::hub::{outbox, Hub, Inbox, Out, Outbox};
+use crate::protocol::{
+    self, codec, encode, is_frame_too_large, ErrorCode, FrameError, Inbound, ServerFrame,
+};
+use crate::telemetry::Counters;
+
+/// Settings every connection reads.
+#[derive(Debug, Clone)]
+pub struct ConnectionConfig {
+    pub max_frame_bytes: usize,
+    pub max_queue_bytes: usize,
+    pub default_timeout_ms: u64,
+    pub max_timeout_ms: u64,
+}
+
+/// Frames the daemon writes may be larger than those it accepts (a response carries a UI's
+/// answers twice, plus the envelope); only the inbound direction is capped.
+const MAX_OUTBOUND_FRAME: usize = u32::MAX as usize;
+
+enum Next {
+    Continue,
+    Close,
+}
+
+/// Serves one connection until the peer leaves, misbehaves past recovery, its queue
+/// overflows, or `close` is cancelled (daemon shutdown, after pending requests were ended).
+pub async fn serve(
+    stream: UnixStream,
+    id: PeerId,
+    info: PeerInfo,
+    hub: Arc<Hub>,
+    config: Arc<ConnectionConfig>,
+    close: CancellationToken,
+) {
+    let (rd, wr) = stream.into_split();
+    let (outbox, inbox) = outbox(config.max_queue_bytes);
+    let cancel = outbox.cancel.clone();
+    hub.connect(id, info, outbox.clone());
+    let writer = tokio::spawn(write_loop(wr, inbox, id, hub.clone(), cancel.clone()));
+    let mut conn = Conn {
+        id,
+        hub: &hub,
+        outbox,
+        config: &config,
+    };
+    let mut frames = FramedRead::new(rd, codec(config.max_frame_bytes));
+    loop {
+        let frame = tokio::select! {
+            _ = close.cancelled() => break,
+            _ = cancel.cancelled() => break,
+            frame = frames.next() => frame,
+        };
+        match frame {
+            None => break,
+            Some(Ok(payload)) => {
+                Counters::bump(&hub.counters.frames_in);
+                if let Next::Close = conn.handle(&payload) {
+                    break;
+                }
+            }
+            Some(Err(e)) if is_frame_too_large(&e) => {
+                let err = FrameError::new(
+                    ErrorCode::FrameTooLarge,
+                    format!(
+                        "frame length exceeds the limit of {} bytes; closing the connection",
+                        config.max_frame_bytes
+                    ),
+                );
+                conn.reply_error(&err);
+                break;
+            }
+            // The peer closed mid-frame or the socket failed: nothing more can be said.
+            Some(Err(_)) => break,
+        }
+    }
+    hub.disconnect(id);
+    // The writer finishes what is queued (a goodbye error frame, shutdown answers), then exits
+    // once every sender is gone.
+    drop(conn);
+    let _ = writer.await;
+}
+
+struct Conn<'a> {
+    id: PeerId,
+    hub: &'a Hub,
+    outbox: Outbox,
+    config: &'a ConnectionConfig,
+}
+
+impl Conn<'_> {
+    fn reply(&self, frame: bytes::Bytes) {
+        if !self.outbox.push(frame) {
+            // Our own replies overflowing means the peer does not read what it asks for.
+            self.outbox.cancel.cancel();
+        }
+    }
+
+    fn reply_error(&self, err: &FrameError) {
+        self.hub.counters.count_error(err.code);
+        if err.code.closes_connection() {
+            tracing::warn!(peer = self.id, code = %err.code, "{}", err.message);
+        } else {
+            tracing::debug!(peer = self.id, code = %err.code, "{}", err.message);
+        }
+        self.reply(encode(&ServerFrame::error(err)));
+    }
+
+    fn handle(&mut self, payload: &[u8]) -> Next {
+        let frame = match protocol::parse_inbound(payload) {
+            Ok(frame) => frame,
+            Err(err) => {
+                self.reply_error(&err);
+                return if err.code.closes_connection() {
+                    Next::Close
+                } else {
+                    Next::Continue
+                };
+            }
+        };
+        let id = self.id;
+        match frame {
+            Inbound::Hello { protocol, client } => {
+                if let Some(client) = client {
+                    self.hub.run(|b, _, _| b.set_client(id, client));
+                }
+                self.reply(encode(&ServerFrame::Welcome {
+                    protocol,
+                    server: crate::SERVER_NAME.to_owned(),
+                    max_frame_bytes: self.config.max_frame_bytes as u64,
+                    default_timeout_ms: self.config.default_timeout_ms,
+                    max_timeout_ms: self.config.max_timeout_ms,
+                }));
+            }
+            Inbound::Ping { id } => self.reply(encode(&ServerFrame::Pong { id })),
+            Inbound::Stats => self.reply(self.hub.stats_frame()),
+            Inbound::Subscribe { client } => self.hub.run(|b, _, fx| b.subscribe(id, client, fx)),
+            Inbound::AskUserRequest(req) => match ValidRequest::check(req) {
+                Ok(req) => self.hub.run(|b, now, fx| b.ask(id, req, now, fx)),
+                Err((cid, err)) => self.hub.run(|b, _, fx| b.reject(id, &cid, err, fx)),
+            },
+            Inbound::AskUserCancel { correlation_id } => self
+                .hub
+                .run(|b, now, fx| b.cancel(id, &correlation_id, now, fx)),
+            Inbound::AskUserResponse(resp) => {
+                self.hub.run(|b, now, fx| b.respond(id, resp, now, fx))
+            }
+        }
+        Next::Continue
+    }
+}
+
+async fn write_loop(
+    wr: OwnedWriteHalf,
+    mut inbox: Inbox,
+    id: PeerId,
+    hub: Arc<Hub>,
+    cancel: CancellationToken,
+) {
+    let mut sink = FramedWrite::new(wr, codec(MAX_OUTBOUND_FRAME));
+    loop {
+        let first = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return,
+            item = inbox.rx.recv() => item,
+        };
+        let Some(first) = first else { break };
+        let mut next = Some(first);
+        let mut written = 0;
+        // Feed everything already queued, then flush once.
+        while let Some(item) = next {
+            match item {
+                Out::Frame(frame) => {
+                    let len = frame.len();
+                    let fed = tokio::select! {
+                        biased;
+                        _ = cancel.cancelled() => return,
+                        r = sink.feed(frame) => r,
+                    };
+                    if fed.is_err() {
+                        return;
+                    }
+                    inbox.written(len);
+                    written += 1;
+                }
+                Out::Replay => hub.replay(id),
+            }
+            next = inbox.rx.try_recv().ok();
+        }
+        let flushed = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return,
+            r = SinkExt::<bytes::Bytes>::flush(&mut sink) => r,
+        };
+        if flushed.is_err() {
+            return;
+        }
+        hub.counters
+            .frames_out
+            .fetch_add(written, std::sync::atomic::Ordering::Relaxed);
+    }
+    let _ = SinkExt::<bytes::Bytes>::flush(&mut sink).await;
+    let _ = shutdown_write(sink.into_inner()).await;
+}
+
+async fn shutdown_write(mut wr: OwnedWriteHalf) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    wr.shutdown().await
+}
+
+/// Refuses a connection before it is served: one error frame, then close.
+pub async fn refuse(stream: UnixStream, err: &FrameError) {
+    let (_rd, wr) = stream.into_split();
+    let mut sink = FramedWrite::new(wr, codec(MAX_OUTBOUND_FRAME));
+    let send = sink.send(encode(&ServerFrame::error(err)));
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), send).await;
+}

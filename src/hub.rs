@@ -1,0 +1,339 @@
+//! The hub: the broker behind one lock, each connection's bounded outbound queue, and the
+//! timer that expires deadlines. Effects are delivered while the lock is held, so every peer
+//! receives frames in the order the broker decided them; delivery never awaits (a full queue
+//! disconnects its peer instead).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use serde_json::{json, Map, Value};
+use tokio::sync::{mpsc, Notify};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::broker::{Broker, Effects, Limits, Msg, PeerId, PeerInfo};
+use crate::protocol::{encode, ServerFrame};
+use crate::telemetry::{timestamp, Counters, TelemetrySink};
+
+/// How many replayed requests a catching-up UI is handed per step.
+const REPLAY_CHUNK: usize = 64;
+
+/// What a connection's writer is asked to do.
+#[derive(Debug)]
+pub enum Out {
+    Frame(Bytes),
+    /// Fetch the next part of the replay for this UI.
+    Replay,
+}
+
+/// The sending side of one connection's queue, bounded in bytes.
+#[derive(Debug, Clone)]
+pub struct Outbox {
+    tx: mpsc::UnboundedSender<Out>,
+    queued: Arc<AtomicUsize>,
+    limit: usize,
+    /// Cancelled when the connection must be dropped at once (its queue overflowed).
+    pub cancel: CancellationToken,
+}
+
+/// The receiving side, owned by the connection's writer.
+#[derive(Debug)]
+pub struct Inbox {
+    pub rx: mpsc::UnboundedReceiver<Out>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Inbox {
+    /// The writer has written `len` bytes of queued frames.
+    pub fn written(&self, len: usize) {
+        self.queued.fetch_sub(len, Ordering::Relaxed);
+    }
+
+    pub fn queued_bytes(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+}
+
+/// A queue for one connection that holds at most `limit_bytes` of unsent frames.
+pub fn outbox(limit_bytes: usize) -> (Outbox, Inbox) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let queued = Arc::new(AtomicUsize::new(0));
+    (
+        Outbox {
+            tx,
+            queued: queued.clone(),
+            limit: limit_bytes,
+            cancel: CancellationToken::new(),
+        },
+        Inbox { rx, queued },
+    )
+}
+
+impl Outbox {
+    /// Queues a frame; false when the queue is full (or the writer has gone).
+    pub fn push(&self, frame: Bytes) -> bool {
+        let len = frame.len();
+        let before = self.queued.fetch_add(len, Ordering::Relaxed);
+        // One frame always fits an empty queue, whatever its size.
+        if before > 0 && before + len > self.limit {
+            self.queued.fetch_sub(len, Ordering::Relaxed);
+            return false;
+        }
+        if self.tx.send(Out::Frame(frame)).is_err() {
+            self.queued.fetch_sub(len, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    fn push_replay(&self) {
+        let _ = self.tx.send(Out::Replay);
+    }
+
+    fn has_room_for_replay(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) < self.limit / 2
+    }
+}
+
+struct Inner {
+    broker: Broker,
+    outboxes: HashMap<PeerId, Outbox>,
+    /// Reused across operations so the hot path does not allocate effect vectors.
+    fx: Effects,
+    /// The deadline the timer task is sleeping towards.
+    armed: Option<Instant>,
+}
+
+/// Everything connections share.
+pub struct Hub {
+    inner: Mutex<Inner>,
+    timer: Notify,
+    pub counters: Arc<Counters>,
+    telemetry: TelemetrySink,
+    node: Arc<str>,
+    started: Instant,
+}
+
+impl Hub {
+    pub fn new(
+        limits: Limits,
+        telemetry: TelemetrySink,
+        counters: Arc<Counters>,
+        node: &str,
+    ) -> Self {
+        Hub {
+            inner: Mutex::new(Inner {
+                broker: Broker::new(limits),
+                outboxes: HashMap::new(),
+                fx: Effects::default(),
+                armed: None,
+            }),
+            timer: Notify::new(),
+            counters,
+            telemetry,
+            node: Arc::from(node),
+            started: Instant::now(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock would be a bug in the broker; the state is still
+        // the best there is, so keep serving rather than poison every connection.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs one broker operation and delivers what it produced.
+    pub fn run<R>(&self, op: impl FnOnce(&mut Broker, Instant, &mut Effects) -> R) -> R {
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        let now = Instant::now();
+        let r = op(&mut inner.broker, now, &mut inner.fx);
+        self.deliver(inner, now);
+        r
+    }
+
+    pub fn connect(&self, peer: PeerId, info: PeerInfo, outbox: Outbox) {
+        let mut inner = self.lock();
+        inner.broker.connect(peer, info);
+        inner.outboxes.insert(peer, outbox);
+    }
+
+    pub fn disconnect(&self, peer: PeerId) {
+        self.run(|b, now, fx| b.disconnect(peer, now, fx));
+        self.lock().outboxes.remove(&peer);
+    }
+
+    /// Hands a catching-up UI its next part of the replay, if its queue has room; otherwise
+    /// it is asked again once the writer has drained.
+    pub fn replay(&self, peer: PeerId) {
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        let Some(outbox) = inner.outboxes.get(&peer) else {
+            return;
+        };
+        if !outbox.has_room_for_replay() {
+            outbox.push_replay();
+            return;
+        }
+        let now = Instant::now();
+        inner.broker.replay(peer, REPLAY_CHUNK, now, &mut inner.fx);
+        self.deliver(inner, now);
+    }
+
+    pub fn set_limits(&self, limits: Limits) {
+        self.run(|b, _, _| b.set_limits(limits));
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.lock().broker.limits().clone()
+    }
+
+    fn deliver(&self, inner: &mut Inner, now: Instant) {
+        loop {
+            let mut overflowed = Vec::new();
+            for (peer, msg) in inner.fx.sends.drain(..) {
+                let frame = match msg {
+                    Msg::Frame(frame) => frame,
+                    Msg::Error(err) => {
+                        self.counters.count_error(err.code);
+                        encode(&ServerFrame::error(&err))
+                    }
+                };
+                if let Some(outbox) = inner.outboxes.get(&peer) {
+                    if !outbox.push(frame) {
+                        overflowed.push(peer);
+                    }
+                }
+            }
+            for peer in inner.fx.replay.drain(..) {
+                if let Some(outbox) = inner.outboxes.get(&peer) {
+                    outbox.push_replay();
+                }
+            }
+            if !inner.fx.records.is_empty() {
+                let ts = timestamp(SystemTime::now());
+                for mut record in inner.fx.records.drain(..) {
+                    record.ts.clone_from(&ts);
+                    record.node = self.node.clone();
+                    self.telemetry.send(record);
+                }
+            }
+            if overflowed.is_empty() {
+                break;
+            }
+            for peer in overflowed {
+                // A peer that does not read must not hold up anyone: drop it, and let the
+                // broker treat it as gone (its pending stay for the other UIs).
+                if let Some(outbox) = inner.outboxes.remove(&peer) {
+                    outbox.cancel.cancel();
+                    Counters::bump(&self.counters.queue_overflows);
+                    let info = inner.broker.peer_info(peer).cloned().unwrap_or_default();
+                    tracing::warn!(
+                        peer,
+                        pid = info.pid,
+                        uid = info.uid,
+                        client = info.client.as_deref().unwrap_or(""),
+                        limit_bytes = outbox.limit,
+                        "outbound queue overflowed; disconnecting a peer that does not read"
+                    );
+                    inner.broker.disconnect(peer, now, &mut inner.fx);
+                }
+            }
+        }
+        if let Some(next) = inner.broker.next_deadline() {
+            if inner.armed.is_none_or(|armed| next < armed) {
+                inner.armed = Some(next);
+                self.timer.notify_one();
+            }
+        }
+    }
+
+    /// Expires deadlines until `stop` is cancelled. One task for all requests; it sleeps
+    /// until the earliest deadline and is woken only when an earlier one is added.
+    pub async fn run_timer(&self, stop: CancellationToken) {
+        loop {
+            let next = {
+                let mut inner = self.lock();
+                inner.armed = inner.broker.next_deadline();
+                inner.armed
+            };
+            let sleep = async {
+                match next {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = self.timer.notified() => {}
+                _ = sleep => self.run(|b, now, fx| b.expire(now, fx)),
+            }
+        }
+    }
+
+    /// Ends every pending request with `shutdown`.
+    pub fn shutdown(&self) {
+        self.run(|b, now, fx| b.shutdown(now, fx));
+    }
+
+    pub fn counts(&self) -> (usize, usize) {
+        let inner = self.lock();
+        (inner.broker.pending_len(), inner.broker.ui_count())
+    }
+
+    /// The `stats` frame: live counters, documented in proto/PROTOCOL.md.
+    pub fn stats_frame(&self) -> Bytes {
+        let c = &self.counters;
+        let get = Counters::get;
+        let inner = self.lock();
+        let b = &inner.broker;
+        let s = b.stats();
+        let errors: Map<String, Value> = c
+            .errors()
+            .map(|(code, n)| (code.as_str().to_owned(), json!(n)))
+            .collect();
+        let frame = json!({
+            "type": "stats",
+            "server": crate::SERVER_NAME,
+            "node": &*self.node,
+            "uptimeMs": self.started.elapsed().as_millis() as u64,
+            "connections": b.peer_count(),
+            "producers": b.producer_count(),
+            "uis": b.ui_count(),
+            "pending": b.pending_len(),
+            "connectionsTotal": get(&c.connections_total),
+            "connectionsRefused": get(&c.connections_refused),
+            "requests": {
+                "accepted": s.accepted,
+                "rejected": s.rejected,
+                "resolved": s.resolved(),
+            },
+            "outcomes": {
+                "answered": s.answered,
+                "dismissed": s.dismissed,
+                "timeout": s.timeout,
+                "no-ui": s.no_ui,
+                "withdrawn": s.withdrawn,
+                "shutdown": s.shutdown,
+                "producer-gone": s.producer_gone,
+            },
+            "latencyMs": {
+                "count": s.latency_count(),
+                "p50": s.latency_ms(0.5),
+                "p90": s.latency_ms(0.9),
+                "p99": s.latency_ms(0.99),
+                "max": s.latency_max_ms(),
+            },
+            "errors": errors,
+            "framesIn": get(&c.frames_in),
+            "framesOut": get(&c.frames_out),
+            "queueOverflows": get(&c.queue_overflows),
+            "telemetryLines": get(&c.telemetry_lines),
+            "telemetryErrors": get(&c.telemetry_errors),
+        });
+        encode(&frame)
+    }
+}

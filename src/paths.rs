@@ -1,0 +1,98 @@
+//! Where things live by default (socket, telemetry), shared by the daemon and every client so
+//! they agree without configuration, and the safe creation of the daemon's socket.
+
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+/// The socket path when none is given: `$ASKBUS_SOCKET`, else `$XDG_RUNTIME_DIR/askbus.sock`,
+/// else `/run/askbus/askbus.sock` for root, else `/tmp/askbus-<uid>/askbus.sock`.
+pub fn default_socket_path() -> PathBuf {
+    if let Some(p) = non_empty_env("ASKBUS_SOCKET") {
+        return PathBuf::from(p);
+    }
+    if let Some(dir) = non_empty_env("XDG_RUNTIME_DIR") {
+        return Path::new(&dir).join("askbus.sock");
+    }
+    let uid = effective_uid();
+    if uid == 0 {
+        PathBuf::from("/run/askbus/askbus.sock")
+    } else {
+        PathBuf::from(format!("/tmp/askbus-{uid}/askbus.sock"))
+    }
+}
+
+/// The telemetry file when none is given: `$XDG_STATE_HOME/askbus/telemetry.jsonl`, else
+/// `~/.local/state/askbus/telemetry.jsonl`, else `/var/lib/askbus/telemetry.jsonl`.
+pub fn default_telemetry_path() -> PathBuf {
+    if let Some(dir) = non_empty_env("XDG_STATE_HOME") {
+        return Path::new(&dir).join("askbus/telemetry.jsonl");
+    }
+    if let Some(home) = non_empty_env("HOME") {
+        return Path::new(&home).join(".local/state/askbus/telemetry.jsonl");
+    }
+    PathBuf::from("/var/lib/askbus/telemetry.jsonl")
+}
+
+fn non_empty_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Why the daemon cannot take a socket path.
+#[derive(Debug, thiserror::Error)]
+pub enum SocketPathError {
+    #[error("{0} is not a socket; refusing to replace it")]
+    NotASocket(PathBuf),
+    #[error("{0} is a symlink; refusing to follow or replace it")]
+    Symlink(PathBuf),
+    #[error("another askbusd is already serving {0}")]
+    InUse(PathBuf),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// Makes `path` ready to bind: creates its directory (0700) when missing, removes a stale
+/// socket left by a dead daemon, and refuses anything else that stands there.
+pub fn prepare_socket_path(path: &Path) -> Result<(), SocketPathError> {
+    let io_err = |source| SocketPathError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.exists() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(io_err)?;
+        }
+    }
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(e)),
+    };
+    let ft = meta.file_type();
+    if ft.is_symlink() {
+        return Err(SocketPathError::Symlink(path.to_owned()));
+    }
+    if !ft.is_socket() {
+        return Err(SocketPathError::NotASocket(path.to_owned()));
+    }
+    match std::os::unix::net::UnixStream::connect(path) {
+        Ok(_) => Err(SocketPathError::InUse(path.to_owned())),
+        Err(_) => {
+            // Only a socket nobody answers on, and only one we could have made: remove_file
+            // does not follow symlinks, and the checks above rule one out.
+            if meta.uid() != effective_uid() && effective_uid() != 0 {
+                return Err(SocketPathError::NotASocket(path.to_owned()));
+            }
+            std::fs::remove_file(path).map_err(io_err)
+        }
+    }
+}

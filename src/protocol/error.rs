@@ -1,0 +1,110 @@
+//! Wire error codes: the one place where a failure becomes a code a peer can act on.
+
+use std::fmt;
+
+/// Every error code the daemon sends in an `error` frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorCode {
+    InvalidJson,
+    InvalidFrame,
+    UnknownType,
+    FrameTooLarge,
+    InvalidRequest,
+    DuplicateCorrelationId,
+    TooManyPending,
+    NotPending,
+    NotSubscribed,
+    InvalidResponse,
+    UnsupportedProtocol,
+    Forbidden,
+    TooManyConnections,
+}
+
+impl ErrorCode {
+    pub const ALL: [ErrorCode; 13] = [
+        ErrorCode::InvalidJson,
+        ErrorCode::InvalidFrame,
+        ErrorCode::UnknownType,
+        ErrorCode::FrameTooLarge,
+        ErrorCode::InvalidRequest,
+        ErrorCode::DuplicateCorrelationId,
+        ErrorCode::TooManyPending,
+        ErrorCode::NotPending,
+        ErrorCode::NotSubscribed,
+        ErrorCode::InvalidResponse,
+        ErrorCode::UnsupportedProtocol,
+        ErrorCode::Forbidden,
+        ErrorCode::TooManyConnections,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidJson => "invalid-json",
+            ErrorCode::InvalidFrame => "invalid-frame",
+            ErrorCode::UnknownType => "unknown-type",
+            ErrorCode::FrameTooLarge => "frame-too-large",
+            ErrorCode::InvalidRequest => "invalid-request",
+            ErrorCode::DuplicateCorrelationId => "duplicate-correlation-id",
+            ErrorCode::TooManyPending => "too-many-pending",
+            ErrorCode::NotPending => "not-pending",
+            ErrorCode::NotSubscribed => "not-subscribed",
+            ErrorCode::InvalidResponse => "invalid-response",
+            ErrorCode::UnsupportedProtocol => "unsupported-protocol",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::TooManyConnections => "too-many-connections",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ErrorCode> {
+        ErrorCode::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// After these the daemon closes the connection: the stream can no longer be trusted
+    /// (a frame boundary is lost) or the peer may not talk to this daemon at all.
+    pub fn closes_connection(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::FrameTooLarge
+                | ErrorCode::UnsupportedProtocol
+                | ErrorCode::Forbidden
+                | ErrorCode::TooManyConnections
+        )
+    }
+}
+
+impl serde::Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A frame the daemon refuses, with what the peer is told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct FrameError {
+    pub code: ErrorCode,
+    pub message: String,
+    /// The offending frame's correlationId, when it had a usable one.
+    pub correlation_id: Option<String>,
+}
+
+impl FrameError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        FrameError {
+            code,
+            message: message.into(),
+            correlation_id: None,
+        }
+    }
+
+    pub fn with_id(mut self, correlation_id: Option<&str>) -> Self {
+        self.correlation_id = correlation_id.map(str::to_owned);
+        self
+    }
+}

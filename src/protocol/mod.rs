@@ -1,0 +1,18 @@
+//! Protocol v1 on the wire: framing, the frames peers exchange, and error codes.
+//!
+//! This module depends on nothing else in the crate, so clients, the daemon and tools can share
+//! it, and the spec in `proto/PROTOCOL.md` can be checked against one place.
+
+mod codec;
+mod error;
+mod frames;
+
+pub use codec::{codec, encode, is_frame_too_large, DEFAULT_MAX_FRAME_BYTES, LENGTH_PREFIX_BYTES};
+pub use error::{ErrorCode, FrameError};
+pub use frames::*;
+
+/// The protocol number carried by `hello` and `welcome`.
+pub const PROTOCOL_VERSION: u64 = 1;
+
+/// Longest accepted correlationId, in characters (Unicode scalar values).
+pub const MAX_CORRELATION_ID_CHARS: usize = 128;
