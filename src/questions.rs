@@ -349,3 +349,6 @@ fn format_seconds(ms: u64) -> String {
         format!("{secs}.{}", f.trim_end_matches('0'))
     }
 }
+
+#[cfg(test)]
+mod tests;
