@@ -1,11 +1,20 @@
 //! ask_user semantics: validation, normalization and the tool result, identical to the
 //! reference (`AskUserTool` in `@google/gemini-cli-core` 0.61.0). Pure functions over
 //! serde_json values; the broker calls them, nothing here does I/O.
+//!
+//! This module owns every string the model or a UI sees about a question's shape or its
+//! outcome: the reference's validation errors, its normalized questions, its `ToolResult`s,
+//! and the daemon's own outcome wording ([`daemon_text`]).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Map, Value};
+
+mod js;
+mod schema;
+
+pub use js::{js_trim, js_utf16_len};
 
 /// The three question types the reference accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +30,16 @@ impl QuestionType {
             QuestionType::Choice => "choice",
             QuestionType::Text => "text",
             QuestionType::YesNo => "yesno",
+        }
+    }
+
+    /// The type named by a question's `type` string, if it is one the schema allows.
+    pub fn parse(s: &str) -> Option<QuestionType> {
+        match s {
+            "choice" => Some(QuestionType::Choice),
+            "text" => Some(QuestionType::Text),
+            "yesno" => Some(QuestionType::YesNo),
+            _ => None,
         }
     }
 }
@@ -42,6 +61,18 @@ pub enum DaemonOutcome {
     Shutdown,
 }
 
+impl DaemonOutcome {
+    /// The `data.ask_user.reason` value.
+    pub fn reason(self) -> &'static str {
+        match self {
+            DaemonOutcome::Timeout => "timeout",
+            DaemonOutcome::NoUi => "no-ui",
+            DaemonOutcome::Withdrawn => "withdrawn",
+            DaemonOutcome::Shutdown => "shutdown",
+        }
+    }
+}
+
 /// What the model is handed: the reference's `ToolResult` as the wire carries it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -51,32 +82,273 @@ pub struct ToolResult {
     pub data: Value,
 }
 
+/// The reference's own wording for a dismissed dialog.
+pub const DISMISSED_LLM_CONTENT: &str = "User dismissed ask_user dialog without answering.";
+pub const DISMISSED_RETURN_DISPLAY: &str = "User dismissed dialog";
+/// The reference's `returnDisplay` when the user submitted no answer at all.
+pub const EMPTY_SUBMISSION_RETURN_DISPLAY: &str = "User submitted without answering questions.";
+
+/// The daemon's wording for outcomes the reference never produces (the protocol documents
+/// these verbatim, so they live here and only here). Each entry is
+/// `(llmContent, returnDisplay)`; in the timeout pair `{T}` stands for the timeout in seconds
+/// written without trailing zeros (`600`, `1.5`, `0.001`).
+///
+/// The llmContent is addressed to the model (so it can carry on without the answer); the
+/// returnDisplay is a short line for the human-facing transcript.
+pub mod daemon_text {
+    pub const TIMEOUT_LLM_CONTENT: &str =
+        "User did not answer the ask_user dialog within {T} seconds.";
+    pub const TIMEOUT_RETURN_DISPLAY: &str = "No answer: the question timed out after {T} s";
+    pub const NO_UI_LLM_CONTENT: &str =
+        "No user interface is connected to answer ask_user questions; continue without asking.";
+    pub const NO_UI_RETURN_DISPLAY: &str = "No answer: no user interface is connected";
+    pub const WITHDRAWN_LLM_CONTENT: &str =
+        "The ask_user question was withdrawn before the user answered.";
+    pub const WITHDRAWN_RETURN_DISPLAY: &str = "Question withdrawn";
+    pub const SHUTDOWN_LLM_CONTENT: &str =
+        "The askbus daemon shut down before the user answered the ask_user dialog.";
+    pub const SHUTDOWN_RETURN_DISPLAY: &str = "No answer: the askbus daemon shut down";
+}
+
 /// Validates `params` (an object holding `questions`) as the reference's `build(params)` does
 /// and returns the normalized `questions` array, or the reference's exact error message.
-pub fn validate(_params: &Value) -> Result<Vec<Value>, String> {
-    todo!("issue 3")
+pub fn validate(params: &Value) -> Result<Vec<Value>, String> {
+    let questions = schema::check(params)?;
+    check_values(questions)?;
+    Ok(questions.iter().map(normalize_question).collect())
+}
+
+/// The reference's `validateToolParamValues`, run only once the schema has passed, so the
+/// shapes it relies on (objects, arrays, strings) are already guaranteed.
+fn check_values(questions: &[Value]) -> Result<(), String> {
+    for (i, q) in questions.iter().enumerate() {
+        let n = i + 1;
+        let options = q.get("options").and_then(Value::as_array);
+        if q.get("type").and_then(Value::as_str) == Some("choice") {
+            match options {
+                Some(opts) if opts.len() >= 2 => {
+                    if opts.len() > 4 {
+                        return Err(format!(
+                            "Question {n}: 'options' array must have at most 4 items."
+                        ));
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "Question {n}: type='choice' requires 'options' array with 2-4 items."
+                    ))
+                }
+            }
+        }
+        for (j, opt) in options.into_iter().flatten().enumerate() {
+            let m = j + 1;
+            let label_ok = opt
+                .get("label")
+                .and_then(Value::as_str)
+                .is_some_and(|l| !js_trim(l).is_empty());
+            if !label_ok {
+                return Err(format!(
+                    "Question {n}, option {m}: 'label' is required and must be a non-empty string."
+                ));
+            }
+            // Unreachable behind the schema (which requires a string description), but kept
+            // so this check stays the reference's even if the schema stage ever loosens.
+            if !opt.get("description").is_some_and(Value::is_string) {
+                return Err(format!(
+                    "Question {n}, option {m}: 'description' is required and must be a string."
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Models often double-escape newlines; the reference turns the literal two-character
+/// escapes back into real newlines. Two passes, like its two chained `replace` calls.
+fn unescape(s: &str) -> String {
+    s.replace("\\r\\n", "\n").replace("\\n", "\n")
+}
+
+/// The reference's `createInvocation` mapping of one question. Overwritten keys keep their
+/// place and unknown keys pass through untouched.
+fn normalize_question(q: &Value) -> Value {
+    let Some(src) = q.as_object() else {
+        return q.clone();
+    };
+    let mut out = src.clone();
+    if let Some(Value::String(s)) = src.get("question") {
+        out.insert("question".into(), Value::String(unescape(s)));
+    }
+    // JS truthiness: an empty string is left as it is.
+    for key in ["header", "placeholder"] {
+        if let Some(Value::String(s)) = src.get(key) {
+            if !s.is_empty() {
+                out.insert(key.into(), Value::String(unescape(s)));
+            }
+        }
+    }
+    if let Some(Value::Array(opts)) = src.get("options") {
+        let normalized = opts.iter().map(normalize_option).collect();
+        out.insert("options".into(), Value::Array(normalized));
+    }
+    Value::Object(out)
+}
+
+fn normalize_option(opt: &Value) -> Value {
+    let mut out: Map<String, Value> = opt.as_object().cloned().unwrap_or_default();
+    if let Some(Value::String(l)) = opt.get("label") {
+        out.insert("label".into(), Value::String(unescape(l)));
+    }
+    let description = match opt.get("description") {
+        Some(Value::String(d)) => {
+            let t = js_trim(d);
+            if t.is_empty() {
+                String::new()
+            } else {
+                unescape(t)
+            }
+        }
+        _ => String::new(),
+    };
+    out.insert("description".into(), Value::String(description));
+    Value::Object(out)
 }
 
 /// The per-question facts of an already validated and normalized questions array.
-pub fn meta(_normalized: &[Value]) -> Vec<QuestionMeta> {
-    todo!("issue 3")
+///
+/// Given something `validate` would reject, it still answers rather than panicking: a
+/// missing or unknown `type` reads as `choice`, the schema's declared default.
+pub fn meta(normalized: &[Value]) -> Vec<QuestionMeta> {
+    normalized
+        .iter()
+        .map(|q| QuestionMeta {
+            header: q.get("header").and_then(Value::as_str).map(str::to_owned),
+            qtype: q
+                .get("type")
+                .and_then(Value::as_str)
+                .and_then(QuestionType::parse)
+                .unwrap_or(QuestionType::Choice),
+        })
+        .collect()
+}
+
+/// The `question_types` list every result's `data.ask_user` carries.
+pub fn question_types(meta: &[QuestionMeta]) -> Vec<&'static str> {
+    meta.iter().map(|m| m.qtype.as_str()).collect()
 }
 
 /// The result of an answered dialog; `answers` keyed by question index.
-pub fn answered_result(_meta: &[QuestionMeta], _answers: &BTreeMap<usize, String>) -> ToolResult {
-    todo!("issue 3")
+pub fn answered_result(meta: &[QuestionMeta], answers: &BTreeMap<usize, String>) -> ToolResult {
+    let return_display = if answers.is_empty() {
+        EMPTY_SUBMISSION_RETURN_DISPLAY.to_owned()
+    } else {
+        let lines: Vec<String> = answers
+            .iter()
+            .map(|(&i, answer)| {
+                // The reference falls back to `Q<index>` (0-based, the answers key itself)
+                // both for a missing header and for an index past the last question.
+                let category = meta
+                    .get(i)
+                    .and_then(|m| m.header.clone())
+                    .unwrap_or_else(|| format!("Q{i}"));
+                let prefix = format!("  {category} → ");
+                // JS `prefix.length` counts UTF-16 code units, not chars or bytes.
+                let indent = " ".repeat(js_utf16_len(&prefix));
+                let joiner = format!("\n{indent}");
+                prefix + &answer.split('\n').collect::<Vec<_>>().join(&joiner)
+            })
+            .collect();
+        format!("**User answered:**\n{}", lines.join("\n"))
+    };
+    ToolResult {
+        llm_content: answers_json(answers),
+        return_display,
+        data: json!({
+            "ask_user": {
+                "question_types": question_types(meta),
+                "dismissed": false,
+                "empty_submission": answers.is_empty(),
+                "answer_count": answers.len(),
+            }
+        }),
+    }
+}
+
+/// `JSON.stringify({answers})`. Written out by hand so the key order is the one JS gives
+/// integer keys (ascending, which the BTreeMap already is) whatever serde_json's map
+/// features; serde_json's string escaping matches JSON.stringify's for any Rust string
+/// (short escapes, lowercase `\u00xx` for other C0 controls, nothing else escaped).
+fn answers_json(answers: &BTreeMap<usize, String>) -> String {
+    let mut s = String::from("{\"answers\":{");
+    for (n, (k, v)) in answers.iter().enumerate() {
+        if n > 0 {
+            s.push(',');
+        }
+        s.push('"');
+        s.push_str(&k.to_string());
+        s.push_str("\":");
+        s.push_str(&serde_json::to_string(v).expect("a string always serializes"));
+    }
+    s.push_str("}}");
+    s
 }
 
 /// The result when the user dismissed the dialog.
-pub fn dismissed_result(_meta: &[QuestionMeta]) -> ToolResult {
-    todo!("issue 3")
+pub fn dismissed_result(meta: &[QuestionMeta]) -> ToolResult {
+    ToolResult {
+        llm_content: DISMISSED_LLM_CONTENT.to_owned(),
+        return_display: DISMISSED_RETURN_DISPLAY.to_owned(),
+        data: json!({
+            "ask_user": {
+                "question_types": question_types(meta),
+                "dismissed": true,
+            }
+        }),
+    }
 }
 
 /// The result for an outcome the daemon decided (no user answer).
-pub fn daemon_result(
-    _meta: &[QuestionMeta],
-    _outcome: DaemonOutcome,
-    _timeout_ms: u64,
-) -> ToolResult {
-    todo!("issue 3")
+pub fn daemon_result(meta: &[QuestionMeta], outcome: DaemonOutcome, timeout_ms: u64) -> ToolResult {
+    use daemon_text::*;
+    let (llm, display) = match outcome {
+        DaemonOutcome::Timeout => {
+            let t = format_seconds(timeout_ms);
+            (
+                TIMEOUT_LLM_CONTENT.replace("{T}", &t),
+                TIMEOUT_RETURN_DISPLAY.replace("{T}", &t),
+            )
+        }
+        DaemonOutcome::NoUi => (NO_UI_LLM_CONTENT.into(), NO_UI_RETURN_DISPLAY.into()),
+        DaemonOutcome::Withdrawn => (
+            WITHDRAWN_LLM_CONTENT.into(),
+            WITHDRAWN_RETURN_DISPLAY.into(),
+        ),
+        DaemonOutcome::Shutdown => (SHUTDOWN_LLM_CONTENT.into(), SHUTDOWN_RETURN_DISPLAY.into()),
+    };
+    ToolResult {
+        llm_content: llm,
+        return_display: display,
+        data: json!({
+            "ask_user": {
+                "question_types": question_types(meta),
+                "dismissed": true,
+                "reason": outcome.reason(),
+            }
+        }),
+    }
 }
+
+/// Milliseconds as seconds with no trailing zeros, in integer arithmetic so no float
+/// rounding can creep into the text.
+fn format_seconds(ms: u64) -> String {
+    let (secs, frac) = (ms / 1000, ms % 1000);
+    if frac == 0 {
+        secs.to_string()
+    } else {
+        let f = format!("{frac:03}");
+        format!("{secs}.{}", f.trim_end_matches('0'))
+    }
+}
+
+#[cfg(test)]
+mod tests;

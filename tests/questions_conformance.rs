@@ -1,0 +1,111 @@
+//! The questions module against outcomes recorded from the reference implementation
+//! (`AskUserTool` in `@google/gemini-cli-core` 0.61.0; see tests/data/ and the conformance
+//! README the cases came with). Every disagreement is listed before the test fails, so one
+//! run shows the whole picture rather than the first mismatch.
+
+use std::collections::BTreeMap;
+
+use askbus::questions::{answered_result, dismissed_result, meta, validate};
+use serde_json::Value;
+
+fn load(name: &str) -> Vec<Value> {
+    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn validation_agrees_with_reference() {
+    let cases = load("ask_user_reference_cases.json");
+    assert_eq!(cases.len(), 1035, "the reference case file changed size");
+    let mut disagreements = Vec::new();
+    for (n, case) in cases.iter().enumerate() {
+        let got = validate(&case["params"]);
+        let agrees = match (case["ok"].as_bool(), &got) {
+            (Some(true), Ok(normalized)) => {
+                Some(&Value::Array(normalized.clone())) == case.get("normalized")
+            }
+            (Some(false), Err(e)) => case["error"].as_str() == Some(e.as_str()),
+            _ => false,
+        };
+        if !agrees {
+            disagreements.push(format!(
+                "case {n}: params {}\n  expected {}\n  got {got:?}",
+                case["params"],
+                if case["ok"] == true {
+                    case["normalized"].to_string()
+                } else {
+                    case["error"].to_string()
+                }
+            ));
+        }
+    }
+    let agreed = cases.len() - disagreements.len();
+    println!(
+        "validation: {agreed}/{} agree with the reference",
+        cases.len()
+    );
+    for d in disagreements.iter().take(30) {
+        println!("{d}");
+    }
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreements",
+        disagreements.len()
+    );
+}
+
+#[test]
+fn results_agree_with_reference() {
+    let cases = load("ask_user_result_cases.json");
+    assert_eq!(cases.len(), 120, "the result case file changed size");
+    let mut disagreements = Vec::new();
+    for (n, case) in cases.iter().enumerate() {
+        let normalized = validate(&case["params"]).expect("result cases use valid params");
+        let m = meta(&normalized);
+        let got = if case["cancelled"] == true {
+            dismissed_result(&m)
+        } else {
+            let answers: BTreeMap<usize, String> = case["answers"]
+                .as_object()
+                .expect("answers is an object")
+                .iter()
+                .map(|(k, v)| {
+                    let i = k.parse().expect("answer keys are indices");
+                    (i, v.as_str().expect("answers are strings").to_owned())
+                })
+                .collect();
+            answered_result(&m, &answers)
+        };
+        let want = &case["result"];
+        let mut wrong = Vec::new();
+        if want["llmContent"].as_str() != Some(got.llm_content.as_str()) {
+            wrong.push(format!(
+                "llmContent: want {} got {:?}",
+                want["llmContent"], got.llm_content
+            ));
+        }
+        if want["returnDisplay"].as_str() != Some(got.return_display.as_str()) {
+            wrong.push(format!(
+                "returnDisplay: want {} got {:?}",
+                want["returnDisplay"], got.return_display
+            ));
+        }
+        if want["data"] != got.data {
+            wrong.push(format!("data: want {} got {}", want["data"], got.data));
+        }
+        if !wrong.is_empty() {
+            disagreements.push(format!("case {n}: {}", wrong.join("\n  ")));
+        }
+    }
+    let agreed = cases.len() - disagreements.len();
+    println!("results: {agreed}/{} agree with the reference", cases.len());
+    for d in disagreements.iter().take(30) {
+        println!("{d}");
+    }
+    assert!(
+        disagreements.is_empty(),
+        "{} disagreements",
+        disagreements.len()
+    );
+}
