@@ -18,7 +18,7 @@ pub use stats::BrokerStats;
 
 use crate::protocol::{
     encode, AskUserRequest, AskUserResponse, FrameError, NoUiPolicy, Outcome, ProducerInfo,
-    ProducerResponse, ResultPayload, ServerFrame, TimeoutMs, UiRequest, WithdrawReason,
+    ProducerResponse, ResultPayload, ServerFrame, TimeoutMs, UiRequestRef, WithdrawReason,
 };
 use crate::questions::{self, DaemonOutcome, QuestionMeta, ToolResult};
 use crate::telemetry::{Record, UiInfo};
@@ -684,13 +684,12 @@ fn producer_info(info: &PeerInfo) -> ProducerInfo {
 }
 
 fn encode_ui_request(id: &str, req: &Pending, now: Instant) -> Bytes {
-    let frame = ServerFrame::AskUserRequest(UiRequest {
-        correlation_id: id.to_owned(),
-        questions: req.questions.clone(),
+    encode(&UiRequestRef {
+        correlation_id: id,
+        questions: &req.questions,
         timeout_ms: req.deadline.saturating_duration_since(now).as_millis() as u64,
-        producer: req.producer_info.clone(),
-    });
-    encode(&frame)
+        producer: &req.producer_info,
+    })
 }
 
 #[cfg(test)]

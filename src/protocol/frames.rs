@@ -431,15 +431,26 @@ pub struct ResultPayload {
 }
 
 /// A pending question as a UI receives it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UiRequest {
     pub correlation_id: String,
-    /// The normalized questions, kept as their JSON text so a broadcast encodes them once.
-    pub questions: Box<RawValue>,
+    /// The normalized questions.
+    pub questions: Value,
     /// Milliseconds left before the request times out, as of sending.
     pub timeout_ms: u64,
     pub producer: ProducerInfo,
+}
+
+/// The daemon's encoding of a `UiRequest`: the questions stay the JSON text they were
+/// normalized to, so a broadcast or a replay never re-serializes them.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename = "ask-user-request", rename_all = "camelCase")]
+pub struct UiRequestRef<'a> {
+    pub correlation_id: &'a str,
+    pub questions: &'a RawValue,
+    pub timeout_ms: u64,
+    pub producer: &'a ProducerInfo,
 }
 
 /// The one terminal answer a producer gets for an accepted request.
@@ -447,10 +458,27 @@ pub struct UiRequest {
 #[serde(rename_all = "camelCase")]
 pub struct ProducerResponse {
     pub correlation_id: String,
+    #[serde(deserialize_with = "index_keyed")]
     pub answers: BTreeMap<usize, String>,
     pub cancelled: bool,
     pub reason: Outcome,
     pub result: ResultPayload,
+}
+
+/// Reads `{"0": "…"}` into index keys. Written by hand because serde cannot turn string keys
+/// into integers once an internally tagged enum has buffered the frame.
+fn index_keyed<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<usize, String>, D::Error> {
+    let raw = BTreeMap::<String, String>::deserialize(d)?;
+    raw.into_iter()
+        .map(|(k, v)| match question_index(&k) {
+            Some(i) => Ok((i, v)),
+            None => Err(serde::de::Error::custom(format!(
+                "answers key {k:?} is not a question index"
+            ))),
+        })
+        .collect()
 }
 
 /// An error the daemon reports.
@@ -670,6 +698,35 @@ mod tests {
         let back: ServerFrame = serde_json::from_str(&text).unwrap();
         assert!(matches!(back, ServerFrame::AskUserWithdrawn { .. }));
         let unknown: ServerFrame = serde_json::from_str(r#"{"type":"future","x":1}"#).unwrap();
+        assert!(matches!(unknown, ServerFrame::Unknown));
+        let questions =
+            RawValue::from_string(r#"[{"question":"Q?","header":"H","type":"text"}]"#.into())
+                .unwrap();
+        let producer = ProducerInfo {
+            client: Some("a/1".into()),
+            pid: Some(7),
+            uid: 1000,
+        };
+        let by_ref = crate::protocol::encode(&UiRequestRef {
+            correlation_id: "c",
+            questions: &questions,
+            timeout_ms: 5,
+            producer: &producer,
+        });
+        let owned = ServerFrame::AskUserRequest(UiRequest {
+            correlation_id: "c".into(),
+            questions: serde_json::from_str(questions.get()).unwrap(),
+            timeout_ms: 5,
+            producer,
+        });
+        assert_eq!(by_ref, crate::protocol::encode(&owned));
+        let back: ServerFrame = serde_json::from_slice(&by_ref).unwrap();
+        assert!(matches!(back, ServerFrame::AskUserRequest(r) if r.timeout_ms == 5));
+        let resp = br#"{"type":"ask-user-response","correlationId":"c","answers":{"1":"b","0":"a"},"cancelled":false,"reason":"answered","result":{"llmContent":"","returnDisplay":"","data":{}}}"#;
+        let ServerFrame::AskUserResponse(r) = serde_json::from_slice(resp).unwrap() else {
+            panic!()
+        };
+        assert_eq!(r.answers[&1], "b");
         assert!(matches!(unknown, ServerFrame::Unknown));
     }
 }
