@@ -311,15 +311,10 @@ impl Broker {
             return false;
         };
         let mut cursor = last;
-        let mut sent = 0;
-        for (&seq, id) in self.by_seq.range(last + 1..) {
-            if sent == max_frames {
-                break;
-            }
+        for (&seq, id) in self.by_seq.range(last + 1..).take(max_frames) {
             let req = &self.pending[id];
             fx.frame(peer, encode_ui_request(id, req, now));
             cursor = seq;
-            sent += 1;
         }
         let more = self.by_seq.range(cursor + 1..).next().is_some();
         let p = self.peers.get_mut(&peer).expect("checked above");
