@@ -213,8 +213,19 @@ impl Hub {
                     outbox.push_replay();
                 }
             }
-            if !inner.fx.records.is_empty() {
+            if !inner.fx.records.is_empty() || !inner.fx.events.is_empty() {
                 let ts = timestamp(SystemTime::now());
+                for mut event in inner.fx.events.drain(..) {
+                    event.ts.clone_from(&ts);
+                    let frame = encode(&ServerFrame::BusEvent(event));
+                    for watcher in inner.broker.watchers() {
+                        if let Some(outbox) = inner.outboxes.get(&watcher) {
+                            if !outbox.push(frame.clone()) {
+                                overflowed.push(watcher);
+                            }
+                        }
+                    }
+                }
                 for mut record in inner.fx.records.drain(..) {
                     record.ts.clone_from(&ts);
                     record.node = self.node.clone();
