@@ -254,10 +254,9 @@ impl Raw {
     /// The next frame, or `None` if the daemon closed the connection or nothing came within
     /// `wait`.
     pub async fn recv_within(&mut self, wait: Duration) -> Option<Value> {
-        match tokio::time::timeout(wait, self.read_frame()).await {
-            Ok(frame) => frame,
-            Err(_) => None,
-        }
+        tokio::time::timeout(wait, self.read_frame())
+            .await
+            .unwrap_or_default()
     }
 
     /// The next frame; fails the test after `RECV_TIMEOUT` or if the connection closed.
