@@ -182,6 +182,7 @@ fn sigterm_with_200_pending_answers_every_one_and_exits_clean() {
 }
 
 #[test]
+#[allow(clippy::async_yields_async)] // the block hands back the reader task to await later
 fn sigterm_with_10000_pending_exits_within_2s() {
     let rt = common::rt();
     let mut d = Daemon::start_with(&["--max-pending-per-connection", "20000", "--no-telemetry"]);
