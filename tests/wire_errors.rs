@@ -206,18 +206,16 @@ async fn too_many_pending_per_connection_and_in_total() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_beyond_the_limit_are_refused_with_an_error() {
     let d = Daemon::start_with(&["--max-connections", "2"]);
-    let mut a = d.connect().await;
-    let mut b = d.connect().await;
-    a.ping().await;
-    b.ping().await;
+    // The harness's readiness probe holds a slot until the daemon notices it closed.
+    let mut a = served(&d).await;
+    let mut b = served(&d).await;
     let mut c = d.connect().await;
     c.recv_error("too-many-connections").await;
     c.expect_closed().await;
     a.ping().await;
+    // A closed connection frees its slot (once the daemon has noticed the close).
     drop(b);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut again = d.connect().await;
-    again.ping().await;
+    served(&d).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -242,6 +240,25 @@ async fn other_users_are_forbidden() {
     let stats = stats(&d).await;
     assert_eq!(stats["errors"]["forbidden"], 1);
     assert!(d.log_text().contains("uid not allowed"));
+}
+
+/// A connection the daemon serves, retrying while connection slots are still being freed.
+async fn served(d: &Daemon) -> common::Raw {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut c = d.connect().await;
+        c.send(json!({"type": "ping"})).await;
+        match c.recv_within(Duration::from_secs(5)).await {
+            Some(f) if f["type"] == "pong" => return c,
+            Some(f) => assert_eq!(f["code"], "too-many-connections", "{f}"),
+            None => {}
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no connection slot freed"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 async fn stats(d: &Daemon) -> Value {
