@@ -208,7 +208,7 @@ async fn connections_beyond_the_limit_are_refused_with_an_error() {
     let d = Daemon::start_with(&["--max-connections", "2"]);
     // The harness's readiness probe holds a slot until the daemon notices it closed.
     let mut a = served(&d).await;
-    let mut b = served(&d).await;
+    let b = served(&d).await;
     let mut c = d.connect().await;
     c.recv_error("too-many-connections").await;
     c.expect_closed().await;
