@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{answer, Daemon, Raw};
+use common::{answer, Daemon};
 use serde_json::{json, Value};
 
 const FUZZERS: usize = 4;
@@ -340,8 +340,7 @@ async fn legitimate_pair(d: Arc<Daemon>, stop: Arc<AtomicBool>) -> usize {
     let mut n = 0;
     while !stop.load(Ordering::Relaxed) {
         let id = format!("legit-{n}-{}", fastrand::u64(..));
-        let mut req = common::choice_request(&id);
-        producer.send(req).await;
+        producer.send(common::choice_request(&id)).await;
         // The UI also sees fuzzers' requests; it answers only its own.
         loop {
             let f = ui.recv().await;
@@ -351,20 +350,10 @@ async fn legitimate_pair(d: Arc<Daemon>, stop: Arc<AtomicBool>) -> usize {
         }
         ui.send(answer(&id, json!({"0": format!("answer-{n}")})))
             .await;
-        let resp = next_of(&mut producer, "ask-user-response").await;
+        let resp = producer.recv_type("ask-user-response").await;
         assert_eq!(resp["correlationId"], id.as_str());
         assert_eq!(resp["answers"]["0"], format!("answer-{n}"));
         n += 1;
     }
     n
-}
-
-async fn next_of(c: &mut Raw, ty: &str) -> Value {
-    loop {
-        let f = c.recv().await;
-        if f["type"] == ty {
-            return f;
-        }
-        panic!("legitimate producer got an unexpected frame {f}");
-    }
 }
