@@ -106,8 +106,14 @@ fn schemas() -> BTreeMap<String, Value> {
 /// A validator for `proto/<rel>` with every other schema registered under its `$id`.
 fn validator(all: &BTreeMap<String, Value>, rel: &str) -> Validator {
     let resources = all.values().map(|s| {
-        let id = s["$id"].as_str().expect("every schema has an $id").to_owned();
-        (id, Resource::from_contents(s.clone()).expect("a 2020-12 resource"))
+        let id = s["$id"]
+            .as_str()
+            .expect("every schema has an $id")
+            .to_owned();
+        (
+            id,
+            Resource::from_contents(s.clone()).expect("a 2020-12 resource"),
+        )
     });
     jsonschema::draft202012::options()
         .with_resources(resources)
@@ -124,14 +130,22 @@ fn schema_errors(v: &Validator, instance: &Value) -> Vec<String> {
 #[test]
 fn every_schema_is_valid_draft_2020_12_with_its_path_as_id() {
     let all = schemas();
-    assert!(all.len() >= 17, "schema files went missing: {:?}", all.keys());
+    assert!(
+        all.len() >= 17,
+        "schema files went missing: {:?}",
+        all.keys()
+    );
     for (rel, schema) in &all {
         assert_eq!(
             schema["$schema"], "https://json-schema.org/draft/2020-12/schema",
             "{rel}"
         );
         let id = format!("{SCHEMA_BASE}{}", rel.strip_prefix("schema/").unwrap());
-        assert_eq!(schema["$id"], id.as_str(), "{rel}: $id must mirror its path");
+        assert_eq!(
+            schema["$id"],
+            id.as_str(),
+            "{rel}: $id must mirror its path"
+        );
         if let Err(e) = jsonschema::draft202012::meta::validate(schema) {
             panic!("{rel} is not a valid draft 2020-12 schema: {e}");
         }
@@ -152,24 +166,53 @@ fn index_lists_every_example_once_with_a_matching_schema() {
     assert!(on_disk.remove("examples/index.json"));
     let unlisted: Vec<_> = on_disk.difference(&unique).collect();
     let missing: Vec<_> = unique.difference(&on_disk).collect();
-    assert!(unlisted.is_empty(), "examples not in index.json: {unlisted:?}");
-    assert!(missing.is_empty(), "index.json names missing files: {missing:?}");
+    assert!(
+        unlisted.is_empty(),
+        "examples not in index.json: {unlisted:?}"
+    );
+    assert!(
+        missing.is_empty(),
+        "index.json names missing files: {missing:?}"
+    );
 
     let all = schemas();
     for ex in examples() {
         let dir = ex.file.split('/').nth(1).unwrap();
-        assert_eq!(dir, ex.direction, "{}: direction must match its folder", ex.file);
-        assert!(all.contains_key(&ex.schema), "{}: no {}", ex.file, ex.schema);
+        assert_eq!(
+            dir, ex.direction,
+            "{}: direction must match its folder",
+            ex.file
+        );
+        assert!(
+            all.contains_key(&ex.schema),
+            "{}: no {}",
+            ex.file,
+            ex.schema
+        );
         if ex.direction == "telemetry" {
             continue;
         }
-        let ty = ex.value["type"].as_str().expect("a frame has a string type");
+        let ty = ex.value["type"]
+            .as_str()
+            .expect("a frame has a string type");
         assert_eq!(ex.entry["type"], ty, "{}", ex.file);
-        assert_eq!(all[&ex.schema]["properties"]["type"]["const"], ty, "{}", ex.file);
+        assert_eq!(
+            all[&ex.schema]["properties"]["type"]["const"], ty,
+            "{}",
+            ex.file
+        );
         for cause in ex.entry["causedBy"].as_array().into_iter().flatten() {
             let cause = cause.as_str().unwrap();
-            assert!(cause.starts_with("examples/client/"), "{}: {cause}", ex.file);
-            assert!(unique.contains(cause), "{}: causedBy {cause} is not listed", ex.file);
+            assert!(
+                cause.starts_with("examples/client/"),
+                "{}: {cause}",
+                ex.file
+            );
+            assert!(
+                unique.contains(cause),
+                "{}: causedBy {cause} is not listed",
+                ex.file
+            );
         }
         match ex.direction.as_str() {
             "client" => assert!(ex.entry["accepted"].is_boolean(), "{}", ex.file),
@@ -195,79 +238,135 @@ fn every_example_validates_against_its_schema() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Changes one golden frame in place.
+type Mutation = fn(&mut Value);
+
 /// Guards against schemas that accept anything: each mutation of a golden frame breaks a rule
 /// the protocol states, and its schema must say so.
 #[test]
 fn schemas_reject_what_the_protocol_forbids() {
     let all = schemas();
-    let cases: Vec<(&str, &str, Box<dyn Fn(&mut Value)>)> = vec![
-        ("client/ask-user-request.json", "no correlationId", Box::new(|v| {
+    let cases: Vec<(&str, &str, Mutation)> = vec![
+        ("client/ask-user-request.json", "no correlationId", |v| {
             v.as_object_mut().unwrap().remove("correlationId");
-        })),
-        ("client/ask-user-request.json", "correlationId too long", Box::new(|v| {
-            v["correlationId"] = json!("x".repeat(MAX_CORRELATION_ID_CHARS + 1));
-        })),
-        ("client/ask-user-request.json", "timeoutMs 0", Box::new(|v| v["timeoutMs"] = json!(0))),
-        ("client/ask-user-request.json", "noUi maybe", Box::new(|v| v["noUi"] = json!("maybe"))),
-        ("client/ask-user-request.json", "five questions", Box::new(|v| {
+        }),
+        (
+            "client/ask-user-request.json",
+            "correlationId too long",
+            |v| {
+                v["correlationId"] = json!("x".repeat(MAX_CORRELATION_ID_CHARS + 1));
+            },
+        ),
+        ("client/ask-user-request.json", "timeoutMs 0", |v| {
+            v["timeoutMs"] = json!(0)
+        }),
+        ("client/ask-user-request.json", "noUi maybe", |v| {
+            v["noUi"] = json!("maybe")
+        }),
+        ("client/ask-user-request.json", "five questions", |v| {
             let q = v["questions"][1].clone();
             let qs = v["questions"].as_array_mut().unwrap();
             qs.extend([q.clone(), q.clone(), q]);
-        })),
-        ("client/ask-user-request.json", "question without header", Box::new(|v| {
-            v["questions"][0].as_object_mut().unwrap().remove("header");
-        })),
-        ("client/ask-user-request.json", "unknown question type", Box::new(|v| {
-            v["questions"][0]["type"] = json!("multiple");
-        })),
-        ("client/ask-user-request.json", "option without description", Box::new(|v| {
-            v["questions"][0]["options"][1].as_object_mut().unwrap().remove("description");
-        })),
-        ("client/ask-user-response.json", "answer key 01", Box::new(|v| {
+        }),
+        (
+            "client/ask-user-request.json",
+            "question without header",
+            |v| {
+                v["questions"][0].as_object_mut().unwrap().remove("header");
+            },
+        ),
+        (
+            "client/ask-user-request.json",
+            "unknown question type",
+            |v| {
+                v["questions"][0]["type"] = json!("multiple");
+            },
+        ),
+        (
+            "client/ask-user-request.json",
+            "option without description",
+            |v| {
+                v["questions"][0]["options"][1]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("description");
+            },
+        ),
+        ("client/ask-user-response.json", "answer key 01", |v| {
             v["answers"] = json!({"01": "PostgreSQL"});
-        })),
-        ("client/ask-user-response.json", "answer not a string", Box::new(|v| {
-            v["answers"]["0"] = json!(1);
-        })),
-        ("client/ask-user-response.json", "no answers, not cancelled", Box::new(|v| {
-            v.as_object_mut().unwrap().remove("answers");
-        })),
-        ("client/hello.json", "no protocol", Box::new(|v| {
+        }),
+        (
+            "client/ask-user-response.json",
+            "answer not a string",
+            |v| {
+                v["answers"]["0"] = json!(1);
+            },
+        ),
+        (
+            "client/ask-user-response.json",
+            "no answers, not cancelled",
+            |v| {
+                v.as_object_mut().unwrap().remove("answers");
+            },
+        ),
+        ("client/hello.json", "no protocol", |v| {
             v.as_object_mut().unwrap().remove("protocol");
-        })),
-        ("server/ask-user-response.answered.json", "answered but cancelled", Box::new(|v| {
-            v["cancelled"] = json!(true);
-        })),
-        ("server/ask-user-response.timeout.json", "timeout with answers", Box::new(|v| {
-            v["answers"] = json!({"0": "SQLite"});
-        })),
-        ("server/ask-user-response.timeout.json", "timeout text of another reason", Box::new(|v| {
-            v["reason"] = json!("no-ui");
-            v["result"]["data"]["ask_user"]["reason"] = json!("no-ui");
-        })),
-        ("server/ask-user-response.dismissed.json", "reason renamed", Box::new(|v| {
-            v["reason"] = json!("cancelled");
-        })),
-        ("server/ask-user-request.json", "no producer", Box::new(|v| {
+        }),
+        (
+            "server/ask-user-response.answered.json",
+            "answered but cancelled",
+            |v| {
+                v["cancelled"] = json!(true);
+            },
+        ),
+        (
+            "server/ask-user-response.timeout.json",
+            "timeout with answers",
+            |v| {
+                v["answers"] = json!({"0": "SQLite"});
+            },
+        ),
+        (
+            "server/ask-user-response.timeout.json",
+            "timeout text of another reason",
+            |v| {
+                v["reason"] = json!("no-ui");
+                v["result"]["data"]["ask_user"]["reason"] = json!("no-ui");
+            },
+        ),
+        (
+            "server/ask-user-response.dismissed.json",
+            "reason renamed",
+            |v| {
+                v["reason"] = json!("cancelled");
+            },
+        ),
+        ("server/ask-user-request.json", "no producer", |v| {
             v.as_object_mut().unwrap().remove("producer");
-        })),
-        ("server/ask-user-withdrawn.json", "unknown withdraw reason", Box::new(|v| {
-            v["reason"] = json!("gone");
-        })),
-        ("server/error.invalid-request.json", "unknown error code", Box::new(|v| {
-            v["code"] = json!("bad-request");
-        })),
-        ("server/stats.json", "no errors map", Box::new(|v| {
+        }),
+        (
+            "server/ask-user-withdrawn.json",
+            "unknown withdraw reason",
+            |v| {
+                v["reason"] = json!("gone");
+            },
+        ),
+        (
+            "server/error.invalid-request.json",
+            "unknown error code",
+            |v| {
+                v["code"] = json!("bad-request");
+            },
+        ),
+        ("server/stats.json", "no errors map", |v| {
             v.as_object_mut().unwrap().remove("errors");
-        })),
-        ("telemetry/rejected.json", "rejected without code", Box::new(|v| {
+        }),
+        ("telemetry/rejected.json", "rejected without code", |v| {
             v.as_object_mut().unwrap().remove("code");
-        })),
+        }),
     ];
-    let index: BTreeMap<String, String> = examples()
-        .into_iter()
-        .map(|e| (e.file, e.schema))
-        .collect();
+    let index: BTreeMap<String, String> =
+        examples().into_iter().map(|e| (e.file, e.schema)).collect();
     for (file, what, mutate) in cases {
         let path = format!("examples/{file}");
         let v = validator(&all, &index[&path]);
@@ -289,9 +388,7 @@ fn client_examples_are_accepted_or_refused_as_indexed() {
         let verdict = parse_inbound(&payload).and_then(|frame| match &frame {
             Inbound::AskUserRequest(req) => questions::validate(&req.params)
                 .map(|_| frame.clone())
-                .map_err(|msg| {
-                    askbus::protocol::FrameError::new(ErrorCode::InvalidRequest, msg)
-                }),
+                .map_err(|msg| askbus::protocol::FrameError::new(ErrorCode::InvalidRequest, msg)),
             _ => Ok(frame),
         });
         match (accepted, verdict) {
@@ -348,8 +445,14 @@ fn server_examples_decode_and_reencode_unchanged() {
 #[test]
 fn server_requests_carry_the_normalized_client_questions() {
     for (client, server) in [
-        ("client/ask-user-request.json", "server/ask-user-request.json"),
-        ("client/ask-user-request.minimal.json", "server/ask-user-request.minimal.json"),
+        (
+            "client/ask-user-request.json",
+            "server/ask-user-request.json",
+        ),
+        (
+            "client/ask-user-request.minimal.json",
+            "server/ask-user-request.minimal.json",
+        ),
     ] {
         let sent = example(client);
         let got = example(server);
@@ -360,7 +463,10 @@ fn server_requests_carry_the_normalized_client_questions() {
             .as_u64()
             .unwrap_or(Limits::default().default_timeout_ms);
         let left = got["timeoutMs"].as_u64().unwrap();
-        assert!(left <= limit && left > limit - 5_000, "{server}: timeoutMs {left}");
+        assert!(
+            left <= limit && left > limit - 5_000,
+            "{server}: timeoutMs {left}"
+        );
     }
     // The normalization is visible in the example, so a UI author sees it happen.
     let sent = example("client/ask-user-request.json");
@@ -394,17 +500,33 @@ fn server_responses_are_what_the_daemon_computes() {
     let expected = [
         ("answered", questions::answered_result(&meta, &answers)),
         ("dismissed", questions::dismissed_result(&meta)),
-        ("timeout", questions::daemon_result(&meta, DaemonOutcome::Timeout, timeout_ms)),
-        ("no-ui", questions::daemon_result(&meta, DaemonOutcome::NoUi, timeout_ms)),
-        ("withdrawn", questions::daemon_result(&meta, DaemonOutcome::Withdrawn, timeout_ms)),
-        ("shutdown", questions::daemon_result(&meta, DaemonOutcome::Shutdown, timeout_ms)),
+        (
+            "timeout",
+            questions::daemon_result(&meta, DaemonOutcome::Timeout, timeout_ms),
+        ),
+        (
+            "no-ui",
+            questions::daemon_result(&meta, DaemonOutcome::NoUi, timeout_ms),
+        ),
+        (
+            "withdrawn",
+            questions::daemon_result(&meta, DaemonOutcome::Withdrawn, timeout_ms),
+        ),
+        (
+            "shutdown",
+            questions::daemon_result(&meta, DaemonOutcome::Shutdown, timeout_ms),
+        ),
     ];
     for (reason, result) in expected {
         let file = format!("server/ask-user-response.{reason}.json");
         let got = example(&file);
         assert_eq!(got["correlationId"], id, "{file}");
         assert_eq!(got["reason"], reason, "{file}");
-        assert_eq!(got["result"], serde_json::to_value(&result).unwrap(), "{file}");
+        assert_eq!(
+            got["result"],
+            serde_json::to_value(&result).unwrap(),
+            "{file}"
+        );
         let want_answers = if reason == "answered" {
             answer["answers"].clone()
         } else {
@@ -419,7 +541,10 @@ fn server_responses_are_what_the_daemon_computes() {
     same.as_object_mut().unwrap().remove("noUi");
     assert_eq!(same, request, "the no-ui variant differs only in noUi");
     assert_eq!(example("client/ask-user-cancel.json")["correlationId"], id);
-    assert_eq!(example("client/ask-user-response.dismissed.json")["correlationId"], id);
+    assert_eq!(
+        example("client/ask-user-response.dismissed.json")["correlationId"],
+        id
+    );
     assert_eq!(answer["correlationId"], id);
 }
 
@@ -499,14 +624,24 @@ fn welcome_pong_and_acks_match_the_code() {
     }
     for (file, reason) in [
         ("server/ask-user-withdrawn.json", WithdrawReason::Answered),
-        ("server/ask-user-withdrawn.withdrawn.json", WithdrawReason::Withdrawn),
-        ("server/ask-user-withdrawn.shutdown.json", WithdrawReason::Shutdown),
+        (
+            "server/ask-user-withdrawn.withdrawn.json",
+            WithdrawReason::Withdrawn,
+        ),
+        (
+            "server/ask-user-withdrawn.shutdown.json",
+            WithdrawReason::Shutdown,
+        ),
     ] {
         let frame = ServerFrame::AskUserWithdrawn {
             correlation_id: id.clone(),
             reason,
         };
-        assert_eq!(example(file), serde_json::to_value(frame).unwrap(), "{file}");
+        assert_eq!(
+            example(file),
+            serde_json::to_value(frame).unwrap(),
+            "{file}"
+        );
     }
 }
 
@@ -518,10 +653,26 @@ fn the_rust_client_encodes_the_client_examples() {
     let answers = BTreeMap::from([(0, "PostgreSQL".to_owned()), (1, "Yes".to_owned())]);
     let none = BTreeMap::new();
     let cases = [
-        ("client/hello.json", ClientFrame::Hello { protocol: 1, client: Some("my-agent/1.2.0") }),
-        ("client/ping.json", ClientFrame::Ping { id: Some(json!(42)) }),
+        (
+            "client/hello.json",
+            ClientFrame::Hello {
+                protocol: 1,
+                client: Some("my-agent/1.2.0"),
+            },
+        ),
+        (
+            "client/ping.json",
+            ClientFrame::Ping {
+                id: Some(json!(42)),
+            },
+        ),
         ("client/stats.json", ClientFrame::Stats),
-        ("client/subscribe.json", ClientFrame::Subscribe { client: Some("askbus-tui/0.1.0") }),
+        (
+            "client/subscribe.json",
+            ClientFrame::Subscribe {
+                client: Some("askbus-tui/0.1.0"),
+            },
+        ),
         (
             "client/ask-user-request.json",
             ClientFrame::AskUserRequest {
@@ -540,14 +691,25 @@ fn the_rust_client_encodes_the_client_examples() {
                 no_ui: Some(NoUiPolicy::Reject),
             },
         ),
-        ("client/ask-user-cancel.json", ClientFrame::AskUserCancel { correlation_id: id }),
+        (
+            "client/ask-user-cancel.json",
+            ClientFrame::AskUserCancel { correlation_id: id },
+        ),
         (
             "client/ask-user-response.json",
-            ClientFrame::AskUserResponse { correlation_id: id, answers: &answers, cancelled: false },
+            ClientFrame::AskUserResponse {
+                correlation_id: id,
+                answers: &answers,
+                cancelled: false,
+            },
         ),
         (
             "client/ask-user-response.dismissed.json",
-            ClientFrame::AskUserResponse { correlation_id: id, answers: &none, cancelled: true },
+            ClientFrame::AskUserResponse {
+                correlation_id: id,
+                answers: &none,
+                cancelled: true,
+            },
         ),
     ];
     for (file, frame) in cases {
@@ -609,7 +771,13 @@ fn telemetry_records_match_their_schema() {
     };
     let value = serde_json::to_value(&record).unwrap();
     assert_eq!(schema_errors(&v, &value), Vec::<String>::new());
-    let fields = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<BTreeSet<_>>();
+    let fields = |v: &Value| {
+        v.as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<BTreeSet<_>>()
+    };
     assert_eq!(fields(&value), fields(&ex));
     let rejected = Record {
         reason: "rejected",
@@ -637,7 +805,10 @@ fn schema_enums_are_the_codes() {
             .map(|s| s.as_str().unwrap().to_owned())
             .collect()
     };
-    let codes: Vec<String> = ErrorCode::ALL.iter().map(|c| c.as_str().to_owned()).collect();
+    let codes: Vec<String> = ErrorCode::ALL
+        .iter()
+        .map(|c| c.as_str().to_owned())
+        .collect();
     assert_eq!(names(&defs["errorCode"]), codes);
     let outcomes = [
         Outcome::Answered,
