@@ -147,6 +147,7 @@ impl Conn<'_> {
             Inbound::Ping { id } => self.reply(encode(&ServerFrame::Pong { id })),
             Inbound::Stats => self.reply(self.hub.stats_frame()),
             Inbound::Subscribe { client } => self.hub.run(|b, _, fx| b.subscribe(id, client, fx)),
+            Inbound::Watch { client } => self.hub.run(|b, _, fx| b.watch(id, client, fx)),
             Inbound::AskUserRequest(req) => match ValidRequest::check(req) {
                 Ok(req) => self.hub.run(|b, now, fx| b.ask(id, req, now, fx)),
                 Err((cid, err)) => self.hub.run(|b, _, fx| b.reject(id, &cid, err, fx)),
