@@ -218,7 +218,8 @@ fn index_lists_every_example_once_with_a_matching_schema() {
             "client" => assert!(ex.entry["accepted"].is_boolean(), "{}", ex.file),
             "server" => {
                 let to = ex.entry["to"].as_str().unwrap_or_default();
-                assert!(["any", "ui", "producer"].contains(&to), "{}", ex.file);
+                let to_ok = ["any", "ui", "producer", "observer"].contains(&to);
+                assert!(to_ok, "{}: to {to:?}", ex.file);
             }
             other => panic!("{}: unknown direction {other}", ex.file),
         }
@@ -400,6 +401,7 @@ fn client_examples_are_accepted_or_refused_as_indexed() {
                         | ("ping", Inbound::Ping { .. })
                         | ("stats", Inbound::Stats)
                         | ("subscribe", Inbound::Subscribe { .. })
+                        | ("watch", Inbound::Watch { .. })
                         | ("ask-user-request", Inbound::AskUserRequest(_))
                         | ("ask-user-cancel", Inbound::AskUserCancel { .. })
                         | ("ask-user-response", Inbound::AskUserResponse(_))
@@ -668,6 +670,12 @@ fn the_rust_client_encodes_the_client_examples() {
         ),
         ("client/stats.json", ClientFrame::Stats),
         (
+            "client/watch.json",
+            ClientFrame::Watch {
+                client: Some("askbus-watch/0.1.0"),
+            },
+        ),
+        (
             "client/subscribe.json",
             ClientFrame::Subscribe {
                 client: Some("askbus-tui/0.1.0"),
@@ -888,4 +896,59 @@ fn questions_schema_agrees_with_the_reference_schema_stage() {
         disagreements.len(),
         disagreements.join("\n")
     );
+}
+
+/// Observers see the example request's shape (headers, types, effective timeout), never its
+/// text or answers.
+#[test]
+fn bus_events_describe_the_example_request() {
+    let request = example("client/ask-user-request.json");
+    let normalized = questions::validate(&request).unwrap();
+    let headers: Vec<Value> = normalized.iter().map(|q| q["header"].clone()).collect();
+    let types: Vec<Value> = normalized.iter().map(|q| q["type"].clone()).collect();
+    for (file, event) in [
+        ("server/bus-event.request.json", "request"),
+        ("server/bus-event.answered.json", "answered"),
+    ] {
+        let ev = example(file);
+        assert_eq!(ev["event"], event, "{file}");
+        assert_eq!(ev["correlationId"], request["correlationId"], "{file}");
+        assert_eq!(ev["headers"], Value::Array(headers.clone()), "{file}");
+        assert_eq!(ev["questionTypes"], Value::Array(types.clone()), "{file}");
+        let text = ev.to_string();
+        assert!(
+            !text.contains("Which database"),
+            "{file} leaks question text"
+        );
+        assert!(!text.contains("PostgreSQL"), "{file} leaks an answer");
+    }
+    assert_eq!(
+        example("server/bus-event.request.json")["timeoutMs"],
+        request["timeoutMs"]
+    );
+    let rejected = example("server/bus-event.rejected.json");
+    assert_eq!(rejected["code"], "invalid-request");
+    assert_eq!(
+        rejected["correlationId"],
+        example("client/ask-user-request.invalid.json")["correlationId"]
+    );
+    let schema = load("schema/server/bus-event.schema.json");
+    let events: BTreeSet<&str> = schema["properties"]["event"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let mut expected: BTreeSet<&str> = ["request", "producer-gone", "rejected"].into();
+    for o in [
+        Outcome::Answered,
+        Outcome::Dismissed,
+        Outcome::Timeout,
+        Outcome::NoUi,
+        Outcome::Withdrawn,
+        Outcome::Shutdown,
+    ] {
+        expected.insert(o.as_str());
+    }
+    assert_eq!(events, expected);
 }
