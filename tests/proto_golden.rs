@@ -579,6 +579,10 @@ fn error_examples_carry_the_daemons_messages() {
     assert_eq!(err["message"], expected.message.as_str());
     assert_eq!(err["correlationId"], id.as_str());
 
+    let err = example("server/error.frame-timeout.json");
+    assert_eq!(err["code"], "frame-timeout");
+    assert!(err.get("correlationId").is_none());
+
     let err = example("server/error.frame-too-large.json");
     assert_eq!(err["code"], "frame-too-large");
     assert!(err["message"]
@@ -818,6 +822,13 @@ fn schema_enums_are_the_codes() {
         .map(|c| c.as_str().to_owned())
         .collect();
     assert_eq!(names(&defs["errorCode"]), codes);
+    let closing: BTreeSet<String> = ErrorCode::ALL
+        .iter()
+        .filter(|c| c.closes_connection())
+        .map(|c| c.as_str().to_owned())
+        .collect();
+    let documented: BTreeSet<String> = names(&defs["closingErrorCode"]).into_iter().collect();
+    assert_eq!(documented, closing);
     let outcomes = [
         Outcome::Answered,
         Outcome::Dismissed,
