@@ -24,6 +24,10 @@ use crate::protocol::{
 use crate::questions::{self, DaemonOutcome, QuestionMeta, ToolResult};
 use crate::telemetry::{Record, UiInfo};
 
+/// The largest tool result the broker builds for an answer (the response frame stays under
+/// the 16 MiB clients accept).
+pub const MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
+
 /// A connection, as the broker names it.
 pub type PeerId = u64;
 
@@ -541,6 +545,15 @@ impl Broker {
         if !resp.cancelled {
             if let Some((&index, _)) = resp.answers.iter().find(|(&i, _)| i >= count) {
                 let err = BrokerError::AnswerOutOfRange { index, count };
+                fx.error(peer, err.into_frame_error(id));
+                return;
+            }
+            let size = questions::answered_result_size_bound(&req.meta, &resp.answers);
+            if size > MAX_RESULT_BYTES {
+                let err = BrokerError::ResultTooLarge {
+                    size,
+                    limit: MAX_RESULT_BYTES,
+                };
                 fx.error(peer, err.into_frame_error(id));
                 return;
             }
