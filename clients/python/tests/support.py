@@ -6,6 +6,7 @@ The daemon is ``$ASKBUS_DAEMON`` if set, else ``<repo>/target/debug/askbusd``.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -147,6 +148,11 @@ class DaemonTestCase(unittest.TestCase):
 class AsyncDaemonTestCase(unittest.IsolatedAsyncioTestCase):
     daemon_args: List[str] = []
 
+    async def asyncSetUp(self) -> None:
+        # The test loop runs in debug mode; a test that starts hundreds of asks in one step
+        # is not a slow callback worth a warning.
+        asyncio.get_running_loop().slow_callback_duration = 2.0
+
     def setUp(self) -> None:
         self.tmp = tempfile.mkdtemp(prefix="askbus-py-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
@@ -210,3 +216,83 @@ def choice_question(header: str = "Database", labels: tuple = ("SQLite", "Postgr
     if multi:
         q["multiSelect"] = True
     return q
+
+
+class CuttableProxy:
+    """A Unix-socket proxy in front of the daemon that can drop its clients' side of every
+    connection while holding the daemon's side open a while longer: the daemon then still
+    holds what those connections asked when the clients come back, as after a network-ish
+    failure rather than a restart."""
+
+    def __init__(self, listen: str, upstream: str) -> None:
+        self.listen = listen
+        self.upstream = upstream
+        self.pairs: List[tuple] = []
+        self.from_daemon = bytearray()
+        self._lock = threading.Lock()
+        self._server = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+        self._server.bind(listen)
+        self._server.listen(16)
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            up = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+            try:
+                up.connect(self.upstream)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self.pairs.append((client, up))
+            threading.Thread(target=self._pump, args=(client, up, False), daemon=True).start()
+            threading.Thread(target=self._pump, args=(up, client, True), daemon=True).start()
+
+    def _pump(self, src: socketlib.socket, dst: socketlib.socket, record: bool) -> None:
+        while True:
+            try:
+                data = src.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            if record:
+                with self._lock:
+                    self.from_daemon += data
+            try:
+                dst.sendall(data)
+            except OSError:
+                return
+
+    def cut_clients(self, hold_upstream: float) -> None:
+        with self._lock:
+            pairs, self.pairs = self.pairs, []
+        for client, _ in pairs:
+            try:
+                client.shutdown(socketlib.SHUT_RDWR)
+            except OSError:
+                pass
+            client.close()
+
+        def later() -> None:
+            time.sleep(hold_upstream)
+            for _, up in pairs:
+                # shutdown first: close() alone would not wake the pump blocked in recv(),
+                # and the daemon would not see the end until it did.
+                try:
+                    up.shutdown(socketlib.SHUT_RDWR)
+                except OSError:
+                    pass
+                up.close()
+
+        threading.Thread(target=later, daemon=True).start()
+
+    def close(self) -> None:
+        self._closed = True
+        self._server.close()
+        self.cut_clients(0)

@@ -277,8 +277,11 @@ class AsyncProducer:
             await self._send_ask(pa)
             return await pa.future
         except asyncio.CancelledError:
+            # Awaiting the future and being cancelled cancels the future too; only a future
+            # that holds a result means the question has ended.
+            ended = pa.future.done() and not pa.future.cancelled()
             conn = self._conn
-            if conn is not None and pa.live_gen == self._gen and not pa.done:
+            if conn is not None and pa.live_gen == self._gen and not ended:
                 self._tasks.spawn(_send_quietly(conn, _frames.ask_user_cancel(cid)))
             raise
         finally:
@@ -783,7 +786,8 @@ class AsyncSubscription:
     # -- internals ----------------------------------------------------------------------------
 
     async def _next_item(self) -> Optional[AsyncEvent]:
-        await self.open()
+        if self._queue is None or not self._opened:
+            await self.open()
         assert self._queue is not None
         item = await self._queue.get()
         if item is _END or isinstance(item, _Failure):
