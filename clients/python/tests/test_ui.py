@@ -217,6 +217,38 @@ class AckTest(DaemonTestCase):
         self.assertIn("callback", str(errors[0]))
 
 
+class WatchTest(DaemonTestCase):
+    def test_an_observer_sees_who_and_how_long_but_no_text(self) -> None:
+        with askbus.watch(self.socket, client="ops/1") as watch:
+            events = iter(watch)
+            # No UI yet: answered no-ui at once, so it never was pending (no request event).
+            r = askbus.ask([choice_question()], socket=self.socket, no_ui="reject",
+                           correlation_id="w0")
+            self.assertEqual(r.reason, "no-ui")
+            with askbus.subscribe(self.socket, client="watched-ui") as sub:
+                results: list = []
+                t = ask_in_thread(self.socket, [choice_question()], results,
+                                  correlation_id="w1", client="watched-agent")
+                next(iter(sub)).answer({"0": "SQLite"})
+                t.join(5)
+            seen = [next(events) for _ in range(3)]
+        self.assertEqual([(e.correlation_id, e.event) for e in seen],
+                         [("w0", "no-ui"), ("w1", "request"), ("w1", "answered")])
+        request, answered = seen[1:]
+        self.assertEqual(request.producer.client, "watched-agent")
+        self.assertEqual((request.headers, request.question_types), (["Database"], ["choice"]))
+        self.assertIsNotNone(request.timeout_ms)
+        self.assertIsNotNone(answered.ui)
+        assert answered.ui is not None
+        self.assertEqual(answered.ui.client, "watched-ui")
+        self.assertIsNotNone(answered.latency_ms)
+
+    def test_close_ends_the_iteration(self) -> None:
+        watch = askbus.watch(self.socket)
+        threading.Timer(0.1, watch.close).start()
+        self.assertEqual(list(watch), [])
+
+
 class DialogEncodingTest(DaemonTestCase):
     def test_a_ui_using_the_answer_helpers(self) -> None:
         questions = [

@@ -14,6 +14,11 @@ UI (blocking)::
     for req in askbus.subscribe():
         req.answer({"0": "SQLite"})
 
+Observer (ops)::
+
+    for event in askbus.watch():
+        print(event.event, event.correlation_id, event.latency_ms)
+
 The asyncio twins live in ``askbus.aio``; the dialog's answer encoding in
 ``askbus.answers``; every exception in ``askbus.errors`` (re-exported here).
 """
@@ -22,8 +27,8 @@ from __future__ import annotations
 
 from . import answers, errors
 from ._paths import default_socket_path
-from ._sync import Event, Producer, Request, Subscription, ask, stats, subscribe
-from .aio import AsyncProducer, AsyncRequest, AsyncSubscription, new_correlation_id
+from ._sync import Event, Producer, Request, Subscription, Watch, ask, stats, subscribe, watch
+from .aio import AsyncProducer, AsyncRequest, AsyncSubscription, AsyncWatch, new_correlation_id
 from .errors import (
     AskbusError,
     ConnectionLost,
@@ -32,6 +37,7 @@ from .errors import (
     Dismissed,
     DuplicateCorrelationId,
     Forbidden,
+    FrameTimeout,
     FrameTooLarge,
     InvalidFrame,
     InvalidJson,
@@ -52,6 +58,7 @@ from .errors import (
 )
 from .types import (
     AckOutcome,
+    BusEvent,
     NoUiPolicy,
     Option,
     ProducerInfo,
@@ -59,6 +66,7 @@ from .types import (
     Reason,
     Response,
     ToolResult,
+    UiInfo,
     Welcome,
     Withdrawal,
     WithdrawReason,
@@ -72,6 +80,8 @@ __all__ = [
     "AsyncProducer",
     "AsyncRequest",
     "AsyncSubscription",
+    "AsyncWatch",
+    "BusEvent",
     "ConnectionLost",
     "DaemonError",
     "DaemonUnreachable",
@@ -79,6 +89,7 @@ __all__ = [
     "DuplicateCorrelationId",
     "Event",
     "Forbidden",
+    "FrameTimeout",
     "FrameTooLarge",
     "InvalidFrame",
     "InvalidJson",
@@ -104,7 +115,9 @@ __all__ = [
     "TooManyPending",
     "ToolResult",
     "UnknownType",
+    "UiInfo",
     "UnsupportedProtocol",
+    "Watch",
     "Welcome",
     "WithdrawReason",
     "Withdrawal",
@@ -116,4 +129,5 @@ __all__ = [
     "new_correlation_id",
     "stats",
     "subscribe",
+    "watch",
 ]

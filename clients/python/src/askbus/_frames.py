@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import DaemonError, ProtocolError, error_for_code
-from .types import ProducerInfo, Response, ToolResult, Welcome
+from .types import BusEvent, ProducerInfo, Response, ToolResult, UiInfo, Welcome
 
 PROTOCOL_VERSION = 1
 LENGTH_PREFIX = struct.Struct(">I")
@@ -67,6 +67,13 @@ def ping(id: Any = _MISSING) -> Dict[str, Any]:
 
 def stats() -> Dict[str, Any]:
     return {"type": "stats"}
+
+
+def watch(client: Optional[str] = None) -> Dict[str, Any]:
+    frame: Dict[str, Any] = {"type": "watch"}
+    if client is not None:
+        frame["client"] = client
+    return frame
 
 
 def subscribe(client: Optional[str] = None) -> Dict[str, Any]:
@@ -181,6 +188,13 @@ class Stats:
 
 
 @dataclass(frozen=True)
+class Watching:
+    """The reply to ``watch``: the connection now observes the bus."""
+
+
+
+
+@dataclass(frozen=True)
 class Unknown:
     """A frame type this client does not know: newer daemons may add some."""
 
@@ -189,7 +203,18 @@ class Unknown:
 
 
 ServerFrame = Union[
-    Welcome, Pong, Subscribed, UiRequest, WithdrawnFrame, Ack, Response, DaemonError, Stats, Unknown
+    Welcome,
+    Pong,
+    Subscribed,
+    UiRequest,
+    WithdrawnFrame,
+    Ack,
+    Response,
+    DaemonError,
+    Stats,
+    Watching,
+    BusEvent,
+    Unknown,
 ]
 
 _RESPONSE_REASONS = ("answered", "dismissed", "timeout", "no-ui", "withdrawn", "shutdown")
@@ -283,6 +308,33 @@ def parse_error(frame: Mapping[str, Any]) -> DaemonError:
     )
 
 
+def _strings(frame: Mapping[str, Any], key: str) -> List[str]:
+    value = _field(frame, key, list)
+    if not all(isinstance(v, str) for v in value):
+        raise ProtocolError(f"askbusd sent a {frame.get('type')} frame whose {key!r} has non-strings")
+    return list(value)
+
+
+def parse_bus_event(frame: Mapping[str, Any]) -> BusEvent:
+    ui = frame.get("ui")
+    if ui is not None and not isinstance(ui, dict):
+        raise ProtocolError("askbusd sent a bus-event whose ui is not an object")
+    return BusEvent(
+        event=_field(frame, "event", str),
+        ts=_field(frame, "ts", str),
+        correlation_id=_field(frame, "correlationId", str),
+        producer=parse_producer(_field(frame, "producer", dict)),
+        ui=None if ui is None else UiInfo(
+            client=_optional(ui, "client", str), pid=_optional(ui, "pid", int)
+        ),
+        latency_ms=_optional(frame, "latencyMs", int),
+        timeout_ms=_optional(frame, "timeoutMs", int),
+        question_types=_strings(frame, "questionTypes"),
+        headers=_strings(frame, "headers"),
+        code=_optional(frame, "code", str),
+    )
+
+
 def parse_server_frame(frame: Dict[str, Any]) -> ServerFrame:
     """Any daemon frame, typed. Unknown types parse as ``Unknown``; a known type with a
     missing or mistyped field raises ``ProtocolError``."""
@@ -311,4 +363,8 @@ def parse_server_frame(frame: Dict[str, Any]) -> ServerFrame:
         return parse_error(frame)
     if kind == "stats":
         return Stats(counters={k: v for k, v in frame.items() if k != "type"})
+    if kind == "watching":
+        return Watching()
+    if kind == "bus-event":
+        return parse_bus_event(frame)
     return Unknown(type=kind, frame=frame)

@@ -1,5 +1,5 @@
-"""The blocking API: ``ask()``, ``Producer``, ``subscribe()``, ``Subscription`` and
-``Request``. Each runs the asyncio implementation (``askbus.aio``) on one shared background
+"""The blocking API: ``ask()``, ``Producer``, ``subscribe()``, ``Subscription``,
+``Request`` and ``watch()``. Each runs the asyncio implementation (``askbus.aio``) on one shared background
 I/O thread, so there is one implementation of reconnection and matching, any thread may
 call in at once, and a UI can answer from its GUI thread while another iterates."""
 
@@ -25,6 +25,7 @@ from . import aio
 from ._paths import PathLike
 from .types import (
     AckOutcome,
+    BusEvent,
     NoUiPolicy,
     ProducerInfo,
     Question,
@@ -362,3 +363,49 @@ def subscribe(
         reconnect=reconnect,
         resume_grace=resume_grace,
     )
+
+
+# =============================================================================================
+# Observers.
+
+
+class Watch:
+    """The blocking twin of ``aio.AsyncWatch``: ``for event in askbus.watch(): ...``.
+    Connects on creation; ``close()`` (from another thread) ends the iteration."""
+
+    def __init__(self, socket: Optional[PathLike] = None, *, client: Optional[str] = None) -> None:
+        self._io = _IoThread.get()
+        self._aio = aio.AsyncWatch(socket, client=client)
+        self._io.run(self._aio.open())
+
+    def __enter__(self) -> Watch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[BusEvent]:
+        return self
+
+    def __next__(self) -> BusEvent:
+        event = self._io.run(_next_event(self._aio))
+        if event is None:
+            raise StopIteration
+        return event
+
+    def close(self) -> None:
+        self._io.run(self._aio.close())
+
+
+async def _next_event(w: aio.AsyncWatch) -> Optional[BusEvent]:
+    try:
+        return await w.__anext__()
+    except StopAsyncIteration:
+        return None
+
+
+def watch(socket: Optional[PathLike] = None, *, client: Optional[str] = None) -> Watch:
+    """Observes the bus: ``for event in askbus.watch(): print(event.event, event.latency_ms)``.
+
+    Raises ``DaemonUnreachable`` at once when no daemon answers."""
+    return Watch(socket, client=client)

@@ -4,7 +4,8 @@ encodes them, so a producer cannot tell a Python UI's answers from the reference
 - a single-choice question: the chosen option's label, or the "Other" text, trimmed;
 - a multi-select question: the chosen labels in option order, then the "Other" text
   (trimmed, if any), joined by ``", "``;
-- a yes/no question: ``"Yes"`` or ``"No"``;
+- a yes/no question: ``"Yes"`` or ``"No"``, or the "Other" text, trimmed (Gemini CLI 0.61's
+  dialog offers "Other" on yes/no questions too);
 - a text question: the text, trimmed;
 - and the dialog leaves out every question whose answer trims to nothing (``collect``).
 
@@ -47,8 +48,12 @@ def text(value: str) -> str:
     return js_trim(value)
 
 
-def yesno(value: bool) -> str:
-    """A yes/no question's answer."""
+def yesno(value: Optional[bool] = None, *, other: Optional[str] = None) -> str:
+    """A yes/no question's answer: ``"Yes"``/``"No"``, or instead the "Other" text."""
+    if (value is None) == (other is None):
+        raise ValueError("give exactly one of value and other")
+    if other is not None:
+        return js_trim(other)
     return "Yes" if value else "No"
 
 
@@ -58,6 +63,9 @@ def other(value: str) -> str:
 
 
 def _labels(question: Mapping[str, Any]) -> list:
+    if question.get("type") == "yesno":
+        # The dialog shows a yes/no question as a choice between these two.
+        return ["Yes", "No"]
     if question.get("type") != "choice":
         raise ValueError(f"not a choice question: type is {question.get('type')!r}")
     options = question.get("options")
@@ -85,8 +93,8 @@ def choice(
     *,
     other: Optional[str] = None,
 ) -> str:
-    """A single-choice question's answer: ``option`` (a label or an index) or, instead,
-    the "Other" text."""
+    """A single-choice (or yes/no) question's answer: ``option`` (a label or an index) or,
+    instead, the "Other" text."""
     labels = _labels(question)
     if question.get("multiSelect"):
         raise ValueError("a multi-select question is answered with answers.multi()")

@@ -6,7 +6,8 @@ Hierarchy::
     AskbusError                       .code, .message, .correlation_id
     ├── DaemonError                   an ``error`` frame from askbusd (one subclass per code)
     │   ├── InvalidRequest            .message is the reference ask_user tool's own text
-    │   ├── DuplicateCorrelationId, TooManyPending, NotPending, NotSubscribed, ...
+    │   ├── DuplicateCorrelationId, TooManyPending, NotPending, NotSubscribed,
+    │   │   InvalidResponse, FrameTooLarge, FrameTimeout, ...
     ├── DaemonUnreachable             .socket_path: nothing answers there
     ├── ConnectionLost                the connection dropped and could not be resumed
     ├── ProtocolError                 askbusd sent something this client cannot read
@@ -72,6 +73,12 @@ class UnknownType(DaemonError):
 
 class FrameTooLarge(DaemonError):
     code = "frame-too-large"
+
+
+class FrameTimeout(DaemonError):
+    """A frame was started but not completed within the daemon's ``--frame-timeout-ms``."""
+
+    code = "frame-timeout"
 
 
 class InvalidRequest(DaemonError):
@@ -143,6 +150,7 @@ _BY_CODE: Dict[str, Type[DaemonError]] = {
         UnsupportedProtocol,
         Forbidden,
         TooManyConnections,
+        FrameTimeout,
     )
 }
 

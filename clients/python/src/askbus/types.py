@@ -108,6 +108,36 @@ class Welcome:
     max_timeout_ms: int
 
 
+@dataclass(frozen=True)
+class UiInfo:
+    """The UI whose response ended a question."""
+
+    client: Optional[str]
+    pid: Optional[int]
+
+
+@dataclass(frozen=True)
+class BusEvent:
+    """One thing that happened on the bus, as an observer (``askbus.watch()``) sees it: who
+    and how long, never the question text or the answers.
+
+    ``event`` is ``"request"`` (it became pending), an outcome (``"answered"``,
+    ``"dismissed"``, ``"timeout"``, ``"no-ui"``, ``"withdrawn"``, ``"shutdown"``),
+    ``"producer-gone"`` or ``"rejected"`` (then ``code`` is the error the producer got).
+    """
+
+    event: str
+    ts: str
+    correlation_id: str
+    producer: ProducerInfo
+    ui: Optional[UiInfo]
+    latency_ms: Optional[int]
+    timeout_ms: Optional[int]
+    question_types: List[str]
+    headers: List[str]
+    code: Optional[str]
+
+
 R = TypeVar("R")
 
 
