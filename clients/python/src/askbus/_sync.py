@@ -77,12 +77,30 @@ class _IoThread:
                 "a blocking askbus call was made from an askbus callback, which runs on the "
                 "I/O thread; hand the work to another thread, or use askbus.aio"
             )
-        future = asyncio.run_coroutine_threadsafe(_as_coroutine(coro), self.loop)
+        done = threading.Event()
+        box: Dict[str, Any] = {}
+
+        def start() -> None:
+            task = self.loop.create_task(_as_coroutine(coro))
+            box["task"] = task
+            task.add_done_callback(lambda _: done.set())
+
+        self.loop.call_soon_threadsafe(start)
         try:
-            return future.result()
+            done.wait()
         except BaseException:
-            future.cancel()
+            # Interrupted (Ctrl-C): cancel the operation and give it a moment to finish its
+            # cancellation (an ask sends ask-user-cancel), so that it is not cut off when
+            # the interpreter exits right after.
+            self.loop.call_soon_threadsafe(lambda: box["task"].cancel())
+            done.wait(_CANCEL_GRACE)
             raise
+        task: asyncio.Task[T] = box["task"]
+        return task.result()
+
+
+#: How long an interrupted blocking call waits for its cancellation to be carried out.
+_CANCEL_GRACE = 1.0
 
 
 async def _as_coroutine(awaitable: Awaitable[T]) -> T:

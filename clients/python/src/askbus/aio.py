@@ -286,7 +286,9 @@ class AsyncProducer:
             ended = pa.future.done() and not pa.future.cancelled()
             conn = self._conn
             if conn is not None and pa.live_gen == self._gen and not ended:
-                self._tasks.spawn(_send_quietly(conn, _frames.ask_user_cancel(cid)))
+                # Awaited, not spawned: a process that exits right after its ask was
+                # cancelled (Ctrl-C) still withdraws the question rather than abandon it.
+                await _send_quietly(conn, _frames.ask_user_cancel(cid))
             raise
         finally:
             if self._asks.get(cid) is pa:
