@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import List
 
 import askbus
 
-QUESTIONS = [
+QUESTIONS: List[askbus.Question] = [
     {
         "question": "Which database should the new service use?",
         "header": "Database",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 import unittest
 from typing import List
 

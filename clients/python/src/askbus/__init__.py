@@ -58,6 +58,7 @@ from .errors import (
 )
 from .types import (
     AckOutcome,
+    Answers,
     BusEvent,
     NoUiPolicy,
     Option,
@@ -76,6 +77,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AckOutcome",
+    "Answers",
     "AskbusError",
     "AsyncProducer",
     "AsyncRequest",

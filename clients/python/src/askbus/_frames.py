@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import DaemonError, ProtocolError, error_for_code
-from .types import BusEvent, ProducerInfo, Response, ToolResult, UiInfo, Welcome
+from .types import Answers, BusEvent, ProducerInfo, Response, ToolResult, UiInfo, Welcome
 
 PROTOCOL_VERSION = 1
 LENGTH_PREFIX = struct.Struct(">I")
@@ -133,7 +133,7 @@ def check_correlation_id(correlation_id: object) -> str:
     return correlation_id
 
 
-def normalize_answers(answers: Mapping[Union[int, str], str]) -> Dict[str, str]:
+def normalize_answers(answers: Answers) -> Dict[str, str]:
     """``{0: "x"}`` or ``{"0": "x"}`` to the wire's string keys; the daemon checks the rest."""
     out: Dict[str, str] = {}
     for key, value in answers.items():

@@ -15,7 +15,6 @@ from typing import (
     Dict,
     Iterator,
     List,
-    Mapping,
     Optional,
     TypeVar,
     Union,
@@ -25,6 +24,7 @@ from . import aio
 from ._paths import PathLike
 from .types import (
     AckOutcome,
+    Answers,
     BusEvent,
     NoUiPolicy,
     ProducerInfo,
@@ -255,7 +255,7 @@ class Request:
     def pending(self) -> bool:
         return self._inner.pending
 
-    def answer(self, answers: Mapping[Union[int, str], str]) -> AckOutcome:
+    def answer(self, answers: Answers) -> AckOutcome:
         """Sends the answers; returns ``"answered"`` once the daemon acknowledged them, or
         raises ``NotPending`` if another UI was first (``withdraw_reason == "answered"``) or
         the question otherwise ended. See ``aio.AsyncRequest.answer``."""
@@ -292,17 +292,11 @@ class Subscription:
         resume_grace: float = 3.0,
     ) -> None:
         self._io = _IoThread.get()
-        callback = None
-        if on_withdrawn is not None:
-            user_callback = on_withdrawn
-
-            def callback(inner: aio.AsyncRequest) -> None:
-                user_callback(self._wrap(inner))
-
+        self._on_withdrawn = on_withdrawn
         self._aio = aio.AsyncSubscription(
             socket,
             client=client,
-            on_withdrawn=callback,
+            on_withdrawn=None if on_withdrawn is None else self._withdrawn,
             reconnect=reconnect,
             resume_grace=resume_grace,
         )
@@ -315,6 +309,10 @@ class Subscription:
     @property
     def connected(self) -> bool:
         return self._aio.connected
+
+    def _withdrawn(self, inner: aio.AsyncRequest) -> None:
+        if self._on_withdrawn is not None:
+            self._on_withdrawn(self._wrap(inner))
 
     def _wrap(self, inner: aio.AsyncRequest) -> Request:
         if inner._proxy is None:

@@ -24,6 +24,7 @@ from typing import (
     Any,
     AsyncIterator,
     Callable,
+    Coroutine,
     Dict,
     List,
     Mapping,
@@ -51,6 +52,7 @@ from .errors import (
 )
 from .types import (
     AckOutcome,
+    Answers,
     BusEvent,
     NoUiPolicy,
     ProducerInfo,
@@ -105,7 +107,7 @@ class _Tasks:
     def __init__(self) -> None:
         self._tasks: Set[asyncio.Task[Any]] = set()
 
-    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -621,7 +623,7 @@ class AsyncRequest:
     def remaining_ms(self) -> int:
         return max(0, int((self.deadline - time.monotonic()) * 1000))
 
-    async def answer(self, answers: Mapping[Union[int, str], str]) -> AckOutcome:
+    async def answer(self, answers: Answers) -> AckOutcome:
         """Sends this UI's answers (question index to text; see ``askbus.answers`` for the
         encoding Gemini CLI's own dialog uses). Returns ``"answered"`` once the daemon
         acknowledged that the producer is being sent them. Raises ``NotPending`` if the

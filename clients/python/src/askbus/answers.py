@@ -23,7 +23,9 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Mapping, Optional, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
+
+from .types import Answers
 
 __all__ = ["choice", "collect", "js_trim", "multi", "other", "text", "yesno"]
 
@@ -62,7 +64,7 @@ def other(value: str) -> str:
     return js_trim(value)
 
 
-def _labels(question: Mapping[str, Any]) -> list:
+def _labels(question: Mapping[str, Any]) -> List[str]:
     if question.get("type") == "yesno":
         # The dialog shows a yes/no question as a choice between these two.
         return ["Yes", "No"]
@@ -71,10 +73,10 @@ def _labels(question: Mapping[str, Any]) -> list:
     options = question.get("options")
     if not isinstance(options, list):
         raise ValueError("the choice question has no options")
-    return [opt.get("label") for opt in options]
+    return [str(opt.get("label")) for opt in options]
 
 
-def _index(labels: list, selected: _Selection) -> int:
+def _index(labels: List[str], selected: _Selection) -> int:
     if isinstance(selected, bool):
         raise TypeError("an option is chosen by its label or its index, not a bool")
     if isinstance(selected, int):
@@ -122,7 +124,7 @@ def multi(
     return ", ".join(parts)
 
 
-def collect(answers: Mapping[Union[int, str], str]) -> Dict[str, str]:
+def collect(answers: Answers) -> Dict[str, str]:
     """The answers map as the dialog submits it: string keys, and no entry for a question
     whose answer is blank (the dialog counts those as unanswered)."""
     return {str(k): v for k, v in answers.items() if js_trim(v)}

@@ -5,7 +5,7 @@ shapes for the ask_user questions themselves."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Generic, List, Literal, Optional, TypedDict, TypeVar
+from typing import Any, Dict, Generic, List, Literal, Mapping, Optional, TypedDict, TypeVar, Union
 
 #: How a question ended, as its producer is told.
 Reason = Literal["answered", "dismissed", "timeout", "no-ui", "withdrawn", "shutdown"]
@@ -21,6 +21,9 @@ NoUiPolicy = Literal["wait", "reject"]
 
 #: What a UI's answer came to, as the daemon acknowledged it.
 AckOutcome = Literal["answered", "dismissed"]
+
+#: A UI's answers: question index (``0`` or ``"0"``) to answer text.
+Answers = Union[Mapping[str, str], Mapping[int, str], Mapping[Union[int, str], str]]
 
 #: Question types the reference ask_user tool accepts.
 QuestionType = Literal["choice", "text", "yesno"]
