@@ -4,6 +4,7 @@ answering from what is typed on its stdin, both as real processes on the real da
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -99,6 +100,42 @@ class ExamplesTest(DaemonTestCase):
         # Withdrawn by the producer, not merely abandoned by a dying connection.
         self.assertEqual(req.withdraw_reason, "withdrawn")
         self.assertEqual(withdrawn, [req])
+
+
+def readme_blocks() -> List[str]:
+    text = (PACKAGE_ROOT / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+class ReadmeTest(DaemonTestCase):
+    def test_the_readme_examples_compile(self) -> None:
+        blocks = readme_blocks()
+        self.assertGreaterEqual(len(blocks), 2)
+        for block in blocks:
+            compile(block, "README.md", "exec")
+
+    def test_the_readme_producer_example_runs_as_shown(self) -> None:
+        import contextlib
+        import io
+        import threading
+        from unittest import mock
+
+        with askbus.subscribe(self.socket) as sub:
+            def ui() -> None:
+                for req in sub:
+                    req.answer({0: "PostgreSQL"})
+                    return
+
+            t = threading.Thread(target=ui, daemon=True)
+            t.start()
+            out = io.StringIO()
+            with mock.patch.dict(os.environ, {"ASKBUS_SOCKET": self.socket}), \
+                    contextlib.redirect_stdout(out):
+                exec(readme_blocks()[0], {})
+            t.join(5)
+        lines = out.getvalue().splitlines()
+        self.assertEqual(lines[0], "answered {'0': 'PostgreSQL'}")
+        self.assertEqual(lines[1], '{"answers":{"0":"PostgreSQL"}}')
 
 
 if __name__ == "__main__":
