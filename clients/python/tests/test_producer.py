@@ -224,6 +224,24 @@ class RefusalTest(DaemonTestCase):
                        timeout_ms="10")  # type: ignore[arg-type]
 
 
+class ClampedTimeoutTest(DaemonTestCase):
+    daemon_args = ["--max-timeout-ms", "300", "--default-timeout-ms", "200"]
+
+    def test_the_daemon_clamps_and_defaults_timeouts(self) -> None:
+        with askbus.Producer(self.socket) as producer:
+            assert producer.welcome is not None
+            self.assertEqual((producer.welcome.max_timeout_ms,
+                              producer.welcome.default_timeout_ms), (300, 200))
+            r = producer.ask([choice_question()], timeout_ms=60_000)
+            self.assertEqual(r.result.llm_content,
+                             "User did not answer the ask_user dialog within 0.3 seconds.")
+            r = producer.ask([choice_question()])
+            self.assertEqual(r.result.llm_content,
+                             "User did not answer the ask_user dialog within 0.2 seconds.")
+            counters = producer.stats()
+        self.assertEqual(counters["outcomes"]["timeout"], 2)
+
+
 class UnreachableTest(unittest.TestCase):
     def test_daemon_unreachable_names_the_socket(self) -> None:
         path = f"/tmp/askbus-py-nothing-{os.getpid()}/askbus.sock"
@@ -234,6 +252,24 @@ class UnreachableTest(unittest.TestCase):
         self.assertEqual(cm.exception.code, "daemon-unreachable")
         with self.assertRaises(askbus.DaemonUnreachable):
             askbus.subscribe(path)
+
+
+class ForkTest(DaemonTestCase):
+    def test_a_forked_child_asks_on_its_own_io_thread(self) -> None:
+        # The parent has started the shared I/O thread; the child must not wait on it.
+        self.assertEqual(askbus.ask([choice_question()], socket=self.socket,
+                                    no_ui="reject").reason, "no-ui")
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                r = askbus.ask([choice_question()], socket=self.socket, no_ui="reject")
+                code = 0 if r.reason == "no-ui" else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode")
+                         else status >> 8, 0)
 
 
 class SharedProducerTest(DaemonTestCase):

@@ -99,6 +99,17 @@ class _IoThread:
         return task.result()
 
 
+def _forget_after_fork() -> None:
+    # The child has the parent's objects but not its threads: start afresh, with a lock
+    # that no vanished thread can be holding.
+    _IoThread._lock = threading.Lock()
+    _IoThread._current = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 #: How long an interrupted blocking call waits for its cancellation to be carried out.
 _CANCEL_GRACE = 1.0
 
