@@ -130,6 +130,25 @@ class WithdrawalTest(DaemonTestCase):
             self.assertEqual(req.correlation_id, "kept")
             req.dismiss()
 
+    def test_breaking_out_of_the_loop_unsubscribes(self) -> None:
+        import gc
+
+        results: list = []
+        t = ask_in_thread(self.socket, [choice_question()], results, correlation_id="b")
+        for req in askbus.subscribe(self.socket, on_withdrawn=lambda r: None):
+            req.dismiss()
+            break
+        del req
+        gc.collect()
+        wait_until(lambda: stats(self.socket)["uis"] == 0, what="the dropped UI to leave")
+        t.join(5)
+        producer = askbus.Producer(self.socket)
+        producer.connect()
+        wait_until(lambda: stats(self.socket)["connections"] == 2, what="producer + stats")
+        del producer
+        gc.collect()
+        wait_until(lambda: stats(self.socket)["connections"] == 1, what="the dropped producer")
+
     def test_close_ends_iteration(self) -> None:
         sub = askbus.subscribe(self.socket)
         threading.Timer(0.1, sub.close).start()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import weakref
 from typing import (
     Any,
     Awaitable,
@@ -98,6 +99,20 @@ class _IoThread:
         task: asyncio.Task[T] = box["task"]
         return task.result()
 
+    def close_soon(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Schedules a close without waiting for it: for ``__del__``, which may run on any
+        thread, or at interpreter exit when the loop is gone."""
+        if os.getpid() != self.pid or self.loop.is_closed() or not self.thread.is_alive():
+            return
+
+        def start() -> None:
+            self.loop.create_task(_as_coroutine(closer()))
+
+        try:
+            self.loop.call_soon_threadsafe(start)
+        except RuntimeError:
+            pass  # the loop closed meanwhile
+
 
 def _forget_after_fork() -> None:
     # The child has the parent's objects but not its threads: start afresh, with a lock
@@ -186,6 +201,13 @@ class Producer:
 
     def close(self) -> None:
         self._io.run(self._aio.close())
+
+    def __del__(self) -> None:
+        # A producer dropped without close(): do not leave its connection open for good.
+        io = getattr(self, "_io", None)
+        inner = getattr(self, "_aio", None)
+        if io is not None and inner is not None:
+            io.close_soon(inner.close)
 
 
 def ask(
@@ -304,10 +326,19 @@ class Subscription:
     ) -> None:
         self._io = _IoThread.get()
         self._on_withdrawn = on_withdrawn
+        # Weakly: the I/O thread must not keep this object alive, so that a subscription
+        # dropped without close() (a `break` out of `for req in subscribe()`) is closed.
+        withdrawn = weakref.WeakMethod(self._withdrawn)
+
+        def forward(inner: aio.AsyncRequest) -> None:
+            method = withdrawn()
+            if method is not None:
+                method(inner)
+
         self._aio = aio.AsyncSubscription(
             socket,
             client=client,
-            on_withdrawn=None if on_withdrawn is None else self._withdrawn,
+            on_withdrawn=None if on_withdrawn is None else forward,
             reconnect=reconnect,
             resume_grace=resume_grace,
         )
@@ -362,6 +393,12 @@ class Subscription:
 
     def close(self) -> None:
         self._io.run(self._aio.close())
+
+    def __del__(self) -> None:
+        io = getattr(self, "_io", None)
+        inner = getattr(self, "_aio", None)
+        if io is not None and inner is not None:
+            io.close_soon(inner.close)
 
 
 async def _next_request(sub: aio.AsyncSubscription) -> Optional[aio.AsyncRequest]:
@@ -422,6 +459,12 @@ class Watch:
 
     def close(self) -> None:
         self._io.run(self._aio.close())
+
+    def __del__(self) -> None:
+        io = getattr(self, "_io", None)
+        inner = getattr(self, "_aio", None)
+        if io is not None and inner is not None:
+            io.close_soon(inner.close)
 
 
 async def _next_event(w: aio.AsyncWatch) -> Optional[BusEvent]:
