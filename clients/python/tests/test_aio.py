@@ -130,14 +130,20 @@ class AsyncSubscriptionTest(AsyncDaemonTestCase):
         sub = aio.subscribe(self.socket)
         got = []
 
+        acked = asyncio.Event()
+
         async def consume() -> None:
             async for req in sub:
                 got.append(req.correlation_id)
                 await req.answer({"0": "x"})
+                acked.set()
 
         consumer = asyncio.ensure_future(consume())
         r = await aio.ask([choice_question()], socket=self.socket, correlation_id="first")
         self.assertEqual(r.answers, {"0": "x"})
+        # The producer may hear before the UI's acknowledgement is read; closing before it
+        # would (rightly) end that answer with ConnectionLost.
+        await asyncio.wait_for(acked.wait(), 5)
         await sub.close()
         await asyncio.wait_for(consumer, 5)
         self.assertEqual(got, ["first"])

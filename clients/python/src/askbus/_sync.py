@@ -125,8 +125,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-#: How long an interrupted blocking call waits for its cancellation to be carried out.
-_CANCEL_GRACE = 1.0
+#: How long an interrupted blocking call waits for its cancellation to be carried out. It
+#: takes a millisecond when the machine is idle; on a loaded one a second was seen not to be
+#: enough, and a question abandoned instead of withdrawn shows as producer-gone.
+_CANCEL_GRACE = 5.0
 
 
 async def _as_coroutine(awaitable: Awaitable[T]) -> T:
