@@ -2,9 +2,7 @@
 server frame as its type, losing nothing, and what it sends must equal the client frames as
 JSON values, both from its frame builders and, through a scripted stand-in daemon that
 replays the golden server frames, from its real producer, UI and observer code paths. A
-protocol change that the client does not follow breaks these loudly.
-
-The examples are read from <repo>/proto/examples, or from $ASKBUS_PROTO_EXAMPLES."""
+protocol change that the client does not follow breaks these loudly."""
 
 from __future__ import annotations
 
@@ -15,7 +13,6 @@ import shutil
 import struct
 import tempfile
 import unittest
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 from support import REPO
@@ -25,28 +22,16 @@ from askbus import _frames, aio
 from askbus.types import BusEvent, Response, Welcome
 
 
-def examples_dir() -> Optional[Path]:
-    env = os.environ.get("ASKBUS_PROTO_EXAMPLES")
-    if env:
-        return Path(env)
-    if (REPO / "proto").is_dir():
-        # Once proto/ exists its examples must too: a missing index fails, it does not skip.
-        return REPO / "proto" / "examples"
-    return None
-
-
-EXAMPLES = examples_dir()
+EXAMPLES = REPO / "proto" / "examples"
 
 
 def load(relative: str) -> Dict[str, Any]:
-    assert EXAMPLES is not None
     with open(EXAMPLES.parent / relative, encoding="utf-8") as f:
         frame: Dict[str, Any] = json.load(f)
     return frame
 
 
 def index() -> List[Dict[str, Any]]:
-    assert EXAMPLES is not None
     with open(EXAMPLES / "index.json", encoding="utf-8") as f:
         entries: List[Dict[str, Any]] = json.load(f)["examples"]
     return entries
@@ -119,7 +104,6 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
     raise AssertionError(f"no wire form for {parsed!r}")
 
 
-@unittest.skipIf(EXAMPLES is None, "proto/ is not in this checkout yet (set ASKBUS_PROTO_EXAMPLES)")
 class GoldenFramesTest(unittest.TestCase):
     def test_every_server_example_parses_as_its_type_and_keeps_every_field(self) -> None:
         entries = [e for e in index() if e["direction"] == "server"]
@@ -194,7 +178,6 @@ class ScriptedDaemon:
         return [f for f in self.received if f["type"] == kind]
 
 
-@unittest.skipIf(EXAMPLES is None, "proto/ is not in this checkout yet (set ASKBUS_PROTO_EXAMPLES)")
 class GoldenConversationTest(unittest.IsolatedAsyncioTestCase):
     """The client's real code paths, against golden server frames."""
 
