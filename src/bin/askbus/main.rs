@@ -13,6 +13,8 @@ use serde_json::Value;
 use askbus::client::{new_correlation_id, Ask, ClientError, Connection, Producer, Ui, UiEvent};
 use askbus::protocol::{NoUiPolicy, Outcome, ProducerResponse, UiRequest};
 
+mod ui;
+
 /// Ask a person a question through askbusd, or answer one.
 #[derive(Debug, Parser)]
 #[command(name = "askbus", version, about, long_about = None)]
@@ -69,6 +71,10 @@ enum Command {
         #[arg(long, conflicts_with = "answers")]
         dismiss: bool,
     },
+    /// Answer questions interactively in this terminal, as they arrive.
+    ///
+    /// Keeps running (and reconnects when askbusd restarts) until you press q in the list.
+    Ui,
     /// Print the daemon's live counters.
     Stats {
         /// Compact JSON on one line
@@ -142,6 +148,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             ask(&socket, questions, timeout_ms, no_ui, json, &client).await
         }
         Command::Pending { json } => pending(&socket, json).await,
+        Command::Ui => ui::run(&socket).await,
         Command::Answer {
             id,
             answers,
