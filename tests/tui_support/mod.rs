@@ -24,7 +24,11 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn start(dir: &Path) -> Daemon {
-        let socket = dir.join("askbus.sock");
+        Daemon::start_on(&dir.join("askbus.sock"))
+    }
+
+    pub fn start_on(socket: &Path) -> Daemon {
+        let socket = socket.to_owned();
         let mut child = Command::new(env!("CARGO_BIN_EXE_askbusd"))
             .arg("--socket")
             .arg(&socket)
@@ -54,8 +58,18 @@ impl Daemon {
     }
 
     pub fn stop(&mut self) {
+        self.signal(libc::SIGTERM);
+    }
+
+    /// Kills it without letting it clean up, as a crash would.
+    pub fn kill(&mut self) {
+        self.signal(libc::SIGKILL);
+    }
+
+    fn signal(&mut self, sig: i32) {
         if let Some(mut child) = self.child.take() {
-            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            // SAFETY: kill(2) on the pid of a child this test spawned and has not reaped.
+            unsafe { libc::kill(child.id() as i32, sig) };
             let _ = child.wait();
         }
     }
