@@ -109,6 +109,10 @@ pub enum Inbound {
     Subscribe {
         client: Option<String>,
     },
+    /// Observe the bus (ops): every request's arrival and end, without question text.
+    Watch {
+        client: Option<String>,
+    },
     AskUserRequest(AskUserRequest),
     AskUserCancel {
         correlation_id: String,
@@ -190,6 +194,9 @@ pub fn parse_inbound(payload: &[u8]) -> Result<Inbound, FrameError> {
         }),
         "stats" => Ok(Inbound::Stats),
         "subscribe" => Ok(Inbound::Subscribe {
+            client: client_field(obj)?,
+        }),
+        "watch" => Ok(Inbound::Watch {
             client: client_field(obj)?,
         }),
         "ask-user-request" => parse_request(value),
@@ -421,6 +428,41 @@ pub struct ProducerInfo {
     pub uid: u32,
 }
 
+/// The UI whose answer ended a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UiInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    pub pid: Option<i32>,
+}
+
+/// One thing that happened on the bus, as watchers see it: who and how long, never the
+/// question text or the answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BusEvent {
+    /// `request` (accepted), an outcome (`answered`, `dismissed`, `timeout`, `no-ui`,
+    /// `withdrawn`, `shutdown`), `producer-gone`, or `rejected`.
+    pub event: String,
+    /// RFC 3339 UTC.
+    pub ts: String,
+    pub correlation_id: String,
+    pub producer: ProducerInfo,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<UiInfo>,
+    /// Time since the request was accepted (ends only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+    /// The request's timeout (`request` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    pub question_types: Vec<String>,
+    pub headers: Vec<String>,
+    /// The error code (`rejected` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
 /// The tool result handed to the model, as carried on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -520,6 +562,10 @@ pub enum ServerFrame {
     Subscribed {
         pending: u64,
     },
+    /// To watchers: events follow.
+    Watching {},
+    /// To watchers.
+    BusEvent(BusEvent),
     /// To UIs: a question to answer.
     AskUserRequest(UiRequest),
     /// To UIs: a question is no longer pending.
@@ -565,6 +611,10 @@ pub enum ClientFrame<'a> {
     },
     Stats,
     Subscribe {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client: Option<&'a str>,
+    },
+    Watch {
         #[serde(skip_serializing_if = "Option::is_none")]
         client: Option<&'a str>,
     },
