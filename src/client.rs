@@ -1,7 +1,7 @@
 //! The async Rust client: a raw frame `Connection`, a `Producer` whose `ask()` returns the
 //! terminal response (several asks may be in flight on one connection), and a `Ui` that
 //! yields requests and sends answers (split into `UiEvents` and a cloneable `UiAnswerer` when
-//! both must happen at once).
+//! both must happen at once), and a `Watcher` that observes the bus.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -17,8 +17,8 @@ use tokio::sync::{oneshot, Mutex as AsyncMutex};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use crate::protocol::{
-    codec, encode, ClientFrame, ErrorFrame, NoUiPolicy, Outcome, ProducerResponse, ServerFrame,
-    UiRequest, WithdrawReason, PROTOCOL_VERSION,
+    codec, encode, BusEvent, ClientFrame, ErrorFrame, NoUiPolicy, Outcome, ProducerResponse,
+    ServerFrame, UiRequest, WithdrawReason, PROTOCOL_VERSION,
 };
 
 /// The longest frame a client accepts from the daemon. Daemon frames may exceed the daemon's
@@ -425,4 +425,37 @@ fn ui_event(frame: ServerFrame) -> Option<UiEvent> {
         ServerFrame::Error(e) => UiEvent::Error(e),
         _ => return None,
     })
+}
+
+/// An observer of the bus (`watch`): told of every request's arrival and end (who, how long,
+/// question types and headers; never question text or answers). It cannot answer.
+pub struct Watcher {
+    conn: Connection,
+}
+
+impl Watcher {
+    pub async fn connect(path: &Path, client: Option<&str>) -> Result<Watcher, ClientError> {
+        let mut conn = Connection::connect(path).await?;
+        conn.send(&ClientFrame::Watch { client }).await?;
+        loop {
+            match conn.recv().await? {
+                Some(ServerFrame::Watching {}) => return Ok(Watcher { conn }),
+                Some(ServerFrame::Error(e)) => return Err(ClientError::Rejected(e)),
+                Some(_) => continue,
+                None => return Err(ClientError::Closed),
+            }
+        }
+    }
+
+    /// The next event, or `None` when the daemon closed the connection.
+    pub async fn next(&mut self) -> Result<Option<BusEvent>, ClientError> {
+        loop {
+            match self.conn.recv().await? {
+                Some(ServerFrame::BusEvent(e)) => return Ok(Some(e)),
+                Some(ServerFrame::Error(e)) => return Err(ClientError::Rejected(e)),
+                Some(_) => continue,
+                None => return Ok(None),
+            }
+        }
+    }
 }
