@@ -80,6 +80,11 @@ impl Pty {
         }
     }
 
+    /// The pid of the program in the terminal.
+    pub fn pid(&self) -> u32 {
+        self.child.process_id().expect("a running child has a pid")
+    }
+
     /// The screen's text, row by row.
     pub fn screen(&self) -> String {
         self.screen.lock().unwrap().screen().contents()

@@ -13,7 +13,10 @@ use serde_json::Value;
 use askbus::client::{new_correlation_id, Ask, ClientError, Connection, Producer, Ui, UiEvent};
 use askbus::protocol::{NoUiPolicy, Outcome, ProducerResponse, UiRequest};
 
+mod completions;
 mod ui;
+mod validate;
+mod watch;
 
 /// Ask a person a question through askbusd, or answer one.
 #[derive(Debug, Parser)]
@@ -75,6 +78,34 @@ enum Command {
     ///
     /// Keeps running (and reconnects when askbusd restarts) until you press q in the list.
     Ui,
+    /// Print a live feed of the bus: requests, answers, withdrawals, timeouts (no question text).
+    ///
+    /// Connects as an observer, which cannot answer. Runs until interrupted, and reconnects
+    /// when askbusd restarts.
+    Watch {
+        /// One bus-event frame per line, as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a questions file offline with the daemon's own rules.
+    ///
+    /// FILE holds a `questions` array, `{"questions": [...]}`, or a whole ask-user-request
+    /// frame. Prints the normalized questions (exit 0), or the error askbusd would send
+    /// (exit 1).
+    Validate {
+        /// Questions file; `-` or nothing reads stdin
+        file: Option<PathBuf>,
+        /// Print a rejection as the error frame askbusd would send, on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    Man,
     /// Print the daemon's live counters.
     Stats {
         /// Compact JSON on one line
@@ -149,6 +180,15 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         }
         Command::Pending { json } => pending(&socket, json).await,
         Command::Ui => ui::run(&socket).await,
+        Command::Watch { json } => watch::run(&socket, json).await,
+        Command::Validate { file, json } => validate::run(file, json),
+        Command::Completions { shell } => {
+            completions::completions(shell, <Cli as clap::CommandFactory>::command())
+                .map(|()| ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            completions::man(<Cli as clap::CommandFactory>::command()).map(|()| ExitCode::SUCCESS)
+        }
         Command::Answer {
             id,
             answers,
