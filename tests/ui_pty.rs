@@ -129,13 +129,12 @@ async fn multiselect_all_of_the_above_and_other() {
     assert!(screen.contains("Done"), "{screen}");
     // All of the above checks every option; unchecking one unchecks it.
     s.ui.keys("4");
-    s.ui.wait_for("4. [x] All of the above").await;
-    let screen = s.ui.screen();
+    let screen = s.ui.wait_for("4. [x] All of the above").await;
     assert!(screen.contains("1. [x] PostgreSQL"), "{screen}");
     assert!(screen.contains("3. [x] DuckDB"), "{screen}");
     s.ui.keys("2");
     s.ui.wait_for("2. [ ] SQLite").await;
-    assert!(s.ui.screen().contains("4. [ ] All of the above"));
+    s.ui.wait_for("4. [ ] All of the above").await;
     s.ui.keys("Redis");
     s.ui.wait_for("5. [x] Redis").await;
     s.ui.keys(ENTER);
@@ -251,7 +250,7 @@ async fn several_questions_review_with_one_unanswered() {
     assert!(screen.contains("←/→ to switch questions"), "{screen}");
     s.ui.keys("2");
     s.ui.wait_for("Anything the reviewer should know?").await;
-    assert!(s.ui.screen().contains("← ✓ Database │ □ Notes"));
+    s.ui.wait_for("← ✓ Database │ □ Notes").await;
     // Leave the text question unanswered.
     s.ui.keys(TAB);
     s.ui.wait_for("Open the pull request when done?").await;
@@ -508,7 +507,7 @@ async fn ask_piped_into_ui() {
     );
     assert_eq!(lines.next(), Some("exit=0"));
     // The UI stays up for the next question.
-    assert!(ui.screen().contains("No questions pending."));
+    ui.wait_for("No questions pending.").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

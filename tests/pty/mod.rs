@@ -13,6 +13,9 @@ use portable_pty::{native_pty_system, CommandBuilder, PtySize};
 /// How long a test waits for the screen to show something.
 pub const WAIT: Duration = Duration::from_secs(10);
 
+/// How long output must pause before the screen counts as drawn.
+const SETTLE: Duration = Duration::from_millis(40);
+
 pub const ENTER: &str = "\r";
 pub const ESC: &str = "\x1b";
 pub const DOWN: &str = "\x1b[B";
@@ -24,7 +27,8 @@ pub const BACKTAB: &str = "\x1b[Z";
 pub const CTRL_L: &str = "\x0c";
 
 pub struct Pty {
-    screen: Arc<Mutex<vt100::Parser>>,
+    /// The emulated screen, and when output last arrived.
+    screen: Arc<Mutex<(vt100::Parser, Instant)>>,
     writer: Box<dyn Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
     _master: Box<dyn portable_pty::MasterPty + Send>,
@@ -61,7 +65,7 @@ impl Pty {
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().expect("pty reader");
         let writer = pair.master.take_writer().expect("pty writer");
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(24, 80, 0)));
+        let screen = Arc::new(Mutex::new((vt100::Parser::new(24, 80, 0), Instant::now())));
         let s = screen.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
@@ -69,7 +73,9 @@ impl Pty {
                 if n == 0 {
                     break;
                 }
-                s.lock().unwrap().process(&buf[..n]);
+                let mut s = s.lock().unwrap();
+                s.0.process(&buf[..n]);
+                s.1 = Instant::now();
             }
         });
         Pty {
@@ -87,7 +93,14 @@ impl Pty {
 
     /// The screen's text, row by row.
     pub fn screen(&self) -> String {
-        self.screen.lock().unwrap().screen().contents()
+        self.screen.lock().unwrap().0.screen().contents()
+    }
+
+    /// The screen once output has paused (a frame is drawn in several writes, and a test
+    /// must not read one half drawn).
+    fn settled_screen(&self) -> Option<String> {
+        let s = self.screen.lock().unwrap();
+        (s.1.elapsed() >= SETTLE).then(|| s.0.screen().contents())
     }
 
     /// Waits until the screen shows `text`; returns the screen.
@@ -107,14 +120,18 @@ impl Pty {
     pub async fn wait_until(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
-            let s = self.screen();
-            if pred(&s) {
-                return s;
+            if let Some(s) = self.settled_screen() {
+                if pred(&s) {
+                    return s;
+                }
             }
             if start.elapsed() > WAIT {
-                panic!("timed out waiting for {what}; the screen:\n{s}");
+                panic!(
+                    "timed out waiting for {what}; the screen:\n{}",
+                    self.screen()
+                );
             }
-            tokio::time::sleep(Duration::from_millis(15)).await;
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 

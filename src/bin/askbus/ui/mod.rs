@@ -16,7 +16,7 @@ mod encode;
 mod input;
 mod render;
 
-use std::io::{IsTerminal, Stdout, Write};
+use std::io::{BufWriter, IsTerminal, Stdout, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -53,7 +53,7 @@ pub async fn run(socket: &Path) -> Result<ExitCode> {
 }
 
 async fn event_loop(
-    terminal: &mut Terminal<CrosstermBackend<Stdout>>,
+    terminal: &mut Terminal<CrosstermBackend<BufWriter<Stdout>>>,
     socket: &Path,
 ) -> Result<()> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -132,7 +132,7 @@ impl Drop for AbortOnDrop {
 
 /// Raw mode and the alternate screen for as long as it lives, restored on drop and on panic.
 struct TerminalGuard {
-    terminal: Terminal<CrosstermBackend<Stdout>>,
+    terminal: Terminal<CrosstermBackend<BufWriter<Stdout>>>,
 }
 
 impl TerminalGuard {
@@ -148,7 +148,9 @@ impl TerminalGuard {
             restore();
             return Err(e.into());
         }
-        let terminal = Terminal::new(CrosstermBackend::new(stdout))?;
+        // Buffered so each frame reaches the terminal in one write, without tearing.
+        let out = BufWriter::with_capacity(64 * 1024, stdout);
+        let terminal = Terminal::new(CrosstermBackend::new(out))?;
         Ok(TerminalGuard { terminal })
     }
 }

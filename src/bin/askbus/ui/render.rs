@@ -675,6 +675,86 @@ pub fn truncate(s: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ui::app::BusUpdate;
+    use askbus::client::UiEvent;
+    use askbus::protocol::{ProducerInfo, UiRequest};
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+    use serde_json::json;
+
+    fn app_with(questions: serde_json::Value) -> App {
+        let mut app = App::new();
+        let now = Instant::now();
+        app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+        app.on_bus(
+            BusUpdate::Event(UiEvent::Request(UiRequest {
+                correlation_id: "c".into(),
+                questions,
+                timeout_ms: 90_000,
+                producer: ProducerInfo {
+                    client: Some("agent".into()),
+                    pid: Some(1),
+                    uid: 0,
+                },
+            })),
+            now,
+        );
+        app
+    }
+
+    fn text(app: &App, w: u16, h: u16) -> String {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| draw(f, app, Instant::now(), "/s")).unwrap();
+        let buf = t.backend().buffer();
+        (0..h)
+            .map(|y| {
+                (0..w)
+                    .map(|x| buf[(x, y)].symbol().to_owned())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn long_multiselect() -> serde_json::Value {
+        let desc = "A description long enough to wrap onto a second line at eighty columns, \
+                    which many real options have.";
+        json!([{"question": "Line one of the question.\nLine two.\nLine three.",
+            "header": "Big", "type": "choice", "multiSelect": true,
+            "options": [
+                {"label": "First", "description": desc},
+                {"label": "Second", "description": desc},
+                {"label": "Third", "description": desc},
+                {"label": "Fourth", "description": desc}]}])
+    }
+
+    #[test]
+    fn tall_dialogs_scroll_to_the_focused_row_and_keep_the_hints() {
+        let mut app = app_with(long_multiselect());
+        let top = text(&app, 80, 24);
+        assert!(top.contains("Line one of the question."), "{top}");
+        assert!(top.contains("Enter to select"), "{top}");
+        assert!(!top.contains("Finish selection"), "{top}");
+        // Up from the first row wraps to Done, the last.
+        app.on_key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE));
+        let bottom = text(&app, 80, 24);
+        assert!(bottom.contains("●    Done"), "{bottom}");
+        assert!(bottom.contains("Finish selection"), "{bottom}");
+        assert!(bottom.contains("Enter to select"), "{bottom}");
+        assert!(!bottom.contains("Line one of the question."), "{bottom}");
+    }
+
+    #[test]
+    fn small_terminals_degrade_without_panicking() {
+        let app = app_with(long_multiselect());
+        for (w, h) in [(40, 12), (20, 5), (20, 3), (10, 2), (1, 1)] {
+            let _ = text(&app, w, h);
+        }
+        assert!(text(&app, 10, 2).contains("askbus ui"));
+        let narrow = text(&app, 40, 12);
+        assert!(narrow.contains("First"), "{narrow}");
+    }
 
     #[test]
     fn wrap_breaks_at_spaces_and_keeps_newlines() {
