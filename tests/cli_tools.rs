@@ -137,6 +137,83 @@ async fn watch_shows_one_full_exchange() {
     );
     // Watchers never see question text or answers.
     assert!(!request.contains("secret") && !answered.contains("Yes"));
+    // Both frames conform to the schema `askbus schema` embeds (all refs resolved offline).
+    let v = validator_from_bundle("server/bus-event.schema.json");
+    for frame in [&req, &end] {
+        let errors: Vec<String> = v.iter_errors(frame).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{frame}: {errors:?}");
+    }
+}
+
+/// A validator for one schema of `askbus schema --all`, every other one registered by `$id`.
+fn validator_from_bundle(path: &str) -> jsonschema::Validator {
+    let out = Command::new(cli_bin())
+        .args(["schema", "--all"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let bundle: serde_json::Map<String, Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let resources = bundle.values().map(|s| {
+        (
+            s["$id"].as_str().unwrap().to_owned(),
+            jsonschema::Resource::from_contents(s.clone()).unwrap(),
+        )
+    });
+    jsonschema::draft202012::options()
+        .with_resources(resources)
+        .build(&bundle[path])
+        .unwrap()
+}
+
+#[test]
+fn schema_prints_each_embedded_file_as_it_is() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("proto/schema");
+    let mut seen = 0;
+    for dir in [root.clone(), root.join("client"), root.join("server")] {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let Some(rel) = path
+                .strip_prefix(&root)
+                .unwrap()
+                .to_str()
+                .and_then(|s| s.strip_suffix(".schema.json"))
+            else {
+                continue;
+            };
+            let out = Command::new(cli_bin())
+                .args(["schema", rel])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{rel}");
+            assert_eq!(out.stdout, std::fs::read(&path).unwrap(), "{rel}");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 20, "only {seen} schemas");
+    let list = Command::new(cli_bin()).arg("schema").output().unwrap();
+    let list = String::from_utf8(list.stdout).unwrap();
+    assert_eq!(list.lines().count(), seen, "{list}");
+    assert!(
+        list.lines().any(|l| l.starts_with("server/bus-event ")
+            && l.ends_with("  bus-event (daemon → observer)")),
+        "{list}"
+    );
+    // Short names, from a producer's point of view.
+    let request = Command::new(cli_bin())
+        .args(["schema", "request"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        request.stdout,
+        std::fs::read(root.join("client/ask-user-request.schema.json")).unwrap()
+    );
+    let ambiguous = Command::new(cli_bin())
+        .args(["schema", "ask-user-response"])
+        .output()
+        .unwrap();
+    assert_eq!(ambiguous.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&ambiguous.stderr)
+        .contains("client/ask-user-response or server/ask-user-response"));
 }
 
 #[test]

@@ -14,6 +14,7 @@ use askbus::client::{new_correlation_id, Ask, ClientError, Connection, Producer,
 use askbus::protocol::{NoUiPolicy, Outcome, ProducerResponse, UiRequest};
 
 mod completions;
+mod schema;
 mod ui;
 mod validate;
 mod watch;
@@ -99,6 +100,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the protocol's JSON Schemas (embedded from proto/schema/).
+    ///
+    /// With no NAME, lists them. NAME is a path under proto/schema/ (`client/ask-user-request`),
+    /// a frame type (`bus-event`), the type without `ask-user-` (`withdrawn`), or `request` /
+    /// `response` (what a producer sends / gets), `stats`, `telemetry`.
+    Schema {
+        /// Which schema
+        name: Option<String>,
+        /// Print every schema, as one JSON object keyed by file path under proto/schema/
+        #[arg(long, conflicts_with = "name")]
+        all: bool,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell
@@ -182,6 +195,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         Command::Ui => ui::run(&socket).await,
         Command::Watch { json } => watch::run(&socket, json).await,
         Command::Validate { file, json } => validate::run(file, json),
+        Command::Schema { name, all } => schema::run(name, all),
         Command::Completions { shell } => {
             completions::completions(shell, <Cli as clap::CommandFactory>::command())
                 .map(|()| ExitCode::SUCCESS)
