@@ -291,6 +291,10 @@ impl Dialog {
         if self.on_review() {
             return self.review_key(key);
         }
+        if self.tab >= self.questions.len() {
+            // Nothing to answer (the daemon never sends an empty set; Esc still dismisses).
+            return Outcome::Continue;
+        }
         let editing = self.is_editing();
         if !editing {
             match key.code {
@@ -686,6 +690,13 @@ mod tests {
         assert_eq!(d.handle_key(ctrl_c), Outcome::Dismiss);
         let mut d = dialog(json!([choice(false)]));
         press(&mut d, "abc");
+        assert_eq!(d.handle_key(key(KeyCode::Esc)), Outcome::Dismiss);
+    }
+
+    #[test]
+    fn an_empty_question_set_only_dismisses() {
+        let mut d = dialog(json!([]));
+        assert_eq!(press(&mut d, "1\n j"), Outcome::Continue);
         assert_eq!(d.handle_key(key(KeyCode::Esc)), Outcome::Dismiss);
     }
 

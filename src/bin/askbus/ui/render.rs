@@ -287,8 +287,10 @@ fn dialog(frame: &mut Frame, entry: &Entry, now: Instant, area: Rect) {
     }
     if d.on_review() {
         review(d, width, &mut body);
-    } else {
+    } else if d.tab < d.questions.len() {
         question(d, width, &mut body);
+    } else {
+        body.push(Line::styled("(no questions)", Style::new().fg(DIM)));
     }
     let Body {
         lines,
@@ -752,6 +754,7 @@ mod tests {
             let _ = text(&app, w, h);
         }
         assert!(text(&app, 10, 2).contains("askbus ui"));
+        assert!(text(&app_with(json!([])), 80, 24).contains("(no questions)"));
         let narrow = text(&app, 40, 12);
         assert!(narrow.contains("First"), "{narrow}");
     }
