@@ -89,7 +89,9 @@ pub fn line(e: &BusEvent) -> String {
             .map_or(e.ts.as_str(), |(_, t)| t)
             .to_owned();
     let producer = who(e.producer.client.as_deref(), e.producer.pid);
-    let mut out = format!("{time}  {:<13}  {}  {producer}", e.event, e.correlation_id);
+    // A request refused before it had a usable correlationId has none to show.
+    let id = e.correlation_id.as_deref().unwrap_or("-");
+    let mut out = format!("{time}  {:<13}  {id}  {producer}", e.event);
     match e.event.as_str() {
         "request" => {
             out.push_str(&format!(" uid {}", e.producer.uid));
@@ -193,6 +195,12 @@ mod tests {
             "questionTypes": [], "headers": []}),
         );
         assert_eq!(line(&e), "t  rejected       c3  a (pid 1): invalid-request");
+        let e = event(
+            json!({"event": "rejected", "ts": "t", "correlationId": null,
+            "producer": {"client": "a", "pid": 1, "uid": 0}, "code": "invalid-request",
+            "questionTypes": [], "headers": []}),
+        );
+        assert_eq!(line(&e), "t  rejected       -  a (pid 1): invalid-request");
     }
 
     #[test]
