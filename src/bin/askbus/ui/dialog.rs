@@ -358,8 +358,9 @@ impl Dialog {
                 }
                 *cursor = n - 1;
                 let row = rows[n - 1];
-                if row == Row::Other {
-                    // A number only moves to the free-text row; typing fills it in.
+                if row == Row::Other && (multi || encode::text(other.text()).is_none()) {
+                    // A number moves to the free-text row; it answers with it only in a
+                    // single choice whose Other text is already typed, as the reference does.
                     return Outcome::Continue;
                 }
                 self.activate(row)
@@ -582,6 +583,10 @@ mod tests {
             press(&mut d, "DB jk 10 \n"),
             submitted(&[(0, "MariaDB jk 10")])
         );
+        // Its number answers with it once typed (Up leaves the field first).
+        let mut d = dialog(json!([choice(false)]));
+        press(&mut d, "Redis↑");
+        assert_eq!(press(&mut d, "4"), submitted(&[(0, "Redis")]));
         // Enter on a blank Other does nothing.
         let mut d = dialog(json!([choice(false)]));
         assert_eq!(press(&mut d, "4  \n"), Outcome::Continue);
