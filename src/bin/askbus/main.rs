@@ -13,6 +13,8 @@ use serde_json::Value;
 use askbus::client::{new_correlation_id, Ask, ClientError, Connection, Producer, Ui, UiEvent};
 use askbus::protocol::{NoUiPolicy, Outcome, ProducerResponse, UiRequest};
 
+mod mcp;
+
 /// Ask a person a question through askbusd, or answer one.
 #[derive(Debug, Parser)]
 #[command(name = "askbus", version, about, long_about = None)]
@@ -69,6 +71,12 @@ enum Command {
         #[arg(long, conflicts_with = "answers")]
         dismiss: bool,
     },
+    /// Serve the ask_user tool to an MCP client (Claude Code, Codex, Gemini CLI…) on stdio.
+    ///
+    /// Each tool call is asked through askbusd and answered from any askbus UI. The tool has
+    /// Gemini CLI's ask_user name, description and schema; its text result is the reference's
+    /// llmContent.
+    Mcp(mcp::McpArgs),
     /// Print the daemon's live counters.
     Stats {
         /// Compact JSON on one line
@@ -147,6 +155,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             answers,
             dismiss,
         } => answer(&socket, &id, &answers, dismiss).await,
+        Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Stats { json } => {
             let mut conn = Connection::connect(&socket).await?;
             let stats = conn.stats().await?;
