@@ -10,12 +10,16 @@ mod server;
 mod tool;
 
 use std::path::Path;
+use std::pin::Pin;
 use std::process::ExitCode;
+use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use rmcp::ServiceExt;
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
 use askbus::protocol::NoUiPolicy;
@@ -62,18 +66,50 @@ pub async fn run(socket: &Path, args: McpArgs) -> Result<ExitCode> {
     };
     let progress_every =
         (args.progress_interval_ms > 0).then(|| Duration::from_millis(args.progress_interval_ms));
+    let client_gone = CancellationToken::new();
     let server = server::AskUserServer::new(
         socket.to_owned(),
         policy,
         args.structured_content,
         progress_every,
+        client_gone.clone(),
     );
     tracing::info!(socket = %socket.display(), "serving ask_user over MCP on stdio");
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let stdin = NoticeEof {
+        inner: stdin,
+        eof: client_gone,
+    };
     let service = server
-        .serve(rmcp::transport::stdio())
+        .serve((stdin, stdout))
         .await
         .context("the MCP client's handshake failed")?;
     let quit = service.waiting().await.context("the MCP server failed")?;
     tracing::info!(?quit, "MCP client gone");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The client's end of stdin, passed through; cancels `eof` when it reads end of file.
+struct NoticeEof<R> {
+    inner: R,
+    eof: CancellationToken,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for NoticeEof<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        // A read that had room and filled nothing is end of file.
+        if matches!(polled, Poll::Ready(Ok(())))
+            && buf.filled().len() == before
+            && buf.remaining() > 0
+        {
+            self.eof.cancel();
+        }
+        polled
+    }
 }

@@ -13,6 +13,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use askbus::client::new_correlation_id;
 use askbus::protocol::{ErrorCode, ProducerResponse};
@@ -29,6 +30,9 @@ pub struct AskUserServer {
     structured_content: bool,
     /// `None`: send no progress notifications.
     progress_every: Option<Duration>,
+    /// Cancelled when the client closes stdin: its pending questions are withdrawn at once
+    /// rather than when rmcp stops waiting for their handlers.
+    client_gone: CancellationToken,
     tool: Tool,
 }
 
@@ -38,12 +42,14 @@ impl AskUserServer {
         policy: Policy,
         structured_content: bool,
         progress_every: Option<Duration>,
+        client_gone: CancellationToken,
     ) -> Self {
         AskUserServer {
             socket,
             policy,
             structured_content,
             progress_every,
+            client_gone,
             tool: tool::ask_user(),
         }
     }
@@ -58,7 +64,8 @@ impl AskUserServer {
             .and_then(|info| call::client_name(&info.name, &info.version));
         let id = new_correlation_id();
         let request = call::request_frame(&id, arguments, self.policy);
-        let asked = call::ask(&self.socket, client.as_deref(), request, &id, &context.ct);
+        let withdraw = CancellationToken::new();
+        let asked = call::ask(&self.socket, client.as_deref(), request, &id, &withdraw);
         tokio::pin!(asked);
         // Progress keeps clients that reset their request timeout on progress waiting for
         // as long as the person takes; only clients that asked for it (a progressToken) get it.
@@ -71,9 +78,13 @@ impl AskUserServer {
         let ended = loop {
             tokio::select! {
                 ended = &mut asked => break ended,
+                // notifications/cancelled for this call (the SDK's request timeouts send it too).
+                _ = context.ct.cancelled(), if !withdraw.is_cancelled() => withdraw.cancel(),
+                _ = self.client_gone.cancelled(), if !withdraw.is_cancelled() => withdraw.cancel(),
                 _ = async { ticks.as_mut().expect("guarded").tick().await }, if ticks.is_some() => {
                     let token = progress_token.clone().expect("ticks only with a token");
-                    let waited = started.elapsed().as_secs_f64().floor();
+                    // Seconds waited, to the millisecond: strictly increasing, as MCP requires.
+                    let waited = started.elapsed().as_millis() as f64 / 1000.0;
                     let note = ProgressNotificationParam::new(token, waited)
                         .with_message(PROGRESS_MESSAGE);
                     // A client gone or not listening is no reason to stop waiting.
