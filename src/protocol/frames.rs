@@ -257,7 +257,8 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
             } else if n.as_i64().is_some() {
                 return Err(err(format!("timeoutMs must be at least 1, not {n}")));
             } else {
-                // Floats: only integral values are timeouts; those past u64 clamp to the max.
+                // Floats: only integral values are timeouts (`5000.0` is 5000 ms, as Python's
+                // json writes a float); those past u64 clamp to the max.
                 let f = n.as_f64().unwrap_or(f64::NAN);
                 if f.fract() != 0.0 || !f.is_finite() {
                     return Err(err(format!("timeoutMs must be an integer, not {n}")));
@@ -265,7 +266,12 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
                 if f < 1.0 {
                     return Err(err(format!("timeoutMs must be at least 1, not {n}")));
                 }
-                Some(TimeoutMs::Huge)
+                // `u64::MAX as f64` rounds up to 2^64, so below it the cast is exact.
+                if f < u64::MAX as f64 {
+                    Some(TimeoutMs::Ms(f as u64))
+                } else {
+                    Some(TimeoutMs::Huge)
+                }
             }
         }
         Some(other) => {
@@ -708,6 +714,14 @@ mod tests {
             panic!()
         };
         assert_eq!(r.timeout_ms.unwrap().clamp(99), 99);
+        for (text, ms) in [("5000.0", 5000), ("1.0", 1), ("2e3", 2000)] {
+            let f =
+                format!(r#"{{"type":"ask-user-request","correlationId":"a","timeoutMs":{text}}}"#);
+            let Inbound::AskUserRequest(r) = parse_inbound(f.as_bytes()).unwrap() else {
+                panic!()
+            };
+            assert_eq!(r.timeout_ms, Some(TimeoutMs::Ms(ms)), "{text}");
+        }
         let f = br#"{"type":"ask-user-request","correlationId":"a","noUi":"maybe"}"#;
         assert_eq!(code_of(f), ErrorCode::InvalidRequest);
     }
