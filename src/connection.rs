@@ -232,6 +232,11 @@ impl Conn<'_> {
     fn handle(&mut self, payload: &[u8]) -> Next {
         let frame = match protocol::parse_inbound(payload) {
             Ok(frame) => frame,
+            Err(err) if err.ask_request => {
+                let id = self.id;
+                self.hub.run(|b, _, fx| b.reject_malformed(id, err, fx));
+                return Next::Continue;
+            }
             Err(err) => {
                 self.reply_error(&err);
                 return if err.code.closes_connection() {

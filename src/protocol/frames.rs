@@ -199,7 +199,10 @@ pub fn parse_inbound(payload: &[u8]) -> Result<Inbound, FrameError> {
         "watch" => Ok(Inbound::Watch {
             client: client_field(obj)?,
         }),
-        "ask-user-request" => parse_request(value),
+        "ask-user-request" => parse_request(value).map_err(|mut e| {
+            e.ask_request = true;
+            e
+        }),
         "ask-user-cancel" => {
             let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, "ask-user-cancel")?;
             Ok(Inbound::AskUserCancel { correlation_id })
@@ -452,7 +455,8 @@ pub struct BusEvent {
     pub event: String,
     /// RFC 3339 UTC.
     pub ts: String,
-    pub correlation_id: String,
+    /// `None` for a request refused before it had a usable correlationId.
+    pub correlation_id: Option<String>,
     pub producer: ProducerInfo,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ui: Option<UiInfo>,
