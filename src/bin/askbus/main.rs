@@ -18,6 +18,7 @@ mod schema;
 mod ui;
 mod validate;
 mod watch;
+mod mcp;
 
 /// Ask a person a question through askbusd, or answer one.
 #[derive(Debug, Parser)]
@@ -119,6 +120,12 @@ enum Command {
     },
     /// Print the man page (roff).
     Man,
+    /// Serve the ask_user tool to an MCP client (Claude Code, Codex, Gemini CLI…) on stdio.
+    ///
+    /// Each tool call is asked through askbusd and answered from any askbus UI. The tool has
+    /// Gemini CLI's ask_user name, description and schema; its text result is the reference's
+    /// llmContent.
+    Mcp(mcp::McpArgs),
     /// Print the daemon's live counters.
     Stats {
         /// Compact JSON on one line
@@ -208,6 +215,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             answers,
             dismiss,
         } => answer(&socket, &id, &answers, dismiss).await,
+        Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Stats { json } => {
             let mut conn = Connection::connect(&socket).await?;
             let stats = conn.stats().await?;
