@@ -14,11 +14,11 @@ use askbus::client::{new_correlation_id, Ask, ClientError, Connection, Producer,
 use askbus::protocol::{NoUiPolicy, Outcome, ProducerResponse, UiRequest};
 
 mod completions;
+mod mcp;
 mod schema;
 mod ui;
 mod validate;
 mod watch;
-mod mcp;
 
 /// Ask a person a question through askbusd, or answer one.
 #[derive(Debug, Parser)]
