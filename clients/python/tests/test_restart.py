@@ -200,6 +200,42 @@ class ManyQuestionsRestartTest(AsyncDaemonTestCase):
                          sorted(f"m{i}" for i in range(n)))
 
 
+class IdleProducerRestartTest(AsyncDaemonTestCase):
+    """A producer whose connection dropped while it had nothing pending (the daemon restarted
+    while the agent was idle): an ask made before the new daemon is up waits for it."""
+
+    async def test_an_ask_in_the_restart_window_waits_for_the_daemon(self) -> None:
+        loop = asyncio.get_running_loop()
+        async with aio.AsyncProducer(self.socket, client="idle") as producer:
+            await loop.run_in_executor(None, self.daemon.stop, signal.SIGKILL)
+            while producer.connected:
+                await asyncio.sleep(0.01)
+            later = loop.run_in_executor(None, self.daemon.restart, signal.SIGKILL, 0.3)
+            started = time.monotonic()
+            r = await producer.ask([choice_question()], correlation_id="idle", no_ui="reject",
+                                   timeout_ms=10_000)
+            await later
+        self.assertEqual(r.reason, "no-ui")
+        self.assertGreater(time.monotonic() - started, 0.25)
+        self.daemon.stop()
+        self.assertEqual([(x["correlationId"], x["reason"]) for x in self.daemon.records()],
+                         [("idle", "no-ui")])
+
+    async def test_it_gives_up_at_the_deadline_if_no_daemon_comes(self) -> None:
+        loop = asyncio.get_running_loop()
+        async with aio.AsyncProducer(self.socket) as producer:
+            await loop.run_in_executor(None, self.daemon.stop, signal.SIGKILL)
+            while producer.connected:
+                await asyncio.sleep(0.01)
+            started = time.monotonic()
+            with self.assertRaises(askbus.DaemonUnreachable) as cm:
+                await producer.ask([choice_question()], correlation_id="nobody",
+                                   timeout_ms=400)
+        self.assertGreater(time.monotonic() - started, 0.35)
+        self.assertEqual(cm.exception.correlation_id, "nobody")
+        self.assertIn("deadline", str(cm.exception))
+
+
 class DroppedConnectionTest(DaemonTestCase):
     def setUp(self) -> None:
         super().setUp()

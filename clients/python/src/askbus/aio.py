@@ -177,7 +177,8 @@ class AsyncProducer:
     ``reconnect`` (the default), a dropped connection (daemon restart, SIGTERM or SIGKILL) is
     re-established with backoff and every pending question is asked again under the same
     correlationId with its remaining time, so it reaches the UIs of the new daemon; a
-    ``shutdown`` answer from a daemon that is stopping is treated the same way. Only when a
+    ``shutdown`` answer from a daemon that is stopping is treated the same way, and so is an
+    ``ask`` made after the connection dropped while nothing was pending. Only when a
     question's deadline passes with no daemon to take it does its ``ask`` end: with that
     ``shutdown`` response if there was one, else ``DaemonUnreachable``.
     """
@@ -278,7 +279,15 @@ class AsyncProducer:
         self._asks[cid] = pa
         try:
             if self._conn is None and self._reconnector is None:
-                await self.connect()
+                if self._gen > 0 and self.reconnect and self.welcome is not None:
+                    # Connected before, and the connection dropped while nothing was pending
+                    # (the daemon restarting while this producer was idle): wait for a daemon
+                    # within the question's deadline, as a pending question does, rather than
+                    # fail because the ask fell in the restart window.
+                    pa.set_deadline(self.welcome, time.monotonic())
+                    self._reconnector = self._tasks.spawn(self._reconnect_loop())
+                else:
+                    await self.connect()
             # While a reconnection is under way the question waits for it, like the others.
             await self._send_ask(pa)
             return await pa.future
@@ -366,11 +375,11 @@ class AsyncProducer:
             )
             return
         now = time.monotonic()
+        timeout_ms = pa.timeout_ms
         if pa.deadline is None:
             pa.set_deadline(welcome, now)
-        timeout_ms = pa.timeout_ms
-        if pa.sends > 0:
-            assert pa.deadline is not None
+        else:
+            # A resend, or a first send that waited for a daemon: what is left of the deadline.
             remaining = pa.deadline - now
             if remaining <= 0:
                 self._give_up(pa)
