@@ -130,7 +130,12 @@ impl TelemetryWriter {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)?;
+        end_torn_line(&mut file)?;
         let (tx, rx) = mpsc::unbounded_channel();
         let thread = std::thread::Builder::new()
             .name("askbusd-telemetry".into())
@@ -154,6 +159,24 @@ impl TelemetryWriter {
             let _ = t.join();
         }
     }
+}
+
+/// A daemon killed during a write can leave a torn last line (a write of the buffer is cut
+/// at a page, not at a record); end it, so that the first record written now starts a line of
+/// its own instead of being glued to the torn one.
+fn end_torn_line(file: &mut File) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    if file.metadata()?.len() == 0 {
+        return Ok(());
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8];
+    file.read_exact(&mut last)?;
+    if last[0] != b'\n' {
+        // O_APPEND: this lands at the end whatever the read position.
+        file.write_all(b"\n")?;
+    }
+    Ok(())
 }
 
 fn write_loop(file: File, mut rx: mpsc::UnboundedReceiver<Msg>, counters: Arc<Counters>) {

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{answer, choice_request, daemon_bin, Daemon};
+use common::{answer, choice_request, daemon_bin, request_with, Daemon};
 use serde_json::{json, Value};
 
 #[test]
@@ -249,6 +249,35 @@ async fn telemetry_records_every_end_with_the_reference_metrics() {
     assert_eq!(r["reason"], "rejected");
     assert_eq!(r["code"], "invalid-request");
     assert!(r.get("ui").is_none());
+}
+
+/// A daemon SIGKILLed while writing can leave a torn last line; the next daemon appending to
+/// the same file starts its first record on a line of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_torn_telemetry_line_left_by_a_crash_does_not_swallow_the_next_record() {
+    let mut d = Daemon::start();
+    d.kill();
+    let torn = r#"{"ts":"2026-12-02T15:29:38.843Z","node":"vm","correlationId":"cut-he"#;
+    std::fs::write(&d.telemetry, torn).unwrap();
+    d.restart();
+    let mut p = d.connect().await;
+    p.send(request_with("after", json!({"noUi": "reject"})))
+        .await;
+    assert_eq!(p.recv_type("ask-user-response").await["reason"], "no-ui");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let text = std::fs::read_to_string(&d.telemetry).unwrap();
+        if text.ends_with('\n') || Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text:?}");
+    assert_eq!(lines[0], torn);
+    let record: Value = serde_json::from_str(lines[1]).expect("a whole record");
+    assert_eq!(record["correlationId"], "after");
+    assert_eq!(record["reason"], "no-ui");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
