@@ -24,7 +24,12 @@ pub fn codec(max_frame_bytes: usize) -> LengthDelimitedCodec {
 pub fn encode<T: Serialize + ?Sized>(frame: &T) -> Bytes {
     // Serializing our own frame types cannot fail: they hold no maps with non-string keys
     // and no types whose Serialize impl errors.
-    Bytes::from(serde_json::to_vec(frame).expect("protocol frames always serialize"))
+    let mut json = serde_json::to_vec(frame).expect("protocol frames always serialize");
+    // The vector grew by doubling, so up to half of it may be spare; a queued frame would keep
+    // that spare alive, and a connection queue bounded at N bytes of frames would hold up to
+    // 2N of memory. Shrinking in place gives the tail back to the allocator.
+    json.shrink_to_fit();
+    Bytes::from(json)
 }
 
 /// Whether a codec error means the peer announced a frame longer than the limit.
