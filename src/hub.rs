@@ -1,17 +1,17 @@
-//! The hub: the broker behind one lock, each connection's bounded outbound queue, and the
-//! timer that expires deadlines. Effects are delivered while the lock is held, so every peer
-//! receives frames in the order the broker decided them; delivery never awaits (a full queue
-//! disconnects its peer instead).
+//! The hub: the broker behind one lock, each connection's bounded outbound queue, the timer
+//! that expires deadlines, and handing freed memory back to the OS once the daemon is quiet.
+//! Effects are delivered while the lock is held, so every peer receives frames in the order
+//! the broker decided them; delivery never awaits (a full queue disconnects its peer instead).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, Notify};
-use tokio::time::Instant;
+use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::broker::{Broker, Effects, Limits, Msg, PeerId, PeerInfo};
@@ -20,6 +20,9 @@ use crate::telemetry::{timestamp, Counters, TelemetrySink};
 
 /// How many replayed requests a catching-up UI is handed per step.
 const REPLAY_CHUNK: usize = 64;
+
+/// How long the daemon must be quiet (no broker operation) before freed memory is handed back.
+pub const QUIET_BEFORE_TRIM: Duration = Duration::from_secs(1);
 
 /// What a connection's writer is asked to do.
 #[derive(Debug)]
@@ -111,6 +114,11 @@ struct Inner {
 pub struct Hub {
     inner: Mutex<Inner>,
     timer: Notify,
+    /// Broker operations so far, when the last one was (ms since `started`), and a wake-up
+    /// for the trimmer after each.
+    activity: AtomicU64,
+    last_active_ms: AtomicU64,
+    active: Notify,
     pub counters: Arc<Counters>,
     telemetry: TelemetrySink,
     node: Arc<str>,
@@ -132,6 +140,9 @@ impl Hub {
                 armed: None,
             }),
             timer: Notify::new(),
+            activity: AtomicU64::new(0),
+            last_active_ms: AtomicU64::new(0),
+            active: Notify::new(),
             counters,
             telemetry,
             node: Arc::from(node),
@@ -140,6 +151,10 @@ impl Hub {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.activity.fetch_add(1, Ordering::Relaxed);
+        let now_ms = self.started.elapsed().as_millis() as u64;
+        self.last_active_ms.store(now_ms, Ordering::Relaxed);
+        self.active.notify_one();
         // A panic while holding the lock would be a bug in the broker; the state is still
         // the best there is, so keep serving rather than poison every connection.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -285,6 +300,39 @@ impl Hub {
         }
     }
 
+    /// Hands the allocator's free memory back to the OS each time the daemon has been quiet for
+    /// `QUIET_BEFORE_TRIM` after some activity, until `stop` is cancelled. glibc keeps what a
+    /// burst freed inside its per-thread arenas (only the top of a heap is ever returned), so
+    /// without this the daemon's RSS after a load stays near the load's peak. Idle, it costs
+    /// no wake-ups: it sleeps until the next operation.
+    pub async fn trim_when_quiet(&self, stop: CancellationToken) {
+        let mut trimmed_at = self.activity.load(Ordering::Relaxed);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = self.active.notified() => {}
+            }
+            // Until a whole quiet period has passed since the last operation.
+            let quiet_at = loop {
+                let seen = self.activity.load(Ordering::Relaxed);
+                let last = Duration::from_millis(self.last_active_ms.load(Ordering::Relaxed));
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep_until(self.started + last + QUIET_BEFORE_TRIM) => {}
+                }
+                if self.activity.load(Ordering::Relaxed) == seen {
+                    break seen;
+                }
+            };
+            if quiet_at == trimmed_at {
+                continue; // a wake-up left by activity that was already trimmed after
+            }
+            // Off the workers: trimming walks every arena's free lists.
+            let _ = tokio::task::spawn_blocking(release_free_memory).await;
+            trimmed_at = quiet_at;
+        }
+    }
+
     /// Ends every pending request with `shutdown`.
     pub fn shutdown(&self) {
         self.run(|b, now, fx| b.shutdown(now, fx));
@@ -349,12 +397,25 @@ impl Hub {
     }
 }
 
+/// Returns free heap pages to the OS (glibc's malloc_trim; other allocators trim themselves or
+/// do not offer it).
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: malloc_trim only walks the allocator's own free lists under its locks.
+        let released = unsafe { libc::malloc_trim(0) };
+        tracing::debug!(
+            released = released == 1,
+            "handed free heap memory back to the OS"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::broker::ValidRequest;
     use crate::protocol::{parse_inbound, Inbound};
-    use tokio::time::Duration;
 
     fn request(id: &str, timeout_ms: u64) -> ValidRequest {
         let frame = json!({"type": "ask-user-request", "correlationId": id, "timeoutMs": timeout_ms,

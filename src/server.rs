@@ -179,6 +179,11 @@ impl Daemon {
             let stop = stop_timer.clone();
             async move { hub.run_timer(stop).await }
         });
+        let trimmer = tokio::spawn({
+            let hub = hub.clone();
+            let stop = stop_timer.clone();
+            async move { hub.trim_when_quiet(stop).await }
+        });
         let active = Arc::new(AtomicUsize::new(0));
         let next_id = AtomicU64::new(1);
         let own_uid = effective_uid();
@@ -269,6 +274,7 @@ impl Daemon {
         }
         stop_timer.cancel();
         let _ = timer.await;
+        let _ = trimmer.await;
         // Flush on a blocking thread: the writer thread may be busy with a backlog.
         let _ = tokio::task::spawn_blocking(move || sink.flush_blocking()).await;
         drop(telemetry);
