@@ -110,3 +110,118 @@ async fn out_of_file_descriptors_accept_backs_off_and_recovers() {
     let mut d = d;
     assert!(d.is_running(), "the daemon survived");
 }
+
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// `count` questions of `size` bytes from `producer`, each withdrawn right after it is
+/// asked (so only UIs see the question text), `window` at a time.
+async fn large_questions(producer: &mut common::Raw, tag: &str, count: usize, size: usize) {
+    const WINDOW: usize = 32;
+    let text = "x".repeat(size);
+    let mut done = 0;
+    while done < count {
+        let batch = WINDOW.min(count - done);
+        let mut bytes = Vec::new();
+        for i in done..done + batch {
+            // Built by hand: serializing 240 MB through serde_json would be most of the test.
+            for frame in [
+                format!(
+                    r#"{{"type":"ask-user-request","correlationId":"{tag}{i}","questions":[{{"question":"{i} {text}","header":"Big","type":"text"}}]}}"#
+                ),
+                format!(r#"{{"type":"ask-user-cancel","correlationId":"{tag}{i}"}}"#),
+            ] {
+                bytes.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+                bytes.extend_from_slice(frame.as_bytes());
+            }
+        }
+        producer.send_raw(&bytes).await;
+        for i in done..done + batch {
+            let r = producer.recv_type("ask-user-response").await;
+            assert_eq!(r["correlationId"], format!("{tag}{i}"));
+            assert_eq!(r["reason"], "withdrawn", "{}", r["correlationId"]);
+        }
+        done += batch;
+    }
+}
+
+/// A UI that subscribes and never reads while 10,000 large questions arrive: it is cut when its
+/// queue (`--max-queue-bytes`, 8 MiB by default) overflows, the producer carries on, the
+/// daemon's peak memory stays bounded by the queue limit rather than by what was sent
+/// (10,000 × 8 KiB = 78 MiB would have piled up in an unbounded queue), and once everyone is
+/// gone and the daemon quiet, its RSS is back within 10% of the idle baseline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ui_that_never_reads_is_cut_while_10000_large_questions_arrive_and_memory_stays_bounded()
+{
+    const COUNT: usize = 10_000;
+    const SIZE: usize = 8 * 1024;
+    let d = Daemon::start_with(&["--no-telemetry"]);
+    let quiet = || async {
+        // No connection left, and past the daemon's quiet time, so it has trimmed its heap.
+        loop {
+            let mut c = d.connect().await;
+            c.send(json!({"type": "stats"})).await;
+            if c.recv_type("stats").await["connections"] == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(askbus::hub::QUIET_BEFORE_TRIM + Duration::from_millis(500)).await;
+    };
+    // Warm up with the same traffic read by a UI, then go quiet: the idle baseline.
+    {
+        let (mut ui, _) = d.ui().await;
+        let mut producer = d.connect().await;
+        let reader = tokio::spawn(async move {
+            let mut requests = 0;
+            while requests < 300 {
+                if ui.recv().await["type"] == "ask-user-request" {
+                    requests += 1;
+                }
+            }
+        });
+        large_questions(&mut producer, "warm", 300, SIZE).await;
+        reader.await.unwrap();
+    }
+    quiet().await;
+    let baseline = status_kib(d.pid(), "VmRSS:");
+    let hwm_before = status_kib(d.pid(), "VmHWM:");
+
+    let (stuck, _) = d.ui().await; // subscribed, and never reads again
+    let mut producer = d.connect().await;
+    let started = Instant::now();
+    large_questions(&mut producer, "big", COUNT, SIZE).await;
+    let took = started.elapsed();
+    let peak = status_kib(d.pid(), "VmHWM:");
+    producer.send(json!({"type": "stats"})).await;
+    let stats = producer.recv_type("stats").await;
+    assert_eq!(stats["queueOverflows"], 1, "{stats}");
+    assert_eq!(stats["uis"], 0, "the stuck UI was cut: {stats}");
+    assert_eq!(stats["outcomes"]["withdrawn"], 300 + COUNT as u64);
+    assert!(d
+        .log_text()
+        .contains("outbound queue overflowed; disconnecting a peer that does not read"));
+    drop((stuck, producer));
+    quiet().await;
+    let after = status_kib(d.pid(), "VmRSS:");
+    eprintln!(
+        "10,000 × 8 KiB questions beside a UI that never reads: {took:?}; askbusd VmRSS idle \
+         {baseline} KiB, peak {peak} KiB (VmHWM; {hwm_before} KiB before), {after} KiB once \
+         quiet again"
+    );
+    // The stuck queue holds at most 8 MiB of frames (plus the one that overflowed it), which the
+    // allocator may spread over both worker threads' arenas; the kernel's socket buffers are
+    // not the daemon's RSS. Three times the queue limit (seen: 9 to 18 MiB) is a bound a
+    // queue that is not bounded breaks at once.
+    assert!(
+        peak < hwm_before.max(baseline) + 24 * 1024,
+        "peak RSS {peak} KiB, idle {baseline} KiB"
+    );
+    assert!(
+        after as f64 <= baseline as f64 * 1.10,
+        "RSS {after} KiB once quiet, idle baseline {baseline} KiB"
+    );
+}
