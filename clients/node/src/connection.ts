@@ -128,10 +128,13 @@ export class Connection {
     else this.socket.unref();
   }
 
-  /** Closes the connection; the close handler is not called for a close the owner asked for. */
+  /** Closes the connection after what was sent is flushed (a last ask-user-cancel must
+   * arrive); the close handler is not called for a close the owner asked for. */
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.socket.destroy();
+    this.socket.end();
+    // A daemon that never closes its side must not hold the socket open.
+    setTimeout(() => this.socket.destroy(), 1000).unref();
   }
 }

@@ -37,6 +37,8 @@ export interface BridgeOptions extends ProducerOptions {
   /** Told about each question set the daemon refused or could not take; the bus is answered
    * with a cancellation so the agent never waits forever. */
   onError?: (error: unknown, correlationId: string) => void;
+  /** Told about each daemon answer before it is relayed (with the tool result it carries). */
+  onResponse?: (response: AskResponse, correlationId: string) => void;
 }
 
 export interface BridgeHandle {
@@ -96,6 +98,7 @@ export function bridgeMessageBus(bus: MessageBusLike, opts: BridgeOptions = {}):
           // Answered meanwhile on the bus (a local dialog), or withdrawn by detach: say nothing.
           if (bridged.get(busId) !== b) return;
           bridged.delete(busId);
+          opts.onResponse?.(r, busId);
           reply(busId, b, r);
         },
         (err) => {
