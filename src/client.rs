@@ -31,7 +31,7 @@ pub enum ClientError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("connection to askbusd failed: {0}")]
+    #[error("connection to askbusd failed")]
     Io(#[from] std::io::Error),
     #[error("askbusd closed the connection")]
     Closed,
@@ -64,14 +64,25 @@ impl Connection {
     }
 
     pub async fn send(&mut self, frame: &ClientFrame<'_>) -> Result<(), ClientError> {
-        self.writer.send(encode(frame)).await?;
-        Ok(())
+        self.send_raw(encode(frame)).await
     }
 
     /// Sends a payload as is (tests and tools that speak raw JSON).
     pub async fn send_raw(&mut self, payload: Bytes) -> Result<(), ClientError> {
-        self.writer.send(payload).await?;
-        Ok(())
+        match self.writer.send(payload).await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.why_closed(e).await),
+        }
+    }
+
+    /// A write failed: the daemon may have said why before it closed the connection (e.g.
+    /// `forbidden`), and that is the error worth reporting.
+    async fn why_closed(&mut self, err: std::io::Error) -> ClientError {
+        let last_words = tokio::time::timeout(std::time::Duration::from_secs(1), self.recv()).await;
+        match last_words {
+            Ok(Ok(Some(ServerFrame::Error(e)))) => ClientError::Rejected(e),
+            _ => ClientError::Io(err),
+        }
     }
 
     /// The next frame, or `None` when the daemon closed the connection.

@@ -213,8 +213,19 @@ impl Hub {
                     outbox.push_replay();
                 }
             }
-            if !inner.fx.records.is_empty() {
+            if !inner.fx.records.is_empty() || !inner.fx.events.is_empty() {
                 let ts = timestamp(SystemTime::now());
+                for mut event in inner.fx.events.drain(..) {
+                    event.ts.clone_from(&ts);
+                    let frame = encode(&ServerFrame::BusEvent(event));
+                    for watcher in inner.broker.watchers() {
+                        if let Some(outbox) = inner.outboxes.get(&watcher) {
+                            if !outbox.push(frame.clone()) {
+                                overflowed.push(watcher);
+                            }
+                        }
+                    }
+                }
                 for mut record in inner.fx.records.drain(..) {
                     record.ts.clone_from(&ts);
                     record.node = self.node.clone();
@@ -335,5 +346,80 @@ impl Hub {
             "telemetryErrors": get(&c.telemetry_errors),
         });
         encode(&frame)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::broker::ValidRequest;
+    use crate::protocol::{parse_inbound, Inbound};
+    use tokio::time::Duration;
+
+    fn request(id: &str, timeout_ms: u64) -> ValidRequest {
+        let frame = json!({"type": "ask-user-request", "correlationId": id, "timeoutMs": timeout_ms,
+            "questions": [{"question": "Q?", "header": "H", "type": "text"}]});
+        let Inbound::AskUserRequest(req) = parse_inbound(frame.to_string().as_bytes()).unwrap()
+        else {
+            panic!()
+        };
+        ValidRequest::check(req).unwrap()
+    }
+
+    async fn next_frame(inbox: &mut Inbox) -> Value {
+        match inbox.rx.recv().await {
+            Some(Out::Frame(f)) => serde_json::from_slice(&f).unwrap(),
+            other => panic!("expected a frame, got {other:?}"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_timer_expires_each_deadline_when_due() {
+        let hub = Arc::new(Hub::new(
+            Limits::default(),
+            TelemetrySink::disabled(),
+            Arc::default(),
+            "test",
+        ));
+        let (ob, mut inbox) = outbox(1 << 20);
+        hub.connect(1, PeerInfo::default(), ob);
+        let stop = CancellationToken::new();
+        let timer = tokio::spawn({
+            let (hub, stop) = (hub.clone(), stop.clone());
+            async move { hub.run_timer(stop).await }
+        });
+        let t0 = Instant::now();
+        hub.run(|b, now, fx| b.ask(1, request("late", 10_000), now, fx));
+        // An earlier deadline added while the timer sleeps towards a later one wakes it.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        hub.run(|b, now, fx| b.ask(1, request("soon", 1_000), now, fx));
+        let soon = next_frame(&mut inbox).await;
+        assert_eq!(soon["correlationId"], "soon");
+        assert_eq!(soon["reason"], "timeout");
+        let at = t0.elapsed();
+        assert!(
+            at >= Duration::from_millis(1010) && at < Duration::from_millis(1020),
+            "{at:?}"
+        );
+        let late = next_frame(&mut inbox).await;
+        assert_eq!(late["correlationId"], "late");
+        assert!(t0.elapsed() >= Duration::from_millis(10_000));
+        stop.cancel();
+        timer.await.unwrap();
+    }
+
+    #[test]
+    fn outbox_is_bounded_in_bytes_but_takes_one_frame_of_any_size() {
+        let (ob, inbox) = outbox(100);
+        assert!(
+            ob.push(Bytes::from(vec![b'x'; 500])),
+            "an empty queue takes any frame"
+        );
+        assert!(!ob.push(Bytes::from_static(b"y")));
+        inbox.written(500);
+        assert!(ob.push(Bytes::from(vec![b'z'; 60])));
+        assert!(ob.push(Bytes::from(vec![b'z'; 40])));
+        assert!(!ob.push(Bytes::from_static(b"!")));
+        assert_eq!(inbox.queued_bytes(), 100);
     }
 }

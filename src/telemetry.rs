@@ -13,15 +13,8 @@ use std::time::SystemTime;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+pub use crate::protocol::UiInfo;
 use crate::protocol::{ErrorCode, ProducerInfo};
-
-/// The UI whose answer ended a request.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct UiInfo {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub client: Option<String>,
-    pub pid: Option<i32>,
-}
 
 /// One request's end, with the reference tool's ask_user metrics.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -17,8 +17,9 @@ pub use error::BrokerError;
 pub use stats::BrokerStats;
 
 use crate::protocol::{
-    encode, AskUserRequest, AskUserResponse, FrameError, NoUiPolicy, Outcome, ProducerInfo,
-    ProducerResponse, ResultPayload, ServerFrame, TimeoutMs, UiRequestRef, WithdrawReason,
+    encode, AskUserRequest, AskUserResponse, BusEvent, FrameError, NoUiPolicy, Outcome,
+    ProducerInfo, ProducerResponse, ResultPayload, ServerFrame, TimeoutMs, UiRequestRef,
+    WithdrawReason,
 };
 use crate::questions::{self, DaemonOutcome, QuestionMeta, ToolResult};
 use crate::telemetry::{Record, UiInfo};
@@ -107,6 +108,8 @@ pub struct Effects {
     /// UIs that have more of the pending table to receive: call `Broker::replay` for each once
     /// their queue has room.
     pub replay: Vec<PeerId>,
+    /// Events for the watchers (`Broker::watchers`); `ts` is left for the caller to stamp.
+    pub events: Vec<BusEvent>,
 }
 
 impl Effects {
@@ -114,6 +117,7 @@ impl Effects {
         self.sends.clear();
         self.records.clear();
         self.replay.clear();
+        self.events.clear();
     }
 
     fn frame(&mut self, to: PeerId, frame: Bytes) {
@@ -171,6 +175,8 @@ pub struct Broker {
     peers: HashMap<PeerId, Peer>,
     /// Subscribed UIs, in a stable order so broadcasts are deterministic.
     uis: BTreeSet<PeerId>,
+    /// Observers of the bus (`watch`).
+    watchers: BTreeSet<PeerId>,
     pending: HashMap<Arc<str>, Pending>,
     /// Pending requests by arrival: replay order.
     by_seq: BTreeMap<u64, Arc<str>>,
@@ -189,6 +195,7 @@ impl Broker {
             limits,
             peers: HashMap::new(),
             uis: BTreeSet::new(),
+            watchers: BTreeSet::new(),
             pending: HashMap::new(),
             by_seq: BTreeMap::new(),
             deadlines: BTreeSet::new(),
@@ -257,6 +264,7 @@ impl Broker {
             return;
         };
         self.uis.remove(&peer);
+        self.watchers.remove(&peer);
         let mut owned: Vec<_> = p
             .owned
             .into_iter()
@@ -267,6 +275,11 @@ impl Broker {
             let req = self.remove_pending(&id);
             self.withdraw(&id, req.seq, WithdrawReason::ProducerGone, None, fx);
             self.stats.producer_gone += 1;
+            if !self.watchers.is_empty() {
+                let latency = (now - req.accepted_at).as_millis() as u64;
+                fx.events
+                    .push(event("producer-gone", &id, &req, None, Some(latency), None));
+            }
             fx.records.push(record(
                 &id,
                 "producer-gone",
@@ -295,6 +308,24 @@ impl Broker {
         };
         fx.frame(peer, encode(&subscribed));
         fx.replay.push(peer);
+    }
+
+    /// Makes `peer` an observer: it is sent `watching`, then an event per request arrival and
+    /// end. It does not become a UI (it cannot answer).
+    pub fn watch(&mut self, peer: PeerId, client: Option<String>, fx: &mut Effects) {
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        if client.is_some() {
+            p.info.client = client;
+        }
+        self.watchers.insert(peer);
+        fx.frame(peer, encode(&ServerFrame::Watching {}));
+    }
+
+    /// The peers that receive `Effects::events`.
+    pub fn watchers(&self) -> impl Iterator<Item = PeerId> + '_ {
+        self.watchers.iter().copied()
     }
 
     /// Sends a catching-up UI up to `max_frames` more pending requests. Once it has them all
@@ -348,6 +379,23 @@ impl Broker {
         };
         let code = err.code();
         self.stats.rejected += 1;
+        if !self.watchers.is_empty() {
+            fx.events.push(BusEvent {
+                event: "rejected".into(),
+                ts: String::new(),
+                correlation_id: id.to_owned(),
+                producer: producer_info(&p.info),
+                ui: None,
+                latency_ms: None,
+                timeout_ms: None,
+                question_types: question_types(meta)
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect(),
+                headers: headers(meta),
+                code: Some(code.as_str().to_owned()),
+            });
+        }
         fx.records.push(Record {
             ts: String::new(),
             node: Arc::from(""),
@@ -429,6 +477,16 @@ impl Broker {
             for ui in live {
                 fx.frame(ui, frame.clone());
             }
+        }
+        if !self.watchers.is_empty() {
+            fx.events.push(event(
+                "request",
+                &id,
+                &pending,
+                None,
+                None,
+                Some(timeout_ms),
+            ));
         }
         self.deadlines.insert((pending.deadline, seq));
         self.by_seq.insert(seq, id.clone());
@@ -612,6 +670,17 @@ impl Broker {
         fx: &mut Effects,
     ) {
         self.stats.count_outcome(outcome);
+        if !self.watchers.is_empty() {
+            let latency = (now - req.accepted_at).as_millis() as u64;
+            fx.events.push(event(
+                outcome.as_str(),
+                id,
+                &req,
+                ui.clone(),
+                Some(latency),
+                None,
+            ));
+        }
         let answered = match outcome {
             Outcome::Answered => Answered::Count(answers.len()),
             _ => Answered::None,
@@ -664,6 +733,39 @@ fn record(
         empty_submission: matches!(answered, Answered::Count(0)),
         answer_count,
     }
+}
+
+fn event(
+    kind: &str,
+    id: &str,
+    req: &Pending,
+    ui: Option<UiInfo>,
+    latency_ms: Option<u64>,
+    timeout_ms: Option<u64>,
+) -> BusEvent {
+    BusEvent {
+        event: kind.to_owned(),
+        ts: String::new(),
+        correlation_id: id.to_owned(),
+        producer: req.producer_info.clone(),
+        ui,
+        latency_ms,
+        timeout_ms,
+        question_types: question_types(&req.meta)
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        headers: headers(&req.meta),
+        code: None,
+    }
+}
+
+/// Each question's header, or `Q<i>` where it has none (as the reference labels answers).
+fn headers(meta: &[QuestionMeta]) -> Vec<String> {
+    meta.iter()
+        .enumerate()
+        .map(|(i, m)| m.header.clone().unwrap_or_else(|| format!("Q{i}")))
+        .collect()
 }
 
 fn question_types(meta: &[QuestionMeta]) -> Vec<&'static str> {

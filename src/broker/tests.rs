@@ -1,1 +1,357 @@
+//! The broker state machine without sockets: every operation's effects, checked frame by
+//! frame, with time passed in explicitly.
 
+use serde_json::{json, Value};
+
+use super::*;
+use crate::protocol::{parse_inbound, Inbound};
+
+const PRODUCER: PeerId = 1;
+const UI_A: PeerId = 10;
+const UI_B: PeerId = 11;
+
+fn broker() -> Broker {
+    let mut b = Broker::new(Limits::default());
+    for (id, pid) in [(PRODUCER, 100), (UI_A, 200), (UI_B, 201)] {
+        b.connect(
+            id,
+            PeerInfo {
+                client: None,
+                pid: Some(pid),
+                uid: 1000,
+                gid: 1000,
+            },
+        );
+    }
+    b
+}
+
+fn request(id: &str, extra: Value) -> ValidRequest {
+    let mut frame = json!({
+        "type": "ask-user-request",
+        "correlationId": id,
+        "questions": [{"question": "Q?", "header": "H", "type": "text"}]
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        frame[k] = v.clone();
+    }
+    let Inbound::AskUserRequest(req) = parse_inbound(frame.to_string().as_bytes()).unwrap() else {
+        panic!("not a request")
+    };
+    ValidRequest::check(req).unwrap()
+}
+
+fn response(id: &str, answers: Value, cancelled: bool) -> AskUserResponse {
+    let frame = json!({"type": "ask-user-response", "correlationId": id, "answers": answers, "cancelled": cancelled});
+    let Inbound::AskUserResponse(r) = parse_inbound(frame.to_string().as_bytes()).unwrap() else {
+        panic!("not a response")
+    };
+    r
+}
+
+/// The frames in `fx`, decoded, with the peer each goes to (errors as error frames).
+fn sent(fx: &mut Effects) -> Vec<(PeerId, Value)> {
+    let out = fx
+        .sends
+        .drain(..)
+        .map(|(peer, msg)| {
+            let v = match msg {
+                Msg::Frame(b) => serde_json::from_slice(&b).unwrap(),
+                Msg::Error(e) => json!({"type": "error", "code": e.code.as_str(), "correlationId": e.correlation_id}),
+            };
+            (peer, v)
+        })
+        .collect();
+    fx.replay.clear();
+    out
+}
+
+fn types(frames: &[(PeerId, Value)]) -> Vec<(PeerId, String)> {
+    frames
+        .iter()
+        .map(|(p, v)| (*p, v["type"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+/// Subscribes and runs the replay to completion.
+fn subscribe(b: &mut Broker, ui: PeerId, now: Instant, fx: &mut Effects) {
+    b.subscribe(ui, None, fx);
+    while b.replay(ui, 64, now, fx) {}
+}
+
+#[test]
+fn answer_resolves_once_and_withdraws_from_the_others() {
+    let mut b = broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    subscribe(&mut b, UI_A, t0, &mut fx);
+    subscribe(&mut b, UI_B, t0, &mut fx);
+    sent(&mut fx);
+    b.ask(PRODUCER, request("a", json!({})), t0, &mut fx);
+    assert_eq!(
+        types(&sent(&mut fx)),
+        [
+            (UI_A, "ask-user-request".into()),
+            (UI_B, "ask-user-request".into())
+        ]
+    );
+    assert_eq!(b.pending_len(), 1);
+    let t1 = t0 + Duration::from_millis(5);
+    b.respond(UI_B, response("a", json!({"0": "hi"}), false), t1, &mut fx);
+    let frames = sent(&mut fx);
+    assert_eq!(
+        types(&frames),
+        [
+            (UI_A, "ask-user-withdrawn".into()),
+            (UI_B, "ask-user-ack".into()),
+            (PRODUCER, "ask-user-response".into())
+        ]
+    );
+    assert_eq!(frames[2].1["reason"], "answered");
+    assert_eq!(fx.records.len(), 1);
+    assert_eq!(fx.records[0].latency_ms, 5);
+    assert_eq!(fx.records[0].ui.as_ref().unwrap().pid, Some(201));
+    assert_eq!(b.pending_len(), 0);
+    assert_eq!(b.next_deadline(), None);
+    b.respond(
+        UI_A,
+        response("a", json!({"0": "late"}), false),
+        t1,
+        &mut fx,
+    );
+    assert_eq!(sent(&mut fx)[0].1["code"], "not-pending");
+    assert_eq!(b.stats().answered, 1);
+}
+
+#[test]
+fn deadlines_expire_in_order_and_only_when_due() {
+    let mut b = broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    b.ask(
+        PRODUCER,
+        request("slow", json!({"timeoutMs": 500})),
+        t0,
+        &mut fx,
+    );
+    b.ask(
+        PRODUCER,
+        request("fast", json!({"timeoutMs": 100})),
+        t0,
+        &mut fx,
+    );
+    assert_eq!(b.next_deadline(), Some(t0 + Duration::from_millis(100)));
+    b.expire(t0 + Duration::from_millis(99), &mut fx);
+    assert!(fx.sends.is_empty());
+    b.expire(t0 + Duration::from_millis(100), &mut fx);
+    let frames = sent(&mut fx);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].1["correlationId"], "fast");
+    assert_eq!(frames[0].1["reason"], "timeout");
+    assert_eq!(b.next_deadline(), Some(t0 + Duration::from_millis(500)));
+    b.expire(t0 + Duration::from_secs(60), &mut fx);
+    assert_eq!(sent(&mut fx)[0].1["correlationId"], "slow");
+    assert_eq!(b.pending_len(), 0);
+}
+
+#[test]
+fn timeouts_clamp_to_the_maximum_and_default_otherwise() {
+    let mut b = Broker::new(Limits {
+        default_timeout_ms: 1000,
+        max_timeout_ms: 2000,
+        ..Limits::default()
+    });
+    b.connect(PRODUCER, PeerInfo::default());
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    b.ask(PRODUCER, request("d", json!({})), t0, &mut fx);
+    b.ask(
+        PRODUCER,
+        request("c", json!({"timeoutMs": 1e300})),
+        t0,
+        &mut fx,
+    );
+    assert_eq!(b.next_deadline(), Some(t0 + Duration::from_millis(1000)));
+    b.expire(t0 + Duration::from_millis(1000), &mut fx);
+    assert_eq!(b.next_deadline(), Some(t0 + Duration::from_millis(2000)));
+}
+
+#[test]
+fn replay_is_chunked_ordered_and_never_duplicates_live_requests() {
+    let mut b = broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    let mut limits = b.limits().clone();
+    limits.max_pending_per_connection = 1000;
+    b.set_limits(limits);
+    for i in 0..10 {
+        b.ask(PRODUCER, request(&format!("r{i}"), json!({})), t0, &mut fx);
+    }
+    b.subscribe(UI_A, None, &mut fx);
+    assert_eq!(
+        sent(&mut fx)[0].1,
+        json!({"type": "subscribed", "pending": 10})
+    );
+    assert!(b.replay(UI_A, 4, t0, &mut fx));
+    let first: Vec<_> = sent(&mut fx)
+        .into_iter()
+        .map(|(_, v)| v["correlationId"].clone())
+        .collect();
+    assert_eq!(first, ["r0", "r1", "r2", "r3"]);
+    // A live request during catch-up is not sent live; the replay reaches it in order.
+    b.ask(PRODUCER, request("live", json!({})), t0, &mut fx);
+    assert!(sent(&mut fx).is_empty());
+    // A withdrawal is sent only for what the UI has already been shown.
+    b.cancel(PRODUCER, "r1", t0, &mut fx);
+    b.cancel(PRODUCER, "r7", t0, &mut fx);
+    let frames = sent(&mut fx);
+    let to_ui: Vec<_> = frames.iter().filter(|(p, _)| *p == UI_A).collect();
+    assert_eq!(to_ui.len(), 1);
+    assert_eq!(to_ui[0].1["correlationId"], "r1");
+    while b.replay(UI_A, 4, t0, &mut fx) {}
+    let rest: Vec<_> = sent(&mut fx)
+        .into_iter()
+        .map(|(_, v)| v["correlationId"].clone())
+        .collect();
+    assert_eq!(rest, ["r4", "r5", "r6", "r8", "r9", "live"]);
+    b.ask(PRODUCER, request("after", json!({})), t0, &mut fx);
+    assert_eq!(sent(&mut fx)[0].1["correlationId"], "after");
+}
+
+#[test]
+fn no_ui_reject_answers_at_once_only_without_uis() {
+    let mut b = broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    b.ask(
+        PRODUCER,
+        request("n", json!({"noUi": "reject"})),
+        t0,
+        &mut fx,
+    );
+    let frames = sent(&mut fx);
+    assert_eq!(frames[0].1["reason"], "no-ui");
+    assert_eq!(b.pending_len(), 0);
+    assert_eq!(fx.records[0].reason, "no-ui");
+    b.ask(PRODUCER, request("w", json!({})), t0, &mut fx);
+    assert!(sent(&mut fx).is_empty());
+    assert_eq!(b.pending_len(), 1);
+}
+
+#[test]
+fn producer_gone_withdraws_and_logs_without_a_response() {
+    let mut b = broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    subscribe(&mut b, UI_A, t0, &mut fx);
+    b.ask(PRODUCER, request("g", json!({})), t0, &mut fx);
+    sent(&mut fx);
+    fx.records.clear();
+    b.disconnect(PRODUCER, t0, &mut fx);
+    let frames = sent(&mut fx);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(
+        frames[0],
+        (
+            UI_A,
+            json!({"type": "ask-user-withdrawn", "correlationId": "g", "reason": "producer-gone"})
+        )
+    );
+    assert_eq!(fx.records[0].reason, "producer-gone");
+    assert_eq!(b.pending_len(), 0);
+    assert_eq!(b.next_deadline(), None);
+}
+
+#[test]
+fn limits_duplicates_and_rejections_are_errors_with_records() {
+    let mut b = Broker::new(Limits {
+        max_pending_per_connection: 1,
+        ..Limits::default()
+    });
+    b.connect(PRODUCER, PeerInfo::default());
+    b.connect(2, PeerInfo::default());
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    b.ask(PRODUCER, request("x", json!({})), t0, &mut fx);
+    b.ask(2, request("x", json!({})), t0, &mut fx);
+    b.ask(PRODUCER, request("y", json!({})), t0, &mut fx);
+    let codes: Vec<_> = sent(&mut fx)
+        .into_iter()
+        .map(|(p, v)| (p, v["code"].clone()))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            (2, json!("duplicate-correlation-id")),
+            (PRODUCER, json!("too-many-pending"))
+        ]
+    );
+    assert_eq!(
+        fx.records.iter().filter(|r| r.reason == "rejected").count(),
+        2
+    );
+    assert_eq!(b.stats().rejected, 2);
+}
+
+#[test]
+fn responses_need_a_subscription_and_indices_in_range() {
+    let mut b = broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    b.ask(PRODUCER, request("r", json!({})), t0, &mut fx);
+    b.respond(UI_A, response("r", json!({"0": "x"}), false), t0, &mut fx);
+    assert_eq!(sent(&mut fx)[0].1["code"], "not-subscribed");
+    subscribe(&mut b, UI_A, t0, &mut fx);
+    sent(&mut fx);
+    b.respond(UI_A, response("r", json!({"1": "x"}), false), t0, &mut fx);
+    assert_eq!(sent(&mut fx)[0].1["code"], "invalid-response");
+    assert_eq!(b.pending_len(), 1);
+    // A dismissal ignores whatever answers came with it.
+    b.respond(UI_A, response("r", json!({"3": "x"}), true), t0, &mut fx);
+    let frames = sent(&mut fx);
+    assert_eq!(frames[1].1["reason"], "dismissed");
+    assert_eq!(frames[1].1["answers"], json!({}));
+}
+
+#[test]
+fn shutdown_ends_everything_and_later_requests_at_once() {
+    let mut b = broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    subscribe(&mut b, UI_A, t0, &mut fx);
+    b.ask(PRODUCER, request("s1", json!({})), t0, &mut fx);
+    b.ask(PRODUCER, request("s2", json!({})), t0, &mut fx);
+    sent(&mut fx);
+    b.shutdown(t0, &mut fx);
+    let frames = sent(&mut fx);
+    assert_eq!(frames.len(), 4);
+    assert!(frames
+        .iter()
+        .filter(|(p, _)| *p == PRODUCER)
+        .all(|(_, v)| v["reason"] == "shutdown"));
+    assert!(frames
+        .iter()
+        .filter(|(p, _)| *p == UI_A)
+        .all(|(_, v)| v["reason"] == "shutdown"));
+    b.ask(PRODUCER, request("s3", json!({})), t0, &mut fx);
+    assert_eq!(sent(&mut fx)[0].1["reason"], "shutdown");
+    assert_eq!(b.pending_len(), 0);
+}
+
+#[test]
+fn watchers_get_events_and_nothing_else() {
+    let mut b = broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    b.watch(UI_B, Some("ops".into()), &mut fx);
+    assert_eq!(sent(&mut fx)[0].1["type"], "watching");
+    b.ask(PRODUCER, request("e", json!({})), t0, &mut fx);
+    assert!(sent(&mut fx).is_empty(), "no UI frames to a watcher");
+    assert_eq!(fx.events.len(), 1);
+    assert_eq!(fx.events[0].event, "request");
+    assert_eq!(fx.events[0].headers, ["H"]);
+    b.cancel(PRODUCER, "e", t0 + Duration::from_millis(3), &mut fx);
+    assert_eq!(fx.events[1].event, "withdrawn");
+    assert_eq!(fx.events[1].latency_ms, Some(3));
+    assert_eq!(b.watchers().collect::<Vec<_>>(), [UI_B]);
+}

@@ -109,6 +109,10 @@ pub enum Inbound {
     Subscribe {
         client: Option<String>,
     },
+    /// Observe the bus (ops): every request's arrival and end, without question text.
+    Watch {
+        client: Option<String>,
+    },
     AskUserRequest(AskUserRequest),
     AskUserCancel {
         correlation_id: String,
@@ -192,6 +196,9 @@ pub fn parse_inbound(payload: &[u8]) -> Result<Inbound, FrameError> {
         "subscribe" => Ok(Inbound::Subscribe {
             client: client_field(obj)?,
         }),
+        "watch" => Ok(Inbound::Watch {
+            client: client_field(obj)?,
+        }),
         "ask-user-request" => parse_request(value),
         "ask-user-cancel" => {
             let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, "ask-user-cancel")?;
@@ -250,7 +257,8 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
             } else if n.as_i64().is_some() {
                 return Err(err(format!("timeoutMs must be at least 1, not {n}")));
             } else {
-                // Floats: only integral values are timeouts; those past u64 clamp to the max.
+                // Floats: only integral values are timeouts (`5000.0` is 5000 ms, as Python's
+                // json writes a float); those past u64 clamp to the max.
                 let f = n.as_f64().unwrap_or(f64::NAN);
                 if f.fract() != 0.0 || !f.is_finite() {
                     return Err(err(format!("timeoutMs must be an integer, not {n}")));
@@ -258,7 +266,12 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
                 if f < 1.0 {
                     return Err(err(format!("timeoutMs must be at least 1, not {n}")));
                 }
-                Some(TimeoutMs::Huge)
+                // `u64::MAX as f64` rounds up to 2^64, so below it the cast is exact.
+                if f < u64::MAX as f64 {
+                    Some(TimeoutMs::Ms(f as u64))
+                } else {
+                    Some(TimeoutMs::Huge)
+                }
             }
         }
         Some(other) => {
@@ -421,6 +434,41 @@ pub struct ProducerInfo {
     pub uid: u32,
 }
 
+/// The UI whose answer ended a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UiInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    pub pid: Option<i32>,
+}
+
+/// One thing that happened on the bus, as watchers see it: who and how long, never the
+/// question text or the answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BusEvent {
+    /// `request` (accepted), an outcome (`answered`, `dismissed`, `timeout`, `no-ui`,
+    /// `withdrawn`, `shutdown`), `producer-gone`, or `rejected`.
+    pub event: String,
+    /// RFC 3339 UTC.
+    pub ts: String,
+    pub correlation_id: String,
+    pub producer: ProducerInfo,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<UiInfo>,
+    /// Time since the request was accepted (ends only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+    /// The request's timeout (`request` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    pub question_types: Vec<String>,
+    pub headers: Vec<String>,
+    /// The error code (`rejected` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
 /// The tool result handed to the model, as carried on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -520,6 +568,10 @@ pub enum ServerFrame {
     Subscribed {
         pending: u64,
     },
+    /// To watchers: events follow.
+    Watching {},
+    /// To watchers.
+    BusEvent(BusEvent),
     /// To UIs: a question to answer.
     AskUserRequest(UiRequest),
     /// To UIs: a question is no longer pending.
@@ -565,6 +617,10 @@ pub enum ClientFrame<'a> {
     },
     Stats,
     Subscribe {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client: Option<&'a str>,
+    },
+    Watch {
         #[serde(skip_serializing_if = "Option::is_none")]
         client: Option<&'a str>,
     },
@@ -658,6 +714,14 @@ mod tests {
             panic!()
         };
         assert_eq!(r.timeout_ms.unwrap().clamp(99), 99);
+        for (text, ms) in [("5000.0", 5000), ("1.0", 1), ("2e3", 2000)] {
+            let f =
+                format!(r#"{{"type":"ask-user-request","correlationId":"a","timeoutMs":{text}}}"#);
+            let Inbound::AskUserRequest(r) = parse_inbound(f.as_bytes()).unwrap() else {
+                panic!()
+            };
+            assert_eq!(r.timeout_ms, Some(TimeoutMs::Ms(ms)), "{text}");
+        }
         let f = br#"{"type":"ask-user-request","correlationId":"a","noUi":"maybe"}"#;
         assert_eq!(code_of(f), ErrorCode::InvalidRequest);
     }

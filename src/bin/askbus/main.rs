@@ -194,6 +194,9 @@ async fn ask(
     json: bool,
     client: &str,
 ) -> Result<ExitCode> {
+    // Installed before asking, so a Ctrl-C at any moment withdraws the question.
+    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("cannot handle SIGINT")?;
     let producer = Producer::connect(socket, Some(client)).await?;
     let id = new_correlation_id();
     let request = Ask {
@@ -206,7 +209,7 @@ async fn ask(
     tokio::pin!(asked);
     let response = tokio::select! {
         r = &mut asked => r,
-        _ = tokio::signal::ctrl_c() => {
+        _ = interrupt.recv() => {
             // Withdraw the question so no UI keeps showing it, then report how it ended.
             producer.cancel(&id).await?;
             asked.await

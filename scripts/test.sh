@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs every test of the project: the Rust suite (unit, integration against the real daemon,
+# conformance), then each client's suite against the same daemon binary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo build --bins
+export ASKBUS_DAEMON="$PWD/target/debug/askbusd"
+export ASKBUS_CLI="$PWD/target/debug/askbus"
+
+echo "== Rust tests"
+cargo test
+
+if [ -d clients/python ]; then
+  echo "== Python client tests"
+  python3 -m unittest discover -s clients/python/tests -t clients/python -v
+fi
+
+if [ -d clients/node ]; then
+  echo "== Node client tests"
+  (cd clients/node && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
+fi

@@ -1,0 +1,407 @@
+//! The one integration-test harness: starts the real `askbusd` binary on a temp socket and
+//! speaks raw frames to it, so every test exercises exactly what peers see on the wire.
+
+#![allow(dead_code)] // each test binary uses a different part of the harness
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+
+/// How long a test waits for a frame it expects before failing.
+pub const RECV_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub fn daemon_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_askbusd")
+}
+
+pub fn cli_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_askbus")
+}
+
+/// A running daemon in its own temp directory, stopped when dropped.
+pub struct Daemon {
+    child: Option<Child>,
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub telemetry: PathBuf,
+    pub log: PathBuf,
+    args: Vec<String>,
+    /// RLIMIT_NOFILE to run the daemon under, if any.
+    nofile: Option<u64>,
+}
+
+impl Daemon {
+    /// Starts askbusd with the default flags (plus socket and telemetry in the temp dir).
+    pub fn start() -> Daemon {
+        Daemon::start_with(&[])
+    }
+
+    /// Starts askbusd with extra flags.
+    pub fn start_with(args: &[&str]) -> Daemon {
+        Daemon::start_limited(args, None)
+    }
+
+    /// Starts askbusd with extra flags and at most `nofile` open file descriptors.
+    pub fn start_limited(args: &[&str], nofile: Option<u64>) -> Daemon {
+        let dir = tempfile::Builder::new()
+            .prefix("askbus-test-")
+            .tempdir()
+            .expect("temp dir");
+        let socket = dir.path().join("askbus.sock");
+        let telemetry = dir.path().join("telemetry.jsonl");
+        let log = dir.path().join("askbusd.log");
+        let mut d = Daemon {
+            child: None,
+            socket,
+            telemetry,
+            log,
+            dir,
+            args: args.iter().map(|s| s.to_string()).collect(),
+            nofile,
+        };
+        d.spawn();
+        d
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("log file");
+        let mut cmd = Command::new(daemon_bin());
+        cmd.arg("--socket")
+            .arg(&self.socket)
+            .args(&self.args)
+            .env("ASKBUS_LOG", "debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        if !self
+            .args
+            .iter()
+            .any(|a| a == "--no-telemetry" || a == "--telemetry")
+        {
+            cmd.arg("--telemetry").arg(&self.telemetry);
+        }
+        if let Some(n) = self.nofile {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe; nothing else runs in the child here.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
+        let ready_lines = self.ready_lines();
+        self.child = Some(cmd.spawn().expect("spawn askbusd"));
+        self.wait_ready(ready_lines);
+    }
+
+    /// Waits for the daemon's ready line (the socket is bound and listening by then). No
+    /// probe connection: it would hold a connection slot and show up in the counters.
+    fn wait_ready(&mut self, ready_lines_before: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if self.ready_lines() > ready_lines_before {
+                return;
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!("askbusd exited early ({status}):\n{}", self.log_text());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "askbusd never became ready:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn ready_lines(&self) -> usize {
+        self.log_text().matches("askbusd ready on").count()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Sends a signal to the daemon.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill with a pid we spawned and a valid signal number.
+        let rc = unsafe { libc::kill(self.pid() as i32, sig) };
+        assert_eq!(rc, 0, "kill failed");
+    }
+
+    /// SIGTERM, then waits for exit (at most `within`); returns the status and how long it took.
+    pub fn terminate(&mut self, within: Duration) -> (ExitStatus, Duration) {
+        let started = Instant::now();
+        self.signal(libc::SIGTERM);
+        let child = self.child.as_mut().expect("running");
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                self.child = None;
+                return (status, started.elapsed());
+            }
+            if started.elapsed() > within {
+                let _ = child.kill();
+                panic!("askbusd did not exit within {within:?} of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// SIGKILL and reap.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the daemon again with the same flags, socket and files (after `kill`/`terminate`).
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "stop the daemon first");
+        self.spawn();
+    }
+
+    /// Whether the daemon process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none())
+    }
+
+    /// Every telemetry record written so far.
+    pub fn telemetry_records(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(&self.telemetry).unwrap_or_default();
+        text.lines()
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("bad telemetry line {l:?}: {e}"))
+            })
+            .collect()
+    }
+
+    /// Waits until the telemetry file holds at least `n` records (it is written off the
+    /// broker's path, so it may lag the frames a little).
+    pub fn wait_telemetry(&self, n: usize) -> Vec<Value> {
+        let deadline = Instant::now() + RECV_TIMEOUT;
+        loop {
+            let records = self.telemetry_records();
+            if records.len() >= n || Instant::now() > deadline {
+                return records;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub async fn connect(&self) -> Raw {
+        Raw::connect(&self.socket).await
+    }
+
+    /// A connection that has subscribed and received `subscribed` (with the pending count).
+    pub async fn ui(&self) -> (Raw, u64) {
+        let mut ui = self.connect().await;
+        ui.send(json!({"type": "subscribe", "client": "test-ui/1"}))
+            .await;
+        let sub = ui.recv().await;
+        assert_eq!(sub["type"], "subscribed", "{sub}");
+        (ui, sub["pending"].as_u64().expect("pending count"))
+    }
+
+    /// Runs the `askbus` CLI against this daemon.
+    pub fn cli(&self) -> Command {
+        let mut cmd = Command::new(cli_bin());
+        cmd.env("ASKBUS_SOCKET", &self.socket);
+        cmd
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A raw-frame client: writes length-prefixed JSON, reads frames with a timeout.
+pub struct Raw {
+    stream: UnixStream,
+    buf: Vec<u8>,
+}
+
+impl Raw {
+    pub async fn connect(path: &Path) -> Raw {
+        let stream = UnixStream::connect(path)
+            .await
+            .unwrap_or_else(|e| panic!("connect {}: {e}", path.display()));
+        Raw {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Sends one frame holding `value`.
+    pub async fn send(&mut self, value: Value) {
+        self.send_payload(value.to_string().as_bytes()).await;
+    }
+
+    /// Sends `payload` behind a correct length prefix.
+    pub async fn send_payload(&mut self, payload: &[u8]) {
+        let mut frame = (payload.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(payload);
+        self.send_raw(&frame).await;
+    }
+
+    /// Writes bytes as they are (no prefix added). A daemon that already closed the
+    /// connection is not an error here: what it said before closing is still readable.
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        if let Err(e) = self.stream.write_all(bytes).await {
+            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write: {e}");
+        }
+    }
+
+    /// Writes bytes, tolerating a daemon that already closed the connection.
+    pub async fn try_send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes).await
+    }
+
+    /// The next frame, or `None` if the daemon closed the connection or nothing came within
+    /// `wait`.
+    pub async fn recv_within(&mut self, wait: Duration) -> Option<Value> {
+        tokio::time::timeout(wait, self.read_frame())
+            .await
+            .unwrap_or_default()
+    }
+
+    /// The next frame; fails the test after `RECV_TIMEOUT` or if the connection closed.
+    pub async fn recv(&mut self) -> Value {
+        match tokio::time::timeout(RECV_TIMEOUT, self.read_frame()).await {
+            Ok(Some(v)) => v,
+            Ok(None) => panic!("connection closed while a frame was expected"),
+            Err(_) => panic!("no frame within {RECV_TIMEOUT:?}"),
+        }
+    }
+
+    /// The next frame, which must be of type `ty`.
+    pub async fn recv_type(&mut self, ty: &str) -> Value {
+        let v = self.recv().await;
+        assert_eq!(v["type"], ty, "expected a {ty} frame, got {v}");
+        v
+    }
+
+    /// The next frame, which must be an error with `code`.
+    pub async fn recv_error(&mut self, code: &str) -> Value {
+        let v = self.recv_type("error").await;
+        assert_eq!(v["code"], code, "{v}");
+        assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()), "{v}");
+        v
+    }
+
+    /// Asserts nothing arrives for `wait`.
+    pub async fn expect_silence(&mut self, wait: Duration) {
+        if let Ok(frame) = tokio::time::timeout(wait, self.read_frame()).await {
+            panic!("expected silence, got {frame:?}");
+        }
+    }
+
+    /// Asserts the daemon closes the connection (EOF) within `RECV_TIMEOUT`, after any frames.
+    pub async fn expect_closed(&mut self) {
+        let deadline = tokio::time::Instant::now() + RECV_TIMEOUT;
+        loop {
+            match tokio::time::timeout_at(deadline, self.read_frame()).await {
+                Ok(None) => return,
+                Ok(Some(_)) => continue,
+                Err(_) => panic!("connection still open after {RECV_TIMEOUT:?}"),
+            }
+        }
+    }
+
+    /// Round trip that proves the connection still works and everything before it arrived.
+    pub async fn ping(&mut self) {
+        self.send(json!({"type": "ping", "id": "sync"})).await;
+        let pong = self.recv_type("pong").await;
+        assert_eq!(pong["id"], "sync");
+    }
+
+    /// Reads one frame; `None` on EOF or a read error.
+    async fn read_frame(&mut self) -> Option<Value> {
+        loop {
+            if self.buf.len() >= 4 {
+                let len = u32::from_be_bytes(self.buf[..4].try_into().unwrap()) as usize;
+                if self.buf.len() >= 4 + len {
+                    let payload: Vec<u8> = self.buf.drain(..4 + len).skip(4).collect();
+                    return Some(serde_json::from_slice(&payload).unwrap_or_else(|e| {
+                        panic!(
+                            "daemon sent invalid JSON ({e}): {:?}",
+                            String::from_utf8_lossy(&payload)
+                        )
+                    }));
+                }
+            }
+            self.buf.reserve(64 * 1024);
+            match self.stream.read_buf(&mut self.buf).await {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+/// A one-question choice request.
+pub fn choice_request(id: &str) -> Value {
+    json!({
+        "type": "ask-user-request",
+        "correlationId": id,
+        "questions": [{
+            "question": "Which database?",
+            "header": "Database",
+            "type": "choice",
+            "options": [
+                {"label": "SQLite", "description": "A file"},
+                {"label": "PostgreSQL", "description": "A server"}
+            ]
+        }]
+    })
+}
+
+/// `choice_request` with extra top-level fields merged in.
+pub fn request_with(id: &str, extra: Value) -> Value {
+    let mut req = choice_request(id);
+    for (k, v) in extra.as_object().expect("object") {
+        req[k] = v.clone();
+    }
+    req
+}
+
+pub fn answer(id: &str, answers: Value) -> Value {
+    json!({"type": "ask-user-response", "correlationId": id, "answers": answers})
+}
+
+/// A current-thread runtime for tests that mix blocking process control with async I/O.
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
