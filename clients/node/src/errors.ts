@@ -18,7 +18,8 @@ export type WireErrorCode =
   | "invalid-response"
   | "unsupported-protocol"
   | "forbidden"
-  | "too-many-connections";
+  | "too-many-connections"
+  | "frame-timeout";
 
 /** Codes for failures the client itself detects. */
 export type ClientErrorCode = "daemon-unreachable" | "connection-closed" | "protocol-error";
@@ -57,6 +58,8 @@ export class InvalidResponse extends AskbusError {}
 export class UnsupportedProtocol extends AskbusError {}
 export class Forbidden extends AskbusError {}
 export class TooManyConnections extends AskbusError {}
+/** A frame was started but not finished in time (the daemon closes the connection after this). */
+export class FrameTimeout extends AskbusError {}
 
 /** No daemon answered at `socketPath` (not running, wrong path, or no permission). */
 export class DaemonUnreachable extends AskbusError {
@@ -95,6 +98,7 @@ const BY_CODE: Record<WireErrorCode, new (code: string, message: string, id?: st
   "unsupported-protocol": UnsupportedProtocol,
   forbidden: Forbidden,
   "too-many-connections": TooManyConnections,
+  "frame-timeout": FrameTimeout,
 };
 
 /** The error for a daemon `error` frame; an unknown (newer) code still yields an AskbusError. */

@@ -109,6 +109,24 @@ export interface ErrorFrame {
   message: string;
   correlationId?: string;
 }
+/** To observers (`watch`): that the connection now observes. */
+export interface WatchingFrame {
+  type: "watching";
+}
+/** To observers: a request became pending or ended. Never the question text or the answers. */
+export interface BusEventFrame {
+  type: "bus-event";
+  event: "request" | Outcome | "producer-gone" | "rejected";
+  ts: string;
+  correlationId: string;
+  producer: ProducerInfo;
+  ui?: { client?: string; pid: number | null };
+  latencyMs?: number;
+  timeoutMs?: number;
+  questionTypes: QuestionType[];
+  headers: string[];
+  code?: string;
+}
 export interface StatsFrame {
   type: "stats";
   [counter: string]: unknown;
@@ -123,6 +141,8 @@ export type ServerFrame =
   | AckFrame
   | ProducerResponseFrame
   | ErrorFrame
+  | WatchingFrame
+  | BusEventFrame
   | StatsFrame;
 
 // ---------------------------------------------------------------------------------------------
@@ -142,6 +162,10 @@ export interface StatsRequestFrame {
 }
 export interface SubscribeFrame {
   type: "subscribe";
+  client?: string;
+}
+export interface WatchFrame {
+  type: "watch";
   client?: string;
 }
 export interface AskFrame {
@@ -167,6 +191,7 @@ export type ClientFrame =
   | PingFrame
   | StatsRequestFrame
   | SubscribeFrame
+  | WatchFrame
   | AskFrame
   | CancelFrame
   | AnswerFrame;
@@ -184,6 +209,9 @@ export const frames = {
   },
   subscribe(client?: string): SubscribeFrame {
     return client === undefined ? { type: "subscribe" } : { type: "subscribe", client };
+  },
+  watch(client?: string): WatchFrame {
+    return client === undefined ? { type: "watch" } : { type: "watch", client };
   },
   ask(correlationId: string, questions: unknown, timeoutMs?: number, noUi?: NoUiPolicy): AskFrame {
     const f: AskFrame = { type: "ask-user-request", correlationId, questions };

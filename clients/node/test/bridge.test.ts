@@ -14,7 +14,7 @@ import { resolveConfirmation } from "@google/gemini-cli-core/dist/src/scheduler/
 import { AskUserTool } from "@google/gemini-cli-core/dist/src/tools/ask-user.js";
 
 import { bridgeMessageBus, InvalidRequest, Producer, subscribe, type AskResponse, type Subscription, type UiRequest } from "../src/index.js";
-import { delay, Q_DB, Q_YESNO, startDaemon, within, type Daemon } from "./helpers.js";
+import { closeLater, delay, Q_DB, Q_YESNO, startDaemon, within, type Daemon } from "./helpers.js";
 
 function newBus(): any {
   // The policy engine is consulted only for tool-confirmation-request messages.
@@ -52,7 +52,7 @@ describe("bridgeMessageBus", () => {
   let sub: Subscription;
   before(async () => {
     d = await startDaemon();
-    sub = subscribe({ socket: d.socket, client: "bridge-test-ui" });
+    sub = closeLater(subscribe({ socket: d.socket, client: "bridge-test-ui" }));
     await sub.ready;
   });
   after(async () => {
@@ -121,7 +121,7 @@ describe("bridgeMessageBus", () => {
 
   test("answered first on the bus itself: the question is taken back from the UIs", async () => {
     const bus = newBus();
-    const producer = new Producer({ socket: d.socket, client: "shared" });
+    const producer = closeLater(new Producer({ socket: d.socket, client: "shared" }));
     const bridge = bridgeMessageBus(bus, { producer });
     const seen = nextRequest(sub);
     await bus.publish({ type: "ask-user-request", questions: Q_YESNO, correlationId: "local-1" });

@@ -15,7 +15,7 @@ import { after, before, describe, test } from "node:test";
 import { AskUserTool } from "@google/gemini-cli-core/dist/src/tools/ask-user.js";
 
 import { InvalidRequest, Producer, subscribe, type AskResponse, type UiRequest } from "../src/index.js";
-import { Raw, REPO_ROOT, startDaemon, within, type Daemon } from "./helpers.js";
+import { closeLater, Raw, REPO_ROOT, startDaemon, within, type Daemon } from "./helpers.js";
 
 interface RefCase {
   params: Record<string, unknown>;
@@ -70,7 +70,7 @@ describe("conformance with the reference AskUserTool", () => {
   test("1,035 validation cases: accept ⇔ accept, normalized equal, message equal", async () => {
     const cases = load<RefCase[]>("ask_user_reference_cases.json");
     assert.equal(cases.length, 1035);
-    const sub = subscribe({ socket: d.socket });
+    const sub = closeLater(subscribe({ socket: d.socket }));
     await sub.ready;
     const seen = new Map<string, UiRequest>();
     const wake: { fn: (() => void) | null } = { fn: null };
@@ -80,7 +80,7 @@ describe("conformance with the reference AskUserTool", () => {
         wake.fn?.();
       }
     })();
-    const p = new Producer({ socket: d.socket, client: "conformance" });
+    const p = closeLater(new Producer({ socket: d.socket, client: "conformance" }));
     const asks = cases.map((c, i) => {
       // Through the public API: `questions` as given (absent in some cases, so the daemon
       // reports the missing property as the reference does); stray top-level keys, which the
@@ -162,7 +162,7 @@ describe("conformance with the reference AskUserTool", () => {
     const ui = await Raw.open(d.socket);
     ui.send({ type: "subscribe", client: "conformance-ui" });
     await ui.nextOf("subscribed");
-    const p = new Producer({ socket: d.socket });
+    const p = closeLater(new Producer({ socket: d.socket }));
     const asks = cases.map((c, i) => p.ask(c.params.questions, { correlationId: `res-${i}` }));
     for (let n = 0; n < cases.length; n++) {
       const req = await ui.nextOf("ask-user-request");

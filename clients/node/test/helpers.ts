@@ -7,10 +7,26 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { after } from "node:test";
 import { fileURLToPath } from "node:url";
 
 import { Connection } from "../src/connection.js";
 import type { ServerFrame } from "../src/protocol.js";
+
+/** Closed when the test file ends, whatever failed: a failing test must not leave a
+ * reconnecting subscription or a daemon behind to hold the run open. */
+const leftovers = new Set<{ close(): void }>();
+const daemons = new Set<ChildProcess>();
+after(() => {
+  for (const x of leftovers) x.close();
+  for (const p of daemons) if (p.exitCode === null && p.signalCode === null) p.kill("SIGKILL");
+});
+
+/** Registers `x` to be closed at the end of the file; returns it. */
+export function closeLater<T extends { close(): void }>(x: T): T {
+  leftovers.add(x);
+  return x;
+}
 
 /** The repository root (this file runs from clients/node/build/test/). */
 export const REPO_ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
@@ -46,6 +62,7 @@ export async function startDaemon(opts: { socket?: string; dir?: string; args?: 
   const socket = opts.socket ?? join(dir, "askbus.sock");
   const args = ["--socket", socket, "--no-telemetry", "--log-level", "warn,askbusd=info", ...(opts.args ?? [])];
   const proc = spawn(daemonBinary(), args, { stdio: ["ignore", "ignore", "pipe"], env: opts.env ?? process.env });
+  daemons.add(proc);
   let err = "";
   const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {

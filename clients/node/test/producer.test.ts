@@ -18,11 +18,11 @@ import {
   TooManyPending,
   type UiRequest,
 } from "../src/index.js";
-import { Q_DB, Q_YESNO, Raw, startDaemon, tempDir, within, type Daemon } from "./helpers.js";
+import { closeLater, Q_DB, Q_YESNO, Raw, startDaemon, tempDir, within, type Daemon } from "./helpers.js";
 
 /** A UI that answers each request with `decide(req)` (an answers object, or "dismiss"). */
 async function autoUi(socket: string, decide: (req: UiRequest) => Record<string, string> | "dismiss" | null) {
-  const sub = subscribe({ socket, client: "test-ui" });
+  const sub = closeLater(subscribe({ socket, client: "test-ui" }));
   await sub.ready;
   const done = (async () => {
     for await (const req of sub) {
@@ -88,7 +88,7 @@ describe("producer", () => {
   });
 
   test("cancel withdraws: the ask ends with the daemon's withdrawn result", async () => {
-    const p = new Producer({ socket: d.socket });
+    const p = closeLater(new Producer({ socket: d.socket }));
     let seenResolve!: (r: UiRequest) => void;
     const seen = new Promise<UiRequest>((resolve) => (seenResolve = resolve));
     const ui = await autoUi(d.socket, (req) => (seenResolve(req), null));
@@ -116,7 +116,7 @@ describe("producer", () => {
     raw.send({ type: "subscribe" });
     await raw.nextOf("subscribed");
     const ac = new AbortController();
-    const p = new Producer({ socket: d.socket });
+    const p = closeLater(new Producer({ socket: d.socket }));
     const pending = p.start(Q_YESNO, { signal: ac.signal });
     const req = await raw.nextOf("ask-user-request");
     assert.equal(req.correlationId, pending.correlationId);
@@ -154,7 +154,7 @@ describe("producer", () => {
       }
       return null;
     });
-    const p = new Producer({ socket: many.socket });
+    const p = closeLater(new Producer({ socket: many.socket }));
     const asks = Array.from({ length: n }, (_, i) => p.start(Q_YESNO, { correlationId: `c-${i}` }));
     const rs = await within(Promise.all(asks.map((a) => a.response)), 10_000, "60 asks");
     rs.forEach((r, i) => {
@@ -169,11 +169,11 @@ describe("producer", () => {
   });
 
   test("per-connection limit: TooManyPending; a pending id: DuplicateCorrelationId", async () => {
-    const p = new Producer({ socket: d.socket });
+    const p = closeLater(new Producer({ socket: d.socket }));
     const first = Array.from({ length: 4 }, () => p.start(Q_YESNO));
     await assert.rejects(p.ask(Q_YESNO), TooManyPending);
     // The same id from another producer is the daemon's to refuse.
-    const other = new Producer({ socket: d.socket });
+    const other = closeLater(new Producer({ socket: d.socket }));
     await assert.rejects(other.ask(Q_YESNO, { correlationId: first[0]!.correlationId }), (e: unknown) => {
       assert.ok(e instanceof DuplicateCorrelationId);
       assert.equal(e.code, "duplicate-correlation-id");
@@ -191,7 +191,7 @@ describe("producer", () => {
   });
 
   test("stats from a producer connection", async () => {
-    const p = new Producer({ socket: d.socket });
+    const p = closeLater(new Producer({ socket: d.socket }));
     const s = await p.stats();
     assert.equal(s.type, "stats");
     p.close();
@@ -213,11 +213,11 @@ test("DaemonUnreachable names the socket path tried", async () => {
 test("waitForDaemon: an ask made before the daemon starts is answered once it does", async () => {
   const dir = tempDir();
   const socket = `${dir}/later.sock`;
-  const p = new Producer({ socket, waitForDaemon: true, reconnect: { initialDelayMs: 20, maxDelayMs: 100 } });
+  const p = closeLater(new Producer({ socket, waitForDaemon: true, reconnect: { initialDelayMs: 20, maxDelayMs: 100 } }));
   const pending = p.ask(Q_YESNO, { timeoutMs: 10_000 });
   await new Promise((r) => setTimeout(r, 200));
   const d = await startDaemon({ socket, dir });
-  const sub = subscribe({ socket });
+  const sub = closeLater(subscribe({ socket }));
   for await (const req of sub) {
     await req.answer({ "0": "Yes" });
     break;

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { DaemonUnreachable, Producer, subscribe, type UiRequest } from "../src/index.js";
-import { delay, Q_DB, Q_YESNO, startDaemon, within } from "./helpers.js";
+import { closeLater, delay, Q_DB, Q_YESNO, startDaemon, within } from "./helpers.js";
 
 const FAST = { initialDelayMs: 20, maxDelayMs: 200 };
 
@@ -30,8 +30,8 @@ function collect(sub: ReturnType<typeof subscribe>) {
 test("SIGKILL mid-ask, restart on the same socket: every question answered exactly once", async () => {
   let d = await startDaemon();
   const socket = d.socket;
-  const p = new Producer({ socket, client: "restart-agent", reconnect: FAST });
-  const sub = subscribe({ socket, reconnect: FAST, resumeGraceMs: 3000 });
+  const p = closeLater(new Producer({ socket, client: "restart-agent", reconnect: FAST }));
+  const sub = closeLater(subscribe({ socket, reconnect: FAST, resumeGraceMs: 3000 }));
   await sub.ready;
   const ui = collect(sub);
   const asks = ["k0", "k1", "k2"].map((id) => p.start(Q_DB, { correlationId: id, timeoutMs: 30_000 }));
@@ -82,8 +82,8 @@ test("SIGKILL mid-ask, restart on the same socket: every question answered exact
 test("graceful restart (SIGTERM): the shutdown answer is held and the question re-asked", async () => {
   let d = await startDaemon();
   const socket = d.socket;
-  const p = new Producer({ socket, reconnect: FAST });
-  const sub = subscribe({ socket, reconnect: FAST, resumeGraceMs: 3000 });
+  const p = closeLater(new Producer({ socket, reconnect: FAST }));
+  const sub = closeLater(subscribe({ socket, reconnect: FAST, resumeGraceMs: 3000 }));
   await sub.ready;
   const ui = collect(sub);
   const asked = p.ask(Q_YESNO, { correlationId: "term-1", timeoutMs: 30_000 });
@@ -110,9 +110,9 @@ test("graceful restart (SIGTERM): the shutdown answer is held and the question r
 test("no daemon comes back in time: asks end at their deadline, UIs see the requests withdrawn", async () => {
   const d = await startDaemon();
   const socket = d.socket;
-  const p = new Producer({ socket, reconnect: FAST });
-  const quitter = new Producer({ socket, reconnect: FAST });
-  const sub = subscribe({ socket, reconnect: FAST, resumeGraceMs: 200 });
+  const p = closeLater(new Producer({ socket, reconnect: FAST }));
+  const quitter = closeLater(new Producer({ socket, reconnect: FAST }));
+  const sub = closeLater(subscribe({ socket, reconnect: FAST, resumeGraceMs: 200 }));
   await sub.ready;
   const ui = collect(sub);
   const short = p.ask(Q_YESNO, { correlationId: "gone-short", timeoutMs: 700 });
@@ -131,7 +131,9 @@ test("no daemon comes back in time: asks end at their deadline, UIs see the requ
   quitter.close();
   await assert.rejects(abandoned, { code: "connection-closed" });
   const d2 = await startDaemon({ socket, dir: d.dir });
-  const [shortReq, abandonedReq] = ui.yielded as [UiRequest, UiRequest];
+  // Two producers, two connections: either may reach the daemon first.
+  const byId = (id: string) => ui.yielded.find((r) => r.correlationId === id)!;
+  const [shortReq, abandonedReq] = [byId("gone-short"), byId("gone-abandoned")];
   const withdrawn = (req: UiRequest) =>
     within(
       new Promise<void>((r) => (req.signal.aborted ? r() : req.signal.addEventListener("abort", () => r()))),
@@ -150,8 +152,8 @@ test("no daemon comes back in time: asks end at their deadline, UIs see the requ
 
 test("daemon stopped for good: the held shutdown answer is given at the deadline", async () => {
   const d = await startDaemon();
-  const p = new Producer({ socket: d.socket, reconnect: FAST });
-  const sub = subscribe({ socket: d.socket, reconnect: false });
+  const p = closeLater(new Producer({ socket: d.socket, reconnect: FAST }));
+  const sub = closeLater(subscribe({ socket: d.socket, reconnect: false }));
   await sub.ready;
   const asked = p.ask(Q_YESNO, { timeoutMs: 600 });
   for await (const _ of sub) break;
