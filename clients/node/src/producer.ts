@@ -96,6 +96,8 @@ interface Pending {
 }
 
 const DUPLICATE_RETRY_MS = 100;
+/** The daemon's documented default timeout, assumed for deadlines until a welcome tells. */
+const ASSUMED_DEFAULT_TIMEOUT_MS = 600_000;
 
 export class Producer {
   readonly socketPath: string;
@@ -104,6 +106,8 @@ export class Producer {
   private readonly waitForDaemon: boolean;
   private conn: Connection | null = null;
   private welcome: WelcomeFrame | null = null;
+  /** The last daemon's welcome, kept across reconnects for deadlines of asks made meanwhile. */
+  private lastWelcome: WelcomeFrame | null = null;
   private connecting: Promise<void> | null = null;
   /** Resolved by the first welcome on a new connection (or rejected by its failure). */
   private handshake: { resolve(w: WelcomeFrame): void; reject(e: AskbusError): void } | null = null;
@@ -173,7 +177,10 @@ export class Producer {
       signal.addEventListener("abort", onAbort, { once: true });
       p.detachSignal = () => signal.removeEventListener("abort", onAbort);
     }
-    if (p.timeoutMs !== undefined) p.deadline = p.startedAt + p.timeoutMs;
+    // Known from the start, so an ask made while no daemon answers still ends on time.
+    const known = this.lastWelcome;
+    const defaultMs = known?.defaultTimeoutMs ?? ASSUMED_DEFAULT_TIMEOUT_MS;
+    p.deadline = p.startedAt + Math.min(p.timeoutMs ?? defaultMs, known?.maxTimeoutMs ?? Infinity);
     this.pending.set(id, p);
     this.armDeadline(p);
     this.updateKeepAlive();
@@ -284,6 +291,7 @@ export class Producer {
     conn.send(frames.hello(this.client));
     try {
       this.welcome = await welcome;
+      this.lastWelcome = this.welcome;
     } catch (e) {
       conn.close();
       if (this.conn === conn) this.conn = null;

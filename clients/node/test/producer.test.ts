@@ -82,6 +82,10 @@ describe("producer", () => {
   });
 
   test("no-ui with noUi: reject and no UI subscribed", async () => {
+    // The earlier tests' UIs have closed; wait until the daemon has seen them go.
+    const probe = new Producer({ socket: d.socket });
+    while ((await probe.stats()).uis !== 0) await new Promise((r) => setTimeout(r, 10));
+    probe.close();
     const r = await within(ask(Q_YESNO, { socket: d.socket, noUi: "reject" }), 5000, "ask");
     assert.equal(r.reason, "no-ui");
     assert.equal(r.cancelled, true);

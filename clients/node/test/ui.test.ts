@@ -68,7 +68,8 @@ describe("ui", () => {
     assert.equal(first.producer.pid, process.pid);
     assert.ok(second.timeLeftMs > 55_000 && second.timeLeftMs <= 60_000, String(second.timeLeftMs));
     const c = p.start(Q_YESNO, { correlationId: "replay-c" });
-    assert.equal((await next()).correlationId, "replay-c");
+    const cReq = await next();
+    assert.equal(cReq.correlationId, "replay-c");
     assert.equal(await first.answer({ "0": "PostgreSQL" }), "answered");
     assert.equal(first.state, "answered");
     assert.equal(await second.dismiss(), "dismissed");
@@ -77,6 +78,7 @@ describe("ui", () => {
     assert.deepEqual(sub.pending.map((r) => r.correlationId), ["replay-c"]);
     p.close();
     await assert.rejects(c.response);
+    await within(aborted(cReq.signal), 5000, "producer-gone");
     sub.close();
   });
 
@@ -159,9 +161,12 @@ describe("ui", () => {
     p.cancel(gone.correlationId);
     await gone.response;
     const kept = p.start(Q_YESNO, { correlationId: "kept" });
-    assert.equal((await reader(sub)()).correlationId, "kept");
+    const keptReq = await reader(sub)();
+    assert.equal(keptReq.correlationId, "kept");
     p.close();
     await assert.rejects(kept.response);
+    // Gone from the daemon too before the next test subscribes.
+    await within(aborted(keptReq.signal), 5000, "producer-gone");
     sub.close();
   });
 
