@@ -13,8 +13,10 @@ import {
   AskbusError,
   ConnectionClosed,
   DaemonUnreachable,
+  DuplicateCorrelationId,
   errorFromFrame,
   FrameTooLarge,
+  InvalidRequest,
   ProtocolError,
 } from "./errors.js";
 import { defaultSocketPath } from "./paths.js";
@@ -96,6 +98,7 @@ interface Pending {
 }
 
 const DUPLICATE_RETRY_MS = 100;
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** The daemon's documented default timeout, assumed for deadlines until a welcome tells. */
 const ASSUMED_DEFAULT_TIMEOUT_MS = 600_000;
 
@@ -164,7 +167,12 @@ export class Producer {
       return { correlationId: id, response };
     }
     if (this.pending.has(id)) {
-      p.reject(new AskbusError("duplicate-correlation-id", `correlationId ${JSON.stringify(id)} is already pending on this producer`, id));
+      p.reject(new DuplicateCorrelationId("duplicate-correlation-id", `correlationId ${JSON.stringify(id)} is already pending on this producer`, id));
+      return { correlationId: id, response };
+    }
+    if (opts.timeoutMs !== undefined && !(Number.isSafeInteger(opts.timeoutMs) && opts.timeoutMs >= 1)) {
+      // Refused here: the local deadline would otherwise expire before the daemon could say so.
+      p.reject(new InvalidRequest("invalid-request", `timeoutMs must be a positive integer number of milliseconds, not ${opts.timeoutMs}`, id));
       return { correlationId: id, response };
     }
     const signal = opts.signal;
@@ -331,13 +339,16 @@ export class Producer {
     if (p.timer !== undefined) clearTimeout(p.timer);
     p.timer = undefined;
     if (p.deadline === undefined) return;
+    const deadline = p.deadline;
     p.timer = setTimeout(() => {
       p.timer = undefined;
       if (this.pending.get(p.id) !== p) return;
+      // Timers cap at about 24.8 days; a later deadline takes several.
+      if (Date.now() < deadline) return this.armDeadline(p);
       // Connected, the daemon is authoritative and its timeout answer is on its way.
       if (p.sentOn !== null && p.sentOn === this.conn) return;
       this.expireOne(p, new DaemonUnreachable(this.socketPath, "not reachable again before the request's deadline", p.id));
-    }, Math.max(0, p.deadline - Date.now()));
+    }, Math.min(MAX_TIMER_MS, Math.max(0, deadline - Date.now())));
     p.timer.unref();
   }
 

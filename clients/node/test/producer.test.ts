@@ -144,6 +144,9 @@ describe("producer", () => {
       return true;
     });
     await assert.rejects(ask([], { socket: d.socket }), { code: "invalid-request", message: "params/questions must NOT have fewer than 1 items" });
+    for (const timeoutMs of [0, -5, 1.5, Number.NaN]) {
+      await assert.rejects(ask(Q_YESNO, { socket: d.socket, timeoutMs }), InvalidRequest, String(timeoutMs));
+    }
   });
 
   test("concurrent asks on one Producer are matched by correlationId", async () => {
