@@ -62,6 +62,8 @@ pub async fn serve(
         config: &config,
     };
     let mut frames = FrameReader::new(rd, &config);
+    // Set when we close on the peer because of what it sent (not when it left or at shutdown).
+    let mut closing_on_error = false;
     loop {
         let read = tokio::select! {
             _ = close.cancelled() => break,
@@ -73,7 +75,10 @@ pub async fn serve(
                 Counters::bump(&hub.counters.frames_in);
                 match conn.handle(&payload) {
                     Next::Continue => continue,
-                    Next::Close => break,
+                    Next::Close => {
+                        closing_on_error = true;
+                        break;
+                    }
                 }
             }
             Read::Closed => break,
@@ -94,6 +99,7 @@ pub async fn serve(
         };
         // The stream is no longer at a frame boundary: say why, then close.
         conn.reply_error(&err);
+        closing_on_error = true;
         break;
     }
     hub.disconnect(id);
@@ -101,6 +107,26 @@ pub async fn serve(
     // once every sender is gone.
     drop(conn);
     let _ = writer.await;
+    if closing_on_error {
+        frames.linger().await;
+    }
+}
+
+/// How long a connection we close on an error keeps reading (and discarding) what the peer
+/// still sends. Closing a Unix socket with unread input resets it, and the peer would then
+/// lose the error frame that says why it was closed.
+const LINGER: Duration = Duration::from_secs(1);
+
+async fn discard_until_eof(rd: &mut OwnedReadHalf) {
+    let mut sink = [0u8; 4096];
+    let _ = tokio::time::timeout(LINGER, async {
+        while let Ok(n) = rd.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
 }
 
 /// What reading the next frame gave.
@@ -135,6 +161,12 @@ impl FrameReader {
             timeout: config.frame_timeout,
             partial_since: None,
         }
+    }
+
+    /// After the writer has shut down its side: read the peer's remaining input until it
+    /// closes (or `LINGER` passes), so the close does not reset the connection.
+    async fn linger(&mut self) {
+        discard_until_eof(&mut self.rd).await;
     }
 
     /// The next frame. Cancel-safe: bytes already read stay in the buffer.
@@ -200,6 +232,11 @@ impl Conn<'_> {
     fn handle(&mut self, payload: &[u8]) -> Next {
         let frame = match protocol::parse_inbound(payload) {
             Ok(frame) => frame,
+            Err(err) if err.ask_request => {
+                let id = self.id;
+                self.hub.run(|b, _, fx| b.reject_malformed(id, err, fx));
+                return Next::Continue;
+            }
             Err(err) => {
                 self.reply_error(&err);
                 return if err.code.closes_connection() {
@@ -302,8 +339,11 @@ async fn shutdown_write(mut wr: OwnedWriteHalf) -> std::io::Result<()> {
 
 /// Refuses a connection before it is served: one error frame, then close.
 pub async fn refuse(stream: UnixStream, err: &FrameError) {
-    let (_rd, wr) = stream.into_split();
+    let (mut rd, wr) = stream.into_split();
     let mut sink = FramedWrite::new(wr, codec(MAX_OUTBOUND_FRAME));
     let send = sink.send(encode(&ServerFrame::error(err)));
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), send).await;
+    if tokio::time::timeout(LINGER, send).await.is_ok() {
+        let _ = shutdown_write(sink.into_inner()).await;
+        discard_until_eof(&mut rd).await;
+    }
 }

@@ -767,7 +767,7 @@ fn telemetry_records_match_their_schema() {
     let record = Record {
         ts: askbus::telemetry::timestamp(std::time::SystemTime::now()),
         node: Arc::from("node"),
-        correlation_id: ex["correlationId"].as_str().unwrap().to_owned(),
+        correlation_id: ex["correlationId"].as_str().map(str::to_owned),
         reason: "answered",
         code: None,
         producer: serde_json::from_value(ex["producer"].clone()).unwrap(),

@@ -96,6 +96,9 @@ pub struct FrameError {
     pub message: String,
     /// The offending frame's correlationId, when it had a usable one.
     pub correlation_id: Option<String>,
+    /// The frame was an ask-user-request: its rejection is logged like any other end of a
+    /// request.
+    pub ask_request: bool,
 }
 
 impl FrameError {
@@ -104,6 +107,7 @@ impl FrameError {
             code,
             message: message.into(),
             correlation_id: None,
+            ask_request: false,
         }
     }
 

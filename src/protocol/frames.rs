@@ -199,7 +199,10 @@ pub fn parse_inbound(payload: &[u8]) -> Result<Inbound, FrameError> {
         "watch" => Ok(Inbound::Watch {
             client: client_field(obj)?,
         }),
-        "ask-user-request" => parse_request(value),
+        "ask-user-request" => parse_request(value).map_err(|mut e| {
+            e.ask_request = true;
+            e
+        }),
         "ask-user-cancel" => {
             let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, "ask-user-cancel")?;
             Ok(Inbound::AskUserCancel { correlation_id })
@@ -215,7 +218,8 @@ pub fn parse_inbound(payload: &[u8]) -> Result<Inbound, FrameError> {
 fn parse_hello(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
     let client = client_field(obj)?;
     let protocol = match obj.get("protocol") {
-        Some(Value::Number(n)) if n.as_u64() == Some(super::PROTOCOL_VERSION) => {
+        // 1.0 is the integer 1 to JSON (and to the schema), whatever the sender's number type.
+        Some(Value::Number(n)) if n.as_f64() == Some(super::PROTOCOL_VERSION as f64) => {
             super::PROTOCOL_VERSION
         }
         Some(other) => {
@@ -323,7 +327,7 @@ fn parse_response(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
             for (key, v) in map {
                 let Some(index) = question_index(key) else {
                     return Err(err(format!(
-                        "answers key {:?} is not a question index (\"0\" to \"3\")",
+                        "answers key {:?} is not a question index (\"0\", \"1\", …)",
                         truncate(key, 32)
                     )));
                 };
@@ -452,7 +456,8 @@ pub struct BusEvent {
     pub event: String,
     /// RFC 3339 UTC.
     pub ts: String,
-    pub correlation_id: String,
+    /// `None` for a request refused before it had a usable correlationId.
+    pub correlation_id: Option<String>,
     pub producer: ProducerInfo,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ui: Option<UiInfo>,
@@ -685,6 +690,7 @@ mod tests {
             code_of(br#"{"type":"hello","protocol":2}"#),
             ErrorCode::UnsupportedProtocol
         );
+        assert!(parse_inbound(br#"{"type":"hello","protocol":1.0}"#).is_ok());
         assert_eq!(
             code_of(br#"{"type":"hello","protocol":"1"}"#),
             ErrorCode::UnsupportedProtocol

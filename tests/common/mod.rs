@@ -276,7 +276,13 @@ impl Raw {
     /// connection is not an error here: what it said before closing is still readable.
     pub async fn send_raw(&mut self, bytes: &[u8]) {
         if let Err(e) = self.stream.write_all(bytes).await {
-            assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "write: {e}");
+            assert!(
+                matches!(
+                    e.kind(),
+                    std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                ),
+                "write: {e}"
+            );
         }
     }
 
