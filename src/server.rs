@@ -206,36 +206,35 @@ impl Daemon {
             };
             let allowed =
                 info.uid == own_uid || info.uid == 0 || config.allowed_uids.contains(&info.uid);
-            if !allowed {
-                Counters::bump(&hub.counters.connections_refused);
+            let refusal = if !allowed {
                 tracing::warn!(
                     pid = info.pid,
                     uid = info.uid,
                     "connection refused: uid not allowed"
                 );
-                let err = FrameError::new(
+                Some(FrameError::new(
                     ErrorCode::Forbidden,
                     format!("uid {} may not connect to this askbusd", info.uid),
-                );
-                hub.counters.count_error(err.code);
-                tracker.spawn(async move { connection::refuse(stream, &err).await });
-                continue;
-            }
-            if active.load(Ordering::Relaxed) >= config.max_connections {
-                Counters::bump(&hub.counters.connections_refused);
+                ))
+            } else if active.load(Ordering::Relaxed) >= config.max_connections {
                 tracing::warn!(
                     pid = info.pid,
                     uid = info.uid,
                     limit = config.max_connections,
                     "connection refused: too many connections"
                 );
-                let err = FrameError::new(
+                Some(FrameError::new(
                     ErrorCode::TooManyConnections,
                     format!(
                         "the daemon already serves {} connections",
                         config.max_connections
                     ),
-                );
+                ))
+            } else {
+                None
+            };
+            if let Some(err) = refusal {
+                Counters::bump(&hub.counters.connections_refused);
                 hub.counters.count_error(err.code);
                 tracker.spawn(async move { connection::refuse(stream, &err).await });
                 continue;

@@ -230,13 +230,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
 }
 
 fn read_questions(file: Option<PathBuf>) -> Result<Value> {
-    let text = match file.as_deref() {
-        None => read_stdin()?,
-        Some(p) if p.as_os_str() == "-" => read_stdin()?,
-        Some(p) => {
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?
-        }
-    };
+    let text = read_file_or_stdin(file.as_deref())?;
     let value: Value =
         serde_json::from_str(&text).context("the questions file is not valid JSON")?;
     Ok(match value {
@@ -247,12 +241,20 @@ fn read_questions(file: Option<PathBuf>) -> Result<Value> {
     })
 }
 
-fn read_stdin() -> Result<String> {
-    let mut s = String::new();
-    std::io::stdin()
-        .read_to_string(&mut s)
-        .context("cannot read stdin")?;
-    Ok(s)
+/// The contents of `file`, or of stdin when it is absent or `-` (as `ask` and `validate` read).
+fn read_file_or_stdin(file: Option<&std::path::Path>) -> Result<String> {
+    match file {
+        Some(p) if p.as_os_str() != "-" => {
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))
+        }
+        _ => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("cannot read stdin")?;
+            Ok(s)
+        }
+    }
 }
 
 async fn ask(
