@@ -13,6 +13,8 @@ use serde_json::Value;
 use askbus::client::{new_correlation_id, Ask, ClientError, Connection, Producer, Ui, UiEvent};
 use askbus::protocol::{NoUiPolicy, Outcome, ProducerResponse, UiRequest};
 
+mod web;
+
 /// Ask a person a question through askbusd, or answer one.
 #[derive(Debug, Parser)]
 #[command(name = "askbus", version, about, long_about = None)]
@@ -69,6 +71,13 @@ enum Command {
         #[arg(long, conflicts_with = "answers")]
         dismiss: bool,
     },
+    /// Serve a page where a browser (or a phone) answers the agents' questions.
+    ///
+    /// Prints a link carrying a random access token, new at every start; every request must
+    /// carry it (the link sets it as a cookie). Listens on loopback unless --allow-remote.
+    /// From another machine or a phone, use an SSH tunnel (`ssh -L 7870:127.0.0.1:7870 HOST`,
+    /// then open the link there) or a reverse proxy with TLS in front (plus --origin).
+    Web(web::WebArgs),
     /// Print the daemon's live counters.
     Stats {
         /// Compact JSON on one line
@@ -147,6 +156,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             answers,
             dismiss,
         } => answer(&socket, &id, &answers, dismiss).await,
+        Command::Web(args) => web::run(args, socket).await,
         Command::Stats { json } => {
             let mut conn = Connection::connect(&socket).await?;
             let stats = conn.stats().await?;
