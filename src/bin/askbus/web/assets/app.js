@@ -12,17 +12,18 @@ const $ = (sel) => document.querySelector(sel);
 const STALE_GRACE_MS = 1500;
 const NOTICE_MS = 12000;
 
+/** What the notice says when a request leaves the screen, after its headers. */
 const REASONS = {
-  answered: (h) => `${h} was answered elsewhere (another tab or UI).`,
-  timeout: (h) => `${h} timed out: the agent stopped waiting.`,
-  withdrawn: (h) => `The agent withdrew ${h}.`,
-  'producer-gone': (h) => `The agent that asked ${h} went away.`,
-  shutdown: (h) => `askbusd shut down: ${h} is gone.`,
-  'daemon-down': (h) => `askbusd stopped: ${h} is gone (the agent may ask again).`,
-  gone: (h) => `${h} is no longer pending.`,
-  sent: (h) => `Sent: the agent has your answer to ${h}.`,
-  dismissed: (h) => `Dismissed ${h}.`,
-  'too-late': (h) => `Too late: ${h} was no longer pending.`,
+  answered: 'answered elsewhere (another tab or UI).',
+  timeout: 'timed out: the agent stopped waiting.',
+  withdrawn: 'withdrawn by the agent.',
+  'producer-gone': 'the agent went away.',
+  shutdown: 'askbusd shut down.',
+  'daemon-down': 'askbusd stopped (the agent may ask again once it is back).',
+  gone: 'no longer pending.',
+  sent: 'sent: the agent has your answer.',
+  dismissed: 'dismissed.',
+  'too-late': 'too late: it was no longer pending.',
 };
 
 const app = {
@@ -200,14 +201,14 @@ function close(id, why) {
   updateTitle();
   const h = quoteHeaders(r);
   if (app.current === id) {
-    setNotice(REASONS[why](h), why !== 'sent' && why !== 'dismissed');
+    setNotice(`${h} — ${REASONS[why]}`, why !== 'sent' && why !== 'dismissed');
     const next = app.requests.keys().next();
     const focusWasInDialog = !document.activeElement || document.activeElement === document.body
       || $('#dialog').contains(document.activeElement);
     app.current = null;
     show(next.done ? null : next.value, focusWasInDialog);
   } else {
-    announce(REASONS[why](h));
+    announce(`${h} — ${REASONS[why]}`);
     renderQueue();
   }
 }
@@ -285,7 +286,7 @@ function agentName(r) {
 
 function quoteHeaders(r) {
   const hs = r.questions.map((q) => q.header).filter(Boolean);
-  return hs.length ? `“${hs.join('”, “')}”` : 'the question';
+  return hs.length ? `“${hs.join('”, “')}”` : 'The question';
 }
 
 function left(deadline) {
@@ -370,6 +371,7 @@ function renderDialog(focus) {
     el('button', { type: 'submit', class: 'primary', id: 'primary' }, [primaryLabel, ' ', el('kbd', { text: 'Enter' })]),
   ]));
   host.append(form);
+  form.querySelector('[role="tab"][aria-selected="true"]')?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
   renderDialogState();
   tick();
   if (focus) {
@@ -402,8 +404,10 @@ function renderQuestion(r, i) {
   const q = r.questions[i];
   const qid = `q${i}`;
   const fs = el('fieldset', { class: 'question', 'aria-describedby': `${qid}-hint` });
+  // With tabs the header is on the selected tab; the legend still names it for screen readers.
+  const many = r.questions.length > 1;
   fs.append(el('legend', {}, [
-    el('span', { class: 'chip', text: q.header || 'Question' }),
+    el('span', { class: many ? 'sr-only' : 'chip', text: q.header || 'Question' }),
     el('span', { class: 'qtext' }, inline(q.question || '')),
   ]));
   if (A.isMulti(q)) fs.append(el('p', { class: 'hint', id: `${qid}-hint`, text: '(Select all that apply)' }));
