@@ -429,6 +429,45 @@ describe('askbus web in Chromium', () => {
     assert.deepEqual(r2.answers, { 0: 'Export' });
   });
 
+  test('Notify me: a notification for a question that arrives while the tab is hidden', async () => {
+    const ctx = await browser.newContext();
+    // The tab is made to look hidden, and Notification records what it is asked to show
+    // (headless Chromium shows none).
+    await ctx.addInitScript(() => {
+      Object.defineProperty(document, 'hidden', { get: () => true });
+      window.shown = [];
+      window.Notification = class {
+        static permission = 'default';
+        static async requestPermission() {
+          window.Notification.permission = 'granted';
+          return 'granted';
+        }
+        constructor(title, options) {
+          window.shown.push({ title, body: options.body, tag: options.tag });
+        }
+        close() {}
+      };
+    });
+    try {
+      const p = await openPage(ctx, web);
+      await p.getByRole('button', { name: 'Notify me' }).click();
+      const btn = p.getByRole('button', { name: 'Notifying', pressed: true });
+      await btn.waitFor();
+      const id = newId();
+      producer.ask(id, [db]);
+      await p.waitForFunction(() => window.shown.length === 1);
+      assert.deepEqual(await p.evaluate(() => window.shown), [{
+        title: 'test-agent/1 asks: Database', body: db.question, tag: id,
+      }]);
+      assert.equal(await p.title(), '(1) askbus');
+      await p.keyboard.press('Escape');
+      assert.equal((await producer.response(id)).reason, 'dismissed');
+      await p.waitForFunction(() => document.title === 'askbus');
+    } finally {
+      await ctx.close();
+    }
+  });
+
   test('a page of another site cannot use the WebSocket, even with the cookie sent', async () => {
     const marker = `TOP-SECRET-${newId()}`;
     const id = newId();
