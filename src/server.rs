@@ -36,6 +36,8 @@ pub struct Config {
     pub max_queue_bytes: usize,
     /// Peers whose uid is listed may connect; the daemon's own uid and root always may.
     pub allowed_uids: Vec<u32>,
+    /// How long a frame may take to arrive once it has started.
+    pub frame_timeout: Duration,
 }
 
 impl Default for Config {
@@ -48,6 +50,7 @@ impl Default for Config {
             max_connections: 4096,
             max_queue_bytes: 8 * 1024 * 1024,
             allowed_uids: Vec::new(),
+            frame_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -166,6 +169,7 @@ impl Daemon {
             max_queue_bytes: config.max_queue_bytes,
             default_timeout_ms: config.limits.default_timeout_ms,
             max_timeout_ms: config.limits.max_timeout_ms,
+            frame_timeout: config.frame_timeout,
         });
         let stop_timer = CancellationToken::new();
         let close = CancellationToken::new();

@@ -50,6 +50,9 @@ struct Args {
     /// Unsent bytes a connection may have queued before it is disconnected as not reading
     #[arg(long, value_name = "N", default_value_t = 8 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..))]
     max_queue_bytes: u64,
+    /// How long one frame may take to arrive once its first byte has; a slower peer is cut
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    frame_timeout_ms: u64,
     /// Log line format
     #[arg(long, value_name = "FORMAT", default_value = "text")]
     log_format: LogFormat,
@@ -107,6 +110,7 @@ fn main() -> Result<()> {
         max_connections: args.max_connections as usize,
         max_queue_bytes: args.max_queue_bytes as usize,
         allowed_uids: Vec::new(),
+        frame_timeout: std::time::Duration::from_millis(args.frame_timeout_ms),
     };
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all().thread_name("askbusd");

@@ -19,6 +19,8 @@ pub enum BrokerError {
     NotSubscribed,
     #[error("answers key \"{index}\" is out of range: the request has {count} question(s)")]
     AnswerOutOfRange { index: usize, count: usize },
+    #[error("these answers would make a tool result of up to {size} bytes; the limit is {limit}")]
+    ResultTooLarge { size: usize, limit: usize },
 }
 
 impl BrokerError {
@@ -31,7 +33,9 @@ impl BrokerError {
             }
             BrokerError::NotPending(_) => ErrorCode::NotPending,
             BrokerError::NotSubscribed => ErrorCode::NotSubscribed,
-            BrokerError::AnswerOutOfRange { .. } => ErrorCode::InvalidResponse,
+            BrokerError::AnswerOutOfRange { .. } | BrokerError::ResultTooLarge { .. } => {
+                ErrorCode::InvalidResponse
+            }
         }
     }
 

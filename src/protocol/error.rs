@@ -18,10 +18,11 @@ pub enum ErrorCode {
     UnsupportedProtocol,
     Forbidden,
     TooManyConnections,
+    FrameTimeout,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 14] = [
         ErrorCode::InvalidJson,
         ErrorCode::InvalidFrame,
         ErrorCode::UnknownType,
@@ -35,6 +36,7 @@ impl ErrorCode {
         ErrorCode::UnsupportedProtocol,
         ErrorCode::Forbidden,
         ErrorCode::TooManyConnections,
+        ErrorCode::FrameTimeout,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -52,6 +54,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedProtocol => "unsupported-protocol",
             ErrorCode::Forbidden => "forbidden",
             ErrorCode::TooManyConnections => "too-many-connections",
+            ErrorCode::FrameTimeout => "frame-timeout",
         }
     }
 
@@ -65,6 +68,7 @@ impl ErrorCode {
         matches!(
             self,
             ErrorCode::FrameTooLarge
+                | ErrorCode::FrameTimeout
                 | ErrorCode::UnsupportedProtocol
                 | ErrorCode::Forbidden
                 | ErrorCode::TooManyConnections
@@ -92,6 +96,9 @@ pub struct FrameError {
     pub message: String,
     /// The offending frame's correlationId, when it had a usable one.
     pub correlation_id: Option<String>,
+    /// The frame was an ask-user-request: its rejection is logged like any other end of a
+    /// request.
+    pub ask_request: bool,
 }
 
 impl FrameError {
@@ -100,6 +107,7 @@ impl FrameError {
             code,
             message: message.into(),
             correlation_id: None,
+            ask_request: false,
         }
     }
 

@@ -13,6 +13,12 @@ use serde_json::Value;
 use askbus::client::{new_correlation_id, Ask, ClientError, Connection, Producer, Ui, UiEvent};
 use askbus::protocol::{NoUiPolicy, Outcome, ProducerResponse, UiRequest};
 
+mod completions;
+mod mcp;
+mod schema;
+mod ui;
+mod validate;
+mod watch;
 mod web;
 
 /// Ask a person a question through askbusd, or answer one.
@@ -71,6 +77,10 @@ enum Command {
         #[arg(long, conflicts_with = "answers")]
         dismiss: bool,
     },
+    /// Answer questions interactively in this terminal, as they arrive.
+    ///
+    /// Keeps running (and reconnects when askbusd restarts) until you press q in the list.
+    Ui,
     /// Serve a page where a browser (or a phone) answers the agents' questions.
     ///
     /// Prints a link carrying a random access token, new at every start; every request must
@@ -78,6 +88,52 @@ enum Command {
     /// From another machine or a phone, use an SSH tunnel (`ssh -L 7870:127.0.0.1:7870 HOST`,
     /// then open the link there) or a reverse proxy with TLS in front (plus --origin).
     Web(web::WebArgs),
+    /// Print a live feed of the bus: requests, answers, withdrawals, timeouts (no question text).
+    ///
+    /// Connects as an observer, which cannot answer. Runs until interrupted, and reconnects
+    /// when askbusd restarts.
+    Watch {
+        /// One bus-event frame per line, as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a questions file offline with the daemon's own rules.
+    ///
+    /// FILE holds a `questions` array, `{"questions": [...]}`, or a whole ask-user-request
+    /// frame. Prints the normalized questions (exit 0), or the error askbusd would send
+    /// (exit 1).
+    Validate {
+        /// Questions file; `-` or nothing reads stdin
+        file: Option<PathBuf>,
+        /// Print a rejection as the error frame askbusd would send, on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the protocol's JSON Schemas (embedded from proto/schema/).
+    ///
+    /// With no NAME, lists them. NAME is a path under proto/schema/ (`client/ask-user-request`),
+    /// a frame type (`bus-event`), the type without `ask-user-` (`withdrawn`), or `request` /
+    /// `response` (what a producer sends / gets), `stats`, `telemetry`.
+    Schema {
+        /// Which schema
+        name: Option<String>,
+        /// Print every schema, as one JSON object keyed by file path under proto/schema/
+        #[arg(long, conflicts_with = "name")]
+        all: bool,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    Man,
+    /// Serve the ask_user tool to an MCP client (Claude Code, Codex, Gemini CLI…) on stdio.
+    ///
+    /// Each tool call is asked through askbusd and answered from any askbus UI. The tool has
+    /// Gemini CLI's ask_user name, description and schema; its text result is the reference's
+    /// llmContent.
+    Mcp(mcp::McpArgs),
     /// Print the daemon's live counters.
     Stats {
         /// Compact JSON on one line
@@ -151,11 +207,23 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             ask(&socket, questions, timeout_ms, no_ui, json, &client).await
         }
         Command::Pending { json } => pending(&socket, json).await,
+        Command::Ui => ui::run(&socket).await,
+        Command::Watch { json } => watch::run(&socket, json).await,
+        Command::Validate { file, json } => validate::run(file, json),
+        Command::Schema { name, all } => schema::run(name, all),
+        Command::Completions { shell } => {
+            completions::completions(shell, <Cli as clap::CommandFactory>::command())
+                .map(|()| ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            completions::man(<Cli as clap::CommandFactory>::command()).map(|()| ExitCode::SUCCESS)
+        }
         Command::Answer {
             id,
             answers,
             dismiss,
         } => answer(&socket, &id, &answers, dismiss).await,
+        Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Web(args) => web::run(args, socket).await,
         Command::Stats { json } => {
             let mut conn = Connection::connect(&socket).await?;
