@@ -261,9 +261,10 @@ export function websocket(web, headers = {}, listenMs = 800) {
       res.on('end', () => resolve({ status: res.statusCode, body }));
     });
     req.on('upgrade', (res, socket, head) => {
-      let buf = head;
+      let buf = Buffer.alloc(0);
       const messages = [];
-      socket.on('data', (c) => {
+      // The first frames may have come in with the handshake's response (`head`).
+      const onData = (c) => {
         buf = Buffer.concat([buf, c]);
         for (;;) {
           const frame = readWsFrame(buf);
@@ -271,7 +272,9 @@ export function websocket(web, headers = {}, listenMs = 800) {
           buf = buf.subarray(frame.size);
           if (frame.opcode === 1) messages.push(frame.payload.toString('utf8'));
         }
-      });
+      };
+      onData(head);
+      socket.on('data', onData);
       setTimeout(() => {
         socket.destroy();
         resolve({ status: res.statusCode, messages });
@@ -304,10 +307,11 @@ export class WsClient {
       req.on('upgrade', (res, socket, head) => {
         const c = new WsClient();
         c.socket = socket;
-        c.buf = head;
+        c.buf = Buffer.alloc(0);
         c.messages = [];
         c.waiters = [];
-        socket.on('data', (chunk) => {
+        // The first frames may have come in with the handshake's response (`head`).
+        const onData = (chunk) => {
           c.buf = Buffer.concat([c.buf, chunk]);
           for (;;) {
             const frame = readWsFrame(c.buf);
@@ -317,7 +321,9 @@ export class WsClient {
             c.messages.push(JSON.parse(frame.payload.toString('utf8')));
             c.wake();
           }
-        });
+        };
+        onData(head);
+        socket.on('data', onData);
         resolve(c);
       });
       req.on('error', reject);
