@@ -20,6 +20,7 @@ mod schema;
 mod ui;
 mod validate;
 mod watch;
+mod web;
 
 /// Ask a person a question through askbusd, or answer one.
 #[derive(Debug, Parser)]
@@ -81,6 +82,13 @@ enum Command {
     ///
     /// Keeps running (and reconnects when askbusd restarts) until you press q in the list.
     Ui,
+    /// Serve a page where a browser (or a phone) answers the agents' questions.
+    ///
+    /// Prints a link carrying a random access token, new at every start; every request must
+    /// carry it (the link sets it as a cookie). Listens on loopback unless --allow-remote.
+    /// From another machine or a phone, use an SSH tunnel (`ssh -L 7870:127.0.0.1:7870 HOST`,
+    /// then open the link there) or a reverse proxy with TLS in front (plus --origin).
+    Web(web::WebArgs),
     /// Print a live feed of the bus: requests, answers, withdrawals, timeouts (no question text).
     ///
     /// Connects as an observer, which cannot answer. Runs until interrupted, and reconnects
@@ -207,6 +215,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             dismiss,
         } => answer::run(&socket, &id, &answers, dismiss).await,
         Command::Mcp(args) => mcp::run(&socket, args).await,
+        Command::Web(args) => web::run(args, socket).await,
         Command::Stats { json } => {
             let mut conn = Connection::connect(&socket).await?;
             let stats = conn.stats().await?;
