@@ -1,5 +1,6 @@
 //! Where things live by default (socket, telemetry), shared by the daemon and every client so
-//! they agree without configuration, and the safe creation of the daemon's socket.
+//! they agree without configuration, the daemon's config file, and the safe creation of the
+//! daemon's socket.
 
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt};
@@ -32,6 +33,19 @@ pub fn default_telemetry_path() -> PathBuf {
         return Path::new(&home).join(".local/state/askbus/telemetry.jsonl");
     }
     PathBuf::from("/var/lib/askbus/telemetry.jsonl")
+}
+
+/// The config file when none is given: `$XDG_CONFIG_HOME/askbus/askbusd.toml`, else
+/// `/etc/askbus/askbusd.toml` for root (the system bus), else `~/.config/askbus/askbusd.toml`.
+/// A missing default file is no error: the defaults apply.
+pub fn default_config_path() -> PathBuf {
+    if let Some(dir) = non_empty_env("XDG_CONFIG_HOME") {
+        return Path::new(&dir).join("askbus/askbusd.toml");
+    }
+    match non_empty_env("HOME") {
+        Some(home) if effective_uid() != 0 => Path::new(&home).join(".config/askbus/askbusd.toml"),
+        _ => PathBuf::from("/etc/askbus/askbusd.toml"),
+    }
 }
 
 fn non_empty_env(name: &str) -> Option<String> {

@@ -20,6 +20,7 @@ fn broker() -> Broker {
                 pid: Some(pid),
                 uid: 1000,
                 gid: 1000,
+                ..PeerInfo::default()
             },
         );
     }
@@ -353,5 +354,5 @@ fn watchers_get_events_and_nothing_else() {
     b.cancel(PRODUCER, "e", t0 + Duration::from_millis(3), &mut fx);
     assert_eq!(fx.events[1].event, "withdrawn");
     assert_eq!(fx.events[1].latency_ms, Some(3));
-    assert_eq!(b.watchers().collect::<Vec<_>>(), [UI_B]);
+    assert_eq!(b.watchers_of(1000).collect::<Vec<_>>(), [UI_B]);
 }

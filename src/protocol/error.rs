@@ -60,13 +60,14 @@ impl ErrorCode {
     }
 
     /// After these the daemon closes the connection: the stream can no longer be trusted
-    /// (a frame boundary is lost) or the peer may not talk to this daemon at all.
+    /// (a frame boundary is lost) or the peer may not talk to this daemon at all. `forbidden`
+    /// is not among them: refusing a connection closes it, but a forbidden action (subscribing
+    /// without the UI right, answering another user's question) leaves it open.
     pub fn closes_connection(self) -> bool {
         matches!(
             self,
             ErrorCode::FrameTooLarge
                 | ErrorCode::UnsupportedProtocol
-                | ErrorCode::Forbidden
                 | ErrorCode::TooManyConnections
         )
     }

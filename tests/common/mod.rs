@@ -29,7 +29,80 @@ pub struct Daemon {
     pub socket: PathBuf,
     pub telemetry: PathBuf,
     pub log: PathBuf,
+    /// The config file `--config` names, when the test gave one.
+    pub config: PathBuf,
     args: Vec<String>,
+    env: Vec<(String, std::ffi::OsString)>,
+    /// A command askbusd runs under (e.g. systemd-socket-activate), which then owns the
+    /// socket: no --socket is passed.
+    wrapper: Vec<String>,
+}
+
+/// How to start a daemon: flags, environment, a config file, a wrapper command.
+#[derive(Default)]
+pub struct Builder {
+    args: Vec<String>,
+    env: Vec<(String, std::ffi::OsString)>,
+    config: Option<String>,
+    wrapper: Vec<String>,
+}
+
+impl Builder {
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(|s| s.to_string()));
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: impl Into<std::ffi::OsString>) -> Self {
+        self.env.push((key.to_owned(), value.into()));
+        self
+    }
+
+    /// Writes `text` as the config file and passes `--config` to it.
+    pub fn config(mut self, text: &str) -> Self {
+        self.config = Some(text.to_owned());
+        self
+    }
+
+    /// Runs askbusd as `wrapper... askbusd ARGS` (`{socket}` in the wrapper is replaced by
+    /// the socket path); the wrapper then provides the socket.
+    pub fn wrapper(mut self, wrapper: &[&str]) -> Self {
+        self.wrapper = wrapper.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    pub fn start(self) -> Daemon {
+        let dir = tempfile::Builder::new()
+            .prefix("askbus-test-")
+            .tempdir()
+            .expect("temp dir");
+        let socket = dir.path().join("askbus.sock");
+        let config = dir.path().join("askbusd.toml");
+        let mut args = self.args;
+        if let Some(text) = &self.config {
+            std::fs::write(&config, text).expect("write config");
+            args.push("--config".into());
+            args.push(config.display().to_string());
+        }
+        let wrapper = self
+            .wrapper
+            .iter()
+            .map(|w| w.replace("{socket}", &socket.display().to_string()))
+            .collect();
+        let mut d = Daemon {
+            child: None,
+            telemetry: dir.path().join("telemetry.jsonl"),
+            log: dir.path().join("askbusd.log"),
+            socket,
+            config,
+            dir,
+            args,
+            env: self.env,
+            wrapper,
+        };
+        d.spawn();
+        d
+    }
 }
 
 impl Daemon {
@@ -40,23 +113,36 @@ impl Daemon {
 
     /// Starts askbusd with extra flags.
     pub fn start_with(args: &[&str]) -> Daemon {
-        let dir = tempfile::Builder::new()
-            .prefix("askbus-test-")
-            .tempdir()
-            .expect("temp dir");
-        let socket = dir.path().join("askbus.sock");
-        let telemetry = dir.path().join("telemetry.jsonl");
-        let log = dir.path().join("askbusd.log");
-        let mut d = Daemon {
-            child: None,
-            socket,
-            telemetry,
-            log,
-            dir,
-            args: args.iter().map(|s| s.to_string()).collect(),
-        };
-        d.spawn();
-        d
+        Daemon::builder().args(args).start()
+    }
+
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// Rewrites the config file (then `reload` applies it).
+    pub fn write_config(&self, text: &str) {
+        std::fs::write(&self.config, text).expect("write config");
+    }
+
+    /// SIGHUP, then waits until the daemon logged that it reloaded (or failed to).
+    pub fn reload(&self) {
+        let before = self.reload_lines();
+        self.signal(libc::SIGHUP);
+        let deadline = Instant::now() + RECV_TIMEOUT;
+        while self.reload_lines() == before {
+            assert!(
+                Instant::now() < deadline,
+                "askbusd never reloaded:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn reload_lines(&self) -> usize {
+        let log = self.log_text();
+        log.matches("configuration reloaded").count() + log.matches("reload failed").count()
     }
 
     fn spawn(&mut self) {
@@ -65,11 +151,24 @@ impl Daemon {
             .append(true)
             .open(&self.log)
             .expect("log file");
-        let mut cmd = Command::new(daemon_bin());
-        cmd.arg("--socket")
-            .arg(&self.socket)
-            .args(&self.args)
+        let mut cmd = match self.wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(rest).arg(daemon_bin());
+                cmd
+            }
+            None => {
+                let mut cmd = Command::new(daemon_bin());
+                cmd.arg("--socket").arg(&self.socket);
+                cmd
+            }
+        };
+        cmd.args(&self.args)
             .env("ASKBUS_LOG", "debug")
+            // No config file but the test's own: a developer's ~/.config must not leak in.
+            .env("XDG_CONFIG_HOME", self.dir.path())
+            .env_remove("ASKBUS_CONFIG")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
@@ -113,6 +212,7 @@ impl Daemon {
         self.log_text().matches("askbusd ready on").count()
     }
 
+    /// The daemon's pid (the wrapper's, which execs askbusd, when there is one).
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }
