@@ -23,9 +23,13 @@ pub fn default_socket_path() -> PathBuf {
     }
 }
 
-/// The telemetry file when none is given: `$XDG_STATE_HOME/askbus/telemetry.jsonl`, else
+/// The telemetry file when none is given: `$STATE_DIRECTORY/telemetry.jsonl` (systemd's
+/// StateDirectory=), else `$XDG_STATE_HOME/askbus/telemetry.jsonl`, else
 /// `~/.local/state/askbus/telemetry.jsonl`, else `/var/lib/askbus/telemetry.jsonl`.
 pub fn default_telemetry_path() -> PathBuf {
+    if let Some(dir) = systemd_directory("STATE_DIRECTORY") {
+        return dir.join("telemetry.jsonl");
+    }
     if let Some(dir) = non_empty_env("XDG_STATE_HOME") {
         return Path::new(&dir).join("askbus/telemetry.jsonl");
     }
@@ -35,10 +39,14 @@ pub fn default_telemetry_path() -> PathBuf {
     PathBuf::from("/var/lib/askbus/telemetry.jsonl")
 }
 
-/// The config file when none is given: `$XDG_CONFIG_HOME/askbus/askbusd.toml`, else
+/// The config file when none is given: `$CONFIGURATION_DIRECTORY/askbusd.toml` (systemd's
+/// ConfigurationDirectory=), else `$XDG_CONFIG_HOME/askbus/askbusd.toml`, else
 /// `/etc/askbus/askbusd.toml` for root (the system bus), else `~/.config/askbus/askbusd.toml`.
 /// A missing default file is no error: the defaults apply.
 pub fn default_config_path() -> PathBuf {
+    if let Some(dir) = systemd_directory("CONFIGURATION_DIRECTORY") {
+        return dir.join("askbusd.toml");
+    }
     if let Some(dir) = non_empty_env("XDG_CONFIG_HOME") {
         return Path::new(&dir).join("askbus/askbusd.toml");
     }
@@ -46,6 +54,12 @@ pub fn default_config_path() -> PathBuf {
         Some(home) if effective_uid() != 0 => Path::new(&home).join(".config/askbus/askbusd.toml"),
         _ => PathBuf::from("/etc/askbus/askbusd.toml"),
     }
+}
+
+/// The first directory systemd lists in `name` (several are separated by colons).
+fn systemd_directory(name: &str) -> Option<PathBuf> {
+    let v = non_empty_env(name)?;
+    v.split(':').find(|d| !d.is_empty()).map(PathBuf::from)
 }
 
 fn non_empty_env(name: &str) -> Option<String> {

@@ -209,6 +209,7 @@ fn run(args: Args) -> Result<()> {
         let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
         let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
         let mut config = settings.daemon.clone();
+        let inherited_socket = inherited.is_some();
         let daemon = match inherited {
             Some(listener) => {
                 if let Some(path) = listener
@@ -230,6 +231,7 @@ fn run(args: Args) -> Result<()> {
         };
         tracing::info!(
             socket = %daemon.socket().display(),
+            inherited = inherited_socket,
             telemetry = %daemon.telemetry_path().map(|p| p.display().to_string()).unwrap_or_else(|| "off".into()),
             config = %config_file.as_deref().map(|p| p.display().to_string()).unwrap_or_else(|| "none".into()),
             metrics = %daemon.metrics_listen().map(|m| m.to_string()).unwrap_or_else(|| "off".into()),

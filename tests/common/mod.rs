@@ -36,6 +36,8 @@ pub struct Daemon {
     /// A command askbusd runs under (e.g. systemd-socket-activate), which then owns the
     /// socket: no --socket is passed.
     wrapper: Vec<String>,
+    /// The log line that says the socket accepts connections.
+    ready_line: String,
 }
 
 /// How to start a daemon: flags, environment, a config file, a wrapper command.
@@ -45,6 +47,7 @@ pub struct Builder {
     env: Vec<(String, std::ffi::OsString)>,
     config: Option<String>,
     wrapper: Vec<String>,
+    ready_line: Option<String>,
 }
 
 impl Builder {
@@ -68,6 +71,13 @@ impl Builder {
     /// the socket path); the wrapper then provides the socket.
     pub fn wrapper(mut self, wrapper: &[&str]) -> Self {
         self.wrapper = wrapper.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// Waits for this log line instead of askbusd's ready line (a wrapper that starts
+    /// askbusd only on the first connection says when it listens).
+    pub fn ready_line(mut self, line: &str) -> Self {
+        self.ready_line = Some(line.to_owned());
         self
     }
 
@@ -99,6 +109,9 @@ impl Builder {
             args,
             env: self.env,
             wrapper,
+            ready_line: self
+                .ready_line
+                .unwrap_or_else(|| "askbusd ready on".to_owned()),
         };
         d.spawn();
         d
@@ -168,6 +181,14 @@ impl Daemon {
             // No config file but the test's own: a developer's ~/.config must not leak in.
             .env("XDG_CONFIG_HOME", self.dir.path())
             .env_remove("ASKBUS_CONFIG")
+            .env_remove("CONFIGURATION_DIRECTORY")
+            .env_remove("STATE_DIRECTORY")
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("WATCHDOG_USEC")
+            .env_remove("WATCHDOG_PID")
+            .env_remove("LISTEN_FDS")
+            .env_remove("LISTEN_PID")
+            .env_remove("JOURNAL_STREAM")
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -209,7 +230,7 @@ impl Daemon {
     }
 
     fn ready_lines(&self) -> usize {
-        self.log_text().matches("askbusd ready on").count()
+        self.log_text().matches(self.ready_line.as_str()).count()
     }
 
     /// The daemon's pid (the wrapper's, which execs askbusd, when there is one).
@@ -479,4 +500,49 @@ pub fn rt() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("runtime")
+}
+
+/// `GET target` over HTTP/1.1 on a connected stream; the status code and the body.
+pub fn http_get(mut stream: impl std::io::Read + std::io::Write, target: &str) -> (u16, String) {
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: askbusd\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send request");
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).expect("read reply");
+    let (head, body) = reply
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no HTTP header end: {reply:?}"));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line: {head:?}"));
+    (status, body.to_owned())
+}
+
+/// `/metrics` from a Unix socket.
+pub fn scrape_unix(path: &Path) -> String {
+    let stream = std::os::unix::net::UnixStream::connect(path)
+        .unwrap_or_else(|e| panic!("connect {}: {e}", path.display()));
+    let (status, body) = http_get(stream, "/metrics");
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+/// Samples of a text exposition: `name{labels}` (as written) to value.
+pub fn parse_metrics(text: &str) -> std::collections::BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (name, value) = l
+                .rsplit_once(' ')
+                .unwrap_or_else(|| panic!("bad sample {l:?}"));
+            let value = value
+                .parse()
+                .unwrap_or_else(|_| panic!("bad value in {l:?}"));
+            (name.to_owned(), value)
+        })
+        .collect()
 }
