@@ -301,3 +301,35 @@ fn without_notify_socket_askbusd_runs_as_always() {
     assert!(status.success());
     assert!(!d.socket.exists(), "askbusd left the socket it made");
 }
+
+#[test]
+fn under_the_journal_lines_carry_a_priority_and_no_timestamp() {
+    let d = Daemon::builder().journal().start();
+    rt().block_on(async {
+        let mut c = d.connect().await;
+        // A frame that is too large: a warning for a misbehaving peer.
+        c.send_raw(&u32::MAX.to_be_bytes()).await;
+        c.recv_error("frame-too-large").await;
+    });
+    let deadline = Instant::now() + RECV_TIMEOUT;
+    while !d.log_text().contains("<4>") {
+        assert!(Instant::now() < deadline, "{}", d.log_text());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let log = d.log_text();
+    let ready = log
+        .lines()
+        .find(|l| l.contains("askbusd ready on"))
+        .unwrap();
+    assert!(ready.starts_with("<6>askbusd ready on "), "{ready}");
+    for line in log.lines() {
+        assert!(
+            line.starts_with("<3>")
+                || line.starts_with("<4>")
+                || line.starts_with("<6>")
+                || line.starts_with("<7>"),
+            "{line}"
+        );
+        assert!(!line.contains("INFO") && !line.contains(" 20"), "{line}");
+    }
+}

@@ -38,6 +38,8 @@ pub struct Daemon {
     wrapper: Vec<String>,
     /// The log line that says the socket accepts connections.
     ready_line: String,
+    /// Tell askbusd its stderr (the log file) is the journal, as systemd does.
+    journal: bool,
 }
 
 /// How to start a daemon: flags, environment, a config file, a wrapper command.
@@ -48,6 +50,7 @@ pub struct Builder {
     config: Option<String>,
     wrapper: Vec<String>,
     ready_line: Option<String>,
+    journal: bool,
 }
 
 impl Builder {
@@ -71,6 +74,13 @@ impl Builder {
     /// the socket path); the wrapper then provides the socket.
     pub fn wrapper(mut self, wrapper: &[&str]) -> Self {
         self.wrapper = wrapper.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// Sets JOURNAL_STREAM to the log file's device and inode, as systemd does for a
+    /// service whose stderr is the journal.
+    pub fn journal(mut self) -> Self {
+        self.journal = true;
         self
     }
 
@@ -112,6 +122,7 @@ impl Builder {
             ready_line: self
                 .ready_line
                 .unwrap_or_else(|| "askbusd ready on".to_owned()),
+            journal: self.journal,
         };
         d.spawn();
         d
@@ -199,6 +210,11 @@ impl Daemon {
             .any(|a| a == "--no-telemetry" || a == "--telemetry")
         {
             cmd.arg("--telemetry").arg(&self.telemetry);
+        }
+        if self.journal {
+            use std::os::unix::fs::MetadataExt;
+            let meta = std::fs::metadata(&self.log).expect("log file");
+            cmd.env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()));
         }
         let ready_lines = self.ready_lines();
         self.child = Some(cmd.spawn().expect("spawn askbusd"));
