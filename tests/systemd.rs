@@ -333,3 +333,107 @@ fn under_the_journal_lines_carry_a_priority_and_no_timestamp() {
         assert!(!line.contains("INFO") && !line.contains(" 20"), "{line}");
     }
 }
+
+/// Every syscall in systemd's `@group`s (expanding nested groups), by systemd-analyze.
+fn syscall_set(groups: &[&str]) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut todo: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(group) = todo.pop() {
+        if !seen.insert(group.clone()) {
+            continue;
+        }
+        let listing = tool("systemd-analyze")
+            .args(["syscall-filter", &group])
+            .output()
+            .unwrap();
+        assert!(listing.status.success(), "{group}");
+        for line in String::from_utf8_lossy(&listing.stdout).lines().skip(1) {
+            let item = line.trim();
+            if item.is_empty() || item.starts_with('#') {
+                continue;
+            }
+            if item.starts_with('@') {
+                todo.push(item.to_owned());
+            } else {
+                out.insert(item.to_owned());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_daemons_syscalls_sockets_and_mappings_fit_the_units_sandbox() {
+    // What the units allow: SystemCallFilter=@system-service minus ~@privileged @resources,
+    // RestrictAddressFamilies=AF_UNIX, MemoryDenyWriteExecute=yes. A daemon that stepped
+    // outside would be killed (or refused) under systemd; strace shows what it really does
+    // through a whole life: start, serve, stats, reload, watchdog, shutdown.
+    let service = std::fs::read_to_string(units_dir().join("system/askbusd.service")).unwrap();
+    assert!(service
+        .contains("SystemCallFilter=@system-service\nSystemCallFilter=~@privileged @resources\n"));
+    let allowed = syscall_set(&["@system-service"]);
+    let denied = syscall_set(&["@privileged", "@resources"]);
+    let notify = Notify::new();
+    let mut d = Daemon::builder()
+        .wrapper(&["strace", "-f", "-qq", "-o", "{socket}.strace"])
+        .args(&["--socket", "{socket}"])
+        .env("NOTIFY_SOCKET", &notify.path)
+        .env("WATCHDOG_USEC", "100000")
+        .config("max_pending = 10\n[access]\noperator_users = [0]\n")
+        .start();
+    let pid = d.child_pid();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    for line in maps.lines() {
+        let perms = line.split_whitespace().nth(1).unwrap();
+        assert!(
+            !(perms.contains('w') && perms.contains('x')),
+            "a writable and executable mapping: {line}"
+        );
+    }
+    rt().block_on(async {
+        let (mut ui, _) = d.ui().await;
+        let mut p = d.connect().await;
+        p.send(choice_request("sb-1")).await;
+        ui.recv_type("ask-user-request").await;
+        ui.send(answer("sb-1", json!({"0": "SQLite"}))).await;
+        p.recv_type("ask-user-response").await;
+        p.send(json!({"type": "stats"})).await;
+        p.recv_type("stats").await;
+    });
+    d.reload_pid(pid);
+    notify.until("WATCHDOG=1");
+    // SAFETY: kill with our child's pid and a valid signal number.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGTERM) }, 0);
+    let status = d.wait_exit(Duration::from_secs(10));
+    assert!(status.success(), "{status}");
+    let trace = std::fs::read_to_string(format!("{}.strace", d.socket.display())).unwrap();
+    let mut used = std::collections::BTreeSet::new();
+    for line in trace.lines() {
+        // "PID name(args…" — resumed calls and signals have no "name(" there.
+        let Some(call) = line.split_whitespace().nth(1) else {
+            continue;
+        };
+        let Some((name, _)) = call.split_once('(') else {
+            continue;
+        };
+        if name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        {
+            used.insert(name.to_owned());
+        }
+        if name == "socket" {
+            assert!(call.starts_with("socket(AF_UNIX,"), "{line}");
+        }
+    }
+    assert!(used.len() > 20, "strace saw too little: {used:?}");
+    let outside: Vec<_> = used
+        .iter()
+        .filter(|s| !allowed.contains(*s) || denied.contains(*s))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "syscalls the unit's filter denies: {outside:?}"
+    );
+}

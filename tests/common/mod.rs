@@ -70,8 +70,8 @@ impl Builder {
         self
     }
 
-    /// Runs askbusd as `wrapper... askbusd ARGS` (`{socket}` in the wrapper is replaced by
-    /// the socket path); the wrapper then provides the socket.
+    /// Runs askbusd as `wrapper... askbusd ARGS` (`{socket}` in the wrapper and the args is
+    /// replaced by the socket path); the wrapper then provides the socket.
     pub fn wrapper(mut self, wrapper: &[&str]) -> Self {
         self.wrapper = wrapper.iter().map(|s| s.to_string()).collect();
         self
@@ -98,7 +98,11 @@ impl Builder {
             .expect("temp dir");
         let socket = dir.path().join("askbus.sock");
         let config = dir.path().join("askbusd.toml");
-        let mut args = self.args;
+        let mut args: Vec<String> = self
+            .args
+            .iter()
+            .map(|a| a.replace("{socket}", &socket.display().to_string()))
+            .collect();
         if let Some(text) = &self.config {
             std::fs::write(&config, text).expect("write config");
             args.push("--config".into());
@@ -151,8 +155,14 @@ impl Daemon {
 
     /// SIGHUP, then waits until the daemon logged that it reloaded (or failed to).
     pub fn reload(&self) {
+        self.reload_pid(self.pid());
+    }
+
+    /// `reload`, signalling `pid` (askbusd under a wrapper that does not exec it).
+    pub fn reload_pid(&self, pid: u32) {
         let before = self.reload_lines();
-        self.signal(libc::SIGHUP);
+        // SAFETY: kill with a pid of ours and a valid signal number.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGHUP) }, 0);
         let deadline = Instant::now() + RECV_TIMEOUT;
         while self.reload_lines() == before {
             assert!(
@@ -256,6 +266,35 @@ impl Daemon {
 
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The pid of the wrapper's child, for a wrapper that does not exec askbusd (strace).
+    pub fn child_pid(&self) -> u32 {
+        let pid = self.pid();
+        let deadline = Instant::now() + RECV_TIMEOUT;
+        loop {
+            let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default();
+            if let Some(child) = children.split_whitespace().next() {
+                return child.parse().expect("a pid");
+            }
+            assert!(Instant::now() < deadline, "the wrapper has no child");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Waits (at most `within`) for the process to exit by itself.
+    pub fn wait_exit(&mut self, within: Duration) -> ExitStatus {
+        let started = Instant::now();
+        let child = self.child.as_mut().expect("running");
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                self.child = None;
+                return status;
+            }
+            assert!(started.elapsed() < within, "did not exit within {within:?}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Sends a signal to the daemon.
