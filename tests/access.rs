@@ -152,7 +152,7 @@ fn a_ui_sees_and_answers_only_its_own_users_questions() {
     assert!(raw.contains(QUESTION_TEXT));
     let id = ids[0].clone();
     let (alice_ids, _) = pending_as(&d, ALICE);
-    assert_eq!(alice_ids, [id.clone()]);
+    assert_eq!(alice_ids, std::slice::from_ref(&id));
 
     // Bob answering it (the id leaked somehow) is forbidden, and logged with his uid.
     let out = cli_as(&d, BOB, &["answer", &id, "--answer", "0=PostgreSQL"]);
