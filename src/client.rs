@@ -1,6 +1,7 @@
 //! The async Rust client: a raw frame `Connection`, a `Producer` whose `ask()` returns the
 //! terminal response (several asks may be in flight on one connection), and a `Ui` that
-//! yields requests and sends answers.
+//! yields requests and sends answers (split into `UiEvents` and a cloneable `UiAnswerer` when
+//! both must happen at once), and a `Watcher` that observes the bus.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -16,8 +17,8 @@ use tokio::sync::{oneshot, Mutex as AsyncMutex};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use crate::protocol::{
-    codec, encode, ClientFrame, ErrorFrame, NoUiPolicy, Outcome, ProducerResponse, ServerFrame,
-    UiRequest, WithdrawReason, PROTOCOL_VERSION,
+    codec, encode, BusEvent, ClientFrame, ErrorFrame, NoUiPolicy, Outcome, ProducerResponse,
+    ServerFrame, UiRequest, WithdrawReason, PROTOCOL_VERSION,
 };
 
 /// The longest frame a client accepts from the daemon. Daemon frames may exceed the daemon's
@@ -294,27 +295,14 @@ impl Ui {
     /// The next event, or `None` when the daemon closed the connection.
     pub async fn next(&mut self) -> Result<Option<UiEvent>, ClientError> {
         loop {
-            let event = match self.conn.recv().await? {
+            match self.conn.recv().await? {
                 None => return Ok(None),
-                Some(ServerFrame::AskUserRequest(r)) => UiEvent::Request(r),
-                Some(ServerFrame::AskUserWithdrawn {
-                    correlation_id,
-                    reason,
-                }) => UiEvent::Withdrawn {
-                    correlation_id,
-                    reason,
-                },
-                Some(ServerFrame::AskUserAck {
-                    correlation_id,
-                    outcome,
-                }) => UiEvent::Ack {
-                    correlation_id,
-                    outcome,
-                },
-                Some(ServerFrame::Error(e)) => UiEvent::Error(e),
-                Some(_) => continue,
-            };
-            return Ok(Some(event));
+                Some(frame) => {
+                    if let Some(event) = ui_event(frame) {
+                        return Ok(Some(event));
+                    }
+                }
+            }
         }
     }
 
@@ -323,23 +311,151 @@ impl Ui {
         correlation_id: &str,
         answers: &BTreeMap<usize, String>,
     ) -> Result<(), ClientError> {
-        self.conn
-            .send(&ClientFrame::AskUserResponse {
-                correlation_id,
-                answers,
-                cancelled: false,
-            })
-            .await
+        self.conn.send(&answer_frame(correlation_id, answers)).await
     }
 
     /// The user dismissed the dialog.
     pub async fn dismiss(&mut self, correlation_id: &str) -> Result<(), ClientError> {
         self.conn
-            .send(&ClientFrame::AskUserResponse {
-                correlation_id,
-                answers: &BTreeMap::new(),
-                cancelled: true,
-            })
+            .send(&dismiss_frame(correlation_id, &BTreeMap::new()))
             .await
+    }
+
+    /// Splits the subscription so events can be read while answers are sent from elsewhere
+    /// (an interactive UI reads the bus and the keyboard at once).
+    pub fn into_split(self) -> (UiEvents, UiAnswerer) {
+        let (reader, writer) = self.conn.into_split();
+        (
+            UiEvents { reader },
+            UiAnswerer {
+                writer: Arc::new(AsyncMutex::new(writer)),
+            },
+        )
+    }
+}
+
+/// The reading half of a split [`Ui`].
+pub struct UiEvents {
+    reader: FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
+}
+
+impl UiEvents {
+    /// The next event, or `None` when the daemon closed the connection.
+    pub async fn next(&mut self) -> Result<Option<UiEvent>, ClientError> {
+        loop {
+            let payload = match self.reader.next().await {
+                None => return Ok(None),
+                Some(Err(e)) => return Err(e.into()),
+                Some(Ok(payload)) => payload,
+            };
+            let frame: ServerFrame = serde_json::from_slice(&payload)
+                .map_err(|e| ClientError::Protocol(e.to_string()))?;
+            if let Some(event) = ui_event(frame) {
+                return Ok(Some(event));
+            }
+        }
+    }
+}
+
+/// The writing half of a split [`Ui`]; clones share the one connection.
+#[derive(Clone)]
+pub struct UiAnswerer {
+    writer: Arc<AsyncMutex<FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>>>,
+}
+
+impl UiAnswerer {
+    pub async fn answer(
+        &self,
+        correlation_id: &str,
+        answers: &BTreeMap<usize, String>,
+    ) -> Result<(), ClientError> {
+        let frame = encode(&answer_frame(correlation_id, answers));
+        self.writer.lock().await.send(frame).await?;
+        Ok(())
+    }
+
+    /// The user dismissed the dialog.
+    pub async fn dismiss(&self, correlation_id: &str) -> Result<(), ClientError> {
+        let frame = encode(&dismiss_frame(correlation_id, &BTreeMap::new()));
+        self.writer.lock().await.send(frame).await?;
+        Ok(())
+    }
+}
+
+fn answer_frame<'a>(
+    correlation_id: &'a str,
+    answers: &'a BTreeMap<usize, String>,
+) -> ClientFrame<'a> {
+    ClientFrame::AskUserResponse {
+        correlation_id,
+        answers,
+        cancelled: false,
+    }
+}
+
+fn dismiss_frame<'a>(
+    correlation_id: &'a str,
+    no_answers: &'a BTreeMap<usize, String>,
+) -> ClientFrame<'a> {
+    ClientFrame::AskUserResponse {
+        correlation_id,
+        answers: no_answers,
+        cancelled: true,
+    }
+}
+
+/// The UI event a daemon frame carries, if it is one a UI acts on.
+fn ui_event(frame: ServerFrame) -> Option<UiEvent> {
+    Some(match frame {
+        ServerFrame::AskUserRequest(r) => UiEvent::Request(r),
+        ServerFrame::AskUserWithdrawn {
+            correlation_id,
+            reason,
+        } => UiEvent::Withdrawn {
+            correlation_id,
+            reason,
+        },
+        ServerFrame::AskUserAck {
+            correlation_id,
+            outcome,
+        } => UiEvent::Ack {
+            correlation_id,
+            outcome,
+        },
+        ServerFrame::Error(e) => UiEvent::Error(e),
+        _ => return None,
+    })
+}
+
+/// An observer of the bus (`watch`): told of every request's arrival and end (who, how long,
+/// question types and headers; never question text or answers). It cannot answer.
+pub struct Watcher {
+    conn: Connection,
+}
+
+impl Watcher {
+    pub async fn connect(path: &Path, client: Option<&str>) -> Result<Watcher, ClientError> {
+        let mut conn = Connection::connect(path).await?;
+        conn.send(&ClientFrame::Watch { client }).await?;
+        loop {
+            match conn.recv().await? {
+                Some(ServerFrame::Watching {}) => return Ok(Watcher { conn }),
+                Some(ServerFrame::Error(e)) => return Err(ClientError::Rejected(e)),
+                Some(_) => continue,
+                None => return Err(ClientError::Closed),
+            }
+        }
+    }
+
+    /// The next event, or `None` when the daemon closed the connection.
+    pub async fn next(&mut self) -> Result<Option<BusEvent>, ClientError> {
+        loop {
+            match self.conn.recv().await? {
+                Some(ServerFrame::BusEvent(e)) => return Ok(Some(e)),
+                Some(ServerFrame::Error(e)) => return Err(ClientError::Rejected(e)),
+                Some(_) => continue,
+                None => return Ok(None),
+            }
+        }
     }
 }

@@ -73,6 +73,8 @@ pub struct Options {
         deserialize_with = "at_least::<_, { bounds::MIN_QUEUE_BYTES }>"
     )]
     pub max_queue_bytes: Option<u64>,
+    #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    pub frame_timeout_ms: Option<u64>,
     pub log_format: Option<LogFormat>,
     #[serde(default, deserialize_with = "log_filter")]
     pub log_level: Option<String>,
@@ -235,6 +237,7 @@ impl Options {
                 .max_connections_per_uid
                 .or(below.max_connections_per_uid),
             max_queue_bytes: self.max_queue_bytes.or(below.max_queue_bytes),
+            frame_timeout_ms: self.frame_timeout_ms.or(below.frame_timeout_ms),
             log_format: self.log_format.or(below.log_format),
             log_level: self.log_level.or(below.log_level),
             threads: self.threads.or(below.threads),
@@ -299,6 +302,9 @@ impl Options {
                     .max_connections_per_uid
                     .map_or(max_connections, as_usize),
                 max_queue_bytes: self.max_queue_bytes.map_or(d.max_queue_bytes, as_usize),
+                frame_timeout: self
+                    .frame_timeout_ms
+                    .map_or(d.frame_timeout, std::time::Duration::from_millis),
                 access: rules,
                 metrics_listen: self.metrics_listen,
             },
@@ -460,6 +466,7 @@ max_pending = 5
 max_connections = 6
 max_connections_per_uid = 7
 max_queue_bytes = 8192
+frame_timeout_ms = 500
 log_format = "json"
 log_level = "askbus=debug,info"
 threads = 2
@@ -487,6 +494,7 @@ operator_groups = [1004]
             max_connections: Some(6),
             max_connections_per_uid: Some(7),
             max_queue_bytes: Some(8192),
+            frame_timeout_ms: Some(500),
             log_format: Some(LogFormat::Json),
             log_level: Some("askbus=debug,info".into()),
             threads: Some(2),
@@ -506,6 +514,7 @@ operator_groups = [1004]
         assert_eq!(s.max_connections_per_uid, 7);
         assert_eq!(s.access.operators.uids, [1003].into());
         assert_eq!(s.access.own_uid, 1000);
+        assert_eq!(s.frame_timeout, std::time::Duration::from_millis(500));
     }
 
     #[test]

@@ -4,10 +4,13 @@
 
 use std::sync::Arc;
 
-use futures_util::{SinkExt, StreamExt};
-use tokio::net::unix::OwnedWriteHalf;
+use bytes::BytesMut;
+use futures_util::SinkExt;
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio::time::{Duration, Instant};
+use tokio_util::codec::{Decoder, FramedWrite, LengthDelimitedCodec};
 use tokio_util::sync::CancellationToken;
 
 use crate::broker::{PeerId, PeerInfo, ValidRequest};
@@ -24,6 +27,8 @@ pub struct ConnectionConfig {
     pub max_queue_bytes: usize,
     pub default_timeout_ms: u64,
     pub max_timeout_ms: u64,
+    /// How long a frame may take to arrive once its first byte has.
+    pub frame_timeout: Duration,
 }
 
 /// Frames the daemon writes may be larger than those it accepts (a response carries a UI's
@@ -56,41 +61,147 @@ pub async fn serve(
         outbox,
         config: &config,
     };
-    let mut frames = FramedRead::new(rd, codec(config.max_frame_bytes));
+    let mut frames = FrameReader::new(rd, &config);
+    // Set when we close on the peer because of what it sent (not when it left or at shutdown).
+    let mut closing_on_error = false;
     loop {
-        let frame = tokio::select! {
+        let read = tokio::select! {
             _ = close.cancelled() => break,
             _ = cancel.cancelled() => break,
-            frame = frames.next() => frame,
+            read = frames.next() => read,
         };
-        match frame {
-            None => break,
-            Some(Ok(payload)) => {
+        let err = match read {
+            Read::Frame(payload) => {
                 Counters::bump(&hub.counters.frames_in);
-                if let Next::Close = conn.handle(&payload) {
-                    break;
+                match conn.handle(&payload) {
+                    Next::Continue => continue,
+                    Next::Close => {
+                        closing_on_error = true;
+                        break;
+                    }
                 }
             }
-            Some(Err(e)) if is_frame_too_large(&e) => {
-                let err = FrameError::new(
-                    ErrorCode::FrameTooLarge,
-                    format!(
-                        "frame length exceeds the limit of {} bytes; closing the connection",
-                        config.max_frame_bytes
-                    ),
-                );
-                conn.reply_error(&err);
-                break;
-            }
-            // The peer closed mid-frame or the socket failed: nothing more can be said.
-            Some(Err(_)) => break,
-        }
+            Read::Closed => break,
+            Read::TooLarge => FrameError::new(
+                ErrorCode::FrameTooLarge,
+                format!(
+                    "frame length exceeds the limit of {} bytes; closing the connection",
+                    config.max_frame_bytes
+                ),
+            ),
+            Read::Stalled => FrameError::new(
+                ErrorCode::FrameTimeout,
+                format!(
+                    "frame not completed within {} ms; closing the connection",
+                    config.frame_timeout.as_millis()
+                ),
+            ),
+        };
+        // The stream is no longer at a frame boundary: say why, then close.
+        conn.reply_error(&err);
+        closing_on_error = true;
+        break;
     }
     hub.disconnect(id);
     // The writer finishes what is queued (a goodbye error frame, shutdown answers), then exits
     // once every sender is gone.
     drop(conn);
     let _ = writer.await;
+    if closing_on_error {
+        frames.linger().await;
+    }
+}
+
+/// How long a connection we close on an error keeps reading (and discarding) what the peer
+/// still sends. Closing a Unix socket with unread input resets it, and the peer would then
+/// lose the error frame that says why it was closed.
+const LINGER: Duration = Duration::from_secs(1);
+
+async fn discard_until_eof(rd: &mut OwnedReadHalf) {
+    let mut sink = [0u8; 4096];
+    let _ = tokio::time::timeout(LINGER, async {
+        while let Ok(n) = rd.read(&mut sink).await {
+            if n == 0 {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+/// What reading the next frame gave.
+enum Read {
+    Frame(BytesMut),
+    /// The peer closed (or the socket failed); mid-frame data, if any, is dropped.
+    Closed,
+    /// The length prefix exceeded the limit.
+    TooLarge,
+    /// A frame was started but not finished within the partial-frame deadline.
+    Stalled,
+}
+
+/// Reads frames with the shared codec, and bounds how long a started frame may take, so a
+/// peer trickling bytes (or stopping mid-frame) cannot hold a buffer forever. An idle
+/// connection between frames has no deadline and costs no timer.
+struct FrameReader {
+    rd: OwnedReadHalf,
+    buf: BytesMut,
+    codec: LengthDelimitedCodec,
+    timeout: Duration,
+    /// When the frame now in `buf` began arriving.
+    partial_since: Option<Instant>,
+}
+
+impl FrameReader {
+    fn new(rd: OwnedReadHalf, config: &ConnectionConfig) -> Self {
+        FrameReader {
+            rd,
+            buf: BytesMut::with_capacity(8 * 1024),
+            codec: codec(config.max_frame_bytes),
+            timeout: config.frame_timeout,
+            partial_since: None,
+        }
+    }
+
+    /// After the writer has shut down its side: read the peer's remaining input until it
+    /// closes (or `LINGER` passes), so the close does not reset the connection.
+    async fn linger(&mut self) {
+        discard_until_eof(&mut self.rd).await;
+    }
+
+    /// The next frame. Cancel-safe: bytes already read stay in the buffer.
+    async fn next(&mut self) -> Read {
+        loop {
+            match self.codec.decode(&mut self.buf) {
+                Ok(Some(frame)) => {
+                    // Whatever follows is the start of the next frame, starting now.
+                    self.partial_since = (!self.buf.is_empty()).then(Instant::now);
+                    return Read::Frame(frame);
+                }
+                Ok(None) => {}
+                Err(e) if is_frame_too_large(&e) => return Read::TooLarge,
+                Err(_) => return Read::Closed,
+            }
+            let read = match self.partial_since {
+                None => self.rd.read_buf(&mut self.buf).await,
+                Some(since) => {
+                    let deadline = since + self.timeout;
+                    match tokio::time::timeout_at(deadline, self.rd.read_buf(&mut self.buf)).await {
+                        Ok(read) => read,
+                        Err(_) => return Read::Stalled,
+                    }
+                }
+            };
+            match read {
+                Ok(0) | Err(_) => return Read::Closed,
+                Ok(_) => {
+                    if self.partial_since.is_none() {
+                        self.partial_since = Some(Instant::now());
+                    }
+                }
+            }
+        }
+    }
 }
 
 struct Conn<'a> {
@@ -121,6 +232,11 @@ impl Conn<'_> {
     fn handle(&mut self, payload: &[u8]) -> Next {
         let frame = match protocol::parse_inbound(payload) {
             Ok(frame) => frame,
+            Err(err) if err.ask_request => {
+                let id = self.id;
+                self.hub.run(|b, _, fx| b.reject_malformed(id, err, fx));
+                return Next::Continue;
+            }
             Err(err) => {
                 self.reply_error(&err);
                 return if err.code.closes_connection() {
@@ -223,8 +339,11 @@ async fn shutdown_write(mut wr: OwnedWriteHalf) -> std::io::Result<()> {
 
 /// Refuses a connection before it is served: one error frame, then close.
 pub async fn refuse(stream: UnixStream, err: &FrameError) {
-    let (_rd, wr) = stream.into_split();
+    let (mut rd, wr) = stream.into_split();
     let mut sink = FramedWrite::new(wr, codec(MAX_OUTBOUND_FRAME));
     let send = sink.send(encode(&ServerFrame::error(err)));
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), send).await;
+    if tokio::time::timeout(LINGER, send).await.is_ok() {
+        let _ = shutdown_write(sink.into_inner()).await;
+        discard_until_eof(&mut rd).await;
+    }
 }

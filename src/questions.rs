@@ -96,8 +96,8 @@ pub const EMPTY_SUBMISSION_RETURN_DISPLAY: &str = "User submitted without answer
 /// The llmContent is addressed to the model (so it can carry on without the answer); the
 /// returnDisplay is a short line for the human-facing transcript.
 pub mod daemon_text {
-    pub const TIMEOUT_LLM_CONTENT: &str =
-        "User did not answer the ask_user dialog within {T} seconds.";
+    /// `{S}` is `seconds`, or `second` when `{T}` is exactly 1.
+    pub const TIMEOUT_LLM_CONTENT: &str = "User did not answer the ask_user dialog within {T} {S}.";
     pub const TIMEOUT_RETURN_DISPLAY: &str = "No answer: the question timed out after {T} s";
     pub const NO_UI_LLM_CONTENT: &str =
         "No user interface is connected to answer ask_user questions; continue without asking.";
@@ -238,6 +238,32 @@ pub fn question_types(meta: &[QuestionMeta]) -> Vec<&'static str> {
 }
 
 /// The result of an answered dialog; `answers` keyed by question index.
+/// An upper bound on the bytes `answered_result` would produce, computed without building it.
+/// The reference indents every continuation line of an answer by its header's width, so a
+/// long header times many short lines grows without limit; the broker refuses answers past a
+/// cap instead of building them.
+pub fn answered_result_size_bound(
+    meta: &[QuestionMeta],
+    answers: &BTreeMap<usize, String>,
+) -> usize {
+    answers
+        .iter()
+        .map(|(&i, answer)| {
+            let header = meta
+                .get(i)
+                .and_then(|m| m.header.as_deref())
+                .map_or(8, str::len);
+            // "  <header> → " is at most header + 7 bytes and as many UTF-16 units.
+            let prefix = header + 7;
+            let lines = answer.bytes().filter(|&b| b == b'\n').count() + 1;
+            // llmContent escapes each byte into at most 6 (`\u00XX`); returnDisplay repeats it
+            // with one indent per line.
+            6 * answer.len() + answer.len() + lines * (prefix + 1) + 16
+        })
+        .sum::<usize>()
+        + 256
+}
+
 pub fn answered_result(meta: &[QuestionMeta], answers: &BTreeMap<usize, String>) -> ToolResult {
     let return_display = if answers.is_empty() {
         EMPTY_SUBMISSION_RETURN_DISPLAY.to_owned()
@@ -314,7 +340,9 @@ pub fn daemon_result(meta: &[QuestionMeta], outcome: DaemonOutcome, timeout_ms: 
         DaemonOutcome::Timeout => {
             let t = format_seconds(timeout_ms);
             (
-                TIMEOUT_LLM_CONTENT.replace("{T}", &t),
+                TIMEOUT_LLM_CONTENT
+                    .replace("{T}", &t)
+                    .replace("{S}", if t == "1" { "second" } else { "seconds" }),
                 TIMEOUT_RETURN_DISPLAY.replace("{T}", &t),
             )
         }

@@ -38,6 +38,8 @@ pub struct Config {
     pub max_connections_per_uid: usize,
     /// Unsent bytes a connection may have queued before it is dropped as not reading.
     pub max_queue_bytes: usize,
+    /// How long a frame may take to arrive once it has started.
+    pub frame_timeout: Duration,
     /// Who may connect, and as what.
     pub access: AccessRules,
     /// Where `/metrics` is served, if anywhere.
@@ -54,6 +56,7 @@ impl Default for Config {
             max_connections: 4096,
             max_connections_per_uid: 4096,
             max_queue_bytes: 8 * 1024 * 1024,
+            frame_timeout: Duration::from_secs(10),
             access: AccessRules::new(effective_uid()),
             metrics_listen: None,
         }
@@ -98,6 +101,7 @@ impl Live {
                 max_queue_bytes: config.max_queue_bytes,
                 default_timeout_ms: config.limits.default_timeout_ms,
                 max_timeout_ms: config.limits.max_timeout_ms,
+                frame_timeout: config.frame_timeout,
             }),
         }
     }

@@ -24,7 +24,8 @@ pub struct Record {
     pub ts: String,
     /// Which daemon saw it: room for several federated daemons.
     pub node: Arc<str>,
-    pub correlation_id: String,
+    /// `None` for a request refused before it had a usable correlationId.
+    pub correlation_id: Option<String>,
     /// An `Outcome`, `producer-gone`, or `rejected`.
     pub reason: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]

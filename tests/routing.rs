@@ -418,6 +418,23 @@ async fn invalid_answers_leave_the_request_pending() {
             assert_eq!(e["correlationId"], "inv", "{frame}");
         }
     }
+    // Answers whose result would explode (each line indented by a huge header) are refused
+    // before anything is built.
+    let mut huge = choice_request("boom");
+    huge["questions"][0]["header"] = json!("H".repeat(300_000));
+    huge["questions"][0]["type"] = json!("text");
+    producer.send(huge).await;
+    ui.recv_type("ask-user-request").await;
+    ui.send(answer("boom", json!({"0": "\n".repeat(300_000)})))
+        .await;
+    let e = ui.recv_error("invalid-response").await;
+    assert!(e["message"].as_str().unwrap().contains("limit"), "{e}");
+    ui.send(answer("boom", json!({"0": "fine"}))).await;
+    ui.recv_type("ask-user-ack").await;
+    assert_eq!(
+        producer.recv_type("ask-user-response").await["correlationId"],
+        "boom"
+    );
     // A connection that never subscribed may not answer.
     let mut stranger = d.connect().await;
     stranger.send(answer("inv", json!({"0": "SQLite"}))).await;

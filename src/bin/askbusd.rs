@@ -76,6 +76,10 @@ struct Args {
     /// [default: 8388608]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(bounds::MIN_QUEUE_BYTES..))]
     max_queue_bytes: Option<u64>,
+    /// How long one frame may take to arrive once its first byte has; a slower peer is cut
+    /// [default: 10000]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    frame_timeout_ms: Option<u64>,
     /// Serve Prometheus metrics at /metrics on a loopback IP:PORT or a Unix socket PATH
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<MetricsListen>,
@@ -125,6 +129,7 @@ impl Args {
             max_connections: self.max_connections,
             max_connections_per_uid: self.max_connections_per_uid,
             max_queue_bytes: self.max_queue_bytes,
+            frame_timeout_ms: self.frame_timeout_ms,
             log_format: self.log_format.map(|f| match f {
                 LogFmt::Text => LogFormat::Text,
                 LogFmt::Json => LogFormat::Json,

@@ -28,6 +28,8 @@ pub enum BrokerError {
     ForeignQuestion(String),
     #[error("answers key \"{index}\" is out of range: the request has {count} question(s)")]
     AnswerOutOfRange { index: usize, count: usize },
+    #[error("these answers would make a tool result of up to {size} bytes; the limit is {limit}")]
+    ResultTooLarge { size: usize, limit: usize },
 }
 
 impl BrokerError {
@@ -43,7 +45,9 @@ impl BrokerError {
             | BrokerError::ForeignQuestion(_) => ErrorCode::Forbidden,
             BrokerError::NotPending(_) => ErrorCode::NotPending,
             BrokerError::NotSubscribed => ErrorCode::NotSubscribed,
-            BrokerError::AnswerOutOfRange { .. } => ErrorCode::InvalidResponse,
+            BrokerError::AnswerOutOfRange { .. } | BrokerError::ResultTooLarge { .. } => {
+                ErrorCode::InvalidResponse
+            }
         }
     }
 

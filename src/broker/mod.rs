@@ -24,6 +24,10 @@ use crate::protocol::{
 use crate::questions::{self, DaemonOutcome, QuestionMeta, ToolResult};
 use crate::telemetry::{Record, UiInfo};
 
+/// The largest tool result the broker builds for an answer (the response frame stays under
+/// the 16 MiB clients accept).
+pub const MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
+
 /// A connection, as the broker names it.
 pub type PeerId = u64;
 
@@ -508,27 +512,34 @@ impl Broker {
     /// A request failed validation (done outside the broker by `ValidRequest::check`): the
     /// producer gets the error, and the rejection is logged like every other end.
     pub fn reject(&mut self, peer: PeerId, id: &str, err: BrokerError, fx: &mut Effects) {
-        self.reject_with(peer, id, err, &[], fx);
+        self.reject_with(peer, Some(id), err.into_frame_error(id), &[], fx);
+    }
+
+    /// An ask-user-request refused while parsing its own fields (correlationId, timeoutMs,
+    /// noUi): answered and logged like any rejected request, with the id when it had one.
+    pub fn reject_malformed(&mut self, peer: PeerId, err: FrameError, fx: &mut Effects) {
+        let id = err.correlation_id.clone();
+        self.reject_with(peer, id.as_deref(), err, &[], fx);
     }
 
     fn reject_with(
         &mut self,
         peer: PeerId,
-        id: &str,
-        err: BrokerError,
+        id: Option<&str>,
+        err: FrameError,
         meta: &[QuestionMeta],
         fx: &mut Effects,
     ) {
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
-        let code = err.code();
+        let code = err.code;
         self.stats.rejected += 1;
         if !self.watchers.is_empty() {
             fx.events.push(BusEvent {
                 event: "rejected".into(),
                 ts: String::new(),
-                correlation_id: id.to_owned(),
+                correlation_id: id.map(str::to_owned),
                 producer: producer_info(&p.info),
                 ui: None,
                 latency_ms: None,
@@ -544,7 +555,7 @@ impl Broker {
         fx.records.push(Record {
             ts: String::new(),
             node: Arc::from(""),
-            correlation_id: id.to_owned(),
+            correlation_id: id.map(str::to_owned),
             reason: "rejected",
             code: Some(code),
             producer: producer_info(&p.info),
@@ -555,7 +566,7 @@ impl Broker {
             empty_submission: false,
             answer_count: 0,
         });
-        fx.error(peer, err.into_frame_error(id));
+        fx.error(peer, err);
     }
 
     /// A producer asks with a validated request. Exactly one of: an error frame (rejected),
@@ -571,16 +582,17 @@ impl Broker {
         let id = req.correlation_id;
         let meta = req.meta;
         if !may_produce {
-            return self.reject_with(peer, &id, BrokerError::NotAProducer(uid), &meta, fx);
+            let err = BrokerError::NotAProducer(uid);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
         if self.pending.contains_key(id.as_str()) {
             let err = BrokerError::DuplicateCorrelationId(id.clone());
-            return self.reject_with(peer, &id, err, &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
         if owned >= self.limits.max_pending_per_connection {
             let err =
                 BrokerError::TooManyPendingForConnection(self.limits.max_pending_per_connection);
-            return self.reject_with(peer, &id, err, &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
         let of_uid = self.pending_by_uid.get(&uid).copied().unwrap_or(0);
         if of_uid >= self.limits.max_pending_per_uid {
@@ -588,11 +600,11 @@ impl Broker {
                 uid,
                 limit: self.limits.max_pending_per_uid,
             };
-            return self.reject_with(peer, &id, err, &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
         if self.pending.len() >= self.limits.max_pending_total {
             let err = BrokerError::TooManyPendingTotal(self.limits.max_pending_total);
-            return self.reject_with(peer, &id, err, &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
         let max = self.limits.max_timeout_ms;
         let timeout_ms = req
@@ -712,6 +724,15 @@ impl Broker {
         if !resp.cancelled {
             if let Some((&index, _)) = resp.answers.iter().find(|(&i, _)| i >= count) {
                 let err = BrokerError::AnswerOutOfRange { index, count };
+                fx.error(peer, err.into_frame_error(id));
+                return;
+            }
+            let size = questions::answered_result_size_bound(&req.meta, &resp.answers);
+            if size > MAX_RESULT_BYTES {
+                let err = BrokerError::ResultTooLarge {
+                    size,
+                    limit: MAX_RESULT_BYTES,
+                };
                 fx.error(peer, err.into_frame_error(id));
                 return;
             }
@@ -935,7 +956,7 @@ fn record(
     Record {
         ts: String::new(),
         node: Arc::from(""),
-        correlation_id: id.to_owned(),
+        correlation_id: Some(id.to_owned()),
         reason,
         code: None,
         producer: req.producer_info.clone(),
@@ -959,7 +980,7 @@ fn event(
     BusEvent {
         event: kind.to_owned(),
         ts: String::new(),
-        correlation_id: id.to_owned(),
+        correlation_id: Some(id.to_owned()),
         producer: req.producer_info.clone(),
         ui,
         latency_ms,

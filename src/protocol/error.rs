@@ -18,10 +18,11 @@ pub enum ErrorCode {
     UnsupportedProtocol,
     Forbidden,
     TooManyConnections,
+    FrameTimeout,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 14] = [
         ErrorCode::InvalidJson,
         ErrorCode::InvalidFrame,
         ErrorCode::UnknownType,
@@ -35,6 +36,7 @@ impl ErrorCode {
         ErrorCode::UnsupportedProtocol,
         ErrorCode::Forbidden,
         ErrorCode::TooManyConnections,
+        ErrorCode::FrameTimeout,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -52,6 +54,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedProtocol => "unsupported-protocol",
             ErrorCode::Forbidden => "forbidden",
             ErrorCode::TooManyConnections => "too-many-connections",
+            ErrorCode::FrameTimeout => "frame-timeout",
         }
     }
 
@@ -61,13 +64,15 @@ impl ErrorCode {
 
     /// After these the daemon closes the connection: the stream can no longer be trusted
     /// (a frame boundary is lost) or the peer may not talk to this daemon at all. `forbidden`
-    /// is not among them: refusing a connection closes it, but a forbidden action (subscribing
-    /// without the UI right, answering another user's question) leaves it open.
+    /// closes only when it refuses the connection on accept; a forbidden action later
+    /// (subscribing without the UI right, answering another user's question) leaves it open.
     pub fn closes_connection(self) -> bool {
         matches!(
             self,
             ErrorCode::FrameTooLarge
+                | ErrorCode::FrameTimeout
                 | ErrorCode::UnsupportedProtocol
+                | ErrorCode::Forbidden
                 | ErrorCode::TooManyConnections
         )
     }
@@ -93,6 +98,9 @@ pub struct FrameError {
     pub message: String,
     /// The offending frame's correlationId, when it had a usable one.
     pub correlation_id: Option<String>,
+    /// The frame was an ask-user-request: its rejection is logged like any other end of a
+    /// request.
+    pub ask_request: bool,
 }
 
 impl FrameError {
@@ -101,6 +109,7 @@ impl FrameError {
             code,
             message: message.into(),
             correlation_id: None,
+            ask_request: false,
         }
     }
 

@@ -199,7 +199,10 @@ pub fn parse_inbound(payload: &[u8]) -> Result<Inbound, FrameError> {
         "watch" => Ok(Inbound::Watch {
             client: client_field(obj)?,
         }),
-        "ask-user-request" => parse_request(value),
+        "ask-user-request" => parse_request(value).map_err(|mut e| {
+            e.ask_request = true;
+            e
+        }),
         "ask-user-cancel" => {
             let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, "ask-user-cancel")?;
             Ok(Inbound::AskUserCancel { correlation_id })
@@ -215,7 +218,8 @@ pub fn parse_inbound(payload: &[u8]) -> Result<Inbound, FrameError> {
 fn parse_hello(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
     let client = client_field(obj)?;
     let protocol = match obj.get("protocol") {
-        Some(Value::Number(n)) if n.as_u64() == Some(super::PROTOCOL_VERSION) => {
+        // 1.0 is the integer 1 to JSON (and to the schema), whatever the sender's number type.
+        Some(Value::Number(n)) if n.as_f64() == Some(super::PROTOCOL_VERSION as f64) => {
             super::PROTOCOL_VERSION
         }
         Some(other) => {
@@ -257,7 +261,8 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
             } else if n.as_i64().is_some() {
                 return Err(err(format!("timeoutMs must be at least 1, not {n}")));
             } else {
-                // Floats: only integral values are timeouts; those past u64 clamp to the max.
+                // Floats: only integral values are timeouts (`5000.0` is 5000 ms, as Python's
+                // json writes a float); those past u64 clamp to the max.
                 let f = n.as_f64().unwrap_or(f64::NAN);
                 if f.fract() != 0.0 || !f.is_finite() {
                     return Err(err(format!("timeoutMs must be an integer, not {n}")));
@@ -265,7 +270,12 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
                 if f < 1.0 {
                     return Err(err(format!("timeoutMs must be at least 1, not {n}")));
                 }
-                Some(TimeoutMs::Huge)
+                // `u64::MAX as f64` rounds up to 2^64, so below it the cast is exact.
+                if f < u64::MAX as f64 {
+                    Some(TimeoutMs::Ms(f as u64))
+                } else {
+                    Some(TimeoutMs::Huge)
+                }
             }
         }
         Some(other) => {
@@ -317,7 +327,7 @@ fn parse_response(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
             for (key, v) in map {
                 let Some(index) = question_index(key) else {
                     return Err(err(format!(
-                        "answers key {:?} is not a question index (\"0\" to \"3\")",
+                        "answers key {:?} is not a question index (\"0\", \"1\", …)",
                         truncate(key, 32)
                     )));
                 };
@@ -446,7 +456,8 @@ pub struct BusEvent {
     pub event: String,
     /// RFC 3339 UTC.
     pub ts: String,
-    pub correlation_id: String,
+    /// `None` for a request refused before it had a usable correlationId.
+    pub correlation_id: Option<String>,
     pub producer: ProducerInfo,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ui: Option<UiInfo>,
@@ -679,6 +690,7 @@ mod tests {
             code_of(br#"{"type":"hello","protocol":2}"#),
             ErrorCode::UnsupportedProtocol
         );
+        assert!(parse_inbound(br#"{"type":"hello","protocol":1.0}"#).is_ok());
         assert_eq!(
             code_of(br#"{"type":"hello","protocol":"1"}"#),
             ErrorCode::UnsupportedProtocol
@@ -708,6 +720,14 @@ mod tests {
             panic!()
         };
         assert_eq!(r.timeout_ms.unwrap().clamp(99), 99);
+        for (text, ms) in [("5000.0", 5000), ("1.0", 1), ("2e3", 2000)] {
+            let f =
+                format!(r#"{{"type":"ask-user-request","correlationId":"a","timeoutMs":{text}}}"#);
+            let Inbound::AskUserRequest(r) = parse_inbound(f.as_bytes()).unwrap() else {
+                panic!()
+            };
+            assert_eq!(r.timeout_ms, Some(TimeoutMs::Ms(ms)), "{text}");
+        }
         let f = br#"{"type":"ask-user-request","correlationId":"a","noUi":"maybe"}"#;
         assert_eq!(code_of(f), ErrorCode::InvalidRequest);
     }

@@ -13,6 +13,12 @@ use serde_json::Value;
 use askbus::client::{new_correlation_id, Ask, ClientError, Connection, Producer, Ui, UiEvent};
 use askbus::protocol::{NoUiPolicy, Outcome, ProducerResponse, UiRequest};
 
+mod completions;
+mod schema;
+mod ui;
+mod validate;
+mod watch;
+
 /// Ask a person a question through askbusd, or answer one.
 #[derive(Debug, Parser)]
 #[command(name = "askbus", version, about, long_about = None)]
@@ -69,6 +75,50 @@ enum Command {
         #[arg(long, conflicts_with = "answers")]
         dismiss: bool,
     },
+    /// Answer questions interactively in this terminal, as they arrive.
+    ///
+    /// Keeps running (and reconnects when askbusd restarts) until you press q in the list.
+    Ui,
+    /// Print a live feed of the bus: requests, answers, withdrawals, timeouts (no question text).
+    ///
+    /// Connects as an observer, which cannot answer. Runs until interrupted, and reconnects
+    /// when askbusd restarts.
+    Watch {
+        /// One bus-event frame per line, as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a questions file offline with the daemon's own rules.
+    ///
+    /// FILE holds a `questions` array, `{"questions": [...]}`, or a whole ask-user-request
+    /// frame. Prints the normalized questions (exit 0), or the error askbusd would send
+    /// (exit 1).
+    Validate {
+        /// Questions file; `-` or nothing reads stdin
+        file: Option<PathBuf>,
+        /// Print a rejection as the error frame askbusd would send, on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the protocol's JSON Schemas (embedded from proto/schema/).
+    ///
+    /// With no NAME, lists them. NAME is a path under proto/schema/ (`client/ask-user-request`),
+    /// a frame type (`bus-event`), the type without `ask-user-` (`withdrawn`), or `request` /
+    /// `response` (what a producer sends / gets), `stats`, `telemetry`.
+    Schema {
+        /// Which schema
+        name: Option<String>,
+        /// Print every schema, as one JSON object keyed by file path under proto/schema/
+        #[arg(long, conflicts_with = "name")]
+        all: bool,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    Man,
     /// Print the daemon's live counters.
     Stats {
         /// Compact JSON on one line
@@ -142,6 +192,17 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             ask(&socket, questions, timeout_ms, no_ui, json, &client).await
         }
         Command::Pending { json } => pending(&socket, json).await,
+        Command::Ui => ui::run(&socket).await,
+        Command::Watch { json } => watch::run(&socket, json).await,
+        Command::Validate { file, json } => validate::run(file, json),
+        Command::Schema { name, all } => schema::run(name, all),
+        Command::Completions { shell } => {
+            completions::completions(shell, <Cli as clap::CommandFactory>::command())
+                .map(|()| ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            completions::man(<Cli as clap::CommandFactory>::command()).map(|()| ExitCode::SUCCESS)
+        }
         Command::Answer {
             id,
             answers,

@@ -1,0 +1,370 @@
+"""Protocol v1 on the wire, without I/O: the length-prefixed JSON framing, the frames this
+client sends, and strict parsing of the frames askbusd sends (see proto/PROTOCOL.md)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .errors import DaemonError, ProtocolError, error_for_code
+from .types import Answers, BusEvent, ProducerInfo, Response, ToolResult, UiInfo, Welcome
+
+PROTOCOL_VERSION = 1
+LENGTH_PREFIX = struct.Struct(">I")
+#: Longest frame accepted from the daemon. Its frames may exceed its own inbound limit (a
+#: response repeats the answers in its result), so clients allow more, as the Rust one does.
+MAX_INBOUND_FRAME = 16 * 1024 * 1024
+#: Longest correlationId the daemon accepts, in characters (code points).
+MAX_CORRELATION_ID_CHARS = 128
+
+_MISSING: Any = object()
+
+# ---------------------------------------------------------------------------------------------
+# Framing.
+
+
+def encode(frame: Mapping[str, Any]) -> bytes:
+    """One frame's JSON payload (no length prefix). NaN and infinities are refused: they are
+    not JSON, and the daemon would reject the frame as a whole."""
+    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8")
+
+
+def with_prefix(payload: bytes) -> bytes:
+    return LENGTH_PREFIX.pack(len(payload)) + payload
+
+
+def decode(payload: bytes) -> Dict[str, Any]:
+    """A daemon frame's payload as a JSON object with a string ``type``."""
+    try:
+        value = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ProtocolError(f"askbusd sent a frame that is not UTF-8 JSON: {e}") from None
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise ProtocolError("askbusd sent a frame that is not a JSON object with a string type")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Frames this client sends.
+
+
+def hello(client: Optional[str] = None) -> Dict[str, Any]:
+    frame: Dict[str, Any] = {"type": "hello", "protocol": PROTOCOL_VERSION}
+    if client is not None:
+        frame["client"] = client
+    return frame
+
+
+def ping(id: Any = _MISSING) -> Dict[str, Any]:
+    frame: Dict[str, Any] = {"type": "ping"}
+    if id is not _MISSING:
+        frame["id"] = id
+    return frame
+
+
+def stats() -> Dict[str, Any]:
+    return {"type": "stats"}
+
+
+def watch(client: Optional[str] = None) -> Dict[str, Any]:
+    frame: Dict[str, Any] = {"type": "watch"}
+    if client is not None:
+        frame["client"] = client
+    return frame
+
+
+def subscribe(client: Optional[str] = None) -> Dict[str, Any]:
+    frame: Dict[str, Any] = {"type": "subscribe"}
+    if client is not None:
+        frame["client"] = client
+    return frame
+
+
+def ask_user_request(
+    correlation_id: str,
+    questions: Any,
+    timeout_ms: Optional[int] = None,
+    no_ui: Optional[str] = None,
+) -> Dict[str, Any]:
+    frame: Dict[str, Any] = {
+        "type": "ask-user-request",
+        "correlationId": correlation_id,
+        "questions": questions,
+    }
+    if timeout_ms is not None:
+        frame["timeoutMs"] = timeout_ms
+    if no_ui is not None:
+        frame["noUi"] = no_ui
+    return frame
+
+
+def ask_user_cancel(correlation_id: str) -> Dict[str, Any]:
+    return {"type": "ask-user-cancel", "correlationId": correlation_id}
+
+
+def ask_user_response(
+    correlation_id: str, answers: Mapping[str, str], cancelled: bool = False
+) -> Dict[str, Any]:
+    # `answers` is always sent, `{}` for a dismissal, as Gemini CLI's own dialog does.
+    frame: Dict[str, Any] = {
+        "type": "ask-user-response",
+        "correlationId": correlation_id,
+        "answers": dict(answers),
+    }
+    if cancelled:
+        frame["cancelled"] = True
+    return frame
+
+
+def check_correlation_id(correlation_id: object) -> str:
+    """The daemon's own rules for a correlationId. Checked before sending because the daemon
+    cannot say which request a bad id belonged to, so its error could reach no caller."""
+    if not isinstance(correlation_id, str):
+        raise TypeError(f"correlation_id must be a str, not {type(correlation_id).__name__}")
+    if not correlation_id:
+        raise ValueError("correlation_id must not be empty")
+    if len(correlation_id) > MAX_CORRELATION_ID_CHARS:
+        raise ValueError(
+            f"correlation_id must be at most {MAX_CORRELATION_ID_CHARS} characters"
+        )
+    return correlation_id
+
+
+def normalize_answers(answers: Answers) -> Dict[str, str]:
+    """``{0: "x"}`` or ``{"0": "x"}`` to the wire's string keys; the daemon checks the rest."""
+    out: Dict[str, str] = {}
+    for key, value in answers.items():
+        if isinstance(key, bool) or not isinstance(key, (int, str)):
+            raise TypeError(f"answer keys are question indices, not {key!r}")
+        if not isinstance(value, str):
+            raise TypeError(f"answer {key!r} must be a str, not {type(value).__name__}")
+        out[str(key)] = value
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Frames the daemon sends.
+
+
+@dataclass(frozen=True)
+class Pong:
+    id: Any = None
+    has_id: bool = False
+
+
+@dataclass(frozen=True)
+class Subscribed:
+    pending: int
+
+
+@dataclass(frozen=True)
+class UiRequest:
+    """A question as a UI receives it: normalized questions, milliseconds left."""
+
+    correlation_id: str
+    questions: List[Dict[str, Any]]
+    timeout_ms: int
+    producer: ProducerInfo
+
+
+@dataclass(frozen=True)
+class WithdrawnFrame:
+    correlation_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ack:
+    correlation_id: str
+    outcome: str
+
+
+@dataclass(frozen=True)
+class Stats:
+    counters: Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Watching:
+    """The reply to ``watch``: the connection now observes the bus."""
+
+
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A frame type this client does not know: newer daemons may add some."""
+
+    type: str
+    frame: Dict[str, Any]
+
+
+ServerFrame = Union[
+    Welcome,
+    Pong,
+    Subscribed,
+    UiRequest,
+    WithdrawnFrame,
+    Ack,
+    Response,
+    DaemonError,
+    Stats,
+    Watching,
+    BusEvent,
+    Unknown,
+]
+
+_RESPONSE_REASONS = ("answered", "dismissed", "timeout", "no-ui", "withdrawn", "shutdown")
+_WITHDRAW_REASONS = ("answered", "timeout", "withdrawn", "producer-gone", "shutdown")
+_ACK_OUTCOMES = ("answered", "dismissed")
+
+
+def _field(frame: Mapping[str, Any], key: str, kinds: Union[type, Tuple[type, ...]]) -> Any:
+    value = frame.get(key, _MISSING)
+    if value is _MISSING:
+        raise ProtocolError(f"askbusd sent a {frame.get('type')} frame without {key!r}")
+    # bool is an int in Python; no numeric field of the protocol is a boolean.
+    wrong_bool = isinstance(value, bool) and bool not in (
+        kinds if isinstance(kinds, tuple) else (kinds,)
+    )
+    if not isinstance(value, kinds) or wrong_bool:
+        raise ProtocolError(
+            f"askbusd sent a {frame.get('type')} frame whose {key!r} is {type(value).__name__}"
+        )
+    return value
+
+
+def _choice(frame: Mapping[str, Any], key: str, allowed: Sequence[str]) -> str:
+    value = _field(frame, key, str)
+    if value not in allowed:
+        raise ProtocolError(f"askbusd sent a {frame.get('type')} frame with {key} {value!r}")
+    return str(value)
+
+
+def _optional(frame: Mapping[str, Any], key: str, kinds: Union[type, Tuple[type, ...]]) -> Any:
+    if frame.get(key) is None:
+        return None
+    return _field(frame, key, kinds)
+
+
+def parse_welcome(frame: Mapping[str, Any]) -> Welcome:
+    return Welcome(
+        protocol=_field(frame, "protocol", int),
+        server=_field(frame, "server", str),
+        max_frame_bytes=_field(frame, "maxFrameBytes", int),
+        default_timeout_ms=_field(frame, "defaultTimeoutMs", int),
+        max_timeout_ms=_field(frame, "maxTimeoutMs", int),
+    )
+
+
+def parse_producer(value: Any) -> ProducerInfo:
+    if not isinstance(value, dict):
+        raise ProtocolError("askbusd sent an ask-user-request whose producer is not an object")
+    return ProducerInfo(
+        client=_optional(value, "client", str),
+        pid=_optional(value, "pid", int),
+        uid=_field(value, "uid", int),
+    )
+
+
+def parse_ui_request(frame: Mapping[str, Any]) -> UiRequest:
+    questions = _field(frame, "questions", list)
+    if not all(isinstance(q, dict) for q in questions):
+        raise ProtocolError("askbusd sent an ask-user-request whose questions are not objects")
+    return UiRequest(
+        correlation_id=_field(frame, "correlationId", str),
+        questions=questions,
+        timeout_ms=_field(frame, "timeoutMs", int),
+        producer=parse_producer(_field(frame, "producer", dict)),
+    )
+
+
+def parse_response(frame: Mapping[str, Any]) -> Response:
+    answers = _field(frame, "answers", dict)
+    if not all(isinstance(v, str) for v in answers.values()):
+        raise ProtocolError("askbusd sent an ask-user-response whose answers are not strings")
+    result = _field(frame, "result", dict)
+    return Response(
+        correlation_id=_field(frame, "correlationId", str),
+        answers=dict(answers),
+        cancelled=_field(frame, "cancelled", bool),
+        reason=_choice(frame, "reason", _RESPONSE_REASONS),  # type: ignore[arg-type]
+        result=ToolResult(
+            llm_content=_field(result, "llmContent", str),
+            return_display=_field(result, "returnDisplay", str),
+            data=_field(result, "data", dict),
+        ),
+    )
+
+
+def parse_error(frame: Mapping[str, Any]) -> DaemonError:
+    return error_for_code(
+        _field(frame, "code", str),
+        _field(frame, "message", str),
+        _optional(frame, "correlationId", str),
+    )
+
+
+def _strings(frame: Mapping[str, Any], key: str) -> List[str]:
+    value = _field(frame, key, list)
+    if not all(isinstance(v, str) for v in value):
+        raise ProtocolError(f"askbusd sent a {frame.get('type')} frame whose {key!r} has non-strings")
+    return list(value)
+
+
+def parse_bus_event(frame: Mapping[str, Any]) -> BusEvent:
+    ui = frame.get("ui")
+    if ui is not None and not isinstance(ui, dict):
+        raise ProtocolError("askbusd sent a bus-event whose ui is not an object")
+    return BusEvent(
+        event=_field(frame, "event", str),
+        ts=_field(frame, "ts", str),
+        correlation_id=_field(frame, "correlationId", str),
+        producer=parse_producer(_field(frame, "producer", dict)),
+        ui=None if ui is None else UiInfo(
+            client=_optional(ui, "client", str), pid=_optional(ui, "pid", int)
+        ),
+        latency_ms=_optional(frame, "latencyMs", int),
+        timeout_ms=_optional(frame, "timeoutMs", int),
+        question_types=_strings(frame, "questionTypes"),
+        headers=_strings(frame, "headers"),
+        code=_optional(frame, "code", str),
+    )
+
+
+def parse_server_frame(frame: Dict[str, Any]) -> ServerFrame:
+    """Any daemon frame, typed. Unknown types parse as ``Unknown``; a known type with a
+    missing or mistyped field raises ``ProtocolError``."""
+    kind = frame["type"]
+    if kind == "welcome":
+        return parse_welcome(frame)
+    if kind == "pong":
+        return Pong(id=frame.get("id"), has_id="id" in frame)
+    if kind == "subscribed":
+        return Subscribed(pending=_field(frame, "pending", int))
+    if kind == "ask-user-request":
+        return parse_ui_request(frame)
+    if kind == "ask-user-withdrawn":
+        return WithdrawnFrame(
+            correlation_id=_field(frame, "correlationId", str),
+            reason=_choice(frame, "reason", _WITHDRAW_REASONS),
+        )
+    if kind == "ask-user-ack":
+        return Ack(
+            correlation_id=_field(frame, "correlationId", str),
+            outcome=_choice(frame, "outcome", _ACK_OUTCOMES),
+        )
+    if kind == "ask-user-response":
+        return parse_response(frame)
+    if kind == "error":
+        return parse_error(frame)
+    if kind == "stats":
+        return Stats(counters={k: v for k, v in frame.items() if k != "type"})
+    if kind == "watching":
+        return Watching()
+    if kind == "bus-event":
+        return parse_bus_event(frame)
+    return Unknown(type=kind, frame=frame)

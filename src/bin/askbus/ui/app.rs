@@ -1,0 +1,603 @@
+//! The UI's state: the pending requests (oldest first) with a dialog each, which one is in
+//! view, the connection's state, and the one-line notice. It turns bus events and keys into
+//! state changes and into the frames to send; it does no I/O and no drawing.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use askbus::client::UiEvent;
+use askbus::protocol::{ErrorFrame, Outcome as AckOutcome, UiRequest, WithdrawReason};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::dialog::{Dialog, Outcome};
+
+/// A pending request and the person's progress on it.
+pub struct Entry {
+    pub request: UiRequest,
+    pub dialog: Dialog,
+    /// When the daemon will time it out, from the remaining time it sent.
+    pub deadline: Instant,
+    /// Shown before a reconnect and not yet confirmed by the new subscription's replay.
+    pub stale: bool,
+}
+
+impl Entry {
+    fn new(request: UiRequest, now: Instant) -> Entry {
+        Entry {
+            dialog: Dialog::from_json(&request.questions),
+            deadline: now + Duration::from_millis(request.timeout_ms),
+            request,
+            stale: false,
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.request.correlation_id
+    }
+
+    /// "client (pid N)", as the person is told who asked.
+    pub fn who(&self) -> String {
+        who(&self.request)
+    }
+}
+
+pub fn who(r: &UiRequest) -> String {
+    let name = r.producer.client.as_deref().unwrap_or("unnamed agent");
+    match r.producer.pid {
+        Some(pid) => format!("{name} (pid {pid})"),
+        None => name.to_owned(),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Conn {
+    Connecting,
+    Connected,
+    Down { error: String, retry_at: Instant },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum View {
+    List,
+    /// The dialog of the entry with this correlationId.
+    Dialog(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    Info,
+    Good,
+    Warn,
+    Bad,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub text: String,
+    pub tone: Tone,
+}
+
+/// A frame the UI must send (or quitting).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Answer {
+        id: String,
+        answers: BTreeMap<usize, String>,
+    },
+    Dismiss {
+        id: String,
+    },
+    Quit,
+}
+
+/// What the connection task reports, less the answer sender (which the I/O loop keeps).
+#[derive(Debug, Clone)]
+pub enum BusUpdate {
+    Connecting,
+    /// Subscribed; `pending` requests are about to be replayed.
+    Connected {
+        pending: u64,
+    },
+    Event(UiEvent),
+    Down {
+        error: String,
+        retry_in: Duration,
+    },
+}
+
+pub struct App {
+    pub entries: Vec<Entry>,
+    pub view: View,
+    pub list_cursor: usize,
+    pub conn: Conn,
+    pub notice: Option<Notice>,
+    /// Requests the current subscription's replay has still to deliver, and those it did.
+    replay: Option<(u64, HashSet<String>)>,
+    /// Who asked each request this UI answered and awaits an ack for.
+    sent: HashMap<String, String>,
+}
+
+impl Default for App {
+    fn default() -> Self {
+        App::new()
+    }
+}
+
+impl App {
+    pub fn new() -> App {
+        App {
+            entries: Vec::new(),
+            view: View::List,
+            list_cursor: 0,
+            conn: Conn::Connecting,
+            notice: None,
+            replay: None,
+            sent: HashMap::new(),
+        }
+    }
+
+    pub fn open_entry(&self) -> Option<&Entry> {
+        match &self.view {
+            View::Dialog(id) => self.entries.iter().find(|e| e.id() == id),
+            View::List => None,
+        }
+    }
+
+    fn open_entry_mut(&mut self) -> Option<&mut Entry> {
+        match &self.view {
+            View::Dialog(id) => self.entries.iter_mut().find(|e| e.id() == id),
+            View::List => None,
+        }
+    }
+
+    fn notice(&mut self, tone: Tone, text: impl Into<String>) {
+        self.notice = Some(Notice {
+            text: text.into(),
+            tone,
+        });
+    }
+
+    pub fn on_bus(&mut self, update: BusUpdate, now: Instant) {
+        match update {
+            BusUpdate::Connecting => {
+                if !matches!(self.conn, Conn::Down { .. }) {
+                    self.conn = Conn::Connecting;
+                }
+            }
+            BusUpdate::Connected { pending } => {
+                let reconnected = matches!(self.conn, Conn::Down { .. });
+                self.conn = Conn::Connected;
+                self.replay = Some((pending, HashSet::new()));
+                if reconnected {
+                    self.notice(Tone::Good, "Reconnected to askbusd");
+                }
+                if pending == 0 {
+                    self.finish_replay();
+                }
+            }
+            BusUpdate::Down { error, retry_in } => {
+                if !matches!(self.conn, Conn::Down { .. }) {
+                    for e in &mut self.entries {
+                        e.stale = true;
+                    }
+                }
+                self.replay = None;
+                self.conn = Conn::Down {
+                    error,
+                    retry_at: now + retry_in,
+                };
+            }
+            BusUpdate::Event(UiEvent::Request(r)) => self.on_request(r, now),
+            BusUpdate::Event(UiEvent::Withdrawn {
+                correlation_id,
+                reason,
+            }) => self.on_withdrawn(&correlation_id, reason),
+            BusUpdate::Event(UiEvent::Ack {
+                correlation_id,
+                outcome,
+            }) => {
+                let whom = self.sent.remove(&correlation_id).unwrap_or_default();
+                match outcome {
+                    AckOutcome::Dismissed => {
+                        self.notice(Tone::Info, format!("Dismissed; {whom} was told"))
+                    }
+                    _ => self.notice(Tone::Good, format!("✓ Answer delivered to {whom}")),
+                }
+            }
+            BusUpdate::Event(UiEvent::Error(e)) => self.on_error(e),
+        }
+    }
+
+    fn on_request(&mut self, r: UiRequest, now: Instant) {
+        if let Some((remaining, seen)) = &mut self.replay {
+            *remaining = remaining.saturating_sub(1);
+            seen.insert(r.correlation_id.clone());
+        }
+        let was_idle = self.entries.is_empty() && self.view == View::List;
+        if let Some(e) = self.entries.iter_mut().find(|e| e.id() == r.correlation_id) {
+            // The same request again after a reconnect: keep what was typed into it.
+            if e.request.questions != r.questions {
+                e.dialog = Dialog::from_json(&r.questions);
+            }
+            e.deadline = now + Duration::from_millis(r.timeout_ms);
+            e.request = r;
+            e.stale = false;
+        } else {
+            let id = r.correlation_id.clone();
+            self.entries.push(Entry::new(r, now));
+            if was_idle {
+                self.view = View::Dialog(id);
+            }
+        }
+        if matches!(&self.replay, Some((0, _))) {
+            self.finish_replay();
+        }
+    }
+
+    /// The replay is complete: what it did not bring back is gone from the daemon.
+    fn finish_replay(&mut self) {
+        let Some((_, seen)) = self.replay.take() else {
+            return;
+        };
+        let open = self.open_entry().map(|e| e.id().to_owned());
+        let mut gone = Vec::new();
+        self.entries.retain(|e| {
+            let keep = !e.stale || seen.contains(e.id());
+            if !keep {
+                gone.push((e.id().to_owned(), e.who()));
+            }
+            keep
+        });
+        if let Some((_, whom)) = gone.iter().find(|(id, _)| Some(id) == open.as_ref()) {
+            self.notice(
+                Tone::Warn,
+                format!("Question from {whom} closed: askbusd no longer has it (restarted?)"),
+            );
+            self.after_close();
+        } else if !gone.is_empty() {
+            let n = gone.len();
+            self.notice(
+                Tone::Warn,
+                format!(
+                    "{n} question{} no longer pending after reconnecting",
+                    if n == 1 { " is" } else { "s are" }
+                ),
+            );
+            self.clamp_list();
+        }
+    }
+
+    fn on_withdrawn(&mut self, id: &str, reason: WithdrawReason) {
+        let Some(pos) = self.entries.iter().position(|e| e.id() == id) else {
+            return;
+        };
+        let entry = self.entries.remove(pos);
+        let why = match reason {
+            WithdrawReason::Answered => "answered in another UI",
+            WithdrawReason::Timeout => "it timed out",
+            WithdrawReason::Withdrawn => "the agent withdrew it",
+            WithdrawReason::ProducerGone => "the agent went away",
+            WithdrawReason::Shutdown => "askbusd shut down",
+        };
+        let open = self.view == View::Dialog(id.to_owned());
+        let what = if open { "Closed" } else { "Gone" };
+        self.notice(
+            Tone::Warn,
+            format!("{what}: question from {} — {why}", entry.who()),
+        );
+        if open {
+            self.after_close();
+        } else {
+            self.clamp_list();
+        }
+    }
+
+    fn on_error(&mut self, e: ErrorFrame) {
+        let whom = e
+            .correlation_id
+            .as_ref()
+            .and_then(|id| self.sent.remove(id));
+        let text = match (whom, e.code.as_str()) {
+            (Some(whom), "not-pending") => {
+                format!("✗ Not delivered: {whom}'s question was already answered or gone")
+            }
+            (Some(whom), _) => format!("✗ Not delivered to {whom}: {}", e.message),
+            (None, _) => format!("askbusd: {}: {}", e.code, e.message),
+        };
+        self.notice(Tone::Bad, text);
+    }
+
+    /// A send failed at the socket: the daemon never had the answer.
+    pub fn on_send_failed(&mut self, id: &str, error: &str) {
+        let whom = self.sent.remove(id).unwrap_or_default();
+        self.notice(Tone::Bad, format!("✗ Not delivered to {whom}: {error}"));
+    }
+
+    /// The dialog in view went away: show the next one if it is the only one left.
+    fn after_close(&mut self) {
+        self.view = View::List;
+        if self.entries.len() == 1 {
+            self.view = View::Dialog(self.entries[0].id().to_owned());
+        }
+        self.clamp_list();
+    }
+
+    fn clamp_list(&mut self) {
+        self.list_cursor = self.list_cursor.min(self.entries.len().saturating_sub(1));
+    }
+
+    pub fn on_paste(&mut self, text: &str) {
+        if let Some(e) = self.open_entry_mut() {
+            e.dialog.handle_paste(text);
+        }
+    }
+
+    pub fn on_key(&mut self, key: KeyEvent) -> Option<Action> {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if self.view == View::List {
+            return self.list_key(key, ctrl);
+        }
+        if ctrl && key.code == KeyCode::Char('l') {
+            if let Some(pos) = self.open_entry().and_then(|e| {
+                let id = e.id().to_owned();
+                self.entries.iter().position(|x| x.id() == id)
+            }) {
+                self.list_cursor = pos;
+            }
+            self.view = View::List;
+            return None;
+        }
+        let connected = self.conn == Conn::Connected;
+        let entry = self.open_entry_mut()?;
+        let outcome = entry.dialog.handle_key(key);
+        let id = entry.id().to_owned();
+        let whom = entry.who();
+        let action = match outcome {
+            Outcome::Continue => return None,
+            Outcome::Submit(answers) => Action::Answer {
+                id: id.clone(),
+                answers,
+            },
+            Outcome::Dismiss => Action::Dismiss { id: id.clone() },
+        };
+        if !connected {
+            self.notice(
+                Tone::Bad,
+                "Not connected to askbusd: nothing was sent (it is kept here)",
+            );
+            return None;
+        }
+        self.entries.retain(|e| e.id() != id);
+        self.sent.insert(id, whom.clone());
+        self.notice(Tone::Info, format!("Sending to {whom}…"));
+        self.after_close();
+        Some(action)
+    }
+
+    fn list_key(&mut self, key: KeyEvent, ctrl: bool) -> Option<Action> {
+        let n = self.entries.len();
+        match key.code {
+            KeyCode::Char('q') if !ctrl => return Some(Action::Quit),
+            KeyCode::Char('c') if ctrl => return Some(Action::Quit),
+            KeyCode::Up | KeyCode::Char('k') if n > 0 => {
+                self.list_cursor = (self.list_cursor + n - 1) % n
+            }
+            KeyCode::Down | KeyCode::Char('j') if n > 0 => {
+                self.list_cursor = (self.list_cursor + 1) % n
+            }
+            KeyCode::Enter | KeyCode::Right | KeyCode::Char(' ') if n > 0 => {
+                self.view = View::Dialog(self.entries[self.list_cursor].id().to_owned());
+            }
+            KeyCode::Char(d @ '1'..='9') if !ctrl => {
+                let i = d as usize - '1' as usize;
+                if i < n {
+                    self.list_cursor = i;
+                    self.view = View::Dialog(self.entries[i].id().to_owned());
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use askbus::protocol::ProducerInfo;
+    use serde_json::json;
+
+    fn req(id: &str) -> UiRequest {
+        UiRequest {
+            correlation_id: id.into(),
+            questions: json!([{"question": "Pick", "header": "H", "type": "choice",
+                "options": [{"label": "A", "description": ""}, {"label": "B", "description": ""}]}]),
+            timeout_ms: 60_000,
+            producer: ProducerInfo {
+                client: Some(format!("agent-{id}")),
+                pid: Some(7),
+                uid: 0,
+            },
+        }
+    }
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn connected(pending: u64) -> App {
+        let mut app = App::new();
+        app.on_bus(BusUpdate::Connected { pending }, Instant::now());
+        app
+    }
+
+    fn arrive(app: &mut App, id: &str) {
+        app.on_bus(BusUpdate::Event(UiEvent::Request(req(id))), Instant::now());
+    }
+
+    #[test]
+    fn first_arrival_opens_later_ones_wait() {
+        let mut app = connected(0);
+        arrive(&mut app, "a");
+        assert_eq!(app.view, View::Dialog("a".into()));
+        app.on_key(key(KeyCode::Char('x')));
+        arrive(&mut app, "b");
+        // The half-typed answer keeps the focus.
+        assert_eq!(app.view, View::Dialog("a".into()));
+        assert_eq!(
+            app.open_entry().unwrap().dialog.answer(0).as_deref(),
+            Some("x")
+        );
+        assert_eq!(app.entries.len(), 2);
+    }
+
+    #[test]
+    fn answering_sends_and_moves_on() {
+        let mut app = connected(0);
+        arrive(&mut app, "a");
+        arrive(&mut app, "b");
+        arrive(&mut app, "c");
+        let action = app.on_key(key(KeyCode::Char('2')));
+        assert_eq!(
+            action,
+            Some(Action::Answer {
+                id: "a".into(),
+                answers: [(0, "B".to_owned())].into()
+            })
+        );
+        // Two left: the list, oldest first.
+        assert_eq!(app.view, View::List);
+        assert_eq!(app.entries[0].id(), "b");
+        app.on_bus(
+            BusUpdate::Event(UiEvent::Ack {
+                correlation_id: "a".into(),
+                outcome: AckOutcome::Answered,
+            }),
+            Instant::now(),
+        );
+        assert!(app.notice.as_ref().unwrap().text.contains("agent-a"));
+        app.on_key(key(KeyCode::Char('2')));
+        assert_eq!(app.view, View::Dialog("c".into()));
+        assert_eq!(
+            app.on_key(key(KeyCode::Esc)),
+            Some(Action::Dismiss { id: "c".into() })
+        );
+        // One left: opened directly.
+        assert_eq!(app.view, View::Dialog("b".into()));
+    }
+
+    #[test]
+    fn withdrawal_on_screen_closes_with_the_reason() {
+        let mut app = connected(0);
+        arrive(&mut app, "a");
+        app.on_bus(
+            BusUpdate::Event(UiEvent::Withdrawn {
+                correlation_id: "a".into(),
+                reason: WithdrawReason::Timeout,
+            }),
+            Instant::now(),
+        );
+        assert_eq!(app.view, View::List);
+        assert!(app.entries.is_empty());
+        let n = app.notice.clone().unwrap();
+        assert_eq!(
+            n.text,
+            "Closed: question from agent-a (pid 7) — it timed out"
+        );
+    }
+
+    #[test]
+    fn nothing_is_sent_while_disconnected() {
+        let mut app = connected(0);
+        arrive(&mut app, "a");
+        app.on_bus(
+            BusUpdate::Down {
+                error: "gone".into(),
+                retry_in: Duration::from_secs(1),
+            },
+            Instant::now(),
+        );
+        assert_eq!(app.on_key(key(KeyCode::Char('1'))), None);
+        assert_eq!(app.view, View::Dialog("a".into()));
+    }
+
+    #[test]
+    fn replay_keeps_what_survived_and_drops_the_rest() {
+        let mut app = connected(0);
+        arrive(&mut app, "a");
+        arrive(&mut app, "b");
+        app.on_key(key(KeyCode::Char('z')));
+        app.on_bus(
+            BusUpdate::Down {
+                error: "gone".into(),
+                retry_in: Duration::from_secs(1),
+            },
+            Instant::now(),
+        );
+        assert!(app.entries.iter().all(|e| e.stale));
+        app.on_bus(BusUpdate::Connected { pending: 2 }, Instant::now());
+        arrive(&mut app, "b");
+        arrive(&mut app, "c");
+        // "a" was open and is gone; "b" and "c" remain, so the list shows.
+        let ids: Vec<_> = app.entries.iter().map(|e| e.id().to_owned()).collect();
+        assert_eq!(ids, ["b", "c"]);
+        assert_eq!(app.view, View::List);
+        assert!(app.notice.unwrap().text.contains("no longer has it"));
+    }
+
+    #[test]
+    fn replay_of_the_open_request_keeps_its_typing() {
+        let mut app = connected(0);
+        arrive(&mut app, "a");
+        app.on_key(key(KeyCode::Char('z')));
+        app.on_bus(
+            BusUpdate::Down {
+                error: "gone".into(),
+                retry_in: Duration::ZERO,
+            },
+            Instant::now(),
+        );
+        app.on_bus(BusUpdate::Connected { pending: 1 }, Instant::now());
+        arrive(&mut app, "a");
+        assert_eq!(app.view, View::Dialog("a".into()));
+        assert_eq!(
+            app.open_entry().unwrap().dialog.answer(0).as_deref(),
+            Some("z")
+        );
+        assert!(!app.open_entry().unwrap().stale);
+    }
+
+    #[test]
+    fn list_keys_and_back_to_list() {
+        let mut app = connected(0);
+        arrive(&mut app, "a");
+        arrive(&mut app, "b");
+        let ctrl_l = KeyEvent::new(KeyCode::Char('l'), KeyModifiers::CONTROL);
+        assert_eq!(app.on_key(ctrl_l), None);
+        assert_eq!(app.view, View::List);
+        app.on_key(key(KeyCode::Down));
+        app.on_key(key(KeyCode::Enter));
+        assert_eq!(app.view, View::Dialog("b".into()));
+        app.on_key(ctrl_l);
+        assert_eq!(app.list_cursor, 1);
+        assert_eq!(app.on_key(key(KeyCode::Char('q'))), Some(Action::Quit));
+    }
+
+    #[test]
+    fn a_losing_answer_says_so() {
+        let mut app = connected(0);
+        arrive(&mut app, "a");
+        app.on_key(key(KeyCode::Char('1')));
+        app.on_bus(
+            BusUpdate::Event(UiEvent::Error(ErrorFrame {
+                code: "not-pending".into(),
+                message: "x".into(),
+                correlation_id: Some("a".into()),
+            })),
+            Instant::now(),
+        );
+        let n = app.notice.unwrap();
+        assert_eq!(n.tone, Tone::Bad);
+        assert!(n.text.contains("already answered"));
+    }
+}

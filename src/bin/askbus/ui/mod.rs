@@ -1,0 +1,170 @@
+//! `askbus ui`: the terminal frontend. Subscribes as a UI, shows the pending questions and
+//! answers them with the reference dialog's encoding; survives daemon restarts.
+//!
+//! - [`encode`]: the answer strings (pure, unit-tested against the reference's rules);
+//! - [`input`]: the line editor used by text fields;
+//! - [`dialog`]: one request's dialog state and keys;
+//! - [`app`]: every request, the view, the connection state, notices;
+//! - [`render`]: drawing with ratatui;
+//! - [`conn`]: the subscription, reconnecting with backoff;
+//! - this file: the terminal and the loop joining keys, bus events and the clock.
+
+mod app;
+mod conn;
+mod dialog;
+mod encode;
+mod input;
+mod render;
+
+use std::io::{BufWriter, IsTerminal, Stdout, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use crossterm::event::{
+    DisableBracketedPaste, EnableBracketedPaste, Event, EventStream, KeyEventKind,
+};
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use futures_util::StreamExt;
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+use tokio::signal::unix::{signal, SignalKind};
+
+use app::{Action, App, BusUpdate};
+
+/// The name this UI announces to the daemon.
+const CLIENT: &str = concat!("askbus-ui/", env!("CARGO_PKG_VERSION"));
+
+pub async fn run(socket: &Path) -> Result<ExitCode> {
+    if !std::io::stdout().is_terminal() {
+        eprintln!(
+            "askbus ui: standard output is not a terminal, and the dialog needs one.\n\
+             For scripts, use `askbus pending` to list questions and `askbus answer` to answer."
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let mut term = TerminalGuard::enter().context("cannot set up the terminal")?;
+    let result = event_loop(&mut term.terminal, socket).await;
+    drop(term);
+    result.map(|()| ExitCode::SUCCESS)
+}
+
+async fn event_loop(
+    terminal: &mut Terminal<CrosstermBackend<BufWriter<Stdout>>>,
+    socket: &Path,
+) -> Result<()> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let conn = tokio::spawn(conn::run(socket.to_owned(), CLIENT.to_owned(), tx));
+    let _abort = AbortOnDrop(conn);
+    let mut keys = EventStream::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut term_signal = signal(SignalKind::terminate())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let socket_text = socket.display().to_string();
+    let mut app = App::new();
+    let mut answerer = None;
+    loop {
+        terminal.draw(|f| render::draw(f, &app, Instant::now(), &socket_text))?;
+        tokio::select! {
+            msg = rx.recv() => {
+                let Some(msg) = msg else { break };
+                let update = match msg {
+                    conn::Msg::Connecting => BusUpdate::Connecting,
+                    conn::Msg::Connected { pending, answerer: a } => {
+                        answerer = Some(a);
+                        BusUpdate::Connected { pending }
+                    }
+                    conn::Msg::Event(e) => BusUpdate::Event(e),
+                    conn::Msg::Down { error, retry_in } => {
+                        answerer = None;
+                        BusUpdate::Down { error, retry_in }
+                    }
+                };
+                app.on_bus(update, Instant::now());
+            }
+            event = keys.next() => {
+                let action = match event {
+                    None => break,
+                    Some(Err(e)) => return Err(e).context("cannot read the terminal"),
+                    Some(Ok(Event::Key(k))) if k.kind != KeyEventKind::Release => app.on_key(k),
+                    Some(Ok(Event::Paste(text))) => {
+                        app.on_paste(&text);
+                        None
+                    }
+                    Some(Ok(_)) => None,
+                };
+                let Some(action) = action else { continue };
+                let sent = match (&action, &answerer) {
+                    (Action::Quit, _) => break,
+                    (Action::Answer { id, answers }, Some(a)) => a.answer(id, answers).await.map_err(|e| (id, e)),
+                    (Action::Dismiss { id }, Some(a)) => a.dismiss(id).await.map_err(|e| (id, e)),
+                    // The app sends nothing while disconnected; a race with a drop lands here.
+                    (Action::Answer { id, .. } | Action::Dismiss { id }, None) => {
+                        app.on_send_failed(id, "not connected to askbusd");
+                        Ok(())
+                    }
+                };
+                if let Err((id, e)) = sent {
+                    app.on_send_failed(id, &e.to_string());
+                }
+            }
+            _ = tick.tick() => {}
+            _ = term_signal.recv() => break,
+            _ = hup.recv() => break,
+            _ = int.recv() => break,
+        }
+    }
+    Ok(())
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Raw mode and the alternate screen for as long as it lives, restored on drop and on panic.
+struct TerminalGuard {
+    terminal: Terminal<CrosstermBackend<BufWriter<Stdout>>>,
+}
+
+impl TerminalGuard {
+    fn enter() -> Result<TerminalGuard> {
+        enable_raw_mode()?;
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            hook(info);
+        }));
+        let mut stdout = std::io::stdout();
+        if let Err(e) = crossterm::execute!(stdout, EnterAlternateScreen, EnableBracketedPaste) {
+            restore();
+            return Err(e.into());
+        }
+        // Buffered so each frame reaches the terminal in one write, without tearing.
+        let out = BufWriter::with_capacity(64 * 1024, stdout);
+        let terminal = Terminal::new(CrosstermBackend::new(out))?;
+        Ok(TerminalGuard { terminal })
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        let _ = self.terminal.show_cursor();
+        restore();
+    }
+}
+
+fn restore() {
+    let mut stdout = std::io::stdout();
+    let _ = crossterm::execute!(stdout, DisableBracketedPaste, LeaveAlternateScreen);
+    let _ = disable_raw_mode();
+    let _ = stdout.flush();
+}

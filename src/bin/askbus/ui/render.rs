@@ -1,0 +1,783 @@
+//! Drawing the UI with ratatui: a status bar, then the pending list or one request's dialog
+//! (laid out as Gemini CLI's AskUserDialog lays it out), then a notice line. Reads the state,
+//! never changes it; everything fits in an 80×24 terminal and scrolls to the focused row.
+
+use std::time::{Duration, Instant};
+
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Color, Modifier, Style, Stylize};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders, Paragraph};
+use ratatui::Frame;
+use unicode_width::UnicodeWidthStr;
+
+use super::app::{App, Conn, Entry, Tone, View};
+use super::dialog::{Dialog, Kind, Row, Widget};
+use super::encode::Pick;
+
+const ACCENT: Color = Color::Cyan;
+const GOOD: Color = Color::Green;
+const WARN: Color = Color::Yellow;
+const BAD: Color = Color::Red;
+const DIM: Color = Color::DarkGray;
+
+pub fn draw(frame: &mut Frame, app: &App, now: Instant, socket: &str) {
+    let area = frame.area();
+    if area.height < 3 || area.width < 20 {
+        frame.render_widget(Paragraph::new("askbus ui: enlarge the terminal"), area);
+        return;
+    }
+    let top = Rect { height: 1, ..area };
+    let bottom = Rect {
+        y: area.bottom() - 1,
+        height: 1,
+        ..area
+    };
+    let main = Rect {
+        y: area.y + 1,
+        height: area.height - 2,
+        ..area
+    };
+    status_bar(frame, app, now, top);
+    notice_bar(frame, app, bottom);
+    match app.open_entry() {
+        Some(entry) => dialog(frame, entry, now, main),
+        None => list(frame, app, now, main, socket),
+    }
+}
+
+fn status_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
+    let mut spans = vec![
+        Span::styled(
+            " askbus ui ",
+            Style::new().bg(ACCENT).fg(Color::Black).bold(),
+        ),
+        Span::raw(" "),
+    ];
+    spans.push(match &app.conn {
+        Conn::Connected => Span::styled("● connected", Style::new().fg(GOOD)),
+        Conn::Connecting => Span::styled("◌ connecting…", Style::new().fg(WARN)),
+        Conn::Down { retry_at, .. } => Span::styled(
+            format!(
+                "✗ disconnected · retrying in {}",
+                short_duration(retry_at.saturating_duration_since(now))
+            ),
+            Style::new().fg(BAD).bold(),
+        ),
+    });
+    let n = app.entries.len();
+    let right = match n {
+        0 => "no questions pending ".to_owned(),
+        1 => "1 question pending ".to_owned(),
+        n => format!("{n} questions pending "),
+    };
+    let used: usize = spans.iter().map(|s| s.content.width()).sum();
+    let pad = (area.width as usize).saturating_sub(used + right.width());
+    spans.push(Span::raw(" ".repeat(pad)));
+    spans.push(Span::styled(right, Style::new().fg(DIM)));
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn notice_bar(frame: &mut Frame, app: &App, area: Rect) {
+    let mut spans = Vec::new();
+    if let Some(n) = &app.notice {
+        let color = match n.tone {
+            Tone::Info => Color::Reset,
+            Tone::Good => GOOD,
+            Tone::Warn => WARN,
+            Tone::Bad => BAD,
+        };
+        spans.push(Span::styled(format!(" {}", n.text), Style::new().fg(color)));
+    }
+    if app.view != View::List {
+        let others = app.entries.len().saturating_sub(1);
+        if others > 0 {
+            let right = format!("{others} more waiting · Ctrl+L list ");
+            let used: usize = spans.iter().map(|s| s.content.width()).sum();
+            let room = (area.width as usize).saturating_sub(right.width());
+            if used > room {
+                spans = vec![Span::raw(truncate(
+                    &spans[0].content,
+                    room.saturating_sub(1),
+                ))];
+            }
+            let used: usize = spans.iter().map(|s| s.content.width()).sum();
+            spans.push(Span::raw(" ".repeat(room.saturating_sub(used))));
+            spans.push(Span::styled(right, Style::new().fg(ACCENT)));
+        }
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socket: &str) {
+    let block = Block::new()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Rounded)
+        .border_style(Style::new().fg(DIM))
+        .title(" Pending questions ");
+    let width = area.width.saturating_sub(4) as usize;
+    let mut lines: Vec<Line> = Vec::new();
+    let mut focus = (0, 0);
+    if app.entries.is_empty() {
+        lines.push(Line::raw(""));
+        match &app.conn {
+            Conn::Down { error, .. } => {
+                lines.push(Line::styled(
+                    "askbusd is not reachable:",
+                    Style::new().fg(BAD),
+                ));
+                for l in wrap(error, width) {
+                    lines.push(Line::styled(l, Style::new().fg(BAD)));
+                }
+                lines.push(Line::raw(""));
+                lines.push(Line::styled(
+                    "Questions will show here once it is back.",
+                    Style::new().fg(DIM),
+                ));
+            }
+            _ => {
+                lines.push(Line::raw("No questions pending."));
+                lines.push(Line::raw(""));
+                for l in wrap(&format!("Waiting for agents on {socket}"), width) {
+                    lines.push(Line::styled(l, Style::new().fg(DIM)));
+                }
+            }
+        }
+    }
+    for (i, e) in app.entries.iter().enumerate() {
+        let here = i == app.list_cursor;
+        if here {
+            focus.0 = lines.len();
+        }
+        let marker = if here { "● " } else { "  " };
+        let style = if here {
+            Style::new().fg(ACCENT).bold()
+        } else {
+            Style::new()
+        };
+        let mut first = vec![
+            Span::styled(marker, Style::new().fg(ACCENT)),
+            Span::styled(format!("{}. {}", i + 1, e.who()), style),
+            Span::styled(format!(" · {}", time_left(e, now)), Style::new().fg(DIM)),
+        ];
+        if e.stale {
+            first.push(Span::styled(" (reconnecting…)", Style::new().fg(WARN)));
+        }
+        lines.push(Line::from(first));
+        let qs = &e.dialog.questions;
+        if let Some(q) = qs.first() {
+            let more = match qs.len() {
+                1 => String::new(),
+                n => format!("  (+{} more)", n - 1),
+            };
+            let text = q.text.lines().next().unwrap_or("");
+            let body = format!("{} {text}", chip_text(&q.header));
+            lines.push(Line::from(vec![
+                Span::raw("     "),
+                Span::styled(
+                    truncate(&body, width.saturating_sub(5 + more.width())),
+                    Style::new().fg(DIM),
+                ),
+                Span::styled(more, Style::new().fg(DIM)),
+            ]));
+        }
+        if here {
+            focus.1 = lines.len();
+        }
+    }
+    let hints = if app.entries.is_empty() {
+        "q to quit"
+    } else {
+        "Enter to open · ↑/↓ to navigate · q to quit"
+    };
+    let area = fit(area, lines.len());
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    body_and_footer(frame, inner, lines, focus, None, hints);
+}
+
+/// The top of `area` tall enough for a bordered box of `body_lines`, a blank row and the hint
+/// row (all of `area` when they do not fit: then the body scrolls).
+fn fit(area: Rect, body_lines: usize) -> Rect {
+    let want = body_lines.saturating_add(4).min(u16::MAX as usize) as u16;
+    Rect {
+        height: area.height.min(want),
+        ..area
+    }
+}
+
+/// Renders `lines` scrolled so rows `focus.0..focus.1` are visible, a hint line at the
+/// bottom, and the terminal cursor at `cursor` (line index, column) if it is on screen.
+fn body_and_footer(
+    frame: &mut Frame,
+    inner: Rect,
+    lines: Vec<Line>,
+    focus: (usize, usize),
+    cursor: Option<(usize, usize)>,
+    hints: &str,
+) {
+    if inner.height < 2 || inner.width < 4 {
+        return;
+    }
+    let text_area = Rect {
+        x: inner.x + 1,
+        width: inner.width - 2,
+        ..inner
+    };
+    let footer = Rect {
+        y: inner.bottom() - 1,
+        height: 1,
+        ..text_area
+    };
+    // One blank row above the footer, as the reference leaves.
+    let body_h = inner.height.saturating_sub(2).max(1) as usize;
+    let body = Rect {
+        height: body_h as u16,
+        ..text_area
+    };
+    let mut offset = 0;
+    if focus.1 > body_h {
+        offset = focus.1 - body_h;
+    }
+    if focus.0 < offset {
+        offset = focus.0;
+    }
+    let visible: Vec<Line> = lines.into_iter().skip(offset).take(body_h).collect();
+    frame.render_widget(Paragraph::new(visible), body);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            truncate(hints, footer.width as usize),
+            Style::new().fg(DIM),
+        )),
+        footer,
+    );
+    if let Some((line, col)) = cursor {
+        if line >= offset && line < offset + body_h {
+            frame.set_cursor_position(Position {
+                x: body.x + (col as u16).min(body.width.saturating_sub(1)),
+                y: body.y + (line - offset) as u16,
+            });
+        }
+    }
+}
+
+fn dialog(frame: &mut Frame, entry: &Entry, now: Instant, area: Rect) {
+    let mut block = Block::new()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Rounded)
+        .border_style(Style::new().fg(ACCENT))
+        .title(Line::from(vec![
+            Span::raw(" "),
+            Span::styled(entry.who(), Style::new().bold()),
+            Span::raw(" asks "),
+        ]))
+        .title(Line::from(format!(" {} ", time_left(entry, now))).right_aligned());
+    if entry.stale {
+        block = block.title_bottom(Line::styled(
+            " offline: answers wait for the reconnect ",
+            Style::new().fg(WARN),
+        ));
+    }
+    let width = area.width.saturating_sub(4) as usize;
+    let d = &entry.dialog;
+    let mut body = Body::default();
+    if d.has_review() {
+        body.push(tabs_line(d, width));
+        body.push(Line::raw(""));
+    }
+    if d.on_review() {
+        review(d, width, &mut body);
+    } else if d.tab < d.questions.len() {
+        question(d, width, &mut body);
+    } else {
+        body.push(Line::styled("(no questions)", Style::new().fg(DIM)));
+    }
+    let Body {
+        lines,
+        focus,
+        cursor,
+    } = body;
+    let focus = focus.unwrap_or((0, lines.len().min(1)));
+    let area = fit(area, lines.len());
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    body_and_footer(frame, inner, lines, focus, cursor, &hints(d));
+}
+
+#[derive(Default)]
+struct Body {
+    lines: Vec<Line<'static>>,
+    focus: Option<(usize, usize)>,
+    cursor: Option<(usize, usize)>,
+}
+
+impl Body {
+    fn push(&mut self, line: Line<'static>) {
+        self.lines.push(line);
+    }
+}
+
+fn hints(d: &Dialog) -> String {
+    let editing = d.is_editing();
+    let several = d.has_review();
+    if d.on_review() {
+        return "Enter to submit · Tab/Shift+Tab to edit answers · Esc to cancel".into();
+    }
+    let primary = if editing {
+        "Enter to submit"
+    } else {
+        "Enter to select"
+    };
+    let nav = match (several, editing) {
+        (true, true) => Some("Tab/Shift+Tab to switch questions"),
+        (true, false) => Some("←/→ to switch questions"),
+        (false, true) => None,
+        (false, false) => Some("↑/↓ to navigate"),
+    };
+    let mut parts = vec![primary];
+    if let Some(nav) = nav {
+        parts.push(nav);
+    }
+    parts.push("Esc to cancel");
+    parts.join(" · ")
+}
+
+fn tabs_line(d: &Dialog, width: usize) -> Line<'static> {
+    let mut spans = vec![Span::styled("← ", Style::new().fg(DIM))];
+    for (i, q) in d.questions.iter().enumerate() {
+        if i > 0 {
+            spans.push(Span::styled(" │ ", Style::new().fg(DIM)));
+        }
+        let icon = if d.answer(i).is_some() { "✓" } else { "□" };
+        spans.push(Span::styled(format!("{icon} "), Style::new().fg(DIM)));
+        spans.push(tab_label(&q.header, i == d.tab));
+    }
+    spans.push(Span::styled(" │ ", Style::new().fg(DIM)));
+    spans.push(Span::styled("≡ ", Style::new().fg(DIM)));
+    spans.push(tab_label("Review", d.on_review()));
+    spans.push(Span::styled(" →", Style::new().fg(DIM)));
+    let total: usize = spans.iter().map(|s| s.content.width()).sum();
+    if total > width {
+        // Too narrow for every header: name only the tab in view.
+        let label = if d.on_review() {
+            "Review".to_owned()
+        } else {
+            d.questions[d.tab].header.clone()
+        };
+        return Line::from(vec![
+            Span::styled(
+                format!("← {}/{} ", d.tab + 1, d.questions.len() + 1),
+                Style::new().fg(DIM),
+            ),
+            tab_label(&truncate(&label, width.saturating_sub(10)), true),
+            Span::styled(" →", Style::new().fg(DIM)),
+        ]);
+    }
+    Line::from(spans)
+}
+
+fn tab_label(header: &str, current: bool) -> Span<'static> {
+    if current {
+        Span::styled(
+            header.to_owned(),
+            Style::new()
+                .fg(GOOD)
+                .add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
+        )
+    } else {
+        Span::styled(truncate(header, 16), Style::new().fg(DIM))
+    }
+}
+
+fn chip_text(header: &str) -> String {
+    if header.is_empty() {
+        String::new()
+    } else {
+        format!("[{header}]")
+    }
+}
+
+fn question(d: &Dialog, width: usize, body: &mut Body) {
+    let q = &d.questions[d.tab];
+    if !q.header.is_empty() {
+        body.push(Line::from(Span::styled(
+            format!(" {} ", truncate(&q.header, width.saturating_sub(2))),
+            Style::new().bg(ACCENT).fg(Color::Black).bold(),
+        )));
+    }
+    for l in wrap(&q.text, width) {
+        body.push(Line::styled(l, Style::new().bold()));
+    }
+    if q.is_multi() {
+        body.push(Line::styled(
+            "(Select all that apply)",
+            Style::new().fg(DIM).italic(),
+        ));
+    }
+    body.push(Line::raw(""));
+    match (&q.kind, &d.widgets[d.tab]) {
+        (Kind::Text, Widget::Text(input)) => {
+            let start = body.lines.len();
+            let prefix = "> ";
+            if input.is_empty() {
+                body.cursor = Some((start, prefix.len()));
+                body.push(Line::from(vec![
+                    Span::styled(prefix, Style::new().fg(GOOD)),
+                    Span::styled(q.placeholder.clone(), Style::new().fg(DIM)),
+                ]));
+            } else {
+                let (rows, (r, c)) = input.layout(width.saturating_sub(prefix.len()));
+                body.cursor = Some((start + r, prefix.len() + c));
+                for (i, row) in rows.into_iter().enumerate() {
+                    let lead = if i == 0 { prefix } else { "  " };
+                    body.push(Line::from(vec![
+                        Span::styled(lead, Style::new().fg(GOOD)),
+                        Span::raw(row),
+                    ]));
+                }
+            }
+            body.focus = Some((start, body.lines.len()));
+        }
+        (
+            Kind::Choice { options, multi, .. },
+            Widget::Choice {
+                cursor,
+                picked,
+                checked,
+                other,
+            },
+        ) => {
+            let rows = q.rows();
+            let numbered = rows.iter().filter(|r| **r != Row::Done).count();
+            let num_w = numbered.to_string().len();
+            for (i, row) in rows.iter().enumerate() {
+                let here = i == *cursor;
+                let start = body.lines.len();
+                let marker = Span::styled(if here { "● " } else { "  " }, Style::new().fg(ACCENT));
+                let number = match row {
+                    Row::Done => " ".repeat(num_w + 2),
+                    _ => format!("{:>num_w$}. ", i + 1),
+                };
+                let mut lead = vec![
+                    marker,
+                    Span::styled(
+                        number,
+                        Style::new().fg(if here { ACCENT } else { Color::Reset }),
+                    ),
+                ];
+                let is_checked = match row {
+                    Row::Option(o) => checked[*o],
+                    Row::All => checked.iter().all(|c| *c),
+                    Row::Other => !other.text().trim().is_empty(),
+                    Row::Done => false,
+                };
+                if *multi && *row != Row::Done {
+                    lead.push(Span::styled(
+                        if is_checked { "[x] " } else { "[ ] " },
+                        Style::new().fg(if is_checked { GOOD } else { DIM }),
+                    ));
+                }
+                let indent: usize = lead.iter().map(|s| s.content.width()).sum();
+                let label_w = width.saturating_sub(indent).max(1);
+                let label_style = if here {
+                    Style::new().fg(ACCENT).bold()
+                } else {
+                    Style::new()
+                };
+                let (label, desc) = match row {
+                    Row::Option(o) => (options[*o].label.clone(), options[*o].description.clone()),
+                    Row::All => ("All of the above".into(), "Select all options".into()),
+                    Row::Done => ("Done".into(), "Finish selection".into()),
+                    Row::Other => (String::new(), String::new()),
+                };
+                if *row == Row::Other {
+                    let single_picked = !*multi && *picked == Some(Pick::Other);
+                    if other.is_empty() {
+                        if here {
+                            body.cursor = Some((start, indent));
+                        }
+                        let mut spans = lead;
+                        spans.push(Span::styled(q.placeholder.clone(), Style::new().fg(DIM)));
+                        body.push(Line::from(spans));
+                    } else {
+                        let (rows, (r, c)) = other.layout(label_w);
+                        if here {
+                            body.cursor = Some((start + r, indent + c));
+                        }
+                        let n = rows.len();
+                        for (k, text) in rows.into_iter().enumerate() {
+                            let mut spans = if k == 0 {
+                                lead.clone()
+                            } else {
+                                vec![Span::raw(" ".repeat(indent))]
+                            };
+                            spans.push(Span::styled(text, label_style));
+                            if single_picked && !here && k + 1 == n {
+                                spans.push(Span::styled(" ✓", Style::new().fg(GOOD)));
+                            }
+                            body.push(Line::from(spans));
+                        }
+                    }
+                } else {
+                    let picked_here = !*multi
+                        && matches!(row, Row::Option(o) if *picked == Some(Pick::Option(*o)));
+                    let style = if picked_here {
+                        Style::new().fg(GOOD).bold()
+                    } else if *row == Row::Done {
+                        label_style.bold()
+                    } else {
+                        label_style
+                    };
+                    let wrapped = wrap(&label, label_w);
+                    let n = wrapped.len();
+                    for (k, text) in wrapped.into_iter().enumerate() {
+                        let mut spans = if k == 0 {
+                            lead.clone()
+                        } else {
+                            vec![Span::raw(" ".repeat(indent))]
+                        };
+                        spans.push(Span::styled(text, style));
+                        if picked_here && k + 1 == n {
+                            spans.push(Span::styled(" ✓", Style::new().fg(GOOD)));
+                        }
+                        body.push(Line::from(spans));
+                    }
+                    if !desc.is_empty() {
+                        for text in wrap(&desc, label_w) {
+                            body.push(Line::from(vec![
+                                Span::raw(" ".repeat(indent)),
+                                Span::styled(text, Style::new().fg(DIM)),
+                            ]));
+                        }
+                    }
+                }
+                if here {
+                    body.focus = Some((start, body.lines.len()));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn review(d: &Dialog, width: usize, body: &mut Body) {
+    body.push(Line::styled("Review your answers:", Style::new().bold()));
+    body.push(Line::raw(""));
+    let answers = d.answers();
+    let unanswered = d.questions.len() - answers.len();
+    if unanswered > 0 {
+        body.push(Line::styled(
+            format!(
+                "⚠ You have {unanswered} unanswered question{}",
+                if unanswered > 1 { "s" } else { "" }
+            ),
+            Style::new().fg(WARN),
+        ));
+        body.push(Line::raw(""));
+    }
+    let start = body.lines.len();
+    for (i, q) in d.questions.iter().enumerate() {
+        let lead = format!("{} → ", q.header);
+        let lead_w = lead.width();
+        let (text, style) = match answers.get(&i) {
+            Some(a) => (a.clone(), Style::new()),
+            None => ("(not answered)".to_owned(), Style::new().fg(WARN)),
+        };
+        let wrapped = wrap(&text, width.saturating_sub(lead_w).max(8));
+        for (k, l) in wrapped.into_iter().enumerate() {
+            let lead = if k == 0 {
+                Span::styled(lead.clone(), Style::new().fg(DIM))
+            } else {
+                Span::raw(" ".repeat(lead_w))
+            };
+            body.push(Line::from(vec![lead, Span::styled(l, style)]));
+        }
+    }
+    body.focus = Some((0, body.lines.len().min(start + 1)));
+}
+
+/// "9m 58s left", as the person reads the time a request has before it times out.
+fn time_left(e: &Entry, now: Instant) -> String {
+    let left = e.deadline.saturating_duration_since(now);
+    if left.is_zero() {
+        "timing out".into()
+    } else {
+        format!("{} left", short_duration(left))
+    }
+}
+
+pub fn short_duration(d: Duration) -> String {
+    let s = d.as_secs() + u64::from(d.subsec_millis() >= 500);
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// Word-wraps `text` to `width` columns, keeping its line breaks and breaking words that
+/// are longer than a line.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut out = Vec::new();
+    for para in text.split('\n') {
+        let mut line = String::new();
+        let mut line_w = 0;
+        for word in para.split(' ') {
+            let w = word.width();
+            let sep = usize::from(!line.is_empty() || line_w > 0);
+            if line_w + sep + w <= width {
+                if sep == 1 {
+                    line.push(' ');
+                }
+                line.push_str(word);
+                line_w += sep + w;
+                continue;
+            }
+            if line_w > 0 {
+                out.push(std::mem::take(&mut line));
+            }
+            // A word longer than the line is cut into line-sized pieces.
+            let mut piece_w = 0;
+            for ch in word.chars() {
+                let cw = unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
+                if piece_w + cw > width && piece_w > 0 {
+                    out.push(std::mem::take(&mut line));
+                    piece_w = 0;
+                }
+                line.push(ch);
+                piece_w += cw;
+            }
+            line_w = piece_w;
+        }
+        out.push(line);
+    }
+    out
+}
+
+/// Cuts `s` to `width` columns, ending in "…" when cut.
+pub fn truncate(s: &str, width: usize) -> String {
+    if s.width() <= width {
+        return s.to_owned();
+    }
+    let mut out = String::new();
+    let mut w = 0;
+    for ch in s.chars() {
+        let cw = unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
+        if w + cw + 1 > width {
+            break;
+        }
+        out.push(ch);
+        w += cw;
+    }
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::app::BusUpdate;
+    use askbus::client::UiEvent;
+    use askbus::protocol::{ProducerInfo, UiRequest};
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+    use serde_json::json;
+
+    fn app_with(questions: serde_json::Value) -> App {
+        let mut app = App::new();
+        let now = Instant::now();
+        app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+        app.on_bus(
+            BusUpdate::Event(UiEvent::Request(UiRequest {
+                correlation_id: "c".into(),
+                questions,
+                timeout_ms: 90_000,
+                producer: ProducerInfo {
+                    client: Some("agent".into()),
+                    pid: Some(1),
+                    uid: 0,
+                },
+            })),
+            now,
+        );
+        app
+    }
+
+    fn text(app: &App, w: u16, h: u16) -> String {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        t.draw(|f| draw(f, app, Instant::now(), "/s")).unwrap();
+        let buf = t.backend().buffer();
+        (0..h)
+            .map(|y| {
+                (0..w)
+                    .map(|x| buf[(x, y)].symbol().to_owned())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn long_multiselect() -> serde_json::Value {
+        let desc = "A description long enough to wrap onto a second line at eighty columns, \
+                    which many real options have.";
+        json!([{"question": "Line one of the question.\nLine two.\nLine three.",
+            "header": "Big", "type": "choice", "multiSelect": true,
+            "options": [
+                {"label": "First", "description": desc},
+                {"label": "Second", "description": desc},
+                {"label": "Third", "description": desc},
+                {"label": "Fourth", "description": desc}]}])
+    }
+
+    #[test]
+    fn tall_dialogs_scroll_to_the_focused_row_and_keep_the_hints() {
+        let mut app = app_with(long_multiselect());
+        let top = text(&app, 80, 24);
+        assert!(top.contains("Line one of the question."), "{top}");
+        assert!(top.contains("Enter to select"), "{top}");
+        assert!(!top.contains("Finish selection"), "{top}");
+        // Up from the first row wraps to Done, the last.
+        app.on_key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE));
+        let bottom = text(&app, 80, 24);
+        assert!(bottom.contains("●    Done"), "{bottom}");
+        assert!(bottom.contains("Finish selection"), "{bottom}");
+        assert!(bottom.contains("Enter to select"), "{bottom}");
+        assert!(!bottom.contains("Line one of the question."), "{bottom}");
+    }
+
+    #[test]
+    fn small_terminals_degrade_without_panicking() {
+        let app = app_with(long_multiselect());
+        for (w, h) in [(40, 12), (20, 5), (20, 3), (10, 2), (1, 1)] {
+            let _ = text(&app, w, h);
+        }
+        assert!(text(&app, 10, 2).contains("askbus ui"));
+        assert!(text(&app_with(json!([])), 80, 24).contains("(no questions)"));
+        let narrow = text(&app, 40, 12);
+        assert!(narrow.contains("First"), "{narrow}");
+    }
+
+    #[test]
+    fn wrap_breaks_at_spaces_and_keeps_newlines() {
+        assert_eq!(wrap("aa bb cc", 5), vec!["aa bb", "cc"]);
+        assert_eq!(wrap("a\nb", 10), vec!["a", "b"]);
+        assert_eq!(wrap("abcdefgh", 3), vec!["abc", "def", "gh"]);
+        assert_eq!(wrap("", 3), vec![""]);
+        assert_eq!(wrap("日本語 です", 6), vec!["日本語", "です"]);
+    }
+
+    #[test]
+    fn truncate_marks_the_cut() {
+        assert_eq!(truncate("hello", 5), "hello");
+        assert_eq!(truncate("hello world", 6), "hello…");
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(short_duration(Duration::from_millis(59_400)), "59s");
+        assert_eq!(short_duration(Duration::from_secs(598)), "9m 58s");
+        assert_eq!(short_duration(Duration::from_secs(7260)), "2h 01m");
+    }
+}

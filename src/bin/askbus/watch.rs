@@ -1,0 +1,213 @@
+//! `askbus watch`: a live feed of the bus for operators. Connects as an observer (`watch`),
+//! so it sees every request's arrival and end (who asked, who answered, how long it took)
+//! but never question text or answers, and cannot answer. Reconnects when askbusd restarts.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use askbus::client::{ClientError, Watcher};
+use askbus::protocol::{BusEvent, ServerFrame};
+
+const CLIENT: &str = concat!("askbus-watch/", env!("CARGO_PKG_VERSION"));
+
+pub async fn run(socket: &Path, json: bool) -> Result<ExitCode> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    tokio::select! {
+        r = feed(socket, json) => r,
+        _ = term.recv() => Ok(ExitCode::SUCCESS),
+        _ = int.recv() => Ok(ExitCode::SUCCESS),
+    }
+}
+
+async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
+    let mut failures: u32 = 0;
+    let mut was_down = false;
+    loop {
+        let why = match Watcher::connect(socket, Some(CLIENT)).await {
+            Ok(mut watcher) => {
+                failures = 0;
+                eprintln!(
+                    "askbus watch: {} {}",
+                    if was_down { "back on" } else { "watching" },
+                    socket.display()
+                );
+                was_down = false;
+                loop {
+                    match watcher.next().await {
+                        Ok(Some(event)) => {
+                            let text = if json {
+                                serde_json::to_string(&ServerFrame::BusEvent(event))?
+                            } else {
+                                line(&event)
+                            };
+                            // Each line is flushed as it happens (a feed piped into grep or
+                            // jq must not wait for a buffer); a reader that went away (`| head`)
+                            // ends the feed quietly.
+                            let mut out = std::io::stdout();
+                            if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush()) {
+                                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                                    return Ok(ExitCode::SUCCESS);
+                                }
+                                return Err(e.into());
+                            }
+                        }
+                        Ok(None) => break "askbusd closed the connection".to_owned(),
+                        Err(e) => break e.to_string(),
+                    }
+                }
+            }
+            // A daemon that refuses a watcher (a newer one with other rules) will not change
+            // its mind: say why and stop instead of retrying forever.
+            Err(ClientError::Rejected(e)) => {
+                eprintln!("askbus watch: askbusd refused: {}: {}", e.code, e.message);
+                return Ok(ExitCode::FAILURE);
+            }
+            Err(e) => {
+                failures = failures.saturating_add(1);
+                e.to_string()
+            }
+        };
+        let wait = Duration::from_millis(200)
+            .saturating_mul(1 << failures.min(5))
+            .min(Duration::from_secs(5));
+        if !was_down {
+            eprintln!("askbus watch: {why}; retrying until it is back");
+            was_down = true;
+        }
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// One event as a line for people: time (UTC), event, correlationId, who, and what it means.
+pub fn line(e: &BusEvent) -> String {
+    let time =
+        e.ts.split_once('T')
+            .map_or(e.ts.as_str(), |(_, t)| t)
+            .to_owned();
+    let producer = who(e.producer.client.as_deref(), e.producer.pid);
+    // A request refused before it had a usable correlationId has none to show.
+    let id = e.correlation_id.as_deref().unwrap_or("-");
+    let mut out = format!("{time}  {:<13}  {id}  {producer}", e.event);
+    match e.event.as_str() {
+        "request" => {
+            out.push_str(&format!(" uid {}", e.producer.uid));
+            let questions: Vec<String> = e
+                .question_types
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    let header = e.headers.get(i).map_or("", String::as_str);
+                    if header.is_empty() {
+                        format!("Q{i} [{t}]")
+                    } else {
+                        format!("{header} [{t}]")
+                    }
+                })
+                .collect();
+            if !questions.is_empty() {
+                out.push_str(&format!(": {}", questions.join(", ")));
+            }
+            if let Some(ms) = e.timeout_ms {
+                out.push_str(&format!("; times out in {}", duration(ms)));
+            }
+        }
+        "rejected" => {
+            if let Some(code) = &e.code {
+                out.push_str(&format!(": {code}"));
+            }
+        }
+        _ => {
+            if let Some(ui) = &e.ui {
+                out.push_str(&format!(" by {}", who(ui.client.as_deref(), ui.pid)));
+            }
+            if let Some(ms) = e.latency_ms {
+                out.push_str(&format!(" after {}", duration(ms)));
+            }
+        }
+    }
+    out
+}
+
+fn who(client: Option<&str>, pid: Option<i32>) -> String {
+    let name = client.unwrap_or("unnamed");
+    match pid {
+        Some(pid) => format!("{name} (pid {pid})"),
+        None => name.to_owned(),
+    }
+}
+
+/// "250 ms", "4.3 s", "10m 00s", "2h 05m": short, and exact enough for a feed.
+fn duration(ms: u64) -> String {
+    match ms {
+        0..=999 => format!("{ms} ms"),
+        1_000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
+        60_000..=3_599_999 => format!("{}m {:02}s", ms / 60_000, (ms / 1000) % 60),
+        _ => format!("{}h {:02}m", ms / 3_600_000, (ms / 60_000) % 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(v: serde_json::Value) -> BusEvent {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn request_line() {
+        let e = event(json!({"event": "request", "ts": "2026-05-01T12:00:01.123Z",
+            "correlationId": "c1", "producer": {"client": "deploy-agent/2.1", "pid": 42, "uid": 1000},
+            "timeoutMs": 600000, "questionTypes": ["choice", "text"], "headers": ["Database", ""]}));
+        assert_eq!(
+            line(&e),
+            "12:00:01.123Z  request        c1  deploy-agent/2.1 (pid 42) uid 1000: \
+             Database [choice], Q1 [text]; times out in 10m 00s"
+        );
+    }
+
+    #[test]
+    fn end_lines() {
+        let e = event(
+            json!({"event": "answered", "ts": "2026-05-01T12:00:05.456Z",
+            "correlationId": "c1", "producer": {"pid": 42, "uid": 0},
+            "ui": {"client": "askbus-ui/0.1.0", "pid": 7}, "latencyMs": 4321,
+            "questionTypes": ["choice"], "headers": ["Database"]}),
+        );
+        assert_eq!(
+            line(&e),
+            "12:00:05.456Z  answered       c1  unnamed (pid 42) by askbus-ui/0.1.0 (pid 7) after 4.3 s"
+        );
+        let e = event(
+            json!({"event": "producer-gone", "ts": "t", "correlationId": "c2",
+            "producer": {"client": "a", "pid": null, "uid": 0}, "latencyMs": 12,
+            "questionTypes": [], "headers": []}),
+        );
+        assert_eq!(line(&e), "t  producer-gone  c2  a after 12 ms");
+        let e = event(
+            json!({"event": "rejected", "ts": "t", "correlationId": "c3",
+            "producer": {"client": "a", "pid": 1, "uid": 0}, "code": "invalid-request",
+            "questionTypes": [], "headers": []}),
+        );
+        assert_eq!(line(&e), "t  rejected       c3  a (pid 1): invalid-request");
+        let e = event(
+            json!({"event": "rejected", "ts": "t", "correlationId": null,
+            "producer": {"client": "a", "pid": 1, "uid": 0}, "code": "invalid-request",
+            "questionTypes": [], "headers": []}),
+        );
+        assert_eq!(line(&e), "t  rejected       -  a (pid 1): invalid-request");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration(999), "999 ms");
+        assert_eq!(duration(1_060), "1.1 s");
+        assert_eq!(duration(61_000), "1m 01s");
+        assert_eq!(duration(7_500_000), "2h 05m");
+    }
+}

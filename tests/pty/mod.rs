@@ -1,0 +1,163 @@
+//! A pseudo-terminal driver for the UI tests: runs a program in an 80×24 pty, emulates the
+//! screen with vt100 so tests read what a person would see, and types keys as a terminal
+//! sends them. The daemon and raw frames come from the shared harness in `tests/common`.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+
+/// How long a test waits for the screen to show something.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// How long output must pause before the screen counts as drawn.
+const SETTLE: Duration = Duration::from_millis(40);
+
+pub const ENTER: &str = "\r";
+pub const ESC: &str = "\x1b";
+pub const DOWN: &str = "\x1b[B";
+pub const UP: &str = "\x1b[A";
+pub const RIGHT: &str = "\x1b[C";
+pub const LEFT: &str = "\x1b[D";
+pub const TAB: &str = "\t";
+pub const BACKTAB: &str = "\x1b[Z";
+pub const CTRL_L: &str = "\x0c";
+
+pub struct Pty {
+    /// The emulated screen, and when output last arrived.
+    screen: Arc<Mutex<(vt100::Parser, Instant)>>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    _master: Box<dyn portable_pty::MasterPty + Send>,
+}
+
+impl Pty {
+    /// The `askbus` CLI with `args`.
+    pub fn askbus(args: &[&str]) -> Pty {
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_askbus"));
+        cmd.args(args);
+        Pty::spawn(cmd)
+    }
+
+    /// A shell command line (for pipelines).
+    pub fn shell(line: &str) -> Pty {
+        let mut cmd = CommandBuilder::new("/bin/sh");
+        cmd.args(["-c", line]);
+        Pty::spawn(cmd)
+    }
+
+    fn spawn(mut cmd: CommandBuilder) -> Pty {
+        cmd.env("TERM", "xterm-256color");
+        cmd.env_remove("ASKBUS_SOCKET");
+        cmd.cwd(std::env::temp_dir());
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: 24,
+                cols: 80,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .expect("openpty");
+        let child = pair.slave.spawn_command(cmd).expect("spawn in the pty");
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().expect("pty reader");
+        let writer = pair.master.take_writer().expect("pty writer");
+        let screen = Arc::new(Mutex::new((vt100::Parser::new(24, 80, 0), Instant::now())));
+        let s = screen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let mut s = s.lock().unwrap();
+                s.0.process(&buf[..n]);
+                s.1 = Instant::now();
+            }
+        });
+        Pty {
+            screen,
+            writer,
+            child,
+            _master: pair.master,
+        }
+    }
+
+    /// The pid of the program in the terminal.
+    pub fn pid(&self) -> u32 {
+        self.child.process_id().expect("a running child has a pid")
+    }
+
+    /// The screen's text, row by row.
+    pub fn screen(&self) -> String {
+        self.screen.lock().unwrap().0.screen().contents()
+    }
+
+    /// The screen once output has paused (a frame is drawn in several writes, and a test
+    /// must not read one half drawn).
+    fn settled_screen(&self) -> Option<String> {
+        let s = self.screen.lock().unwrap();
+        (s.1.elapsed() >= SETTLE).then(|| s.0.screen().contents())
+    }
+
+    /// Waits until the screen shows `text`; returns the screen.
+    pub async fn wait_for(&self, text: &str) -> String {
+        self.wait_until(&format!("{text:?} on screen"), |s| s.contains(text))
+            .await
+    }
+
+    /// Waits until the screen no longer shows `text`; returns the screen.
+    pub async fn wait_gone(&self, text: &str) -> String {
+        self.wait_until(&format!("{text:?} to leave the screen"), |s| {
+            !s.contains(text)
+        })
+        .await
+    }
+
+    pub async fn wait_until(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            if let Some(s) = self.settled_screen() {
+                if pred(&s) {
+                    return s;
+                }
+            }
+            if start.elapsed() > WAIT {
+                panic!(
+                    "timed out waiting for {what}; the screen:\n{}",
+                    self.screen()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Types `keys` as the terminal would send them ("\r" is Enter, "\x1b" Esc, …).
+    pub fn keys(&mut self, keys: &str) {
+        self.writer.write_all(keys.as_bytes()).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    pub async fn wait_exit(&mut self) -> portable_pty::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if start.elapsed() > WAIT {
+                panic!("the program did not exit; the screen:\n{}", self.screen());
+            }
+            tokio::time::sleep(Duration::from_millis(15)).await;
+        }
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
