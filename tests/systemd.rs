@@ -232,9 +232,10 @@ fn notify_socket_gets_ready_status_reloading_and_stopping() {
         let (_ui, _) = d.ui().await;
         let mut producer = d.connect().await;
         producer.send(choice_request("n-1")).await;
-        // STATUS follows the live counts (checked once a second).
-        let status = notify.recv();
-        assert_eq!(status, ["STATUS=1 pending, 1 UI, 2 connections"]);
+        // STATUS follows the live counts (checked once a second, so a check may fall between
+        // the subscription and the request).
+        let status = notify.until("STATUS=1 pending, 1 UI, 2 connections");
+        assert_eq!(status.len(), 1, "{status:?}");
         d.reload();
         let reloading = notify.until("RELOADING=1");
         assert!(
@@ -279,15 +280,16 @@ fn watchdog_pings_at_half_the_watchdog_interval() {
             pings.push(Instant::now());
         }
     }
-    // Every 200 ms: six pings take about a second, none comes much early or late.
+    // Every 200 ms: six pings take about a second; none comes early, or very late even on a
+    // loaded machine.
     let gaps: Vec<Duration> = pings.windows(2).map(|w| w[1] - w[0]).collect();
     for gap in &gaps {
         assert!(
-            *gap >= Duration::from_millis(150) && *gap <= Duration::from_millis(400),
+            *gap >= Duration::from_millis(150) && *gap <= Duration::from_millis(700),
             "{gaps:?}"
         );
     }
-    assert!(started.elapsed() < Duration::from_secs(3), "{gaps:?}");
+    assert!(started.elapsed() < Duration::from_secs(4), "{gaps:?}");
 }
 
 #[test]

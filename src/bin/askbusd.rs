@@ -17,15 +17,20 @@ use askbus::server::{Config, Control, Daemon};
 use askbus::systemd;
 
 /// Brokers ask-user questions between agent processes and UI frontends over a Unix socket.
-///
-/// Every option can also be set in the config file (the same name with underscores, e.g.
-/// max_pending = 100); an option given here wins over the file.
 #[derive(Debug, Parser)]
-#[command(name = "askbusd", version, about, long_about = None)]
+#[command(
+    name = "askbusd",
+    version,
+    about,
+    long_about = None,
+    after_help = "Every option is also a key of the config file (--max-pending is max_pending), \
+                  which also holds the [access] rules; an option given here wins over the file. \
+                  SIGHUP reloads the file."
+)]
 struct Args {
-    /// Config file [default: $XDG_CONFIG_HOME/askbus/askbusd.toml, else
-    /// /etc/askbus/askbusd.toml for root, else ~/.config/askbus/askbusd.toml; a missing default
-    /// file means the defaults]
+    /// Config file [default: $CONFIGURATION_DIRECTORY/askbusd.toml (systemd), else
+    /// $XDG_CONFIG_HOME/askbus/askbusd.toml, else /etc/askbus/askbusd.toml for root, else
+    /// ~/.config/askbus/askbusd.toml; a missing default file means the defaults]
     #[arg(long, value_name = "PATH", env = "ASKBUS_CONFIG")]
     config: Option<PathBuf>,
     /// Validate the config file (and the options) and exit: 0 if valid, 1 if not
@@ -36,8 +41,9 @@ struct Args {
     /// /tmp/askbus-<uid>/askbus.sock]
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
-    /// Append one JSON line per request to PATH [default: $XDG_STATE_HOME/askbus/telemetry.jsonl,
-    /// else ~/.local/state/askbus/telemetry.jsonl]
+    /// Append one JSON line per request to PATH [default: $STATE_DIRECTORY/telemetry.jsonl
+    /// (systemd), else $XDG_STATE_HOME/askbus/telemetry.jsonl, else
+    /// ~/.local/state/askbus/telemetry.jsonl]
     #[arg(long, value_name = "PATH", conflicts_with = "no_telemetry")]
     telemetry: Option<PathBuf>,
     /// Write no telemetry file
