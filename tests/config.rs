@@ -176,3 +176,22 @@ fn keys_that_take_a_restart_are_reported_not_applied() {
     assert!(!other.exists());
     rt().block_on(async { d.connect().await.ping().await });
 }
+
+#[test]
+fn sighup_changes_the_log_level() {
+    let d = Daemon::builder()
+        .env_remove("ASKBUS_LOG")
+        .config("log_level = \"info\"\n")
+        .start();
+    rt().block_on(async { d.connect().await.ping().await });
+    // "connected" is a debug line: not at info.
+    assert!(!d.log_text().contains("connected"), "{}", d.log_text());
+    d.write_config("log_level = \"debug\"\n");
+    d.reload();
+    rt().block_on(async { d.connect().await.ping().await });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !d.log_text().contains("connected") {
+        assert!(std::time::Instant::now() < deadline, "{}", d.log_text());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

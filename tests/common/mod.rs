@@ -32,7 +32,8 @@ pub struct Daemon {
     /// The config file `--config` names, when the test gave one.
     pub config: PathBuf,
     args: Vec<String>,
-    env: Vec<(String, std::ffi::OsString)>,
+    /// Variables to set (`Some`) or remove (`None`), after the harness's own.
+    env: Vec<(String, Option<std::ffi::OsString>)>,
     /// A command askbusd runs under (e.g. systemd-socket-activate), which then owns the
     /// socket: no --socket is passed.
     wrapper: Vec<String>,
@@ -54,6 +55,7 @@ pub struct Builder {
     ready_line: Option<String>,
     journal: bool,
     nofile: Option<u64>,
+    unset: Vec<String>,
 }
 
 impl Builder {
@@ -64,6 +66,13 @@ impl Builder {
 
     pub fn env(mut self, key: &str, value: impl Into<std::ffi::OsString>) -> Self {
         self.env.push((key.to_owned(), value.into()));
+        self
+    }
+
+    /// Removes a variable the harness sets (e.g. ASKBUS_LOG, so the config file's log_level
+    /// counts).
+    pub fn env_remove(mut self, key: &str) -> Self {
+        self.unset.push(key.to_owned());
         self
     }
 
@@ -116,6 +125,9 @@ impl Builder {
             .iter()
             .map(|w| w.replace("{socket}", &socket.display().to_string()))
             .collect();
+        let mut env: Vec<(String, Option<std::ffi::OsString>)> =
+            self.env.into_iter().map(|(k, v)| (k, Some(v))).collect();
+        env.extend(self.unset.into_iter().map(|k| (k, None)));
         let mut d = Daemon {
             child: None,
             telemetry: dir.path().join("telemetry.jsonl"),
@@ -124,7 +136,7 @@ impl Builder {
             config,
             dir,
             args,
-            env: self.env,
+            env,
             wrapper,
             ready_line: self
                 .ready_line
@@ -220,11 +232,14 @@ impl Daemon {
             .env_remove("WATCHDOG_PID")
             .env_remove("LISTEN_FDS")
             .env_remove("LISTEN_PID")
-            .env_remove("JOURNAL_STREAM")
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log);
+            .env_remove("JOURNAL_STREAM");
+        for (k, v) in &self.env {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log);
         if !self
             .args
             .iter()
