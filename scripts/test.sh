@@ -20,3 +20,6 @@ if [ -d clients/node ]; then
   echo "== Node client tests"
   (cd clients/node && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
 fi
+
+echo "== MCP server tests (the official TypeScript MCP SDK as the client)"
+(cd tests/mcp && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)

@@ -14,6 +14,7 @@ use askbus::client::{new_correlation_id, Ask, ClientError, Connection, Producer,
 use askbus::protocol::{NoUiPolicy, Outcome, ProducerResponse, UiRequest};
 
 mod completions;
+mod mcp;
 mod schema;
 mod ui;
 mod validate;
@@ -119,6 +120,12 @@ enum Command {
     },
     /// Print the man page (roff).
     Man,
+    /// Serve the ask_user tool to an MCP client (Claude Code, Codex, Gemini CLI…) on stdio.
+    ///
+    /// Each tool call is asked through askbusd and answered from any askbus UI. The tool has
+    /// Gemini CLI's ask_user name, description and schema; its text result is the reference's
+    /// llmContent.
+    Mcp(mcp::McpArgs),
     /// Print the daemon's live counters.
     Stats {
         /// Compact JSON on one line
@@ -208,6 +215,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             answers,
             dismiss,
         } => answer(&socket, &id, &answers, dismiss).await,
+        Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Stats { json } => {
             let mut conn = Connection::connect(&socket).await?;
             let stats = conn.stats().await?;
@@ -222,13 +230,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
 }
 
 fn read_questions(file: Option<PathBuf>) -> Result<Value> {
-    let text = match file.as_deref() {
-        None => read_stdin()?,
-        Some(p) if p.as_os_str() == "-" => read_stdin()?,
-        Some(p) => {
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?
-        }
-    };
+    let text = read_file_or_stdin(file.as_deref())?;
     let value: Value =
         serde_json::from_str(&text).context("the questions file is not valid JSON")?;
     Ok(match value {
@@ -239,12 +241,20 @@ fn read_questions(file: Option<PathBuf>) -> Result<Value> {
     })
 }
 
-fn read_stdin() -> Result<String> {
-    let mut s = String::new();
-    std::io::stdin()
-        .read_to_string(&mut s)
-        .context("cannot read stdin")?;
-    Ok(s)
+/// The contents of `file`, or of stdin when it is absent or `-` (as `ask` and `validate` read).
+fn read_file_or_stdin(file: Option<&std::path::Path>) -> Result<String> {
+    match file {
+        Some(p) if p.as_os_str() != "-" => {
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))
+        }
+        _ => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("cannot read stdin")?;
+            Ok(s)
+        }
+    }
 }
 
 async fn ask(

@@ -1,0 +1,233 @@
+//! One `ask_user` tool call through askbusd: its own connection, a hello naming the MCP client,
+//! one ask-user-request, and the wait for its one terminal frame, withdrawing the question
+//! if the MCP client cancels the call.
+//!
+//! A connection per call (rather than one shared producer) means a daemon restarted between
+//! calls is simply reconnected to, and a call that ends for any reason takes nothing else down.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use askbus::client::{ClientError, Connection};
+use askbus::protocol::{
+    ClientFrame, ErrorFrame, NoUiPolicy, ProducerResponse, ServerFrame, MAX_CLIENT_CHARS,
+};
+
+/// How long a withdrawn call waits for the daemon to confirm before hanging up (which
+/// withdraws it too, as producer-gone).
+const WITHDRAW_GRACE: Duration = Duration::from_secs(5);
+
+/// What the server adds to every request, from its command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Policy {
+    pub timeout_ms: Option<u64>,
+    pub no_ui: Option<NoUiPolicy>,
+}
+
+/// How a call ended, when the daemon had its say.
+#[derive(Debug)]
+pub enum Ended {
+    /// The request's terminal response: answered, dismissed, timeout, no-ui, withdrawn or
+    /// shutdown, with the result the model is handed.
+    Response(ProducerResponse),
+    /// The daemon refused the request. For `invalid-request` the message is the reference's
+    /// validation message.
+    Refused(ErrorFrame),
+}
+
+/// A call that never got the daemon's answer.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error(
+        "cannot connect to askbusd at {}: {source}. Start askbusd, or give `askbus mcp` the \
+         socket it listens on with --socket.",
+        path.display()
+    )]
+    Unreachable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("askbusd at {} refused the connection: {}: {}", path.display(), .frame.code, .frame.message)]
+    Hello { path: PathBuf, frame: ErrorFrame },
+    #[error("lost the connection to askbusd at {} before the question ended: {source}", path.display())]
+    Lost { path: PathBuf, source: ClientError },
+    #[error("the question was withdrawn, but askbusd at {} did not confirm it", path.display())]
+    WithdrawUnconfirmed { path: PathBuf },
+}
+
+/// The request frame for a tool call's `arguments`.
+///
+/// Only `questions` is forwarded: the reference schema constrains nothing else and allows other
+/// properties, so they cannot change how the call validates, and dropping them keeps a model's
+/// stray `timeoutMs` or `correlationId` from steering the daemon. An absent `questions` stays
+/// absent so the daemon reports it in the reference's words ("must have required property").
+pub fn request_frame(
+    correlation_id: &str,
+    arguments: Option<&Map<String, Value>>,
+    policy: Policy,
+) -> Bytes {
+    let mut frame = Map::new();
+    frame.insert("type".into(), "ask-user-request".into());
+    frame.insert("correlationId".into(), correlation_id.into());
+    if let Some(questions) = arguments.and_then(|a| a.get("questions")) {
+        frame.insert("questions".into(), questions.clone());
+    }
+    if let Some(ms) = policy.timeout_ms {
+        frame.insert("timeoutMs".into(), ms.into());
+    }
+    if let Some(no_ui) = policy.no_ui {
+        frame.insert("noUi".into(), no_ui.as_str().into());
+    }
+    Bytes::from(serde_json::to_vec(&Value::Object(frame)).expect("a JSON map serializes"))
+}
+
+/// The producer name UIs show: the MCP client's `name/version`, cut to what hello accepts.
+pub fn client_name(name: &str, version: &str) -> Option<String> {
+    let full = match (name.trim(), version.trim()) {
+        ("", "") => return None,
+        (n, "") => n.to_owned(),
+        ("", v) => format!("unnamed MCP client/{v}"),
+        (n, v) => format!("{n}/{v}"),
+    };
+    Some(full.chars().take(MAX_CLIENT_CHARS).collect())
+}
+
+/// Asks once and waits for the end. When `cancel` fires, the question is withdrawn and the
+/// daemon's confirmation (reason `withdrawn`, or the answer that won the race) is returned.
+pub async fn ask(
+    socket: &Path,
+    client: Option<&str>,
+    request: Bytes,
+    correlation_id: &str,
+    cancel: &CancellationToken,
+) -> Result<Ended, CallError> {
+    let lost = |source| CallError::Lost {
+        path: socket.to_owned(),
+        source,
+    };
+    let mut conn = Connection::connect(socket).await.map_err(|e| match e {
+        ClientError::Connect { path, source } => CallError::Unreachable { path, source },
+        other => lost(other),
+    })?;
+    match conn.hello(client).await {
+        Ok(_) => {}
+        Err(ClientError::Rejected(frame)) => {
+            return Err(CallError::Hello {
+                path: socket.to_owned(),
+                frame,
+            })
+        }
+        Err(e) => return Err(lost(e)),
+    }
+    match conn.send_raw(request).await {
+        Ok(()) => {}
+        // The daemon said why before closing (e.g. frame-too-large): that is its refusal.
+        Err(ClientError::Rejected(frame)) => return Ok(Ended::Refused(frame)),
+        Err(e) => return Err(lost(e)),
+    }
+    let grace = tokio::time::sleep(Duration::from_secs(365 * 24 * 3600));
+    tokio::pin!(grace);
+    let mut withdrawn = false;
+    loop {
+        let frame = tokio::select! {
+            biased;
+            _ = cancel.cancelled(), if !withdrawn => {
+                withdrawn = true;
+                grace.as_mut().reset(Instant::now() + WITHDRAW_GRACE);
+                conn.send(&ClientFrame::AskUserCancel { correlation_id })
+                    .await
+                    .map_err(lost)?;
+                continue;
+            }
+            _ = &mut grace => {
+                return Err(CallError::WithdrawUnconfirmed { path: socket.to_owned() });
+            }
+            // Cancel-safe: the framed reader keeps a partly read frame for the next call.
+            frame = conn.recv() => frame.map_err(lost)?,
+        };
+        match frame {
+            Some(ServerFrame::AskUserResponse(r)) if r.correlation_id == correlation_id => {
+                return Ok(Ended::Response(r))
+            }
+            // An error without an id is about the connection itself, so about this request.
+            Some(ServerFrame::Error(e))
+                if e.correlation_id
+                    .as_deref()
+                    .is_none_or(|id| id == correlation_id) =>
+            {
+                return Ok(Ended::Refused(e))
+            }
+            Some(_) => continue,
+            None => return Err(lost(ClientError::Closed)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn frame(args: Value, policy: Policy) -> Value {
+        let args = args.as_object().cloned();
+        serde_json::from_slice(&request_frame("c-1", args.as_ref(), policy)).unwrap()
+    }
+
+    #[test]
+    fn forwards_questions_only() {
+        let q = json!([{"question": "Q?", "header": "H", "type": "text"}]);
+        let f = frame(
+            json!({"questions": q, "timeoutMs": 5, "correlationId": "x", "noUi": "bogus"}),
+            Policy::default(),
+        );
+        assert_eq!(
+            f,
+            json!({"type": "ask-user-request", "correlationId": "c-1", "questions": q})
+        );
+    }
+
+    #[test]
+    fn absent_questions_stay_absent_and_null_stays_null() {
+        let f = frame(json!({}), Policy::default());
+        assert!(f.get("questions").is_none());
+        let f = serde_json::from_slice::<Value>(&request_frame("c-1", None, Policy::default()))
+            .unwrap();
+        assert!(f.get("questions").is_none());
+        let f = frame(json!({"questions": null}), Policy::default());
+        assert_eq!(f["questions"], Value::Null);
+    }
+
+    #[test]
+    fn policy_from_flags() {
+        let f = frame(
+            json!({"questions": []}),
+            Policy {
+                timeout_ms: Some(1500),
+                no_ui: Some(NoUiPolicy::Reject),
+            },
+        );
+        assert_eq!(f["timeoutMs"], 1500);
+        assert_eq!(f["noUi"], "reject");
+    }
+
+    #[test]
+    fn client_names() {
+        assert_eq!(
+            client_name("claude-code", "2.1.0").as_deref(),
+            Some("claude-code/2.1.0")
+        );
+        assert_eq!(client_name("codex", "").as_deref(), Some("codex"));
+        assert_eq!(client_name("", " "), None);
+        assert_eq!(
+            client_name("", "1").as_deref(),
+            Some("unnamed MCP client/1")
+        );
+        let long = client_name(&"é".repeat(300), "1").unwrap();
+        assert_eq!(long.chars().count(), MAX_CLIENT_CHARS);
+    }
+}

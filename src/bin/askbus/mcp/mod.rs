@@ -1,0 +1,115 @@
+//! `askbus mcp`: a Model Context Protocol server on stdio exposing Gemini CLI's `ask_user`
+//! tool, so any MCP agent (Claude Code, Codex, Cursor, Gemini CLI…) asks its questions through
+//! askbusd and they reach the same UIs as every other producer's.
+//!
+//! `tool` owns the tool's definition, `call` one call's exchange with the daemon, `server`
+//! the MCP side (rmcp) and how each outcome becomes a tool result.
+
+mod call;
+mod server;
+mod tool;
+
+use std::path::Path;
+use std::pin::Pin;
+use std::process::ExitCode;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use rmcp::ServiceExt;
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+use askbus::protocol::NoUiPolicy;
+
+use crate::NoUiArg;
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// How long each question waits for an answer [default: the daemon's]; the daemon clamps
+    /// it to its maximum. Set the MCP client's own tool timeout at least this long.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: Option<u64>,
+    /// When no UI is connected: wait for one, or answer at once with the no-ui result
+    /// [default: the daemon's]
+    #[arg(long, value_name = "POLICY")]
+    no_ui: Option<NoUiArg>,
+    /// Also return the outcome as structuredContent: {answers, cancelled, reason,
+    /// returnDisplay}. Off by default because some clients (Codex) then hand the model that
+    /// JSON instead of the reference's text.
+    #[arg(long)]
+    structured_content: bool,
+    /// While a question waits, send a progress notification this often, to calls that ask for
+    /// progress (a progressToken); 0 sends none
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    progress_interval_ms: u64,
+}
+
+/// Serves MCP on stdin/stdout until the client closes stdin.
+pub async fn run(socket: &Path, args: McpArgs) -> Result<ExitCode> {
+    // stdout carries the protocol, so logs go to stderr, where MCP clients collect them.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(
+            EnvFilter::try_from_env("ASKBUS_LOG").unwrap_or_else(|_| EnvFilter::new("warn")),
+        )
+        .init();
+    let policy = call::Policy {
+        timeout_ms: args.timeout_ms,
+        no_ui: args.no_ui.map(|p| match p {
+            NoUiArg::Wait => NoUiPolicy::Wait,
+            NoUiArg::Reject => NoUiPolicy::Reject,
+        }),
+    };
+    let progress_every =
+        (args.progress_interval_ms > 0).then(|| Duration::from_millis(args.progress_interval_ms));
+    let client_gone = CancellationToken::new();
+    let server = server::AskUserServer::new(
+        socket.to_owned(),
+        policy,
+        args.structured_content,
+        progress_every,
+        client_gone.clone(),
+    );
+    tracing::info!(socket = %socket.display(), "serving ask_user over MCP on stdio");
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let stdin = NoticeEof {
+        inner: stdin,
+        eof: client_gone,
+    };
+    let service = server
+        .serve((stdin, stdout))
+        .await
+        .context("the MCP client's handshake failed")?;
+    let quit = service.waiting().await.context("the MCP server failed")?;
+    tracing::info!(?quit, "MCP client gone");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The client's end of stdin, passed through; cancels `eof` when it reads end of file.
+struct NoticeEof<R> {
+    inner: R,
+    eof: CancellationToken,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for NoticeEof<R> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut TaskContext<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        // A read that had room and filled nothing is end of file.
+        if matches!(polled, Poll::Ready(Ok(())))
+            && buf.filled().len() == before
+            && buf.remaining() > 0
+        {
+            self.eof.cancel();
+        }
+        polled
+    }
+}
