@@ -21,5 +21,8 @@ if [ -d clients/node ]; then
   (cd clients/node && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
 fi
 
+echo "== askbus web tests (Chromium via playwright-core)"
+(cd tests/web && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
+
 echo "== MCP server tests (the official TypeScript MCP SDK as the client)"
 (cd tests/mcp && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)

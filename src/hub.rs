@@ -14,8 +14,11 @@ use tokio::sync::{mpsc, Notify};
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::broker::{Broker, Effects, Limits, Msg, PeerId, PeerInfo};
-use crate::protocol::{encode, ServerFrame};
+use crate::broker::{
+    Broker, BrokerStats, Effects, Limits, Msg, PeerId, PeerInfo, Rights, RoleCounts,
+};
+use crate::metrics::Metrics;
+use crate::protocol::{encode, ErrorCode, ServerFrame};
 use crate::telemetry::{timestamp, Counters, TelemetrySink};
 
 /// How many replayed requests a catching-up UI is handed per step.
@@ -110,6 +113,14 @@ struct Inner {
     armed: Option<Instant>,
 }
 
+/// The broker's counts at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub stats: BrokerStats,
+    pub roles: RoleCounts,
+    pub pending: usize,
+}
+
 /// Everything connections share.
 pub struct Hub {
     inner: Mutex<Inner>,
@@ -120,6 +131,8 @@ pub struct Hub {
     last_active_ms: AtomicU64,
     active: Notify,
     pub counters: Arc<Counters>,
+    /// The Prometheus registry; the answer-latency histogram is fed here, as answers end.
+    pub metrics: Metrics,
     telemetry: TelemetrySink,
     node: Arc<str>,
     started: Instant,
@@ -144,6 +157,7 @@ impl Hub {
             last_active_ms: AtomicU64::new(0),
             active: Notify::new(),
             counters,
+            metrics: Metrics::new(),
             telemetry,
             node: Arc::from(node),
             started: Instant::now(),
@@ -206,6 +220,33 @@ impl Hub {
         self.lock().broker.limits().clone()
     }
 
+    /// Re-evaluates every connected peer's rights (new access rules after a reload).
+    pub fn update_rights(&self, rights_of: impl Fn(&PeerInfo) -> Rights) {
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        let now = Instant::now();
+        let peers: Vec<(PeerId, Rights)> = inner
+            .outboxes
+            .keys()
+            .filter_map(|&id| inner.broker.peer_info(id).map(|info| (id, rights_of(info))))
+            .collect();
+        for (id, rights) in peers {
+            inner.broker.set_rights(id, rights, now, &mut inner.fx);
+        }
+        self.deliver(inner, now);
+    }
+
+    /// What the broker knows, for the metrics: outcome counts, roles, pending.
+    pub fn snapshot(&self) -> Snapshot {
+        let inner = self.lock();
+        let b = &inner.broker;
+        Snapshot {
+            stats: b.stats().clone(),
+            roles: b.role_counts(),
+            pending: b.pending_len(),
+        }
+    }
+
     fn deliver(&self, inner: &mut Inner, now: Instant) {
         loop {
             let mut overflowed = Vec::new();
@@ -214,6 +255,16 @@ impl Hub {
                     Msg::Frame(frame) => frame,
                     Msg::Error(err) => {
                         self.counters.count_error(err.code);
+                        if err.code == ErrorCode::Forbidden {
+                            let info = inner.broker.peer_info(peer).cloned().unwrap_or_default();
+                            tracing::warn!(
+                                peer,
+                                pid = info.pid,
+                                uid = info.uid,
+                                "forbidden: {}",
+                                err.message
+                            );
+                        }
                         encode(&ServerFrame::error(&err))
                     }
                 };
@@ -232,8 +283,9 @@ impl Hub {
                 let ts = timestamp(SystemTime::now());
                 for mut event in inner.fx.events.drain(..) {
                     event.ts.clone_from(&ts);
+                    let uid = event.producer.uid;
                     let frame = encode(&ServerFrame::BusEvent(event));
-                    for watcher in inner.broker.watchers() {
+                    for watcher in inner.broker.watchers_of(uid) {
                         if let Some(outbox) = inner.outboxes.get(&watcher) {
                             if !outbox.push(frame.clone()) {
                                 overflowed.push(watcher);
@@ -242,6 +294,19 @@ impl Hub {
                     }
                 }
                 for mut record in inner.fx.records.drain(..) {
+                    tracing::debug!(
+                        correlation_id = record.correlation_id,
+                        reason = record.reason,
+                        code = record.code.map(|c| c.as_str()),
+                        latency_ms = record.latency_ms,
+                        pid = record.producer.pid,
+                        uid = record.producer.uid,
+                        ui_pid = record.ui.as_ref().and_then(|u| u.pid),
+                        "request ended"
+                    );
+                    if matches!(record.reason, "answered" | "dismissed") {
+                        self.metrics.observe_answer_latency_ms(record.latency_ms);
+                    }
                     record.ts.clone_from(&ts);
                     record.node = self.node.clone();
                     self.telemetry.send(record);
@@ -336,6 +401,10 @@ impl Hub {
     /// Ends every pending request with `shutdown`.
     pub fn shutdown(&self) {
         self.run(|b, now, fx| b.shutdown(now, fx));
+    }
+
+    pub fn uptime(&self) -> std::time::Duration {
+        self.started.elapsed()
     }
 
     pub fn counts(&self) -> (usize, usize) {

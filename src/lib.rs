@@ -7,16 +7,22 @@
 //! - [`questions`]: ask_user validation, normalization and tool results, as the reference;
 //! - [`broker`]: pending table, routing, deadlines: pure state;
 //! - [`hub`], [`connection`], [`server`]: the daemon's I/O around the broker;
+//! - [`access`], [`config`], [`metrics`], [`systemd`]: running askbusd as a service (access
+//!   rules and quotas, the config file, Prometheus metrics, sd_notify and socket activation);
 //! - [`client`]: the async Rust client that producers and UIs use.
 
+pub mod access;
 pub mod broker;
 pub mod client;
+pub mod config;
 pub mod connection;
 pub mod hub;
+pub mod metrics;
 pub mod paths;
 pub mod protocol;
 pub mod questions;
 pub mod server;
+pub mod systemd;
 pub mod telemetry;
 
 /// The daemon's name and version, as `welcome` and `stats` carry it.

@@ -1,5 +1,6 @@
 //! Where things live by default (socket, telemetry), shared by the daemon and every client so
-//! they agree without configuration, and the safe creation of the daemon's socket.
+//! they agree without configuration, the daemon's config file, and the safe creation of the
+//! daemon's socket.
 
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt};
@@ -22,9 +23,13 @@ pub fn default_socket_path() -> PathBuf {
     }
 }
 
-/// The telemetry file when none is given: `$XDG_STATE_HOME/askbus/telemetry.jsonl`, else
+/// The telemetry file when none is given: `$STATE_DIRECTORY/telemetry.jsonl` (systemd's
+/// StateDirectory=), else `$XDG_STATE_HOME/askbus/telemetry.jsonl`, else
 /// `~/.local/state/askbus/telemetry.jsonl`, else `/var/lib/askbus/telemetry.jsonl`.
 pub fn default_telemetry_path() -> PathBuf {
+    if let Some(dir) = systemd_directory("STATE_DIRECTORY") {
+        return dir.join("telemetry.jsonl");
+    }
     if let Some(dir) = non_empty_env("XDG_STATE_HOME") {
         return Path::new(&dir).join("askbus/telemetry.jsonl");
     }
@@ -32,6 +37,29 @@ pub fn default_telemetry_path() -> PathBuf {
         return Path::new(&home).join(".local/state/askbus/telemetry.jsonl");
     }
     PathBuf::from("/var/lib/askbus/telemetry.jsonl")
+}
+
+/// The config file when none is given: `$CONFIGURATION_DIRECTORY/askbusd.toml` (systemd's
+/// ConfigurationDirectory=), else `$XDG_CONFIG_HOME/askbus/askbusd.toml`, else
+/// `/etc/askbus/askbusd.toml` for root (the system bus), else `~/.config/askbus/askbusd.toml`.
+/// A missing default file is no error: the defaults apply.
+pub fn default_config_path() -> PathBuf {
+    if let Some(dir) = systemd_directory("CONFIGURATION_DIRECTORY") {
+        return dir.join("askbusd.toml");
+    }
+    if let Some(dir) = non_empty_env("XDG_CONFIG_HOME") {
+        return Path::new(&dir).join("askbus/askbusd.toml");
+    }
+    match non_empty_env("HOME") {
+        Some(home) if effective_uid() != 0 => Path::new(&home).join(".config/askbus/askbusd.toml"),
+        _ => PathBuf::from("/etc/askbus/askbusd.toml"),
+    }
+}
+
+/// The first directory systemd lists in `name` (several are separated by colons).
+fn systemd_directory(name: &str) -> Option<PathBuf> {
+    let v = non_empty_env(name)?;
+    v.split(':').find(|d| !d.is_empty()).map(PathBuf::from)
 }
 
 fn non_empty_env(name: &str) -> Option<String> {

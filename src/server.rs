@@ -6,16 +6,18 @@ use std::future::Future;
 use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::broker::{Limits, PeerInfo};
+use crate::access::{peer_groups, AccessRules, UidConnections};
+use crate::broker::{Limits, PeerInfo, Rights};
 use crate::connection::{self, ConnectionConfig};
 use crate::hub::Hub;
+use crate::metrics::{MetricsError, MetricsListen, MetricsServer};
 use crate::paths::{effective_uid, prepare_socket_path, SocketPathError};
 use crate::protocol::{ErrorCode, FrameError, DEFAULT_MAX_FRAME_BYTES};
 use crate::telemetry::{Counters, TelemetrySink, TelemetryWriter};
@@ -32,12 +34,16 @@ pub struct Config {
     pub limits: Limits,
     pub max_frame_bytes: usize,
     pub max_connections: usize,
+    /// Connections one uid may have at once (dbus-broker's per-user accounting).
+    pub max_connections_per_uid: usize,
     /// Unsent bytes a connection may have queued before it is dropped as not reading.
     pub max_queue_bytes: usize,
-    /// Peers whose uid is listed may connect; the daemon's own uid and root always may.
-    pub allowed_uids: Vec<u32>,
     /// How long a frame may take to arrive once it has started.
     pub frame_timeout: Duration,
+    /// Who may connect, and as what.
+    pub access: AccessRules,
+    /// Where `/metrics` is served, if anywhere.
+    pub metrics_listen: Option<MetricsListen>,
 }
 
 impl Default for Config {
@@ -48,9 +54,11 @@ impl Default for Config {
             limits: Limits::default(),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_connections: 4096,
+            max_connections_per_uid: 4096,
             max_queue_bytes: 8 * 1024 * 1024,
-            allowed_uids: Vec::new(),
             frame_timeout: Duration::from_secs(10),
+            access: AccessRules::new(effective_uid()),
+            metrics_listen: None,
         }
     }
 }
@@ -69,6 +77,70 @@ pub enum DaemonError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Metrics(#[from] MetricsError),
+}
+
+/// What a reload may change while connections stay up; new connections take the current one.
+#[derive(Debug)]
+struct Live {
+    access: AccessRules,
+    max_connections: usize,
+    max_connections_per_uid: usize,
+    conn: Arc<ConnectionConfig>,
+}
+
+impl Live {
+    fn of(config: &Config) -> Live {
+        Live {
+            access: config.access.clone(),
+            max_connections: config.max_connections,
+            max_connections_per_uid: config.max_connections_per_uid,
+            conn: Arc::new(ConnectionConfig {
+                max_frame_bytes: config.max_frame_bytes,
+                max_queue_bytes: config.max_queue_bytes,
+                default_timeout_ms: config.limits.default_timeout_ms,
+                max_timeout_ms: config.limits.max_timeout_ms,
+                frame_timeout: config.frame_timeout,
+            }),
+        }
+    }
+}
+
+/// Applies a new configuration to a running daemon (SIGHUP).
+#[derive(Clone)]
+pub struct Control {
+    hub: Arc<Hub>,
+    live: Arc<RwLock<Arc<Live>>>,
+    /// What the daemon was started with: the keys only a restart can change.
+    started: Arc<Config>,
+}
+
+impl Control {
+    /// New limits and timeouts apply to requests from now on, new access rules to every
+    /// connected peer at once, connection limits and frame/queue sizes to new connections.
+    /// Returns the keys that changed but take a restart (the listening sockets, telemetry).
+    pub fn apply(&self, config: &Config) -> Vec<&'static str> {
+        self.hub.set_limits(config.limits.clone());
+        *self.live.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(Live::of(config));
+        let rules = config.access.clone();
+        self.hub.update_rights(|info| rules.rights(info));
+        let mut restart = Vec::new();
+        if config.socket != self.started.socket {
+            restart.push("socket");
+        }
+        if config.telemetry != self.started.telemetry {
+            restart.push("telemetry");
+        }
+        if config.metrics_listen != self.started.metrics_listen {
+            restart.push("metrics_listen");
+        }
+        restart
+    }
+
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.hub
+    }
 }
 
 /// A bound daemon, ready to `run`.
@@ -80,6 +152,8 @@ pub struct Daemon {
     hub: Arc<Hub>,
     telemetry: Option<TelemetryWriter>,
     sink: TelemetrySink,
+    metrics: Option<MetricsServer>,
+    live: Arc<RwLock<Arc<Live>>>,
 }
 
 impl Daemon {
@@ -126,12 +200,18 @@ impl Daemon {
             }
             None => (None, TelemetrySink::disabled()),
         };
+        let metrics = config
+            .metrics_listen
+            .as_ref()
+            .map(MetricsServer::bind)
+            .transpose()?;
         let hub = Arc::new(Hub::new(
             config.limits.clone(),
             sink.clone(),
             counters,
             &node_name(),
         ));
+        let live = Arc::new(RwLock::new(Arc::new(Live::of(&config))));
         Ok(Daemon {
             config,
             listener,
@@ -139,7 +219,23 @@ impl Daemon {
             hub,
             telemetry,
             sink,
+            metrics,
+            live,
         })
+    }
+
+    /// The handle that reloads this daemon's configuration.
+    pub fn control(&self) -> Control {
+        Control {
+            hub: self.hub.clone(),
+            live: self.live.clone(),
+            started: Arc::new(self.config.clone()),
+        }
+    }
+
+    /// Where `/metrics` is served (with the port actually bound).
+    pub fn metrics_listen(&self) -> Option<&MetricsListen> {
+        self.metrics.as_ref().map(|m| m.listen())
     }
 
     pub fn hub(&self) -> &Arc<Hub> {
@@ -163,14 +259,9 @@ impl Daemon {
             hub,
             telemetry,
             sink,
+            metrics,
+            live,
         } = self;
-        let conn_config = Arc::new(ConnectionConfig {
-            max_frame_bytes: config.max_frame_bytes,
-            max_queue_bytes: config.max_queue_bytes,
-            default_timeout_ms: config.limits.default_timeout_ms,
-            max_timeout_ms: config.limits.max_timeout_ms,
-            frame_timeout: config.frame_timeout,
-        });
         let stop_timer = CancellationToken::new();
         let close = CancellationToken::new();
         let tracker = TaskTracker::new();
@@ -184,9 +275,11 @@ impl Daemon {
             let stop = stop_timer.clone();
             async move { hub.trim_when_quiet(stop).await }
         });
+        let stop_metrics = CancellationToken::new();
+        let metrics = metrics.map(|m| tokio::spawn(m.serve(hub.clone(), stop_metrics.clone())));
         let active = Arc::new(AtomicUsize::new(0));
+        let per_uid = Arc::new(UidConnections::default());
         let next_id = AtomicU64::new(1);
-        let own_uid = effective_uid();
         tokio::pin!(shutdown);
         loop {
             let accepted = tokio::select! {
@@ -206,56 +299,63 @@ impl Daemon {
                 }
             };
             Counters::bump(&hub.counters.connections_total);
-            let Some(info) = peer_info(&stream) else {
+            let Some(mut info) = peer_info(&stream) else {
                 continue;
             };
-            let allowed =
-                info.uid == own_uid || info.uid == 0 || config.allowed_uids.contains(&info.uid);
-            if !allowed {
+            let live = live.read().unwrap_or_else(|e| e.into_inner()).clone();
+            info.rights = live.access.rights(&info);
+            let refuse = |stream: UnixStream, code, log: &str, message: String| {
                 Counters::bump(&hub.counters.connections_refused);
-                tracing::warn!(
-                    pid = info.pid,
-                    uid = info.uid,
-                    "connection refused: uid not allowed"
-                );
-                let err = FrameError::new(
+                tracing::warn!(pid = info.pid, uid = info.uid, "connection refused: {log}");
+                let err = FrameError::new(code, message);
+                hub.counters.count_error(err.code);
+                tracker.spawn(async move { connection::refuse(stream, &err).await });
+            };
+            if !AccessRules::may_connect(info.rights) {
+                refuse(
+                    stream,
                     ErrorCode::Forbidden,
+                    "uid not allowed",
                     format!("uid {} may not connect to this askbusd", info.uid),
                 );
-                hub.counters.count_error(err.code);
-                tracker.spawn(async move { connection::refuse(stream, &err).await });
                 continue;
             }
-            if active.load(Ordering::Relaxed) >= config.max_connections {
-                Counters::bump(&hub.counters.connections_refused);
-                tracing::warn!(
-                    pid = info.pid,
-                    uid = info.uid,
-                    limit = config.max_connections,
-                    "connection refused: too many connections"
-                );
-                let err = FrameError::new(
+            if active.load(Ordering::Relaxed) >= live.max_connections {
+                refuse(
+                    stream,
                     ErrorCode::TooManyConnections,
+                    "too many connections",
                     format!(
                         "the daemon already serves {} connections",
-                        config.max_connections
+                        live.max_connections
                     ),
                 );
-                hub.counters.count_error(err.code);
-                tracker.spawn(async move { connection::refuse(stream, &err).await });
                 continue;
             }
+            let Some(slot) = per_uid.acquire(info.uid, live.max_connections_per_uid) else {
+                refuse(
+                    stream,
+                    ErrorCode::TooManyConnections,
+                    "too many connections for this uid",
+                    format!(
+                        "uid {} already has {} connections",
+                        info.uid, live.max_connections_per_uid
+                    ),
+                );
+                continue;
+            };
             let id = next_id.fetch_add(1, Ordering::Relaxed);
             active.fetch_add(1, Ordering::Relaxed);
             let (hub, cfg, close, active) = (
                 hub.clone(),
-                conn_config.clone(),
+                live.conn.clone(),
                 close.clone(),
                 active.clone(),
             );
             tracker.spawn(async move {
                 tracing::debug!(peer = id, pid = info.pid, uid = info.uid, "connected");
                 connection::serve(stream, id, info, hub, cfg, close).await;
+                drop(slot);
                 active.fetch_sub(1, Ordering::Relaxed);
                 tracing::debug!(peer = id, "disconnected");
             });
@@ -278,6 +378,10 @@ impl Daemon {
         // Flush on a blocking thread: the writer thread may be busy with a backlog.
         let _ = tokio::task::spawn_blocking(move || sink.flush_blocking()).await;
         drop(telemetry);
+        stop_metrics.cancel();
+        if let Some(m) = metrics {
+            let _ = m.await;
+        }
         if owns_socket {
             // remove_file never follows a symlink; we only remove what we bound.
             if let Err(e) = std::fs::remove_file(&config.socket) {
@@ -295,6 +399,8 @@ fn peer_info(stream: &UnixStream) -> Option<PeerInfo> {
             pid: cred.pid(),
             uid: cred.uid(),
             gid: cred.gid(),
+            groups: peer_groups(stream),
+            rights: Rights::default(),
         }),
         Err(e) => {
             tracing::warn!(error = %e, "no peer credentials; dropping connection");

@@ -1,72 +1,103 @@
-//! askbusd: the askbus daemon. Parses the command line, sets up logging and serves until
-//! SIGTERM or SIGINT.
+//! askbusd: the askbus daemon. Reads the config file under the command line, sets up
+//! logging, takes the socket (inherited from systemd or its own), and serves until SIGTERM or
+//! SIGINT, reloading the config file on SIGHUP; tells systemd how it is doing throughout.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 
-use askbus::broker::Limits;
+use askbus::config::{self, bounds, LogFormat, Options, Settings, Telemetry};
+use askbus::metrics::MetricsListen;
+use askbus::paths::effective_uid;
 use askbus::protocol::NoUiPolicy;
-use askbus::server::{Config, Daemon};
+use askbus::server::{Config, Control, Daemon};
+use askbus::systemd;
 
 /// Brokers ask-user questions between agent processes and UI frontends over a Unix socket.
 #[derive(Debug, Parser)]
-#[command(name = "askbusd", version, about, long_about = None)]
+#[command(
+    name = "askbusd",
+    version,
+    about,
+    long_about = None,
+    after_help = "Every option is also a key of the config file (--max-pending is max_pending), \
+                  which also holds the [access] rules; an option given here wins over the file. \
+                  SIGHUP reloads the file."
+)]
 struct Args {
-    /// Socket to listen on [default: $ASKBUS_SOCKET, else $XDG_RUNTIME_DIR/askbus.sock, else
-    /// /run/askbus/askbus.sock for root, else /tmp/askbus-<uid>/askbus.sock]
+    /// Config file [default: $CONFIGURATION_DIRECTORY/askbusd.toml (systemd), else
+    /// $XDG_CONFIG_HOME/askbus/askbusd.toml, else /etc/askbus/askbusd.toml for root, else
+    /// ~/.config/askbus/askbusd.toml; a missing default file means the defaults]
+    #[arg(long, value_name = "PATH", env = "ASKBUS_CONFIG")]
+    config: Option<PathBuf>,
+    /// Validate the config file (and the options) and exit: 0 if valid, 1 if not
+    #[arg(long)]
+    check_config: bool,
+    /// Socket to listen on, unless systemd passes one [default: $ASKBUS_SOCKET, else
+    /// $XDG_RUNTIME_DIR/askbus.sock, else /run/askbus/askbus.sock for root, else
+    /// /tmp/askbus-<uid>/askbus.sock]
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
-    /// Append one JSON line per request to PATH [default: $XDG_STATE_HOME/askbus/telemetry.jsonl,
-    /// else ~/.local/state/askbus/telemetry.jsonl]
+    /// Append one JSON line per request to PATH [default: $STATE_DIRECTORY/telemetry.jsonl
+    /// (systemd), else $XDG_STATE_HOME/askbus/telemetry.jsonl, else
+    /// ~/.local/state/askbus/telemetry.jsonl]
     #[arg(long, value_name = "PATH", conflicts_with = "no_telemetry")]
     telemetry: Option<PathBuf>,
     /// Write no telemetry file
     #[arg(long)]
     no_telemetry: bool,
-    /// Timeout of a request that gives no timeoutMs
-    #[arg(long, value_name = "N", default_value_t = 600_000, value_parser = clap::value_parser!(u64).range(1..))]
-    default_timeout_ms: u64,
-    /// Largest timeout a request may have; larger ones are clamped to it
-    #[arg(long, value_name = "N", default_value_t = 86_400_000, value_parser = clap::value_parser!(u64).range(1..))]
-    max_timeout_ms: u64,
+    /// Timeout of a request that gives no timeoutMs [default: 600000]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    default_timeout_ms: Option<u64>,
+    /// Largest timeout a request may have; larger ones are clamped to it [default: 86400000]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_timeout_ms: Option<u64>,
     /// What a request gets when no UI is subscribed and it gives no noUi: wait for a UI until
-    /// its timeout, or reject at once with reason no-ui
-    #[arg(long, value_name = "POLICY", default_value = "wait")]
-    no_ui: NoUi,
+    /// its timeout, or reject at once with reason no-ui [default: wait]
+    #[arg(long, value_name = "POLICY")]
+    no_ui: Option<NoUi>,
     /// Largest frame accepted, in bytes (a longer length prefix closes the connection)
-    #[arg(long, value_name = "N", default_value_t = 1_048_576, value_parser = clap::value_parser!(u64).range(64..=(u32::MAX as u64)))]
-    max_frame_bytes: u64,
-    /// Pending requests one connection may have
-    #[arg(long, value_name = "N", default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..))]
-    max_pending_per_connection: u64,
-    /// Pending requests the daemon holds in total
-    #[arg(long, value_name = "N", default_value_t = 262_144, value_parser = clap::value_parser!(u64).range(1..))]
-    max_pending: u64,
-    /// Connections served at once; more are refused with too-many-connections
-    #[arg(long, value_name = "N", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
-    max_connections: u64,
+    /// [default: 1048576]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(bounds::MIN_FRAME_BYTES..=bounds::MAX_FRAME_BYTES))]
+    max_frame_bytes: Option<u64>,
+    /// Pending requests one connection may have [default: 128]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_pending_per_connection: Option<u64>,
+    /// Pending requests all connections of one uid may have [default: --max-pending]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_pending_per_uid: Option<u64>,
+    /// Pending requests the daemon holds in total [default: 262144]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_pending: Option<u64>,
+    /// Connections served at once; more are refused with too-many-connections [default: 4096]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections: Option<u64>,
+    /// Connections one uid may have at once [default: --max-connections]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_connections_per_uid: Option<u64>,
     /// Unsent bytes a connection may have queued before it is disconnected as not reading
-    #[arg(long, value_name = "N", default_value_t = 8 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024..))]
-    max_queue_bytes: u64,
+    /// [default: 8388608]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(bounds::MIN_QUEUE_BYTES..))]
+    max_queue_bytes: Option<u64>,
     /// How long one frame may take to arrive once its first byte has; a slower peer is cut
-    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
-    frame_timeout_ms: u64,
-    /// Log line format
-    #[arg(long, value_name = "FORMAT", default_value = "text")]
-    log_format: LogFormat,
-    /// Log filter (tracing's EnvFilter syntax; also $ASKBUS_LOG)
-    #[arg(
-        long,
-        value_name = "FILTER",
-        env = "ASKBUS_LOG",
-        default_value = "info"
-    )]
-    log_level: String,
+    /// [default: 10000]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    frame_timeout_ms: Option<u64>,
+    /// Serve Prometheus metrics at /metrics on a loopback IP:PORT or a Unix socket PATH
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<MetricsListen>,
+    /// Log line format [default: text]
+    #[arg(long, value_name = "FORMAT")]
+    log_format: Option<LogFmt>,
+    /// Log filter (tracing's EnvFilter syntax) [default: info]
+    #[arg(long, value_name = "FILTER", env = "ASKBUS_LOG")]
+    log_level: Option<String>,
     /// Worker threads [default: one per core]
-    #[arg(long, value_name = "N")]
-    threads: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=bounds::MAX_THREADS))]
+    threads: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -76,84 +107,302 @@ enum NoUi {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-enum LogFormat {
+enum LogFmt {
     Text,
     Json,
 }
 
-fn main() -> Result<()> {
-    let args = Args::parse();
-    init_logging(args.log_format, &args.log_level)?;
-    let config = Config {
-        socket: args
-            .socket
-            .unwrap_or_else(askbus::paths::default_socket_path),
-        telemetry: if args.no_telemetry {
-            None
-        } else {
-            Some(
-                args.telemetry
-                    .unwrap_or_else(askbus::paths::default_telemetry_path),
-            )
-        },
-        limits: Limits {
-            default_timeout_ms: args.default_timeout_ms.min(args.max_timeout_ms),
-            max_timeout_ms: args.max_timeout_ms,
-            no_ui: match args.no_ui {
+impl Args {
+    /// The command line as a layer over the config file.
+    fn options(&self) -> Options {
+        Options {
+            socket: self.socket.clone(),
+            telemetry: if self.no_telemetry {
+                Some(Telemetry::Off)
+            } else {
+                self.telemetry.clone().map(Telemetry::At)
+            },
+            default_timeout_ms: self.default_timeout_ms,
+            max_timeout_ms: self.max_timeout_ms,
+            no_ui: self.no_ui.map(|p| match p {
                 NoUi::Wait => NoUiPolicy::Wait,
                 NoUi::Reject => NoUiPolicy::Reject,
-            },
-            max_pending_per_connection: args.max_pending_per_connection as usize,
-            max_pending_total: args.max_pending as usize,
-        },
-        max_frame_bytes: args.max_frame_bytes as usize,
-        max_connections: args.max_connections as usize,
-        max_queue_bytes: args.max_queue_bytes as usize,
-        allowed_uids: Vec::new(),
-        frame_timeout: std::time::Duration::from_millis(args.frame_timeout_ms),
-    };
+            }),
+            max_frame_bytes: self.max_frame_bytes,
+            max_pending_per_connection: self.max_pending_per_connection,
+            max_pending_per_uid: self.max_pending_per_uid,
+            max_pending: self.max_pending,
+            max_connections: self.max_connections,
+            max_connections_per_uid: self.max_connections_per_uid,
+            max_queue_bytes: self.max_queue_bytes,
+            frame_timeout_ms: self.frame_timeout_ms,
+            log_format: self.log_format.map(|f| match f {
+                LogFmt::Text => LogFormat::Text,
+                LogFmt::Json => LogFormat::Json,
+            }),
+            log_level: self.log_level.clone(),
+            threads: self.threads,
+            metrics_listen: self.metrics_listen.clone(),
+            access: None,
+        }
+    }
+
+    fn config_path(&self) -> (PathBuf, bool) {
+        match &self.config {
+            Some(p) => (p.clone(), true),
+            None => (askbus::paths::default_config_path(), false),
+        }
+    }
+
+    /// The file (if any) under the command line. An explicit file must exist; the default
+    /// one may be missing.
+    fn settings(&self) -> Result<(Settings, Option<PathBuf>), config::ConfigError> {
+        let (path, explicit) = self.config_path();
+        let file = if explicit || path.exists() {
+            Some(config::load(&path)?)
+        } else {
+            None
+        };
+        let used = file.is_some().then_some(path);
+        let settings = self
+            .options()
+            .over(file.unwrap_or_default())
+            .resolve(effective_uid());
+        Ok((settings, used))
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if args.check_config {
+        return match args.settings() {
+            Ok((_, Some(path))) => {
+                println!("{}: OK", path.display());
+                ExitCode::SUCCESS
+            }
+            Ok((_, None)) => {
+                println!(
+                    "no config file at {}; the defaults and options are valid",
+                    args.config_path().0.display()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("askbusd: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("askbusd: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Args) -> Result<()> {
+    let (settings, config_file) = args.settings()?;
+    let log = init_logging(settings.log_format, &settings.log_level)?;
+    // Before any thread exists: this edits the environment.
+    let inherited = systemd::inherited_listener().context("askbusd cannot start")?;
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all().thread_name("askbusd");
-    if let Some(n) = args.threads {
-        rt.worker_threads(n.max(1));
+    if let Some(n) = settings.threads {
+        rt.worker_threads(n);
     }
     let rt = rt.build().context("cannot start the runtime")?;
     rt.block_on(async move {
-        let daemon = Daemon::bind(config).context("askbusd cannot start")?;
+        use tokio::signal::unix::{signal, SignalKind};
+        // Handlers first: a SIGHUP that arrived before them would kill the daemon.
+        let mut hup = signal(SignalKind::hangup()).context("SIGHUP handler")?;
+        let mut term = signal(SignalKind::terminate()).context("SIGTERM handler")?;
+        let mut int = signal(SignalKind::interrupt()).context("SIGINT handler")?;
+        let mut config = settings.daemon.clone();
+        let inherited_socket = inherited.is_some();
+        let daemon = match inherited {
+            Some(listener) => {
+                if let Some(path) = listener
+                    .local_addr()
+                    .ok()
+                    .and_then(|a| a.as_pathname().map(Path::to_owned))
+                {
+                    config.socket = path;
+                }
+                Daemon::from_std(config, listener, false)
+            }
+            None => Daemon::bind(config),
+        }
+        .context("askbusd cannot start")?;
+        let activated = if args.socket.is_some() && daemon.socket() != settings.daemon.socket {
+            " (socket-activated; --socket ignored)"
+        } else {
+            ""
+        };
         tracing::info!(
             socket = %daemon.socket().display(),
+            inherited = inherited_socket,
             telemetry = %daemon.telemetry_path().map(|p| p.display().to_string()).unwrap_or_else(|| "off".into()),
-            "askbusd ready on {}",
+            config = %config_file.as_deref().map(|p| p.display().to_string()).unwrap_or_else(|| "none".into()),
+            metrics = %daemon.metrics_listen().map(|m| m.to_string()).unwrap_or_else(|| "off".into()),
+            "askbusd ready on {}{activated}",
             daemon.socket().display()
         );
-        daemon.run(shutdown_signal()).await;
+        let control = daemon.control();
+        let stop = tokio_util::sync::CancellationToken::new();
+        systemd::ready(&systemd::status_line(control.hub()));
+        let mut helpers = vec![tokio::spawn(systemd::keep_status(
+            control.hub().clone(),
+            Duration::from_secs(1),
+            stop.clone(),
+        ))];
+        if let Some(every) = systemd::watchdog_interval() {
+            tracing::info!(interval_ms = every.as_millis() as u64, "watchdog enabled");
+            helpers.push(tokio::spawn(systemd::keep_watchdog(
+                control.hub().clone(),
+                every,
+                stop.clone(),
+            )));
+        }
+        let shutdown = async {
+            loop {
+                tokio::select! {
+                    _ = term.recv() => { tracing::info!("SIGTERM received"); break }
+                    _ = int.recv() => { tracing::info!("SIGINT received"); break }
+                    _ = hup.recv() => reload(&args, &control, &log, &settings),
+                }
+            }
+            systemd::stopping();
+        };
+        daemon.run(shutdown).await;
+        stop.cancel();
+        for h in helpers {
+            let _ = h.await;
+        }
         Ok::<_, anyhow::Error>(())
-    })?;
-    Ok(())
+    })
 }
 
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM received"),
-        _ = int.recv() => tracing::info!("SIGINT received"),
+/// SIGHUP: re-read the config file under the same command line and apply what a running
+/// daemon can change. A file that does not load changes nothing.
+fn reload(args: &Args, control: &Control, log: &LogReload, started: &Settings) {
+    systemd::reloading();
+    match args.settings() {
+        Ok((new, file)) => {
+            let restart = control.apply(&new.daemon);
+            if let Err(e) = log.set_filter(&new.log_level) {
+                tracing::warn!(error = %e, "log_level not changed");
+            }
+            let mut restart: Vec<&str> = restart;
+            if new.log_format != started.log_format {
+                restart.push("log_format");
+            }
+            if new.threads != started.threads {
+                restart.push("threads");
+            }
+            if !restart.is_empty() {
+                tracing::warn!(keys = ?restart, "changed keys that take a restart were not applied");
+            }
+            log_limits(&new.daemon, file.as_deref());
+        }
+        Err(e) => tracing::error!("reload failed, keeping the running configuration: {e}"),
+    }
+    systemd::ready(&systemd::status_line(control.hub()));
+}
+
+fn log_limits(c: &Config, file: Option<&Path>) {
+    let l = &c.limits;
+    tracing::info!(
+        config = %file.map(|p| p.display().to_string()).unwrap_or_else(|| "none".into()),
+        max_pending = l.max_pending_total,
+        max_pending_per_uid = l.max_pending_per_uid,
+        max_pending_per_connection = l.max_pending_per_connection,
+        default_timeout_ms = l.default_timeout_ms,
+        max_timeout_ms = l.max_timeout_ms,
+        no_ui = ?l.no_ui,
+        max_connections = c.max_connections,
+        max_connections_per_uid = c.max_connections_per_uid,
+        "configuration reloaded"
+    );
+}
+
+type FilterHandle =
+    tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>;
+
+/// Changes the log filter of the running daemon ($ASKBUS_LOG or --log-level still win: they
+/// are layered over the file again on every reload).
+struct LogReload {
+    handle: FilterHandle,
+}
+
+impl LogReload {
+    fn set_filter(&self, filter: &str) -> Result<()> {
+        let filter = tracing_subscriber::EnvFilter::try_new(filter)
+            .with_context(|| format!("bad log filter {filter:?}"))?;
+        self.handle
+            .reload(filter)
+            .context("cannot change the log filter")
     }
 }
 
-fn init_logging(format: LogFormat, filter: &str) -> Result<()> {
-    use tracing_subscriber::EnvFilter;
-    let filter =
+fn init_logging(format: LogFormat, filter: &str) -> Result<LogReload> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::{fmt, EnvFilter, Layer};
+    let env_filter =
         EnvFilter::try_new(filter).with_context(|| format!("bad log filter {filter:?}"))?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let (filter_layer, handle) = tracing_subscriber::reload::Layer::new(env_filter);
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let base = fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(ansi)
         .with_target(false);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().flatten_event(true).init(),
+    let output = match format {
+        LogFormat::Json => base.json().flatten_event(true).boxed(),
+        // The journal stamps each line itself and takes the priority from a <N> prefix.
+        LogFormat::Text if systemd::stderr_is_journal() => base
+            .without_time()
+            .with_level(false)
+            .with_ansi(false)
+            .event_format(Journald(
+                fmt::format()
+                    .without_time()
+                    .with_level(false)
+                    .with_target(false),
+            ))
+            .boxed(),
+        LogFormat::Text => base.boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(filter_layer)
+        .with(output)
+        .init();
+    Ok(LogReload { handle })
+}
+
+/// Prefixes each line with its syslog priority, as sd-daemon(3) describes.
+struct Journald<F>(F);
+
+impl<S, N, F> tracing_subscriber::fmt::FormatEvent<S, N> for Journald<F>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+    F: tracing_subscriber::fmt::FormatEvent<S, N>,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        let priority = match *event.metadata().level() {
+            tracing::Level::ERROR => 3,
+            tracing::Level::WARN => 4,
+            tracing::Level::INFO => 6,
+            _ => 7,
+        };
+        write!(writer, "<{priority}>")?;
+        self.0.format_event(ctx, writer, event)
     }
-    Ok(())
 }

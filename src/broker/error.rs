@@ -11,12 +11,21 @@ pub enum BrokerError {
     DuplicateCorrelationId(String),
     #[error("this connection already has {0} pending requests")]
     TooManyPendingForConnection(usize),
+    #[error("uid {uid} already has {limit} pending requests")]
+    TooManyPendingForUid { uid: u32, limit: usize },
     #[error("the daemon already holds {0} pending requests")]
     TooManyPendingTotal(usize),
     #[error("correlationId {0:?} is not pending (answered, timed out, withdrawn, or never asked)")]
     NotPending(String),
     #[error("only a subscribed UI may answer; send {{\"type\":\"subscribe\"}} first")]
     NotSubscribed,
+    #[error("uid {0} may not ask questions on this askbusd")]
+    NotAProducer(u32),
+    #[error("uid {0} may not be a UI or watcher on this askbusd")]
+    NotAUi(u32),
+    /// Another user's question: the message names only what the UI itself sent.
+    #[error("correlationId {0:?} was asked by another user; only an operator may answer it")]
+    ForeignQuestion(String),
     #[error("answers key \"{index}\" is out of range: the request has {count} question(s)")]
     AnswerOutOfRange { index: usize, count: usize },
     #[error("these answers would make a tool result of up to {size} bytes; the limit is {limit}")]
@@ -28,9 +37,12 @@ impl BrokerError {
         match self {
             BrokerError::InvalidQuestions(_) => ErrorCode::InvalidRequest,
             BrokerError::DuplicateCorrelationId(_) => ErrorCode::DuplicateCorrelationId,
-            BrokerError::TooManyPendingForConnection(_) | BrokerError::TooManyPendingTotal(_) => {
-                ErrorCode::TooManyPending
-            }
+            BrokerError::TooManyPendingForConnection(_)
+            | BrokerError::TooManyPendingForUid { .. }
+            | BrokerError::TooManyPendingTotal(_) => ErrorCode::TooManyPending,
+            BrokerError::NotAProducer(_)
+            | BrokerError::NotAUi(_)
+            | BrokerError::ForeignQuestion(_) => ErrorCode::Forbidden,
             BrokerError::NotPending(_) => ErrorCode::NotPending,
             BrokerError::NotSubscribed => ErrorCode::NotSubscribed,
             BrokerError::AnswerOutOfRange { .. } | BrokerError::ResultTooLarge { .. } => {

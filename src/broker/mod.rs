@@ -31,13 +31,54 @@ pub const MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
 /// A connection, as the broker names it.
 pub type PeerId = u64;
 
-/// What the daemon knows of a connected peer (from SO_PEERCRED and `hello`/`subscribe`).
+/// What the daemon knows of a connected peer (from SO_PEERCRED, the access rules and
+/// `hello`/`subscribe`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PeerInfo {
     pub client: Option<String>,
     pub pid: Option<i32>,
     pub uid: u32,
     pub gid: u32,
+    /// Supplementary groups (SO_PEERGROUPS), for group rules re-evaluated on reload.
+    pub groups: Vec<u32>,
+    pub rights: Rights,
+}
+
+/// What the access rules let a peer do. Isolation is routing: a UI (or watcher) sees, and
+/// may answer, only questions from producers of its own uid, unless it is an operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rights {
+    pub produce: bool,
+    pub ui: bool,
+    pub operator: bool,
+}
+
+impl Default for Rights {
+    /// A peer of the daemon's own uid: it may do anything but see other users' questions.
+    fn default() -> Self {
+        Rights {
+            produce: true,
+            ui: true,
+            operator: false,
+        }
+    }
+}
+
+impl PeerInfo {
+    /// Whether this peer, as a UI or watcher, may see a question asked by `producer_uid`.
+    fn sees(&self, producer_uid: u32) -> bool {
+        self.rights.ui && (self.rights.operator || self.uid == producer_uid)
+    }
+}
+
+/// Connections by what they do, for the metrics. A peer that did several things counts
+/// once, as the first of: UI, watcher, producer; `idle` ones have done none yet.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RoleCounts {
+    pub producer: usize,
+    pub ui: usize,
+    pub watcher: usize,
+    pub idle: usize,
 }
 
 /// The limits and defaults that apply to new requests; replaceable at run time.
@@ -47,6 +88,8 @@ pub struct Limits {
     pub max_timeout_ms: u64,
     pub no_ui: NoUiPolicy,
     pub max_pending_per_connection: usize,
+    /// Pending requests all connections of one uid may have (dbus-broker's per-user quota).
+    pub max_pending_per_uid: usize,
     pub max_pending_total: usize,
 }
 
@@ -57,6 +100,7 @@ impl Default for Limits {
             max_timeout_ms: 86_400_000,
             no_ui: NoUiPolicy::Wait,
             max_pending_per_connection: 128,
+            max_pending_per_uid: 262_144,
             max_pending_total: 262_144,
         }
     }
@@ -158,6 +202,8 @@ struct Peer {
     ui: Option<Cursor>,
     /// Requests this peer asked that are still pending.
     owned: HashSet<Arc<str>>,
+    /// Whether it ever sent an ask-user-request (its role, for the metrics).
+    asked: bool,
 }
 
 #[derive(Debug)]
@@ -182,6 +228,8 @@ pub struct Broker {
     /// Observers of the bus (`watch`).
     watchers: BTreeSet<PeerId>,
     pending: HashMap<Arc<str>, Pending>,
+    /// Pending requests per producer uid: the per-uid quota, and what a UI of that uid sees.
+    pending_by_uid: HashMap<u32, usize>,
     /// Pending requests by arrival: replay order.
     by_seq: BTreeMap<u64, Arc<str>>,
     /// Deadlines: one ordered set instead of a timer per request, so 100,000 idle pending
@@ -201,6 +249,7 @@ impl Broker {
             uis: BTreeSet::new(),
             watchers: BTreeSet::new(),
             pending: HashMap::new(),
+            pending_by_uid: HashMap::new(),
             by_seq: BTreeMap::new(),
             deadlines: BTreeSet::new(),
             next_seq: 1,
@@ -246,8 +295,65 @@ impl Broker {
                 info,
                 ui: None,
                 owned: HashSet::new(),
+                asked: false,
             },
         );
+    }
+
+    /// Connections by role.
+    pub fn role_counts(&self) -> RoleCounts {
+        let mut c = RoleCounts::default();
+        for (id, p) in &self.peers {
+            if p.ui.is_some() {
+                c.ui += 1;
+            } else if self.watchers.contains(id) {
+                c.watcher += 1;
+            } else if p.asked {
+                c.producer += 1;
+            } else {
+                c.idle += 1;
+            }
+        }
+        c
+    }
+
+    /// Applies re-evaluated access rights (after a reload) without dropping the peer. A UI
+    /// that gains or loses sight of another user's questions is sent them, or told they are
+    /// withdrawn; one that may no longer be a UI stops being one.
+    pub fn set_rights(&mut self, peer: PeerId, rights: Rights, now: Instant, fx: &mut Effects) {
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        let before = p.info.clone();
+        p.info.rights = rights;
+        let after = p.info.clone();
+        let cursor = p.ui;
+        if !rights.ui {
+            p.ui = None;
+            self.uis.remove(&peer);
+            self.watchers.remove(&peer);
+        }
+        let Some(cursor) = cursor else {
+            return;
+        };
+        for (&seq, id) in &self.by_seq {
+            if !cursor.has_seen(seq) {
+                break;
+            }
+            let req = &self.pending[id];
+            let uid = req.producer_info.uid;
+            match (before.sees(uid), after.sees(uid)) {
+                (false, true) => fx.frame(peer, encode_ui_request(id, req, now)),
+                (true, false) => fx.frame(
+                    peer,
+                    encode(&ServerFrame::AskUserWithdrawn {
+                        correlation_id: id.to_string(),
+                        reason: WithdrawReason::Withdrawn,
+                    }),
+                ),
+                _ => {}
+            }
+        }
     }
 
     /// Records the name a peer announced in `hello`.
@@ -277,7 +383,14 @@ impl Broker {
         owned.sort_unstable();
         for (_, id) in owned {
             let req = self.remove_pending(&id);
-            self.withdraw(&id, req.seq, WithdrawReason::ProducerGone, None, fx);
+            self.withdraw(
+                &id,
+                req.seq,
+                req.producer_info.uid,
+                WithdrawReason::ProducerGone,
+                None,
+                fx,
+            );
             self.stats.producer_gone += 1;
             if !self.watchers.is_empty() {
                 let latency = (now - req.accepted_at).as_millis() as u64;
@@ -298,9 +411,21 @@ impl Broker {
     /// Makes `peer` a UI. It is sent `subscribed` with the pending count now, then (through
     /// `replay`) every pending request oldest first, then live ones.
     pub fn subscribe(&mut self, peer: PeerId, client: Option<String>, fx: &mut Effects) {
-        let Some(p) = self.peers.get_mut(&peer) else {
+        let Some(p) = self.peers.get(&peer) else {
             return;
         };
+        if !p.info.rights.ui {
+            let err = BrokerError::NotAUi(p.info.uid);
+            fx.error(peer, FrameError::new(err.code(), err.to_string()));
+            return;
+        }
+        // The count of what this UI will be replayed: other users' questions stay unseen.
+        let visible = if p.info.rights.operator {
+            self.pending.len()
+        } else {
+            self.pending_by_uid.get(&p.info.uid).copied().unwrap_or(0)
+        };
+        let p = self.peers.get_mut(&peer).expect("checked above");
         if client.is_some() {
             p.info.client = client;
         }
@@ -308,7 +433,7 @@ impl Broker {
         p.ui = Some(Cursor::CatchingUp(0));
         self.uis.insert(peer);
         let subscribed = ServerFrame::Subscribed {
-            pending: self.pending.len() as u64,
+            pending: visible as u64,
         };
         fx.frame(peer, encode(&subscribed));
         fx.replay.push(peer);
@@ -320,6 +445,11 @@ impl Broker {
         let Some(p) = self.peers.get_mut(&peer) else {
             return;
         };
+        if !p.info.rights.ui {
+            let err = BrokerError::NotAUi(p.info.uid);
+            fx.error(peer, FrameError::new(err.code(), err.to_string()));
+            return;
+        }
         if client.is_some() {
             p.info.client = client;
         }
@@ -327,9 +457,12 @@ impl Broker {
         fx.frame(peer, encode(&ServerFrame::Watching {}));
     }
 
-    /// The peers that receive `Effects::events`.
-    pub fn watchers(&self) -> impl Iterator<Item = PeerId> + '_ {
-        self.watchers.iter().copied()
+    /// The watchers that receive an event about a request of `producer_uid`.
+    pub fn watchers_of(&self, producer_uid: u32) -> impl Iterator<Item = PeerId> + '_ {
+        self.watchers
+            .iter()
+            .copied()
+            .filter(move |w| self.peers[w].info.sees(producer_uid))
     }
 
     /// Sends a catching-up UI up to `max_frames` more pending requests. Once it has them all
@@ -342,16 +475,28 @@ impl Broker {
         now: Instant,
         fx: &mut Effects,
     ) -> bool {
-        let Some(Cursor::CatchingUp(last)) = self.peers.get(&peer).and_then(|p| p.ui) else {
+        let Some(p) = self.peers.get(&peer) else {
             return false;
         };
+        let Some(Cursor::CatchingUp(last)) = p.ui else {
+            return false;
+        };
+        // Other users' questions are passed over (the cursor moves past them) unseen.
         let mut cursor = last;
-        for (&seq, id) in self.by_seq.range(last + 1..).take(max_frames) {
+        let mut sent = 0;
+        let mut more = false;
+        for (&seq, id) in self.by_seq.range(last + 1..) {
             let req = &self.pending[id];
-            fx.frame(peer, encode_ui_request(id, req, now));
+            if p.info.sees(req.producer_info.uid) {
+                if sent == max_frames {
+                    more = true;
+                    break;
+                }
+                fx.frame(peer, encode_ui_request(id, req, now));
+                sent += 1;
+            }
             cursor = seq;
         }
-        let more = self.by_seq.range(cursor + 1..).next().is_some();
         let p = self.peers.get_mut(&peer).expect("checked above");
         p.ui = Some(if more {
             Cursor::CatchingUp(cursor)
@@ -432,8 +577,14 @@ impl Broker {
         };
         let producer_info = producer_info(&p.info);
         let owned = p.owned.len();
+        let (uid, may_produce) = (p.info.uid, p.info.rights.produce);
+        self.peers.get_mut(&peer).expect("checked above").asked = true;
         let id = req.correlation_id;
         let meta = req.meta;
+        if !may_produce {
+            let err = BrokerError::NotAProducer(uid);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+        }
         if self.pending.contains_key(id.as_str()) {
             let err = BrokerError::DuplicateCorrelationId(id.clone());
             return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
@@ -441,6 +592,14 @@ impl Broker {
         if owned >= self.limits.max_pending_per_connection {
             let err =
                 BrokerError::TooManyPendingForConnection(self.limits.max_pending_per_connection);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+        }
+        let of_uid = self.pending_by_uid.get(&uid).copied().unwrap_or(0);
+        if of_uid >= self.limits.max_pending_per_uid {
+            let err = BrokerError::TooManyPendingForUid {
+                uid,
+                limit: self.limits.max_pending_per_uid,
+            };
             return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
         if self.pending.len() >= self.limits.max_pending_total {
@@ -481,7 +640,10 @@ impl Broker {
             .uis
             .iter()
             .copied()
-            .filter(|ui| self.peers[ui].ui == Some(Cursor::Live))
+            .filter(|ui| {
+                let p = &self.peers[ui];
+                p.ui == Some(Cursor::Live) && p.info.sees(uid)
+            })
             .collect();
         if !live.is_empty() {
             let frame = encode_ui_request(&id, &pending, now);
@@ -506,6 +668,7 @@ impl Broker {
             .expect("checked above")
             .owned
             .insert(id.clone());
+        *self.pending_by_uid.entry(uid).or_default() += 1;
         self.pending.insert(id, pending);
     }
 
@@ -521,7 +684,14 @@ impl Broker {
             return;
         }
         let req = self.remove_pending(id);
-        self.withdraw(id, req.seq, WithdrawReason::Withdrawn, None, fx);
+        self.withdraw(
+            id,
+            req.seq,
+            req.producer_info.uid,
+            WithdrawReason::Withdrawn,
+            None,
+            fx,
+        );
         let result = questions::daemon_result(&req.meta, DaemonOutcome::Withdrawn, req.timeout_ms);
         self.finish(id, req, Outcome::Withdrawn, result, None, now, fx);
     }
@@ -534,6 +704,10 @@ impl Broker {
             fx.error(peer, BrokerError::NotSubscribed.into_frame_error(id));
             return;
         };
+        if !ui.info.rights.ui {
+            fx.error(peer, BrokerError::NotAUi(ui.info.uid).into_frame_error(id));
+            return;
+        }
         let Some(req) = self.pending.get(id) else {
             fx.error(
                 peer,
@@ -541,6 +715,11 @@ impl Broker {
             );
             return;
         };
+        if !ui.info.sees(req.producer_info.uid) {
+            let err = BrokerError::ForeignQuestion(id.to_owned());
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        }
         let count = req.meta.len();
         if !resp.cancelled {
             if let Some((&index, _)) = resp.answers.iter().find(|(&i, _)| i >= count) {
@@ -563,7 +742,14 @@ impl Broker {
             pid: ui.info.pid,
         };
         let req = self.remove_pending(id);
-        self.withdraw(id, req.seq, WithdrawReason::Answered, Some(peer), fx);
+        self.withdraw(
+            id,
+            req.seq,
+            req.producer_info.uid,
+            WithdrawReason::Answered,
+            Some(peer),
+            fx,
+        );
         let (outcome, result, answers) = if resp.cancelled {
             (
                 Outcome::Dismissed,
@@ -600,7 +786,14 @@ impl Broker {
             }
             let id = self.by_seq[&seq].clone();
             let req = self.remove_pending(&id);
-            self.withdraw(&id, req.seq, WithdrawReason::Timeout, None, fx);
+            self.withdraw(
+                &id,
+                req.seq,
+                req.producer_info.uid,
+                WithdrawReason::Timeout,
+                None,
+                fx,
+            );
             let result =
                 questions::daemon_result(&req.meta, DaemonOutcome::Timeout, req.timeout_ms);
             self.finish(&id, req, Outcome::Timeout, result, None, now, fx);
@@ -618,7 +811,14 @@ impl Broker {
         let ids: Vec<Arc<str>> = self.by_seq.values().cloned().collect();
         for id in ids {
             let req = self.remove_pending(&id);
-            self.withdraw(&id, req.seq, WithdrawReason::Shutdown, None, fx);
+            self.withdraw(
+                &id,
+                req.seq,
+                req.producer_info.uid,
+                WithdrawReason::Shutdown,
+                None,
+                fx,
+            );
             let result =
                 questions::daemon_result(&req.meta, DaemonOutcome::Shutdown, req.timeout_ms);
             self.finish(&id, req, Outcome::Shutdown, result, None, now, fx);
@@ -632,24 +832,38 @@ impl Broker {
             .expect("caller checked it is pending");
         self.by_seq.remove(&req.seq);
         self.deadlines.remove(&(req.deadline, req.seq));
+        let uid = req.producer_info.uid;
+        if let Some(n) = self.pending_by_uid.get_mut(&uid) {
+            *n -= 1;
+            if *n == 0 {
+                self.pending_by_uid.remove(&uid);
+            }
+        }
         if let Some(p) = self.peers.get_mut(&req.producer) {
             p.owned.remove(id);
         }
         req
     }
 
-    /// Tells every UI that was sent request `seq` (except `except`) that it is gone.
+    /// Tells every UI that was sent request `seq` (except `except`) that it is gone. One that
+    /// may not see it was never sent it (`sees` only changes through `set_rights`, which
+    /// sends or withdraws what changed).
     fn withdraw(
         &self,
         id: &str,
         seq: u64,
+        producer_uid: u32,
         reason: WithdrawReason,
         except: Option<PeerId>,
         fx: &mut Effects,
     ) {
         let mut frame = None;
         for &ui in &self.uis {
-            if Some(ui) == except || !self.peers[&ui].ui.is_some_and(|c| c.has_seen(seq)) {
+            let p = &self.peers[&ui];
+            if Some(ui) == except
+                || !p.ui.is_some_and(|c| c.has_seen(seq))
+                || !p.info.sees(producer_uid)
+            {
                 continue;
             }
             let frame = frame.get_or_insert_with(|| {

@@ -20,6 +20,7 @@ fn broker() -> Broker {
                 pid: Some(pid),
                 uid: 1000,
                 gid: 1000,
+                ..PeerInfo::default()
             },
         );
     }
@@ -353,5 +354,216 @@ fn watchers_get_events_and_nothing_else() {
     b.cancel(PRODUCER, "e", t0 + Duration::from_millis(3), &mut fx);
     assert_eq!(fx.events[1].event, "withdrawn");
     assert_eq!(fx.events[1].latency_ms, Some(3));
-    assert_eq!(b.watchers().collect::<Vec<_>>(), [UI_B]);
+    assert_eq!(b.watchers_of(1000).collect::<Vec<_>>(), [UI_B]);
+}
+
+const OTHER_PRODUCER: PeerId = 2;
+const OTHER_UI: PeerId = 12;
+const OPERATOR: PeerId = 13;
+
+/// The shared broker plus another user (uid 2000: a producer and a UI) and an operator.
+fn shared_broker() -> Broker {
+    let mut b = broker();
+    for (id, uid, operator) in [
+        (OTHER_PRODUCER, 2000, false),
+        (OTHER_UI, 2000, false),
+        (OPERATOR, 3000, true),
+    ] {
+        b.connect(
+            id,
+            PeerInfo {
+                uid,
+                gid: uid,
+                pid: Some(id as i32),
+                rights: Rights {
+                    operator,
+                    ..Rights::default()
+                },
+                ..PeerInfo::default()
+            },
+        );
+    }
+    b
+}
+
+fn frames_to(frames: &[(PeerId, Value)], peer: PeerId) -> Vec<Value> {
+    frames
+        .iter()
+        .filter(|(p, _)| *p == peer)
+        .map(|(_, v)| v.clone())
+        .collect()
+}
+
+#[test]
+fn a_ui_sees_only_its_own_uids_questions_unless_it_is_an_operator() {
+    let mut b = shared_broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    b.ask(PRODUCER, request("mine", json!({})), t0, &mut fx);
+    b.ask(OTHER_PRODUCER, request("theirs", json!({})), t0, &mut fx);
+    sent(&mut fx);
+    // Replay: the count and the frames are the UI's own uid's only.
+    for (ui, want) in [
+        (UI_A, vec!["mine"]),
+        (OTHER_UI, vec!["theirs"]),
+        (OPERATOR, vec!["mine", "theirs"]),
+    ] {
+        subscribe(&mut b, ui, t0, &mut fx);
+        let frames = frames_to(&sent(&mut fx), ui);
+        assert_eq!(frames[0]["pending"], want.len(), "{ui}");
+        let ids: Vec<_> = frames[1..]
+            .iter()
+            .map(|f| f["correlationId"].clone())
+            .collect();
+        assert_eq!(ids, want, "{ui}");
+    }
+    // Live: the same.
+    b.ask(OTHER_PRODUCER, request("theirs-2", json!({})), t0, &mut fx);
+    let frames = sent(&mut fx);
+    let to: BTreeSet<PeerId> = frames.iter().map(|(p, _)| *p).collect();
+    assert_eq!(to, [OTHER_UI, OPERATOR].into());
+    // Answering another user's question is forbidden, and changes nothing.
+    b.respond(
+        UI_A,
+        response("theirs", json!({"0": "x"}), false),
+        t0,
+        &mut fx,
+    );
+    let frames = sent(&mut fx);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].0, UI_A);
+    assert_eq!(frames[0].1["code"], "forbidden");
+    assert_eq!(b.pending_len(), 3);
+    // The operator may answer it; the withdrawal goes to who saw it, not to UI_A.
+    b.respond(
+        OPERATOR,
+        response("theirs", json!({"0": "x"}), false),
+        t0,
+        &mut fx,
+    );
+    assert_eq!(
+        types(&sent(&mut fx)),
+        [
+            (OTHER_UI, "ask-user-withdrawn".into()),
+            (OPERATOR, "ask-user-ack".into()),
+            (OTHER_PRODUCER, "ask-user-response".into())
+        ]
+    );
+}
+
+#[test]
+fn watchers_see_events_of_their_own_uid_unless_operators() {
+    let mut b = shared_broker();
+    let mut fx = Effects::default();
+    b.watch(UI_A, None, &mut fx);
+    b.watch(OPERATOR, None, &mut fx);
+    assert_eq!(b.watchers_of(1000).collect::<Vec<_>>(), [UI_A, OPERATOR]);
+    assert_eq!(b.watchers_of(2000).collect::<Vec<_>>(), [OPERATOR]);
+}
+
+#[test]
+fn rights_forbid_roles_and_quotas_count_per_uid() {
+    let mut b = Broker::new(Limits {
+        max_pending_per_uid: 2,
+        ..Limits::default()
+    });
+    let ui_only = Rights {
+        produce: false,
+        ..Rights::default()
+    };
+    let producer_only = Rights {
+        ui: false,
+        ..Rights::default()
+    };
+    for (id, rights) in [(1, producer_only), (2, producer_only), (3, ui_only)] {
+        b.connect(
+            id,
+            PeerInfo {
+                uid: 7,
+                rights,
+                ..PeerInfo::default()
+            },
+        );
+    }
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    b.subscribe(1, None, &mut fx);
+    b.watch(1, None, &mut fx);
+    b.ask(3, request("no", json!({})), t0, &mut fx);
+    let codes: Vec<_> = sent(&mut fx)
+        .into_iter()
+        .map(|(p, v)| (p, v["code"].clone()))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            (1, json!("forbidden")),
+            (1, json!("forbidden")),
+            (3, json!("forbidden"))
+        ]
+    );
+    assert_eq!(b.stats().rejected, 1);
+    assert_eq!(
+        fx.records[0].code,
+        Some(crate::protocol::ErrorCode::Forbidden)
+    );
+    // Two connections of one uid share its quota of 2.
+    b.ask(1, request("a", json!({})), t0, &mut fx);
+    b.ask(2, request("b", json!({})), t0, &mut fx);
+    b.ask(2, request("c", json!({})), t0, &mut fx);
+    let frames = sent(&mut fx);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].1["code"], "too-many-pending");
+    b.cancel(1, "a", t0, &mut fx);
+    sent(&mut fx);
+    b.ask(2, request("c", json!({})), t0, &mut fx);
+    assert!(sent(&mut fx).is_empty(), "a freed slot is reusable");
+    // A refused attempt still makes a producer; a peer that did nothing is idle.
+    b.connect(4, PeerInfo::default());
+    assert_eq!(
+        b.role_counts(),
+        RoleCounts {
+            producer: 3,
+            ui: 0,
+            watcher: 0,
+            idle: 1
+        }
+    );
+}
+
+#[test]
+fn new_rights_send_or_withdraw_what_a_ui_may_now_see() {
+    let mut b = shared_broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    b.ask(PRODUCER, request("mine", json!({})), t0, &mut fx);
+    b.ask(OTHER_PRODUCER, request("theirs", json!({})), t0, &mut fx);
+    subscribe(&mut b, UI_A, t0, &mut fx);
+    sent(&mut fx);
+    let operator = Rights {
+        operator: true,
+        ..Rights::default()
+    };
+    b.set_rights(UI_A, operator, t0, &mut fx);
+    let frames = sent(&mut fx);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].1["type"], "ask-user-request");
+    assert_eq!(frames[0].1["correlationId"], "theirs");
+    b.set_rights(UI_A, Rights::default(), t0, &mut fx);
+    let frames = sent(&mut fx);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].1["type"], "ask-user-withdrawn");
+    assert_eq!(frames[0].1["correlationId"], "theirs");
+    // Losing the UI right withdraws everything it saw, and it is a UI no more.
+    let no_ui = Rights {
+        ui: false,
+        ..Rights::default()
+    };
+    b.set_rights(UI_A, no_ui, t0, &mut fx);
+    let frames = sent(&mut fx);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].1["correlationId"], "mine");
+    b.ask(PRODUCER, request("later", json!({})), t0, &mut fx);
+    assert!(frames_to(&sent(&mut fx), UI_A).is_empty());
+    assert_eq!(b.ui_count(), 0);
 }

@@ -63,7 +63,9 @@ impl ErrorCode {
     }
 
     /// After these the daemon closes the connection: the stream can no longer be trusted
-    /// (a frame boundary is lost) or the peer may not talk to this daemon at all.
+    /// (a frame boundary is lost) or the peer may not talk to this daemon at all. `forbidden`
+    /// closes only when it refuses the connection on accept; a forbidden action later
+    /// (subscribing without the UI right, answering another user's question) leaves it open.
     pub fn closes_connection(self) -> bool {
         matches!(
             self,

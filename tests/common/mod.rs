@@ -29,9 +29,124 @@ pub struct Daemon {
     pub socket: PathBuf,
     pub telemetry: PathBuf,
     pub log: PathBuf,
+    /// The config file `--config` names, when the test gave one.
+    pub config: PathBuf,
     args: Vec<String>,
+    /// Variables to set (`Some`) or remove (`None`), after the harness's own.
+    env: Vec<(String, Option<std::ffi::OsString>)>,
+    /// A command askbusd runs under (e.g. systemd-socket-activate), which then owns the
+    /// socket: no --socket is passed.
+    wrapper: Vec<String>,
+    /// The log line that says the socket accepts connections.
+    ready_line: String,
+    /// Tell askbusd its stderr (the log file) is the journal, as systemd does.
+    journal: bool,
     /// RLIMIT_NOFILE to run the daemon under, if any.
     nofile: Option<u64>,
+}
+
+/// How to start a daemon: flags, environment, a config file, a wrapper command.
+#[derive(Default)]
+pub struct Builder {
+    args: Vec<String>,
+    env: Vec<(String, std::ffi::OsString)>,
+    config: Option<String>,
+    wrapper: Vec<String>,
+    ready_line: Option<String>,
+    journal: bool,
+    nofile: Option<u64>,
+    unset: Vec<String>,
+}
+
+impl Builder {
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(|s| s.to_string()));
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: impl Into<std::ffi::OsString>) -> Self {
+        self.env.push((key.to_owned(), value.into()));
+        self
+    }
+
+    /// Removes a variable the harness sets (e.g. ASKBUS_LOG, so the config file's log_level
+    /// counts).
+    pub fn env_remove(mut self, key: &str) -> Self {
+        self.unset.push(key.to_owned());
+        self
+    }
+
+    /// Writes `text` as the config file and passes `--config` to it.
+    pub fn config(mut self, text: &str) -> Self {
+        self.config = Some(text.to_owned());
+        self
+    }
+
+    /// Runs askbusd as `wrapper... askbusd ARGS` (`{socket}` in the wrapper and the args is
+    /// replaced by the socket path); the wrapper then provides the socket.
+    pub fn wrapper(mut self, wrapper: &[&str]) -> Self {
+        self.wrapper = wrapper.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    /// Sets JOURNAL_STREAM to the log file's device and inode, as systemd does for a
+    /// service whose stderr is the journal.
+    pub fn journal(mut self) -> Self {
+        self.journal = true;
+        self
+    }
+
+    /// Waits for this log line instead of askbusd's ready line (a wrapper that starts
+    /// askbusd only on the first connection says when it listens).
+    pub fn ready_line(mut self, line: &str) -> Self {
+        self.ready_line = Some(line.to_owned());
+        self
+    }
+
+    pub fn start(self) -> Daemon {
+        let dir = tempfile::Builder::new()
+            .prefix("askbus-test-")
+            .tempdir()
+            .expect("temp dir");
+        let socket = dir.path().join("askbus.sock");
+        let config = dir.path().join("askbusd.toml");
+        let mut args: Vec<String> = self
+            .args
+            .iter()
+            .map(|a| a.replace("{socket}", &socket.display().to_string()))
+            .collect();
+        if let Some(text) = &self.config {
+            std::fs::write(&config, text).expect("write config");
+            args.push("--config".into());
+            args.push(config.display().to_string());
+        }
+        let wrapper = self
+            .wrapper
+            .iter()
+            .map(|w| w.replace("{socket}", &socket.display().to_string()))
+            .collect();
+        let mut env: Vec<(String, Option<std::ffi::OsString>)> =
+            self.env.into_iter().map(|(k, v)| (k, Some(v))).collect();
+        env.extend(self.unset.into_iter().map(|k| (k, None)));
+        let mut d = Daemon {
+            child: None,
+            telemetry: dir.path().join("telemetry.jsonl"),
+            log: dir.path().join("askbusd.log"),
+            socket,
+            config,
+            dir,
+            args,
+            env,
+            wrapper,
+            ready_line: self
+                .ready_line
+                .unwrap_or_else(|| "askbusd ready on".to_owned()),
+            journal: self.journal,
+            nofile: self.nofile,
+        };
+        d.spawn();
+        d
+    }
 }
 
 impl Daemon {
@@ -42,29 +157,49 @@ impl Daemon {
 
     /// Starts askbusd with extra flags.
     pub fn start_with(args: &[&str]) -> Daemon {
-        Daemon::start_limited(args, None)
+        Daemon::builder().args(args).start()
     }
 
     /// Starts askbusd with extra flags and at most `nofile` open file descriptors.
     pub fn start_limited(args: &[&str], nofile: Option<u64>) -> Daemon {
-        let dir = tempfile::Builder::new()
-            .prefix("askbus-test-")
-            .tempdir()
-            .expect("temp dir");
-        let socket = dir.path().join("askbus.sock");
-        let telemetry = dir.path().join("telemetry.jsonl");
-        let log = dir.path().join("askbusd.log");
-        let mut d = Daemon {
-            child: None,
-            socket,
-            telemetry,
-            log,
-            dir,
-            args: args.iter().map(|s| s.to_string()).collect(),
-            nofile,
-        };
-        d.spawn();
-        d
+        let mut b = Daemon::builder().args(args);
+        b.nofile = nofile;
+        b.start()
+    }
+
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// Rewrites the config file (then `reload` applies it).
+    pub fn write_config(&self, text: &str) {
+        std::fs::write(&self.config, text).expect("write config");
+    }
+
+    /// SIGHUP, then waits until the daemon logged that it reloaded (or failed to).
+    pub fn reload(&self) {
+        self.reload_pid(self.pid());
+    }
+
+    /// `reload`, signalling `pid` (askbusd under a wrapper that does not exec it).
+    pub fn reload_pid(&self, pid: u32) {
+        let before = self.reload_lines();
+        // SAFETY: kill with a pid of ours and a valid signal number.
+        assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGHUP) }, 0);
+        let deadline = Instant::now() + RECV_TIMEOUT;
+        while self.reload_lines() == before {
+            assert!(
+                Instant::now() < deadline,
+                "askbusd never reloaded:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    fn reload_lines(&self) -> usize {
+        let log = self.log_text();
+        log.matches("configuration reloaded").count() + log.matches("reload failed").count()
     }
 
     fn spawn(&mut self) {
@@ -73,20 +208,49 @@ impl Daemon {
             .append(true)
             .open(&self.log)
             .expect("log file");
-        let mut cmd = Command::new(daemon_bin());
-        cmd.arg("--socket")
-            .arg(&self.socket)
-            .args(&self.args)
+        let mut cmd = match self.wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(rest).arg(daemon_bin());
+                cmd
+            }
+            None => {
+                let mut cmd = Command::new(daemon_bin());
+                cmd.arg("--socket").arg(&self.socket);
+                cmd
+            }
+        };
+        cmd.args(&self.args)
             .env("ASKBUS_LOG", "debug")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log);
+            // No config file but the test's own: a developer's ~/.config must not leak in.
+            .env("XDG_CONFIG_HOME", self.dir.path())
+            .env_remove("ASKBUS_CONFIG")
+            .env_remove("CONFIGURATION_DIRECTORY")
+            .env_remove("STATE_DIRECTORY")
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("WATCHDOG_USEC")
+            .env_remove("WATCHDOG_PID")
+            .env_remove("LISTEN_FDS")
+            .env_remove("LISTEN_PID")
+            .env_remove("JOURNAL_STREAM");
+        for (k, v) in &self.env {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(log);
         if !self
             .args
             .iter()
             .any(|a| a == "--no-telemetry" || a == "--telemetry")
         {
             cmd.arg("--telemetry").arg(&self.telemetry);
+        }
+        if self.journal {
+            use std::os::unix::fs::MetadataExt;
+            let meta = std::fs::metadata(&self.log).expect("log file");
+            cmd.env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()));
         }
         if let Some(n) = self.nofile {
             use std::os::unix::process::CommandExt;
@@ -135,15 +299,45 @@ impl Daemon {
     }
 
     fn ready_lines(&self) -> usize {
-        self.log_text().matches("askbusd ready on").count()
+        self.log_text().matches(self.ready_line.as_str()).count()
     }
 
+    /// The daemon's pid (the wrapper's, which execs askbusd, when there is one).
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }
 
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The pid of the wrapper's child, for a wrapper that does not exec askbusd (strace).
+    pub fn child_pid(&self) -> u32 {
+        let pid = self.pid();
+        let deadline = Instant::now() + RECV_TIMEOUT;
+        loop {
+            let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default();
+            if let Some(child) = children.split_whitespace().next() {
+                return child.parse().expect("a pid");
+            }
+            assert!(Instant::now() < deadline, "the wrapper has no child");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Waits (at most `within`) for the process to exit by itself.
+    pub fn wait_exit(&mut self, within: Duration) -> ExitStatus {
+        let started = Instant::now();
+        let child = self.child.as_mut().expect("running");
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                self.child = None;
+                return status;
+            }
+            assert!(started.elapsed() < within, "did not exit within {within:?}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Sends a signal to the daemon.
@@ -410,4 +604,49 @@ pub fn rt() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("runtime")
+}
+
+/// `GET target` over HTTP/1.1 on a connected stream; the status code and the body.
+pub fn http_get(mut stream: impl std::io::Read + std::io::Write, target: &str) -> (u16, String) {
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: askbusd\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send request");
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).expect("read reply");
+    let (head, body) = reply
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no HTTP header end: {reply:?}"));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("bad status line: {head:?}"));
+    (status, body.to_owned())
+}
+
+/// `/metrics` from a Unix socket.
+pub fn scrape_unix(path: &Path) -> String {
+    let stream = std::os::unix::net::UnixStream::connect(path)
+        .unwrap_or_else(|e| panic!("connect {}: {e}", path.display()));
+    let (status, body) = http_get(stream, "/metrics");
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+/// Samples of a text exposition: `name{labels}` (as written) to value.
+pub fn parse_metrics(text: &str) -> std::collections::BTreeMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (name, value) = l
+                .rsplit_once(' ')
+                .unwrap_or_else(|| panic!("bad sample {l:?}"));
+            let value = value
+                .parse()
+                .unwrap_or_else(|_| panic!("bad value in {l:?}"));
+            (name.to_owned(), value)
+        })
+        .collect()
 }

@@ -1,24 +1,26 @@
-//! askbus: the command-line client. `ask` asks as a producer; `pending` and `answer` answer as
-//! a UI would, for scripts and for answering without a richer UI; `stats` prints counters.
+//! askbus: the command-line client. This file parses the command line and dispatches; each
+//! subcommand lives in its own module (`ask`, `pending`, `answer`, `ui`, `watch`, `mcp`, …).
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use serde_json::Value;
 
-use askbus::client::{new_correlation_id, Ask, ClientError, Connection, Producer, Ui, UiEvent};
-use askbus::protocol::{NoUiPolicy, Outcome, ProducerResponse, UiRequest};
+use askbus::client::{ClientError, Connection};
+use askbus::protocol::NoUiPolicy;
 
+mod answer;
+mod ask;
 mod completions;
 mod mcp;
+mod pending;
 mod schema;
 mod ui;
 mod validate;
 mod watch;
+mod web;
 
 /// Ask a person a question through askbusd, or answer one.
 #[derive(Debug, Parser)]
@@ -80,6 +82,13 @@ enum Command {
     ///
     /// Keeps running (and reconnects when askbusd restarts) until you press q in the list.
     Ui,
+    /// Serve a page where a browser (or a phone) answers the agents' questions.
+    ///
+    /// Prints a link carrying a random access token, new at every start; every request must
+    /// carry it (the link sets it as a cookie). Listens on loopback unless --allow-remote.
+    /// From another machine or a phone, use an SSH tunnel (`ssh -L 7870:127.0.0.1:7870 HOST`,
+    /// then open the link there) or a reverse proxy with TLS in front (plus --origin).
+    Web(web::WebArgs),
     /// Print a live feed of the bus: requests, answers, withdrawals, timeouts (no question text).
     ///
     /// Connects as an observer, which cannot answer. Runs until interrupted, and reconnects
@@ -140,16 +149,6 @@ enum NoUiArg {
     Reject,
 }
 
-/// Exit statuses of `askbus ask`, documented in its help.
-mod exit {
-    pub const DISMISSED: u8 = 1;
-    pub const TIMEOUT: u8 = 2;
-    pub const NO_UI: u8 = 3;
-    pub const REJECTED: u8 = 4;
-    pub const UNREACHABLE: u8 = 5;
-    pub const ENDED: u8 = 6;
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let socket = cli
@@ -174,7 +173,7 @@ fn main() -> ExitCode {
                 .is_some_and(|c| matches!(c, ClientError::Connect { .. }));
             eprintln!("askbus: {e:#}");
             if unreachable {
-                ExitCode::from(exit::UNREACHABLE)
+                ExitCode::from(ask::exit::UNREACHABLE)
             } else {
                 ExitCode::FAILURE
             }
@@ -191,14 +190,14 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             json,
             client,
         } => {
-            let questions = read_questions(file)?;
+            let questions = ask::read_questions(file)?;
             let no_ui = no_ui.map(|p| match p {
                 NoUiArg::Wait => NoUiPolicy::Wait,
                 NoUiArg::Reject => NoUiPolicy::Reject,
             });
-            ask(&socket, questions, timeout_ms, no_ui, json, &client).await
+            ask::run(&socket, questions, timeout_ms, no_ui, json, &client).await
         }
-        Command::Pending { json } => pending(&socket, json).await,
+        Command::Pending { json } => pending::run(&socket, json).await,
         Command::Ui => ui::run(&socket).await,
         Command::Watch { json } => watch::run(&socket, json).await,
         Command::Validate { file, json } => validate::run(file, json),
@@ -214,8 +213,9 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             id,
             answers,
             dismiss,
-        } => answer(&socket, &id, &answers, dismiss).await,
+        } => answer::run(&socket, &id, &answers, dismiss).await,
         Command::Mcp(args) => mcp::run(&socket, args).await,
+        Command::Web(args) => web::run(args, socket).await,
         Command::Stats { json } => {
             let mut conn = Connection::connect(&socket).await?;
             let stats = conn.stats().await?;
@@ -229,231 +229,18 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
     }
 }
 
-fn read_questions(file: Option<PathBuf>) -> Result<Value> {
-    let text = match file.as_deref() {
-        None => read_stdin()?,
-        Some(p) if p.as_os_str() == "-" => read_stdin()?,
-        Some(p) => {
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?
+/// The contents of `file`, or of stdin when it is absent or `-` (as `ask` and `validate` read).
+fn read_file_or_stdin(file: Option<&std::path::Path>) -> Result<String> {
+    match file {
+        Some(p) if p.as_os_str() != "-" => {
+            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))
         }
-    };
-    let value: Value =
-        serde_json::from_str(&text).context("the questions file is not valid JSON")?;
-    Ok(match value {
-        Value::Object(mut obj) if obj.contains_key("questions") => {
-            obj.remove("questions").unwrap_or_default()
-        }
-        other => other,
-    })
-}
-
-fn read_stdin() -> Result<String> {
-    let mut s = String::new();
-    std::io::stdin()
-        .read_to_string(&mut s)
-        .context("cannot read stdin")?;
-    Ok(s)
-}
-
-async fn ask(
-    socket: &std::path::Path,
-    questions: Value,
-    timeout_ms: Option<u64>,
-    no_ui: Option<NoUiPolicy>,
-    json: bool,
-    client: &str,
-) -> Result<ExitCode> {
-    // Installed before asking, so a Ctrl-C at any moment withdraws the question.
-    let mut interrupt = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-        .context("cannot handle SIGINT")?;
-    let producer = Producer::connect(socket, Some(client)).await?;
-    let id = new_correlation_id();
-    let request = Ask {
-        questions,
-        correlation_id: Some(id.clone()),
-        timeout_ms,
-        no_ui,
-    };
-    let asked = producer.ask(request);
-    tokio::pin!(asked);
-    let response = tokio::select! {
-        r = &mut asked => r,
-        _ = interrupt.recv() => {
-            // Withdraw the question so no UI keeps showing it, then report how it ended.
-            producer.cancel(&id).await?;
-            asked.await
-        }
-    };
-    let response = match response {
-        Ok(r) => r,
-        Err(ClientError::Rejected(e)) => {
-            eprintln!("{}", e.message);
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string(&askbus::protocol::ServerFrame::Error(e))?
-                );
-            }
-            return Ok(ExitCode::from(exit::REJECTED));
-        }
-        Err(e) => return Err(e.into()),
-    };
-    if json {
-        let frame = askbus::protocol::ServerFrame::AskUserResponse(response.clone());
-        println!("{}", serde_json::to_string(&frame)?);
-    } else {
-        print_response(&response);
-    }
-    Ok(ExitCode::from(match response.reason {
-        Outcome::Answered => 0,
-        Outcome::Dismissed => exit::DISMISSED,
-        Outcome::Timeout => exit::TIMEOUT,
-        Outcome::NoUi => exit::NO_UI,
-        Outcome::Withdrawn | Outcome::Shutdown => exit::ENDED,
-    }))
-}
-
-fn print_response(r: &ProducerResponse) {
-    match r.reason {
-        // The reference's own rendering of the answers, as the user would see it.
-        Outcome::Answered => println!("{}", r.result.return_display),
-        _ => eprintln!("{}", r.result.llm_content),
-    }
-}
-
-async fn pending(socket: &std::path::Path, json: bool) -> Result<ExitCode> {
-    let mut ui = Ui::subscribe(
-        socket,
-        Some(concat!("askbus-pending/", env!("CARGO_PKG_VERSION"))),
-    )
-    .await?;
-    let mut requests: Vec<UiRequest> = Vec::new();
-    while (requests.len() as u64) < ui.pending_at_subscribe() {
-        match ui.next().await? {
-            Some(UiEvent::Request(r)) => requests.push(r),
-            Some(UiEvent::Withdrawn { correlation_id, .. }) => {
-                requests.retain(|r| r.correlation_id != correlation_id)
-            }
-            Some(_) => {}
-            None => bail!("askbusd closed the connection"),
-        }
-    }
-    if json {
-        let frames: Vec<_> = requests
-            .into_iter()
-            .map(askbus::protocol::ServerFrame::AskUserRequest)
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&frames)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    if requests.is_empty() {
-        println!("No pending questions.");
-    }
-    for r in &requests {
-        print_request(r)?;
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn print_request(r: &UiRequest) -> Result<()> {
-    let p = &r.producer;
-    println!(
-        "{}  from {} (pid {}, uid {}), {}s left",
-        r.correlation_id,
-        p.client.as_deref().unwrap_or("unnamed agent"),
-        p.pid.map_or("?".to_string(), |p| p.to_string()),
-        p.uid,
-        r.timeout_ms / 1000
-    );
-    let questions = r
-        .questions
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    for (i, q) in questions.iter().enumerate() {
-        let header = q.get("header").and_then(Value::as_str).unwrap_or("");
-        let text = q.get("question").and_then(Value::as_str).unwrap_or("");
-        let ty = q.get("type").and_then(Value::as_str).unwrap_or("");
-        let multi = q
-            .get("multiSelect")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let kind = if multi {
-            format!("{ty}, several")
-        } else {
-            ty.to_owned()
-        };
-        println!(
-            "  [{i}] {header} ({kind}): {}",
-            text.replace('\n', "\n      ")
-        );
-        if ty == "yesno" {
-            println!("      - Yes\n      - No");
-        } else if let Some(options) = q.get("options").and_then(Value::as_array) {
-            for o in options {
-                let label = o.get("label").and_then(Value::as_str).unwrap_or("");
-                let desc = o.get("description").and_then(Value::as_str).unwrap_or("");
-                if desc.is_empty() {
-                    println!("      - {label}");
-                } else {
-                    println!("      - {label}: {desc}");
-                }
-            }
-        }
-    }
-    println!();
-    Ok(())
-}
-
-async fn answer(
-    socket: &std::path::Path,
-    id: &str,
-    raw: &[String],
-    dismiss: bool,
-) -> Result<ExitCode> {
-    let mut answers = BTreeMap::new();
-    for a in raw {
-        let (k, v) = a
-            .split_once('=')
-            .ok_or_else(|| anyhow!("--answer takes INDEX=TEXT, got {a:?}"))?;
-        let index: usize = k
-            .trim()
-            .parse()
-            .map_err(|_| anyhow!("--answer {a:?}: {k:?} is not a question index"))?;
-        answers.insert(index, v.to_owned());
-    }
-    let mut ui = Ui::subscribe(
-        socket,
-        Some(concat!("askbus-answer/", env!("CARGO_PKG_VERSION"))),
-    )
-    .await?;
-    if dismiss {
-        ui.dismiss(id).await?;
-    } else {
-        ui.answer(id, &answers).await?;
-    }
-    loop {
-        match ui.next().await? {
-            Some(UiEvent::Ack {
-                correlation_id,
-                outcome,
-            }) if correlation_id == id => {
-                println!(
-                    "{id}: {}",
-                    if outcome == Outcome::Dismissed {
-                        "dismissed"
-                    } else {
-                        "answered"
-                    }
-                );
-                return Ok(ExitCode::SUCCESS);
-            }
-            Some(UiEvent::Error(e)) if e.correlation_id.as_deref() == Some(id) => {
-                eprintln!("askbus: {}: {}", e.code, e.message);
-                return Ok(ExitCode::FAILURE);
-            }
-            Some(_) => continue,
-            None => bail!("askbusd closed the connection before acknowledging the answer"),
+        _ => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("cannot read stdin")?;
+            Ok(s)
         }
     }
 }

@@ -2,7 +2,6 @@
 //! `askbus::protocol` and `askbus::questions` code askbusd runs) and prints the reference's
 //! error message, or the questions as UIs would receive them after normalization.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,13 +19,7 @@ pub struct Rejection {
 }
 
 pub fn run(file: Option<PathBuf>, json_out: bool) -> Result<ExitCode> {
-    let text = match file.as_deref() {
-        None => read_stdin()?,
-        Some(p) if p.as_os_str() == "-" => read_stdin()?,
-        Some(p) => {
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?
-        }
-    };
+    let text = crate::read_file_or_stdin(file.as_deref())?;
     let value: Value = serde_json::from_str(&text).context("the file is not valid JSON")?;
     match check(&text, value) {
         Ok(normalized) => {
@@ -99,14 +92,6 @@ pub fn check(text: &str, value: Value) -> Result<Vec<Value>, Rejection> {
         message,
         correlation_id: None,
     })
-}
-
-fn read_stdin() -> Result<String> {
-    let mut s = String::new();
-    std::io::stdin()
-        .read_to_string(&mut s)
-        .context("cannot read stdin")?;
-    Ok(s)
 }
 
 #[cfg(test)]

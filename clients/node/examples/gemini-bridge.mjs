@@ -1,0 +1,19 @@
+#!/usr/bin/env node
+// Connects a Gemini CLI core MessageBus to askbusd: ask_user questions published on the bus are
+// answered by whichever askbus UI answers first (run `node examples/ui.mjs` elsewhere).
+// Needs @google/gemini-cli-core (a devDependency here; your agent already has it).
+import { MessageBus } from "@google/gemini-cli-core";
+import { bridgeMessageBus } from "askbus";
+
+// In an agent this is the bus Gemini CLI core already uses (config.getMessageBus()).
+const bus = new MessageBus(/* policyEngine: only consulted for tool confirmations */ {});
+const bridge = bridgeMessageBus(bus, { client: "gemini-bridge-example/1", onError: (e) => console.error(e.message) });
+
+// What code on the bus does unchanged; the bridge answers it through the daemon.
+const response = await bus.request(
+  { type: "ask-user-request", questions: [{ question: "Ship it today?", header: "Release", type: "yesno" }] },
+  "ask-user-response",
+  120_000,
+);
+console.log(response.cancelled ? "no answer" : `answer: ${response.answers["0"]}`);
+bridge.detach();

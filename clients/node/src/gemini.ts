@@ -1,0 +1,176 @@
+/**
+ * The Gemini CLI bridge: connects a `MessageBus` of `@google/gemini-cli-core` to askbusd, so
+ * the questions an agent built on Gemini CLI core asks are answered by a UI in another process.
+ *
+ * Two kinds of traffic carry ask_user questions on that bus, and both are bridged:
+ * - `ask-user-request` messages (`{type, questions, correlationId}`, also what
+ *   `messageBus.request({type:'ask-user-request', questions}, 'ask-user-response')` publishes):
+ *   answered with `{type:'ask-user-response', correlationId, answers, cancelled?}`.
+ * - The scheduler's confirmations, which is how the `ask_user` tool of core 0.61.0 actually
+ *   asks: a `tool-calls-update` listing a call `awaiting_approval` whose confirmation details
+ *   have `type: 'ask_user'`, answered with the `tool-confirmation-response` the CLI's own dialog
+ *   sends (`outcome: 'proceed_once'` with `payload: {answers}`, or `outcome: 'cancel'`).
+ *
+ * The bus is typed structurally: gemini-cli-core is never a dependency of this package.
+ */
+
+import { randomUUID } from "node:crypto";
+
+import { Producer, type AskResponse, type ProducerOptions } from "./producer.js";
+import type { NoUiPolicy } from "./protocol.js";
+
+/** What the bridge needs of a MessageBus (gemini-cli-core's class has all of it). */
+export interface MessageBusLike {
+  publish(message: any): unknown;
+  subscribe(type: string, listener: (message: any) => void): void;
+  unsubscribe(type: string, listener: (message: any) => void): void;
+}
+
+export interface BridgeOptions extends ProducerOptions {
+  /** Ask through this producer instead of one the bridge opens (and closes on detach). */
+  producer?: Producer;
+  /** Passed with every question set; the daemon's default otherwise. */
+  timeoutMs?: number;
+  noUi?: NoUiPolicy;
+  /** Bridge the scheduler's ask_user confirmations too (default true). */
+  toolConfirmations?: boolean;
+  /** Told about each question set the daemon refused or could not take; the bus is answered
+   * with a cancellation so the agent never waits forever. */
+  onError?: (error: unknown, correlationId: string) => void;
+  /** Told about each daemon answer before it is relayed (with the tool result it carries). */
+  onResponse?: (response: AskResponse, correlationId: string) => void;
+}
+
+export interface BridgeHandle {
+  /** Stops bridging: unsubscribes from the bus and withdraws the questions still pending. */
+  detach(): void;
+  /** Question sets sent to the daemon and not yet answered. */
+  readonly pending: number;
+  readonly producer: Producer;
+}
+
+const ASK_USER_REQUEST = "ask-user-request";
+const ASK_USER_RESPONSE = "ask-user-response";
+const TOOL_CALLS_UPDATE = "tool-calls-update";
+const TOOL_CONFIRMATION_RESPONSE = "tool-confirmation-response";
+
+interface Bridged {
+  daemonId: string;
+  kind: "message" | "tool";
+  schedulerId?: string;
+}
+
+export function bridgeMessageBus(bus: MessageBusLike, opts: BridgeOptions = {}): BridgeHandle {
+  const producer = opts.producer ?? new Producer({ client: "askbus-gemini-bridge", ...opts });
+  const ownsProducer = opts.producer === undefined;
+  // Keyed by the bus's correlationId. The daemon gets ids of its own: the bus's are only
+  // unique within this process, the daemon's pending table is shared by every agent.
+  const bridged = new Map<string, Bridged>();
+  let detached = false;
+
+  const publish = (message: Record<string, unknown>) => {
+    try {
+      void Promise.resolve(bus.publish(message)).catch(() => {});
+    } catch {
+      // A bus that throws on publish has no one to tell; the agent's own timeout applies.
+    }
+  };
+
+  const reply = (busId: string, b: Bridged, r: AskResponse | null) => {
+    const answered = r !== null && !r.cancelled;
+    if (b.kind === "message") {
+      const msg: Record<string, unknown> = { type: ASK_USER_RESPONSE, correlationId: busId, answers: answered ? r.answers : {} };
+      if (!answered) msg.cancelled = true;
+      publish(msg);
+    } else if (answered) {
+      publish({ type: TOOL_CONFIRMATION_RESPONSE, correlationId: busId, confirmed: true, outcome: "proceed_once", payload: { answers: r.answers } });
+    } else {
+      publish({ type: TOOL_CONFIRMATION_RESPONSE, correlationId: busId, confirmed: false, outcome: "cancel" });
+    }
+  };
+
+  const forward = (busId: string, questions: unknown, b: Bridged) => {
+    bridged.set(busId, b);
+    producer
+      .ask(questions, { correlationId: b.daemonId, timeoutMs: opts.timeoutMs, noUi: opts.noUi })
+      .then(
+        (r) => {
+          // Answered meanwhile on the bus (a local dialog), or withdrawn by detach: say nothing.
+          if (bridged.get(busId) !== b) return;
+          bridged.delete(busId);
+          opts.onResponse?.(r, busId);
+          reply(busId, b, r);
+        },
+        (err) => {
+          if (bridged.get(busId) !== b) return;
+          bridged.delete(busId);
+          opts.onError?.(err, busId);
+          if (!detached) reply(busId, b, null);
+        },
+      );
+  };
+
+  const withdraw = (busId: string) => {
+    const b = bridged.get(busId);
+    if (!b) return;
+    bridged.delete(busId);
+    producer.cancel(b.daemonId);
+  };
+
+  const onAskUserRequest = (msg: any) => {
+    if (detached || typeof msg?.correlationId !== "string" || bridged.has(msg.correlationId)) return;
+    forward(msg.correlationId, msg.questions, { daemonId: randomUUID(), kind: "message" });
+  };
+
+  // Someone else on the bus (an in-process dialog) answered first: take the question back.
+  const onAskUserResponse = (msg: any) => {
+    if (typeof msg?.correlationId === "string" && bridged.get(msg.correlationId)?.kind === "message") {
+      withdraw(msg.correlationId);
+    }
+  };
+
+  const onToolCallsUpdate = (msg: any) => {
+    if (detached || !Array.isArray(msg?.toolCalls)) return;
+    const schedulerId = typeof msg.schedulerId === "string" ? msg.schedulerId : undefined;
+    const awaiting = new Set<string>();
+    for (const call of msg.toolCalls) {
+      const details = call?.confirmationDetails;
+      if (call?.status !== "awaiting_approval" || details?.type !== "ask_user") continue;
+      const busId = call.correlationId;
+      if (typeof busId !== "string") continue;
+      awaiting.add(busId);
+      if (bridged.has(busId)) continue;
+      // The model's own arguments, so the daemon validates and normalizes exactly what the
+      // tool did; the details hold the already-normalized copy.
+      const args = call.request?.args;
+      const questions = args && typeof args === "object" && "questions" in args ? args.questions : details.questions;
+      forward(busId, questions, { daemonId: randomUUID(), kind: "tool", schedulerId });
+    }
+    // A call of this scheduler that stopped awaiting (answered in the terminal, cancelled):
+    // its question leaves the other UIs too.
+    for (const [busId, b] of bridged) {
+      if (b.kind === "tool" && b.schedulerId === schedulerId && !awaiting.has(busId)) withdraw(busId);
+    }
+  };
+
+  bus.subscribe(ASK_USER_REQUEST, onAskUserRequest);
+  bus.subscribe(ASK_USER_RESPONSE, onAskUserResponse);
+  const tools = opts.toolConfirmations ?? true;
+  if (tools) bus.subscribe(TOOL_CALLS_UPDATE, onToolCallsUpdate);
+
+  return {
+    producer,
+    get pending() {
+      return bridged.size;
+    },
+    detach() {
+      if (detached) return;
+      detached = true;
+      bus.unsubscribe(ASK_USER_REQUEST, onAskUserRequest);
+      bus.unsubscribe(ASK_USER_RESPONSE, onAskUserResponse);
+      if (tools) bus.unsubscribe(TOOL_CALLS_UPDATE, onToolCallsUpdate);
+      for (const busId of [...bridged.keys()]) withdraw(busId);
+      if (ownsProducer) producer.close();
+    },
+  };
+}

@@ -1,0 +1,54 @@
+/**
+ * askbus: the Node client of askbusd. Producers `ask()` questions and await the answer; UIs
+ * `subscribe()` and answer them; `bridgeMessageBus()` connects a Gemini CLI core MessageBus.
+ */
+
+export { ask, Producer, type AskOptions, type AskResponse, type PendingAsk, type ProducerOptions } from "./producer.js";
+export {
+  subscribe,
+  Subscription,
+  UiRequest,
+  Withdrawn,
+  type SubscribeOptions,
+  type SubscriptionEvents,
+  type UiRequestState,
+  type UiWithdrawReason,
+} from "./ui.js";
+export { bridgeMessageBus, type BridgeHandle, type BridgeOptions, type MessageBusLike } from "./gemini.js";
+export { buildAnswers, choiceAnswer, multiSelectAnswer, textAnswer, yesNoAnswer } from "./answers.js";
+export { defaultSocketPath } from "./paths.js";
+export type { ReconnectOptions } from "./backoff.js";
+export * from "./errors.js";
+export {
+  encodeFrame,
+  FrameDecoder,
+  frames,
+  parseServerFrame,
+  PROTOCOL_VERSION,
+  type Answers,
+  type ClientFrame,
+  type NoUiPolicy,
+  type Outcome,
+  type ProducerInfo,
+  type Question,
+  type QuestionOption,
+  type QuestionType,
+  type ServerFrame,
+  type AckFrame,
+  type AnswerFrame,
+  type AskFrame,
+  type BusEventFrame,
+  type CancelFrame,
+  type ErrorFrame,
+  type HelloFrame,
+  type PongFrame,
+  type ProducerResponseFrame,
+  type StatsFrame,
+  type SubscribedFrame,
+  type UiRequestFrame,
+  type WatchingFrame,
+  type WelcomeFrame,
+  type WithdrawnFrame,
+  type ToolResult,
+  type WithdrawReason,
+} from "./protocol.js";

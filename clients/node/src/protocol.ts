@@ -1,0 +1,309 @@
+/**
+ * Protocol v1 as this client speaks it: the frame types (what the daemon sends, what a client
+ * sends), the encoders of client frames, and the framing (4-byte big-endian length, then UTF-8
+ * JSON) with a decoder that never buffers more than one bounded frame.
+ */
+
+import { ProtocolError } from "./errors.js";
+
+export const PROTOCOL_VERSION = 1;
+
+/** The longest frame this client accepts from the daemon. A response repeats the answers in
+ * its result, so daemon frames may exceed the daemon's own inbound limit. */
+export const MAX_INBOUND_FRAME_BYTES = 16 * 1024 * 1024;
+
+/** The daemon's default inbound limit, used until its `welcome` says otherwise. */
+export const DEFAULT_MAX_FRAME_BYTES = 1_048_576;
+
+// ---------------------------------------------------------------------------------------------
+// Questions, as the ask_user tool takes them.
+
+export type QuestionType = "choice" | "text" | "yesno";
+
+export interface QuestionOption {
+  label: string;
+  description: string;
+}
+
+export interface Question {
+  question: string;
+  header: string;
+  type: QuestionType;
+  /** Required for `choice` (2 to 4); ignored otherwise. */
+  options?: QuestionOption[];
+  /** Only for `choice`. */
+  multiSelect?: boolean;
+  placeholder?: string;
+  unconstrainedHeight?: boolean;
+}
+
+/** Answers keyed by question index (`"0"` … `"3"`), as ask_user returns them. */
+export type Answers = Record<string, string>;
+
+export type NoUiPolicy = "wait" | "reject";
+export type Outcome = "answered" | "dismissed" | "timeout" | "no-ui" | "withdrawn" | "shutdown";
+export type WithdrawReason = "answered" | "timeout" | "withdrawn" | "producer-gone" | "shutdown";
+
+export interface ProducerInfo {
+  client?: string;
+  pid: number | null;
+  uid: number;
+}
+
+/** The tool result handed to the model: what the reference AskUserInvocation.execute() returns. */
+export interface ToolResult {
+  llmContent: string;
+  returnDisplay: string;
+  data: { ask_user: Record<string, unknown> } & Record<string, unknown>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Frames the daemon sends.
+
+export interface WelcomeFrame {
+  type: "welcome";
+  protocol: number;
+  server: string;
+  maxFrameBytes: number;
+  defaultTimeoutMs: number;
+  maxTimeoutMs: number;
+}
+export interface PongFrame {
+  type: "pong";
+  id?: unknown;
+}
+export interface SubscribedFrame {
+  type: "subscribed";
+  pending: number;
+}
+/** To UIs: a question to answer (normalized questions, time left). */
+export interface UiRequestFrame {
+  type: "ask-user-request";
+  correlationId: string;
+  questions: Question[];
+  timeoutMs: number;
+  producer: ProducerInfo;
+}
+export interface WithdrawnFrame {
+  type: "ask-user-withdrawn";
+  correlationId: string;
+  reason: WithdrawReason;
+}
+export interface AckFrame {
+  type: "ask-user-ack";
+  correlationId: string;
+  outcome: "answered" | "dismissed";
+}
+/** To producers: the one terminal answer. */
+export interface ProducerResponseFrame {
+  type: "ask-user-response";
+  correlationId: string;
+  answers: Answers;
+  cancelled: boolean;
+  reason: Outcome;
+  result: ToolResult;
+}
+export interface ErrorFrame {
+  type: "error";
+  code: string;
+  message: string;
+  correlationId?: string;
+}
+/** To observers (`watch`): that the connection now observes. */
+export interface WatchingFrame {
+  type: "watching";
+}
+/** To observers: a request became pending or ended. Never the question text or the answers. */
+export interface BusEventFrame {
+  type: "bus-event";
+  event: "request" | Outcome | "producer-gone" | "rejected";
+  ts: string;
+  correlationId: string;
+  producer: ProducerInfo;
+  ui?: { client?: string; pid: number | null };
+  latencyMs?: number;
+  timeoutMs?: number;
+  questionTypes: QuestionType[];
+  headers: string[];
+  code?: string;
+}
+export interface StatsFrame {
+  type: "stats";
+  [counter: string]: unknown;
+}
+
+export type ServerFrame =
+  | WelcomeFrame
+  | PongFrame
+  | SubscribedFrame
+  | UiRequestFrame
+  | WithdrawnFrame
+  | AckFrame
+  | ProducerResponseFrame
+  | ErrorFrame
+  | WatchingFrame
+  | BusEventFrame
+  | StatsFrame;
+
+// ---------------------------------------------------------------------------------------------
+// Frames a client sends.
+
+export interface HelloFrame {
+  type: "hello";
+  protocol: number;
+  client?: string;
+}
+export interface PingFrame {
+  type: "ping";
+  id?: unknown;
+}
+export interface StatsRequestFrame {
+  type: "stats";
+}
+export interface SubscribeFrame {
+  type: "subscribe";
+  client?: string;
+}
+export interface WatchFrame {
+  type: "watch";
+  client?: string;
+}
+export interface AskFrame {
+  type: "ask-user-request";
+  correlationId: string;
+  questions: unknown;
+  timeoutMs?: number;
+  noUi?: NoUiPolicy;
+}
+export interface CancelFrame {
+  type: "ask-user-cancel";
+  correlationId: string;
+}
+export interface AnswerFrame {
+  type: "ask-user-response";
+  correlationId: string;
+  answers: Answers;
+  cancelled?: boolean;
+}
+
+export type ClientFrame =
+  | HelloFrame
+  | PingFrame
+  | StatsRequestFrame
+  | SubscribeFrame
+  | WatchFrame
+  | AskFrame
+  | CancelFrame
+  | AnswerFrame;
+
+/** Client frames, built with exactly the fields the protocol defines (optional ones omitted). */
+export const frames = {
+  hello(client?: string): HelloFrame {
+    return client === undefined ? { type: "hello", protocol: PROTOCOL_VERSION } : { type: "hello", protocol: PROTOCOL_VERSION, client };
+  },
+  ping(id?: unknown): PingFrame {
+    return id === undefined ? { type: "ping" } : { type: "ping", id };
+  },
+  stats(): StatsRequestFrame {
+    return { type: "stats" };
+  },
+  subscribe(client?: string): SubscribeFrame {
+    return client === undefined ? { type: "subscribe" } : { type: "subscribe", client };
+  },
+  watch(client?: string): WatchFrame {
+    return client === undefined ? { type: "watch" } : { type: "watch", client };
+  },
+  ask(correlationId: string, questions: unknown, timeoutMs?: number, noUi?: NoUiPolicy): AskFrame {
+    const f: AskFrame = { type: "ask-user-request", correlationId, questions };
+    if (timeoutMs !== undefined) f.timeoutMs = timeoutMs;
+    if (noUi !== undefined) f.noUi = noUi;
+    return f;
+  },
+  cancel(correlationId: string): CancelFrame {
+    return { type: "ask-user-cancel", correlationId };
+  },
+  answer(correlationId: string, answers: Answers): AnswerFrame {
+    return { type: "ask-user-response", correlationId, answers };
+  },
+  dismiss(correlationId: string): AnswerFrame {
+    return { type: "ask-user-response", correlationId, answers: {}, cancelled: true };
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Framing.
+
+/** One frame on the wire: length prefix and JSON payload. */
+export function encodeFrame(frame: ClientFrame | Record<string, unknown>): Buffer {
+  const payload = Buffer.from(JSON.stringify(frame), "utf8");
+  const out = Buffer.allocUnsafe(4 + payload.length);
+  out.writeUInt32BE(payload.length, 0);
+  payload.copy(out, 4);
+  return out;
+}
+
+/** Parses one payload into a server frame; anything but a JSON object with a string `type` is
+ * a protocol error. Unknown types pass through (newer daemons may add frames). */
+export function parseServerFrame(payload: Buffer | string): ServerFrame {
+  let value: unknown;
+  try {
+    value = JSON.parse(typeof payload === "string" ? payload : payload.toString("utf8"));
+  } catch (e) {
+    throw new ProtocolError(`askbusd sent a frame that is not JSON: ${(e as Error).message}`);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new ProtocolError("askbusd sent a frame that is not a JSON object");
+  }
+  if (typeof (value as { type?: unknown }).type !== "string") {
+    throw new ProtocolError('askbusd sent a frame without a string "type"');
+  }
+  return value as ServerFrame;
+}
+
+/** Splits a byte stream into frame payloads. */
+export class FrameDecoder {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+
+  constructor(private readonly maxFrameBytes = MAX_INBOUND_FRAME_BYTES) {}
+
+  /** Feeds bytes; returns every payload completed by them, in order. */
+  push(chunk: Buffer): Buffer[] {
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    const out: Buffer[] = [];
+    for (;;) {
+      if (this.buffered < 4) break;
+      const head = this.peek(4);
+      const len = head.readUInt32BE(0);
+      if (len > this.maxFrameBytes) {
+        throw new ProtocolError(`askbusd announced a ${len}-byte frame; this client accepts at most ${this.maxFrameBytes}`);
+      }
+      if (this.buffered < 4 + len) break;
+      const whole = this.take(4 + len);
+      out.push(whole.subarray(4));
+    }
+    return out;
+  }
+
+  /** Bytes of an unfinished frame (a non-zero value at end of stream means a truncated frame). */
+  get pendingBytes(): number {
+    return this.buffered;
+  }
+
+  private peek(n: number): Buffer {
+    if (this.chunks[0]!.length >= n) return this.chunks[0]!.subarray(0, n);
+    const joined = Buffer.concat(this.chunks);
+    this.chunks = [joined];
+    return joined.subarray(0, n);
+  }
+
+  private take(n: number): Buffer {
+    const joined = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+    const taken = joined.subarray(0, n);
+    const rest = joined.subarray(n);
+    this.chunks = rest.length > 0 ? [rest] : [];
+    this.buffered = rest.length;
+    return taken;
+  }
+}

@@ -1,0 +1,688 @@
+// app.js — the page of `askbus web`: the WebSocket to its server (one live UI of the daemon
+// per tab), the list of pending questions, and the dialog that answers them. The answer
+// strings come from answers.js; this file only turns clicks and keys into its transitions
+// and its results into frames. Every text from the bus is put in the page as text, never as
+// HTML.
+
+import * as A from './answers.js';
+
+const $ = (sel) => document.querySelector(sel);
+
+/** After a WebSocket reconnection, questions not replayed within this long are gone. */
+const STALE_GRACE_MS = 1500;
+const NOTICE_MS = 12000;
+
+/** What the notice says when a request leaves the screen, after its headers. */
+const REASONS = {
+  answered: 'answered elsewhere (another tab or UI).',
+  timeout: 'timed out: the agent stopped waiting.',
+  withdrawn: 'withdrawn by the agent.',
+  'producer-gone': 'the agent went away.',
+  shutdown: 'askbusd shut down.',
+  'daemon-down': 'askbusd stopped (the agent may ask again once it is back).',
+  gone: 'no longer pending.',
+  sent: 'sent: the agent has your answer.',
+  dismissed: 'dismissed.',
+  'too-late': 'too late: it was no longer pending.',
+};
+
+const app = {
+  /** id → request: {id, questions, producer, deadline, states, tab, status, stale} */
+  requests: new Map(),
+  current: null,
+  ws: null,
+  wsRetryMs: 500,
+  /** Whether the WebSocket has delivered a `daemon connected` before (reconnections). */
+  hadSession: false,
+  staleTimer: 0,
+  noticeTimer: 0,
+};
+
+// ---------------------------------------------------------------------------------------
+// Connection.
+
+function connect() {
+  const url = new URL('ws', location.href);
+  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+  url.search = '';
+  url.hash = '';
+  const ws = new WebSocket(url);
+  app.ws = ws;
+  ws.onopen = () => {
+    app.wsRetryMs = 500;
+  };
+  ws.onmessage = (e) => {
+    let frame;
+    try {
+      frame = JSON.parse(e.data);
+    } catch {
+      return;
+    }
+    handle(frame);
+  };
+  ws.onclose = (e) => {
+    app.ws = null;
+    const stopped = e.code === 1001 && e.reason === 'askbus web stopped';
+    setConn('lost', stopped ? 'askbus web stopped; reconnecting when it is back…'
+      : 'Lost the connection to askbus web; reconnecting…');
+    for (const r of app.requests.values()) r.stale = true;
+    renderDialogState();
+    setTimeout(retry, app.wsRetryMs);
+    app.wsRetryMs = Math.min(app.wsRetryMs * 2, 5000);
+  };
+}
+
+/** Reconnects, unless the server says this page's access is gone (a restart means a new
+ * token, and only the new link can bring it). */
+async function retry() {
+  try {
+    const res = await fetch(location.pathname, { method: 'HEAD', cache: 'no-store' });
+    if (res.status === 401) {
+      setConn('denied', 'The access link is no longer valid (askbus web restarted?): open the new link it printed.');
+      return;
+    }
+  } catch {
+    // The server is not back yet: the WebSocket attempt below fails and comes back here.
+  }
+  connect();
+}
+
+function send(frame) {
+  if (!app.ws || app.ws.readyState !== WebSocket.OPEN) return false;
+  app.ws.send(JSON.stringify(frame));
+  return true;
+}
+
+function setConn(state, text) {
+  const el = $('#conn');
+  el.dataset.state = state;
+  el.textContent = text;
+}
+
+// ---------------------------------------------------------------------------------------
+// Frames from the bus.
+
+function handle(f) {
+  switch (f.type) {
+    case 'daemon':
+      if (f.state === 'connected') onSubscribed();
+      else onDaemonDown(f);
+      break;
+    case 'ask-user-request':
+      onRequest(f);
+      break;
+    case 'ask-user-withdrawn':
+      close(f.correlationId, f.reason in REASONS ? f.reason : 'gone');
+      break;
+    case 'ask-user-ack':
+      close(f.correlationId, f.outcome === 'dismissed' ? 'dismissed' : 'sent');
+      break;
+    case 'error':
+      onError(f);
+      break;
+    default:
+      break;
+  }
+}
+
+function onSubscribed() {
+  setConn('up', 'Connected');
+  if (app.hadSession) {
+    // The replay brings back what is still pending; the rest ended while we were away.
+    for (const r of app.requests.values()) r.stale = true;
+    clearTimeout(app.staleTimer);
+    app.staleTimer = setTimeout(() => {
+      for (const r of [...app.requests.values()]) if (r.stale) close(r.id, 'gone');
+    }, STALE_GRACE_MS);
+  }
+  app.hadSession = true;
+  renderDialogState();
+}
+
+function onDaemonDown(f) {
+  const secs = Math.max(1, Math.round((f.retryMs || 1000) / 1000));
+  setConn('down', `askbusd is not running; retrying in ${secs}s…`);
+  $('#conn').title = f.error || '';
+  for (const id of [...app.requests.keys()]) close(id, 'daemon-down');
+}
+
+function onRequest(f) {
+  const known = app.requests.get(f.correlationId);
+  const deadline = Date.now() + (f.timeoutMs ?? 0);
+  if (known) {
+    // Replayed after a reconnection: keep what was typed.
+    known.stale = false;
+    known.deadline = deadline;
+    renderQueue();
+    renderDialogState();
+    return;
+  }
+  const questions = Array.isArray(f.questions) ? f.questions : [];
+  const r = {
+    id: f.correlationId,
+    questions,
+    producer: f.producer || {},
+    deadline,
+    states: questions.map(A.initialState),
+    tab: 0,
+    status: 'open',
+    stale: false,
+  };
+  app.requests.set(r.id, r);
+  announce(`New question from ${agentName(r)}: ${questions.map((q) => q.header).join(', ')}`);
+  notify(r);
+  if (!app.current) {
+    const focusFree = !document.activeElement || document.activeElement === document.body;
+    show(r.id, focusFree);
+  } else {
+    renderQueue();
+  }
+  updateTitle();
+}
+
+function onError(f) {
+  const r = f.correlationId && app.requests.get(f.correlationId);
+  if (r && f.code === 'not-pending') {
+    close(r.id, 'too-late');
+    return;
+  }
+  if (r && r.status === 'sending') {
+    r.status = 'open';
+    renderDialog(false);
+  }
+  setNotice(`Not sent: ${f.message}`, true);
+}
+
+/** A request left: drop it, and if it was on screen say why and show the next one. */
+function close(id, why) {
+  const r = app.requests.get(id);
+  if (!r) return;
+  app.requests.delete(id);
+  updateTitle();
+  const h = quoteHeaders(r);
+  if (app.current === id) {
+    setNotice(`${h} — ${REASONS[why]}`, why !== 'sent' && why !== 'dismissed');
+    const next = app.requests.keys().next();
+    const focusWasInDialog = !document.activeElement || document.activeElement === document.body
+      || $('#dialog').contains(document.activeElement);
+    app.current = null;
+    show(next.done ? null : next.value, focusWasInDialog);
+  } else {
+    announce(`${h} — ${REASONS[why]}`);
+    renderQueue();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Answering.
+
+function primary(r) {
+  if (r.status !== 'open' || r.stale) return;
+  const many = r.questions.length > 1;
+  if (many && r.tab < r.questions.length) {
+    goTab(r, r.tab + 1);
+    return;
+  }
+  const answers = A.collectAnswers(r.questions, r.states);
+  if (!many && Object.keys(answers).length === 0) {
+    const q = r.questions[0];
+    invalid(q && q.type === 'text' ? 'Type an answer first.' : 'Pick an option or type an answer first.');
+    return;
+  }
+  if (send(A.answerFrame(r.id, answers))) sending(r);
+}
+
+function dismiss(r) {
+  if (r.status !== 'open' || r.stale) return;
+  if (send(A.dismissFrame(r.id))) sending(r);
+}
+
+function sending(r) {
+  r.status = 'sending';
+  renderDialogState();
+}
+
+function goTab(r, tab) {
+  r.tab = Math.max(0, Math.min(tab, r.questions.length));
+  renderDialog(true);
+}
+
+// ---------------------------------------------------------------------------------------
+// Rendering.
+
+function el(tag, attrs = {}, children = []) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === false || v === null || v === undefined) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of [].concat(children)) {
+    if (c !== null && c !== undefined) e.append(c);
+  }
+  return e;
+}
+
+/** Text with `code` and **bold** spans, as the reference renders them; never HTML. */
+function inline(text) {
+  const frag = document.createDocumentFragment();
+  const re = /(`[^`\n]+`|\*\*[^*\n]+\*\*)/g;
+  let last = 0;
+  for (const m of String(text).matchAll(re)) {
+    if (m.index > last) frag.append(text.slice(last, m.index));
+    const t = m[0];
+    frag.append(t.startsWith('`') ? el('code', { text: t.slice(1, -1) }) : el('strong', { text: t.slice(2, -2) }));
+    last = m.index + t.length;
+  }
+  if (last < text.length) frag.append(text.slice(last));
+  return frag;
+}
+
+function agentName(r) {
+  return r.producer.client || 'An unnamed agent';
+}
+
+function quoteHeaders(r) {
+  const hs = r.questions.map((q) => q.header).filter(Boolean);
+  return hs.length ? `“${hs.join('”, “')}”` : 'The question';
+}
+
+function left(deadline) {
+  const s = Math.max(0, Math.round((deadline - Date.now()) / 1000));
+  if (s >= 3600) return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+  if (s >= 60) return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+  return `${s}s`;
+}
+
+function countdown(r) {
+  return el('span', { class: 'left', 'data-deadline': String(r.deadline), text: `${left(r.deadline)} left` });
+}
+
+function tick() {
+  for (const e of document.querySelectorAll('[data-deadline]')) {
+    const d = Number(e.dataset.deadline);
+    e.textContent = `${left(d)} left`;
+    e.classList.toggle('urgent', d - Date.now() < 30000);
+  }
+}
+
+/** Shows request `id` (or the empty state), focusing its first control if `focus`. */
+function show(id, focus) {
+  app.current = id;
+  renderQueue();
+  renderDialog(focus);
+}
+
+function renderQueue() {
+  const list = $('#queue-list');
+  list.replaceChildren();
+  const all = [...app.requests.values()];
+  $('#queue').hidden = all.length < 2;
+  $('#queue-count').textContent = String(all.length);
+  for (const r of all) {
+    const btn = el('button', {
+      type: 'button',
+      class: 'item',
+      'aria-current': r.id === app.current ? 'true' : false,
+      onclick: () => show(r.id, true),
+    }, [
+      el('span', { class: 'chips' }, r.questions.map((q) => el('span', { class: 'chip', text: q.header || 'Question' }))),
+      el('span', { class: 'who' }, [agentName(r), ' · ', countdown(r)]),
+    ]);
+    list.append(el('li', {}, btn));
+  }
+}
+
+function renderDialog(focus) {
+  const host = $('#dialog');
+  host.replaceChildren();
+  const r = app.current && app.requests.get(app.current);
+  $('#empty').hidden = Boolean(r);
+  if (!r) return;
+  clearNoticeSoon();
+  const many = r.questions.length > 1;
+  const onReview = many && r.tab === r.questions.length;
+  const form = el('form', {
+    class: 'dialog',
+    'aria-labelledby': 'dialog-from',
+    novalidate: true,
+    onsubmit: (e) => {
+      e.preventDefault();
+      primary(r);
+    },
+  });
+  form.append(el('p', { class: 'from', id: 'dialog-from' }, [
+    el('span', { class: 'agent', text: agentName(r) }),
+    el('span', { class: 'pid', text: `pid ${r.producer.pid ?? '?'}` }),
+    countdown(r),
+  ]));
+  if (many) form.append(renderTabs(r));
+  const panel = el('div', { class: 'panel', id: 'panel', role: many ? 'tabpanel' : false,
+    'aria-labelledby': many ? `tab-${r.tab}` : false });
+  panel.append(onReview ? renderReview(r) : renderQuestion(r, r.tab));
+  form.append(panel);
+  form.append(el('p', { class: 'invalid', id: 'invalid', role: 'alert', hidden: true }));
+  const primaryLabel = many && !onReview ? 'Next' : 'Submit';
+  form.append(el('div', { class: 'actions' }, [
+    el('button', { type: 'button', class: 'secondary', id: 'dismiss', onclick: () => dismiss(r) },
+      ['Dismiss ', el('kbd', { text: 'Esc' })]),
+    el('button', { type: 'submit', class: 'primary', id: 'primary' }, [primaryLabel, ' ', el('kbd', { text: 'Enter' })]),
+  ]));
+  host.append(form);
+  form.querySelector('[role="tab"][aria-selected="true"]')?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+  renderDialogState();
+  tick();
+  if (focus) {
+    const first = panel.querySelector('input:checked, input, textarea') || $('#primary');
+    first.focus();
+  }
+}
+
+function renderTabs(r) {
+  const tabs = el('div', { class: 'tabs', role: 'tablist', 'aria-label': 'Questions' });
+  const labels = r.questions.map((q) => q.header || 'Question').concat(['Review']);
+  labels.forEach((label, i) => {
+    const answered = i < r.questions.length && A.answerOf(r.questions[i], r.states[i]) !== null;
+    tabs.append(el('button', {
+      type: 'button',
+      role: 'tab',
+      id: `tab-${i}`,
+      class: `tab${i === r.questions.length ? ' review-tab' : ''}`,
+      'aria-selected': i === r.tab ? 'true' : 'false',
+      'aria-controls': 'panel',
+      tabindex: i === r.tab ? '0' : '-1',
+      'data-answered': answered ? 'true' : false,
+      onclick: () => goTab(r, i),
+    }, [el('span', { class: 'tick', 'aria-hidden': 'true', text: answered ? '✓' : '' }), label]));
+  });
+  return tabs;
+}
+
+function renderQuestion(r, i) {
+  const q = r.questions[i];
+  const qid = `q${i}`;
+  const fs = el('fieldset', { class: 'question', 'aria-describedby': `${qid}-hint` });
+  // With tabs the header is on the selected tab; the legend still names it for screen readers.
+  const many = r.questions.length > 1;
+  fs.append(el('legend', {}, [
+    el('span', { class: many ? 'sr-only' : 'chip', text: q.header || 'Question' }),
+    el('span', { class: 'qtext' }, inline(q.question || '')),
+  ]));
+  if (A.isMulti(q)) fs.append(el('p', { class: 'hint', id: `${qid}-hint`, text: '(Select all that apply)' }));
+  if (q.type === 'text') {
+    const ta = el('textarea', {
+      id: `${qid}-text`,
+      rows: '3',
+      placeholder: A.placeholderOf(q),
+      'aria-label': `Your answer to ${q.header || 'the question'}`,
+      oninput: (e) => {
+        r.states[i] = A.setText(r.states[i], e.target.value);
+        renderDialogState();
+      },
+    });
+    ta.value = r.states[i].text;
+    fs.append(ta);
+    return fs;
+  }
+  const multi = A.isMulti(q);
+  const type = multi ? 'checkbox' : 'radio';
+  const opts = el('div', { class: 'options' });
+  A.rowsOf(q).forEach((row, n) => {
+    const num = el('span', { class: 'num', 'aria-hidden': 'true', text: n < 9 ? String(n + 1) : '' });
+    const inputId = `${qid}-row${n}`;
+    if (row.kind === 'other') {
+      const box = el('input', {
+        type, id: inputId, name: qid, 'data-row': String(n), 'aria-label': 'Other',
+        onchange: () => {
+          r.states[i] = A.pickOther(q, r.states[i]);
+          renderDialogState();
+          if (!multi) $(`#${qid}-other`).focus();
+        },
+      });
+      const text = el('input', {
+        type: 'text',
+        id: `${qid}-other`,
+        class: 'other-text',
+        placeholder: A.placeholderOf(q),
+        'aria-label': 'Other answer',
+        autocomplete: 'off',
+        oninput: (e) => {
+          r.states[i] = A.setOtherText(q, r.states[i], e.target.value);
+          renderDialogState();
+        },
+      });
+      text.value = r.states[i].otherText;
+      opts.append(el('div', { class: 'opt other' }, [box, num, text]));
+      return;
+    }
+    const isAll = row.kind === 'all';
+    const o = isAll ? { label: A.ALL_LABEL, description: A.ALL_DESCRIPTION } : A.optionsOf(q)[row.index];
+    const descId = o.description ? `${inputId}-desc` : false;
+    // Named by the label alone; the description is read as a description.
+    const input = el('input', {
+      type, id: inputId, name: qid, 'data-row': String(n),
+      'aria-labelledby': `${inputId}-label`, 'aria-describedby': descId,
+      onchange: () => {
+        r.states[i] = isAll ? A.toggleAll(q, r.states[i]) : A.pickOption(q, r.states[i], row.index);
+        renderDialogState();
+      },
+    });
+    opts.append(el('label', { class: `opt${isAll ? ' all' : ''}`, for: inputId }, [
+      input,
+      num,
+      el('span', { class: 'body' }, [
+        el('span', { class: 'label', id: `${inputId}-label` }, inline(o.label)),
+        o.description ? el('span', { class: 'desc', id: descId }, inline(o.description)) : null,
+      ]),
+    ]));
+  });
+  fs.append(opts);
+  return fs;
+}
+
+function renderReview(r) {
+  const answers = A.collectAnswers(r.questions, r.states);
+  const missing = r.questions.length - Object.keys(answers).length;
+  const box = el('div', { class: 'review' }, [el('h3', { text: 'Review your answers' })]);
+  if (missing > 0) {
+    box.append(el('p', { class: 'warn', text: `⚠ You have ${missing} unanswered question${missing > 1 ? 's' : ''}` }));
+  }
+  const dl = el('dl');
+  r.questions.forEach((q, i) => {
+    const a = answers[String(i)];
+    dl.append(el('div', { class: 'row' }, [
+      el('dt', { text: q.header || `Q${i + 1}` }),
+      el('dd', { class: a === undefined ? 'missing' : '', text: a === undefined ? '(not answered)' : a }),
+    ]));
+  });
+  box.append(dl);
+  return box;
+}
+
+/** Brings what depends on the answers up to date without rebuilding inputs (focus and
+ * half-typed text stay where they are). */
+function renderDialogState() {
+  const r = app.current && app.requests.get(app.current);
+  const form = $('#dialog form');
+  if (!r || !form) return;
+  const busy = r.status !== 'open' || r.stale;
+  form.classList.toggle('busy', busy);
+  for (const c of form.querySelectorAll('input, textarea, button')) c.disabled = busy;
+  const primaryBtn = $('#primary');
+  if (r.status === 'sending') primaryBtn.firstChild.textContent = 'Sending… ';
+  if (r.tab < r.questions.length) {
+    const q = r.questions[r.tab];
+    const s = r.states[r.tab];
+    for (const input of form.querySelectorAll('input[data-row]')) {
+      const row = A.rowsOf(q)[Number(input.dataset.row)];
+      if (row.kind === 'option') input.checked = A.isMulti(q) ? s.checked[row.index] : s.picked === row.index;
+      else if (row.kind === 'all') input.checked = A.allChecked(s);
+      else input.checked = A.isMulti(q) ? s.otherChecked : s.picked === 'other';
+    }
+  }
+  r.questions.forEach((q, i) => {
+    const tab = $(`#tab-${i}`);
+    if (!tab) return;
+    const answered = A.answerOf(q, r.states[i]) !== null;
+    tab.dataset.answered = String(answered);
+    tab.querySelector('.tick').textContent = answered ? '✓' : '';
+  });
+  const inv = $('#invalid');
+  if (inv && !inv.hidden && A.collectAnswers(r.questions, r.states)['0'] !== undefined) inv.hidden = true;
+}
+
+function invalid(text) {
+  const p = $('#invalid');
+  p.textContent = text;
+  p.hidden = false;
+}
+
+function setNotice(text, important) {
+  const n = $('#notice');
+  n.textContent = text;
+  n.hidden = false;
+  n.classList.toggle('important', Boolean(important));
+  clearTimeout(app.noticeTimer);
+  app.noticeTimer = setTimeout(() => {
+    n.hidden = true;
+  }, NOTICE_MS);
+}
+
+function clearNoticeSoon() {
+  // A notice stays readable a moment after the next dialog opens, then gets out of the way.
+  clearTimeout(app.noticeTimer);
+  app.noticeTimer = setTimeout(() => {
+    $('#notice').hidden = true;
+  }, NOTICE_MS);
+}
+
+function announce(text) {
+  const a = $('#announce');
+  a.textContent = '';
+  // A fresh text node is announced again even when it repeats the last one.
+  setTimeout(() => {
+    a.textContent = text;
+  }, 50);
+}
+
+function updateTitle() {
+  const n = app.requests.size;
+  document.title = n ? `(${n}) askbus` : 'askbus';
+}
+
+// ---------------------------------------------------------------------------------------
+// Keyboard.
+
+function isTextField(t) {
+  return t instanceof HTMLTextAreaElement || (t instanceof HTMLInputElement && t.type === 'text');
+}
+
+function onKey(e) {
+  if (e.isComposing || e.ctrlKey || e.metaKey || e.altKey) return;
+  const r = app.current && app.requests.get(app.current);
+  if (!r || r.status !== 'open' || r.stale) return;
+  const t = e.target;
+  if (e.key === 'Escape') {
+    e.preventDefault();
+    dismiss(r);
+    return;
+  }
+  if (e.key === 'Enter') {
+    if (t instanceof HTMLButtonElement) return; // the button's own action
+    if (t instanceof HTMLTextAreaElement && e.shiftKey) return; // a new line
+    e.preventDefault();
+    primary(r);
+    return;
+  }
+  if (isTextField(t)) return;
+  const many = r.questions.length > 1;
+  if (many && (e.key === 'ArrowRight' || e.key === 'ArrowLeft')) {
+    e.preventDefault();
+    goTab(r, r.tab + (e.key === 'ArrowRight' ? 1 : -1));
+    return;
+  }
+  if (/^[1-9]$/.test(e.key) && r.tab < r.questions.length) {
+    const q = r.questions[r.tab];
+    const n = Number(e.key) - 1;
+    const rows = A.rowsOf(q);
+    if (n >= rows.length) return;
+    e.preventDefault();
+    r.states[r.tab] = A.pickRow(q, r.states[r.tab], n);
+    renderDialogState();
+    if (rows[n].kind === 'other') $(`#q${r.tab}-other`).focus();
+    else $(`#q${r.tab}-row${n}`).focus();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Notifications and theme (both remembered in this browser).
+
+function notify(r) {
+  if (!document.hidden || localStorage.getItem('askbus-notify') !== 'on') return;
+  if (!('Notification' in window) || Notification.permission !== 'granted') return;
+  const q = r.questions[0] || {};
+  const n = new Notification(`${agentName(r)} asks: ${q.header || 'a question'}`, {
+    body: String(q.question || '').slice(0, 160),
+    tag: r.id,
+  });
+  n.onclick = () => {
+    window.focus();
+    if (app.requests.has(r.id)) show(r.id, true);
+    n.close();
+  };
+}
+
+function setupNotify() {
+  const btn = $('#notify');
+  if (!('Notification' in window) || !window.isSecureContext) return;
+  btn.hidden = false;
+  const sync = () => {
+    const on = localStorage.getItem('askbus-notify') === 'on' && Notification.permission === 'granted';
+    btn.setAttribute('aria-pressed', String(on));
+    btn.textContent = on ? 'Notifying' : 'Notify me';
+    btn.title = on ? 'A notification appears when a question arrives while this tab is hidden'
+      : 'Get a notification when a question arrives while this tab is hidden';
+  };
+  btn.onclick = async () => {
+    if (localStorage.getItem('askbus-notify') === 'on') {
+      localStorage.removeItem('askbus-notify');
+    } else {
+      if (Notification.permission === 'default') await Notification.requestPermission();
+      if (Notification.permission === 'granted') localStorage.setItem('askbus-notify', 'on');
+    }
+    sync();
+  };
+  sync();
+}
+
+const THEMES = ['auto', 'light', 'dark'];
+const THEME_LABEL = { auto: 'Auto', light: 'Light', dark: 'Dark' };
+
+function applyTheme(theme) {
+  const root = document.documentElement;
+  if (theme === 'auto') delete root.dataset.theme;
+  else root.dataset.theme = theme;
+  const btn = $('#theme');
+  btn.textContent = THEME_LABEL[theme];
+  btn.setAttribute('aria-label', `Theme: ${theme === 'auto' ? 'follow the system' : theme}. Change`);
+}
+
+function setupTheme() {
+  let theme = localStorage.getItem('askbus-theme');
+  if (!THEMES.includes(theme)) theme = 'auto';
+  applyTheme(theme);
+  $('#theme').onclick = () => {
+    theme = THEMES[(THEMES.indexOf(theme) + 1) % THEMES.length];
+    if (theme === 'auto') localStorage.removeItem('askbus-theme');
+    else localStorage.setItem('askbus-theme', theme);
+    applyTheme(theme);
+  };
+}
+
+setupTheme();
+setupNotify();
+document.addEventListener('keydown', onKey);
+setInterval(tick, 1000);
+connect();

@@ -1,0 +1,635 @@
+//! The daemon's configuration file (TOML): one key per command-line flag plus the `[access]`
+//! rules, parsed strictly (an unknown key or a bad value is an error naming the key and its
+//! line), layered under the flags (a flag wins over the file, the file over the default), and
+//! resolved into the settings the daemon runs with.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use crate::access::{AccessRules, Principals};
+use crate::broker::Limits;
+use crate::metrics::MetricsListen;
+use crate::protocol::NoUiPolicy;
+use crate::server::Config;
+
+/// The bounds of the numeric settings, shared by the flags and the file.
+pub mod bounds {
+    pub const MIN_FRAME_BYTES: u64 = 64;
+    pub const MAX_FRAME_BYTES: u64 = u32::MAX as u64;
+    pub const MIN_QUEUE_BYTES: u64 = 1024;
+    pub const MAX_THREADS: u64 = 1024;
+}
+
+/// Where telemetry goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Telemetry {
+    Off,
+    /// The default path (`telemetry = true`).
+    Default,
+    At(PathBuf),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// One layer of settings: the file's, or the flags'. `None` leaves the key to the layer below.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Options {
+    pub socket: Option<PathBuf>,
+    #[serde(default, deserialize_with = "telemetry")]
+    pub telemetry: Option<Telemetry>,
+    #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    pub default_timeout_ms: Option<u64>,
+    #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    pub max_timeout_ms: Option<u64>,
+    pub no_ui: Option<NoUiPolicy>,
+    #[serde(
+        default,
+        deserialize_with = "between::<_, { bounds::MIN_FRAME_BYTES }, { bounds::MAX_FRAME_BYTES }>"
+    )]
+    pub max_frame_bytes: Option<u64>,
+    #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    pub max_pending_per_connection: Option<u64>,
+    #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    pub max_pending_per_uid: Option<u64>,
+    #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    pub max_pending: Option<u64>,
+    #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    pub max_connections: Option<u64>,
+    #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    pub max_connections_per_uid: Option<u64>,
+    #[serde(
+        default,
+        deserialize_with = "at_least::<_, { bounds::MIN_QUEUE_BYTES }>"
+    )]
+    pub max_queue_bytes: Option<u64>,
+    #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    pub frame_timeout_ms: Option<u64>,
+    pub log_format: Option<LogFormat>,
+    #[serde(default, deserialize_with = "log_filter")]
+    pub log_level: Option<String>,
+    #[serde(default, deserialize_with = "between::<_, 1, { bounds::MAX_THREADS }>")]
+    pub threads: Option<u64>,
+    #[serde(default, deserialize_with = "metrics_listen")]
+    pub metrics_listen: Option<MetricsListen>,
+    /// Only in the file: there are no flags for the access rules.
+    pub access: Option<AccessOptions>,
+}
+
+/// The `[access]` table: users and groups by name or number.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessOptions {
+    #[serde(default, deserialize_with = "users")]
+    pub producer_users: BTreeSet<u32>,
+    #[serde(default, deserialize_with = "groups")]
+    pub producer_groups: BTreeSet<u32>,
+    #[serde(default, deserialize_with = "users")]
+    pub ui_users: BTreeSet<u32>,
+    #[serde(default, deserialize_with = "groups")]
+    pub ui_groups: BTreeSet<u32>,
+    #[serde(default, deserialize_with = "users")]
+    pub operator_users: BTreeSet<u32>,
+    #[serde(default, deserialize_with = "groups")]
+    pub operator_groups: BTreeSet<u32>,
+}
+
+/// Everything askbusd runs with, resolved.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub daemon: Config,
+    pub log_format: LogFormat,
+    pub log_level: String,
+    pub threads: Option<usize>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// `key` is empty when the error is not about one key (a syntax error).
+    #[error("{}:{line}:{column}: {}{message}", path.display(), key_prefix(key))]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        key: String,
+        message: String,
+    },
+}
+
+fn key_prefix(key: &str) -> String {
+    if key.is_empty() {
+        String::new()
+    } else {
+        format!("{key}: ")
+    }
+}
+
+impl ConfigError {
+    /// The 1-based line the error is on, when it is about the file's contents.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ConfigError::Invalid { line, .. } => Some(*line),
+            ConfigError::Read { .. } => None,
+        }
+    }
+
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            ConfigError::Invalid { key, .. } if !key.is_empty() => Some(key),
+            _ => None,
+        }
+    }
+}
+
+/// Reads and parses a config file.
+pub fn load(path: &Path) -> Result<Options, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    parse(&text, path)
+}
+
+/// Parses a config file's text; `path` only names it in errors.
+pub fn parse(text: &str, path: &Path) -> Result<Options, ConfigError> {
+    let invalid = |err: toml::de::Error, key: String| {
+        let at = err.span().map_or(0, |s| s.start);
+        let (line, column) = position(text, at);
+        ConfigError::Invalid {
+            path: path.to_owned(),
+            line,
+            column,
+            key,
+            message: err.message().trim_end().to_owned(),
+        }
+    };
+    // The document's own structure first: it locates keys for the errors that follow.
+    let doc = toml::de::DeTable::parse(text).map_err(|e| invalid(e, String::new()))?;
+    toml::from_str::<Options>(text).map_err(|e| {
+        let key = e
+            .span()
+            .and_then(|s| key_at(doc.get_ref(), s.start, ""))
+            .unwrap_or_default();
+        invalid(e, key)
+    })
+}
+
+/// The dotted key whose name or value holds byte `pos`.
+fn key_at(table: &toml::de::DeTable<'_>, pos: usize, prefix: &str) -> Option<String> {
+    for (k, v) in table {
+        let name = format!("{prefix}{}", k.get_ref());
+        if k.span().contains(&pos) {
+            return Some(name);
+        }
+        // A `[table]`'s own span may not cover its keys: look inside whatever it says.
+        if let toml::de::DeValue::Table(t) = v.get_ref() {
+            if let Some(inner) = key_at(t, pos, &format!("{name}.")) {
+                return Some(inner);
+            }
+        }
+        if v.span().contains(&pos) || v.span().start == pos {
+            return Some(name);
+        }
+    }
+    None
+}
+
+/// 1-based line and column of byte `at`.
+fn position(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, column)
+}
+
+impl Options {
+    /// This layer over `below`: each key this layer sets wins.
+    pub fn over(self, below: Options) -> Options {
+        Options {
+            socket: self.socket.or(below.socket),
+            telemetry: self.telemetry.or(below.telemetry),
+            default_timeout_ms: self.default_timeout_ms.or(below.default_timeout_ms),
+            max_timeout_ms: self.max_timeout_ms.or(below.max_timeout_ms),
+            no_ui: self.no_ui.or(below.no_ui),
+            max_frame_bytes: self.max_frame_bytes.or(below.max_frame_bytes),
+            max_pending_per_connection: self
+                .max_pending_per_connection
+                .or(below.max_pending_per_connection),
+            max_pending_per_uid: self.max_pending_per_uid.or(below.max_pending_per_uid),
+            max_pending: self.max_pending.or(below.max_pending),
+            max_connections: self.max_connections.or(below.max_connections),
+            max_connections_per_uid: self
+                .max_connections_per_uid
+                .or(below.max_connections_per_uid),
+            max_queue_bytes: self.max_queue_bytes.or(below.max_queue_bytes),
+            frame_timeout_ms: self.frame_timeout_ms.or(below.frame_timeout_ms),
+            log_format: self.log_format.or(below.log_format),
+            log_level: self.log_level.or(below.log_level),
+            threads: self.threads.or(below.threads),
+            metrics_listen: self.metrics_listen.or(below.metrics_listen),
+            access: self.access.or(below.access),
+        }
+    }
+
+    /// The settings, with the defaults for every key no layer set. `own_uid` is the uid the
+    /// access rules always allow.
+    pub fn resolve(self, own_uid: u32) -> Settings {
+        let d = Config::default();
+        let dl = Limits::default();
+        let max_timeout_ms = self.max_timeout_ms.unwrap_or(dl.max_timeout_ms);
+        let max_pending_total = self.max_pending.map_or(dl.max_pending_total, as_usize);
+        let max_connections = self.max_connections.map_or(d.max_connections, as_usize);
+        let access = self.access.unwrap_or_default();
+        let rules = AccessRules {
+            own_uid,
+            producers: Principals {
+                uids: access.producer_users,
+                gids: access.producer_groups,
+            },
+            uis: Principals {
+                uids: access.ui_users,
+                gids: access.ui_groups,
+            },
+            operators: Principals {
+                uids: access.operator_users,
+                gids: access.operator_groups,
+            },
+        };
+        Settings {
+            daemon: Config {
+                socket: self
+                    .socket
+                    .unwrap_or_else(crate::paths::default_socket_path),
+                telemetry: match self.telemetry.unwrap_or(Telemetry::Default) {
+                    Telemetry::Off => None,
+                    Telemetry::Default => Some(crate::paths::default_telemetry_path()),
+                    Telemetry::At(p) => Some(p),
+                },
+                limits: Limits {
+                    default_timeout_ms: self
+                        .default_timeout_ms
+                        .unwrap_or(dl.default_timeout_ms)
+                        .min(max_timeout_ms),
+                    max_timeout_ms,
+                    no_ui: self.no_ui.unwrap_or(dl.no_ui),
+                    max_pending_per_connection: self
+                        .max_pending_per_connection
+                        .map_or(dl.max_pending_per_connection, as_usize),
+                    // Unset, a uid may hold as many as the daemon does.
+                    max_pending_per_uid: self
+                        .max_pending_per_uid
+                        .map_or(max_pending_total, as_usize),
+                    max_pending_total,
+                },
+                max_frame_bytes: self.max_frame_bytes.map_or(d.max_frame_bytes, as_usize),
+                max_connections,
+                max_connections_per_uid: self
+                    .max_connections_per_uid
+                    .map_or(max_connections, as_usize),
+                max_queue_bytes: self.max_queue_bytes.map_or(d.max_queue_bytes, as_usize),
+                frame_timeout: self
+                    .frame_timeout_ms
+                    .map_or(d.frame_timeout, std::time::Duration::from_millis),
+                access: rules,
+                metrics_listen: self.metrics_listen,
+            },
+            log_format: self.log_format.unwrap_or_default(),
+            log_level: self.log_level.unwrap_or_else(|| "info".to_owned()),
+            threads: self.threads.map(as_usize),
+        }
+    }
+}
+
+fn as_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+fn at_least<'de, D: Deserializer<'de>, const MIN: u64>(d: D) -> Result<Option<u64>, D::Error> {
+    let n = u64::deserialize(d)?;
+    if n < MIN {
+        return Err(de::Error::custom(format!(
+            "must be at least {MIN}, not {n}"
+        )));
+    }
+    Ok(Some(n))
+}
+
+fn between<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(
+    d: D,
+) -> Result<Option<u64>, D::Error> {
+    let n = u64::deserialize(d)?;
+    if !(MIN..=MAX).contains(&n) {
+        return Err(de::Error::custom(format!(
+            "must be between {MIN} and {MAX}, not {n}"
+        )));
+    }
+    Ok(Some(n))
+}
+
+fn log_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    tracing_subscriber::EnvFilter::try_new(&s)
+        .map_err(|e| de::Error::custom(format!("bad log filter {s:?}: {e}")))?;
+    Ok(Some(s))
+}
+
+fn metrics_listen<'de, D: Deserializer<'de>>(d: D) -> Result<Option<MetricsListen>, D::Error> {
+    let s = String::deserialize(d)?;
+    s.parse().map(Some).map_err(de::Error::custom)
+}
+
+/// `telemetry = "PATH"`, or `true` (the default path), or `false` (none).
+fn telemetry<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Telemetry>, D::Error> {
+    struct V;
+    impl Visitor<'_> for V {
+        type Value = Telemetry;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a file path, or true or false")
+        }
+        fn visit_bool<E: de::Error>(self, on: bool) -> Result<Telemetry, E> {
+            Ok(if on {
+                Telemetry::Default
+            } else {
+                Telemetry::Off
+            })
+        }
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<Telemetry, E> {
+            if s.is_empty() {
+                return Err(E::custom("an empty path; use false for no telemetry"));
+            }
+            Ok(Telemetry::At(PathBuf::from(s)))
+        }
+    }
+    d.deserialize_any(V).map(Some)
+}
+
+/// A list of users (names or uids) or groups (names or gids), resolved to numbers now, so a
+/// misspelt name is an error at load, not a rule that silently matches nobody.
+struct Ids {
+    groups: bool,
+}
+
+impl<'de> Visitor<'de> for Ids {
+    type Value = BTreeSet<u32>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = if self.groups { "group" } else { "user" };
+        write!(f, "a list of {what} names or numeric ids")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<BTreeSet<u32>, A::Error> {
+        let mut ids = BTreeSet::new();
+        while let Some(item) = seq.next_element::<Id>()? {
+            let id = match item {
+                Id::Number(n) => u32::try_from(n)
+                    .map_err(|_| de::Error::custom(format!("{n} is not a valid id")))?,
+                Id::Name(name) => self.lookup(&name).map_err(de::Error::custom)?,
+            };
+            ids.insert(id);
+        }
+        Ok(ids)
+    }
+}
+
+impl Ids {
+    fn lookup(&self, name: &str) -> Result<u32, String> {
+        use nix::unistd::{Group, User};
+        if self.groups {
+            match Group::from_name(name) {
+                Ok(Some(g)) => Ok(g.gid.as_raw()),
+                Ok(None) => Err(format!("no group named {name:?}")),
+                Err(e) => Err(format!("cannot look up group {name:?}: {e}")),
+            }
+        } else {
+            match User::from_name(name) {
+                Ok(Some(u)) => Ok(u.uid.as_raw()),
+                Ok(None) => Err(format!("no user named {name:?}")),
+                Err(e) => Err(format!("cannot look up user {name:?}: {e}")),
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "a name or a numeric id")]
+enum Id {
+    Number(i64),
+    Name(String),
+}
+
+fn users<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeSet<u32>, D::Error> {
+    d.deserialize_seq(Ids { groups: false })
+}
+
+fn groups<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeSet<u32>, D::Error> {
+    d.deserialize_seq(Ids { groups: true })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_ok(text: &str) -> Options {
+        parse(text, Path::new("t.toml")).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn parse_err(text: &str) -> ConfigError {
+        parse(text, Path::new("t.toml")).expect_err("should not parse")
+    }
+
+    #[test]
+    fn every_key_parses() {
+        let o = parse_ok(
+            r#"
+socket = "/run/askbus/askbus.sock"
+telemetry = "/var/lib/askbus/telemetry.jsonl"
+default_timeout_ms = 1000
+max_timeout_ms = 2000
+no_ui = "reject"
+max_frame_bytes = 4096
+max_pending_per_connection = 3
+max_pending_per_uid = 4
+max_pending = 5
+max_connections = 6
+max_connections_per_uid = 7
+max_queue_bytes = 8192
+frame_timeout_ms = 500
+log_format = "json"
+log_level = "askbus=debug,info"
+threads = 2
+metrics_listen = "127.0.0.1:9464"
+
+[access]
+producer_users = ["root", 1001]
+producer_groups = [0]
+ui_users = [1002]
+ui_groups = ["root"]
+operator_users = [1003]
+operator_groups = [1004]
+"#,
+        );
+        let want = Options {
+            socket: Some("/run/askbus/askbus.sock".into()),
+            telemetry: Some(Telemetry::At("/var/lib/askbus/telemetry.jsonl".into())),
+            default_timeout_ms: Some(1000),
+            max_timeout_ms: Some(2000),
+            no_ui: Some(NoUiPolicy::Reject),
+            max_frame_bytes: Some(4096),
+            max_pending_per_connection: Some(3),
+            max_pending_per_uid: Some(4),
+            max_pending: Some(5),
+            max_connections: Some(6),
+            max_connections_per_uid: Some(7),
+            max_queue_bytes: Some(8192),
+            frame_timeout_ms: Some(500),
+            log_format: Some(LogFormat::Json),
+            log_level: Some("askbus=debug,info".into()),
+            threads: Some(2),
+            metrics_listen: Some(MetricsListen::Tcp("127.0.0.1:9464".parse().unwrap())),
+            access: Some(AccessOptions {
+                producer_users: [0, 1001].into(),
+                producer_groups: [0].into(),
+                ui_users: [1002].into(),
+                ui_groups: [0].into(),
+                operator_users: [1003].into(),
+                operator_groups: [1004].into(),
+            }),
+        };
+        assert_eq!(o, want);
+        let s = o.resolve(1000).daemon;
+        assert_eq!(s.limits.max_pending_per_uid, 4);
+        assert_eq!(s.max_connections_per_uid, 7);
+        assert_eq!(s.access.operators.uids, [1003].into());
+        assert_eq!(s.access.own_uid, 1000);
+        assert_eq!(s.frame_timeout, std::time::Duration::from_millis(500));
+    }
+
+    #[test]
+    fn an_empty_file_means_the_defaults_and_telemetry_can_be_switched_off() {
+        assert_eq!(parse_ok(""), Options::default());
+        assert_eq!(
+            parse_ok("telemetry = false").telemetry,
+            Some(Telemetry::Off)
+        );
+        assert_eq!(
+            parse_ok("telemetry = true").telemetry,
+            Some(Telemetry::Default)
+        );
+        let s = parse_ok("telemetry = false").resolve(0);
+        assert_eq!(s.daemon.telemetry, None);
+        assert_eq!(s.daemon.limits, Limits::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_named_with_their_line() {
+        let e = parse_err("max_pending = 5\n\nmax_pendin = 4\n");
+        assert_eq!(e.line(), Some(3), "{e}");
+        assert_eq!(e.key(), Some("max_pendin"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("t.toml:3:1: max_pendin: unknown field"),
+            "{e}"
+        );
+        let e = parse_err("[access]\nui_user = [1]\n");
+        assert_eq!(e.line(), Some(2), "{e}");
+        assert_eq!(e.key(), Some("access.ui_user"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_are_named_with_their_line() {
+        for (text, key, line, says) in [
+            ("max_pending = 0", "max_pending", 1, "at least 1"),
+            (
+                "\nmax_frame_bytes = 10",
+                "max_frame_bytes",
+                2,
+                "between 64 and",
+            ),
+            ("no_ui = \"maybe\"", "no_ui", 1, "unknown variant"),
+            ("threads = \"two\"", "threads", 1, "invalid type"),
+            (
+                "max_queue_bytes = -1",
+                "max_queue_bytes",
+                1,
+                "invalid value",
+            ),
+            ("log_format = \"xml\"", "log_format", 1, "unknown variant"),
+            ("log_level = \"=[\"", "log_level", 1, "bad log filter"),
+            (
+                "metrics_listen = \"0.0.0.0:9\"",
+                "metrics_listen",
+                1,
+                "not a loopback",
+            ),
+            (
+                "telemetry = 3",
+                "telemetry",
+                1,
+                "a file path, or true or false",
+            ),
+            (
+                "[access]\n\nui_users = [\"no-such-user-xyz\"]",
+                "access.ui_users",
+                3,
+                "no user named",
+            ),
+            (
+                "[access]\noperator_groups = [\"no-such-group-xyz\"]",
+                "access.operator_groups",
+                2,
+                "no group named",
+            ),
+            (
+                "[access]\nui_users = [-5]",
+                "access.ui_users",
+                2,
+                "not a valid id",
+            ),
+        ] {
+            let e = parse_err(text);
+            assert_eq!(e.key(), Some(key), "{text:?}: {e}");
+            assert_eq!(e.line(), Some(line), "{text:?}: {e}");
+            assert!(e.to_string().contains(says), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn syntax_errors_give_their_line() {
+        let e = parse_err("max_pending = 5\nsocket = \n");
+        assert_eq!(e.line(), Some(2), "{e}");
+        assert_eq!(e.key(), None, "{e}");
+    }
+
+    #[test]
+    fn flags_override_the_file_and_the_file_the_defaults() {
+        let file = parse_ok("max_pending = 5\nmax_connections = 9\nno_ui = \"reject\"");
+        let flags = Options {
+            max_pending: Some(7),
+            ..Options::default()
+        };
+        let s = flags.over(file).resolve(0).daemon;
+        assert_eq!(s.limits.max_pending_total, 7);
+        assert_eq!(s.max_connections, 9);
+        assert_eq!(s.limits.no_ui, NoUiPolicy::Reject);
+        assert_eq!(s.max_queue_bytes, Config::default().max_queue_bytes);
+    }
+
+    #[test]
+    fn the_default_timeout_is_clamped_to_the_maximum() {
+        let s = parse_ok("default_timeout_ms = 5000\nmax_timeout_ms = 100").resolve(0);
+        assert_eq!(s.daemon.limits.default_timeout_ms, 100);
+    }
+}

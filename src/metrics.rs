@@ -1,0 +1,376 @@
+//! Prometheus metrics: the registry (metrics-exporter-prometheus, rendering the text
+//! exposition format) and the `/metrics` HTTP endpoint on a loopback TCP address or a Unix
+//! socket. Counters and gauges are read at scrape time from the same counters the `stats`
+//! frame reports, so the two never disagree; only the answer-latency histogram is fed as
+//! answers happen.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Method, Request, Response, StatusCode};
+use metrics::{
+    counter, describe_counter, describe_gauge, describe_histogram, gauge, Key, Level, Metadata,
+    Recorder,
+};
+use metrics_exporter_prometheus::{
+    Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
+};
+use tokio::net::{TcpListener, UnixListener};
+use tokio_util::sync::CancellationToken;
+
+use crate::hub::Hub;
+use crate::paths::{prepare_socket_path, SocketPathError};
+use crate::telemetry::Counters;
+
+const LATENCY: &str = "askbus_answer_latency_seconds";
+
+/// Bucket bounds for the time a person takes to answer: seconds to an hour.
+const LATENCY_BUCKETS: [f64; 12] = [
+    0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0,
+];
+
+/// Every outcome a request can end with, as `askbus_requests_total`'s `outcome` label.
+const OUTCOMES: [&str; 8] = [
+    "answered",
+    "dismissed",
+    "timeout",
+    "no-ui",
+    "withdrawn",
+    "shutdown",
+    "producer-gone",
+    "rejected",
+];
+
+/// The daemon's Prometheus registry.
+pub struct Metrics {
+    recorder: PrometheusRecorder,
+    handle: PrometheusHandle,
+    latency: metrics::Histogram,
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Full(LATENCY.to_owned()), &LATENCY_BUCKETS)
+            .expect("static buckets are valid")
+            .build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, describe);
+        static METADATA: Metadata<'static> =
+            Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+        let latency = recorder.register_histogram(&Key::from_static_name(LATENCY), &METADATA);
+        Metrics {
+            recorder,
+            handle,
+            latency,
+        }
+    }
+
+    /// A UI answered or dismissed a request this long after it was accepted.
+    pub fn observe_answer_latency_ms(&self, ms: u64) {
+        self.latency.record(ms as f64 / 1000.0);
+    }
+
+    /// The text exposition of every metric, as of now.
+    pub fn render(&self, hub: &Hub) -> String {
+        let snap = hub.snapshot();
+        let c = &hub.counters;
+        let get = Counters::get;
+        metrics::with_local_recorder(&self.recorder, || {
+            let s = &snap.stats;
+            let by_outcome = [
+                s.answered,
+                s.dismissed,
+                s.timeout,
+                s.no_ui,
+                s.withdrawn,
+                s.shutdown,
+                s.producer_gone,
+                s.rejected,
+            ];
+            for (outcome, n) in OUTCOMES.iter().zip(by_outcome) {
+                counter!("askbus_requests_total", "outcome" => *outcome).absolute(n);
+            }
+            counter!("askbus_requests_accepted_total").absolute(s.accepted);
+            gauge!("askbus_pending").set(snap.pending as f64);
+            let r = snap.roles;
+            for (role, n) in [
+                ("producer", r.producer),
+                ("ui", r.ui),
+                ("watcher", r.watcher),
+                ("idle", r.idle),
+            ] {
+                gauge!("askbus_connections", "role" => role).set(n as f64);
+            }
+            counter!("askbus_connections_accepted_total").absolute(get(&c.connections_total));
+            counter!("askbus_connections_refused_total").absolute(get(&c.connections_refused));
+            counter!("askbus_frames_received_total").absolute(get(&c.frames_in));
+            counter!("askbus_frames_sent_total").absolute(get(&c.frames_out));
+            // Every code, zeros too: a rate over a code never starts with a gap.
+            for (code, n) in c.errors() {
+                counter!("askbus_errors_total", "code" => code.as_str()).absolute(n);
+            }
+            counter!("askbus_queue_overflows_total").absolute(get(&c.queue_overflows));
+            counter!("askbus_telemetry_lines_total").absolute(get(&c.telemetry_lines));
+            counter!("askbus_telemetry_errors_total").absolute(get(&c.telemetry_errors));
+            gauge!("askbus_uptime_seconds").set(hub.uptime().as_secs_f64());
+            gauge!("askbus_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
+        });
+        self.handle.render()
+    }
+}
+
+fn describe() {
+    describe_counter!(
+        "askbus_requests_total",
+        "Requests that ended, by outcome (rejected: refused before becoming pending)"
+    );
+    describe_counter!(
+        "askbus_requests_accepted_total",
+        "Requests that passed validation and the limits and became pending"
+    );
+    describe_gauge!("askbus_pending", "Requests pending now");
+    describe_gauge!(
+        "askbus_connections",
+        "Connections served now, by role (ui, watcher, producer, or idle: none yet)"
+    );
+    describe_counter!(
+        "askbus_connections_accepted_total",
+        "Connections accepted on the socket (including those then refused)"
+    );
+    describe_counter!(
+        "askbus_connections_refused_total",
+        "Connections refused: uid not allowed, or a connection limit reached"
+    );
+    describe_histogram!(
+        LATENCY,
+        "Time from a request's acceptance to a UI's answer or dismissal"
+    );
+    describe_counter!("askbus_frames_received_total", "Frames read from peers");
+    describe_counter!("askbus_frames_sent_total", "Frames written to peers");
+    describe_counter!("askbus_errors_total", "Error frames sent, by code");
+    describe_counter!(
+        "askbus_queue_overflows_total",
+        "Peers disconnected because they did not read what was queued for them"
+    );
+    describe_counter!(
+        "askbus_telemetry_lines_total",
+        "Telemetry lines written (one per request)"
+    );
+    describe_counter!(
+        "askbus_telemetry_errors_total",
+        "Telemetry writes that failed"
+    );
+    describe_gauge!("askbus_uptime_seconds", "Seconds since the daemon started");
+    describe_gauge!("askbus_build_info", "The daemon's version (always 1)");
+}
+
+/// Where `/metrics` is served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetricsListen {
+    /// A loopback address only: the counts are nobody else's business.
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl fmt::Display for MetricsListen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MetricsListen::Tcp(a) => write!(f, "http://{a}/metrics"),
+            MetricsListen::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
+impl FromStr for MetricsListen {
+    type Err = String;
+
+    /// A path (it contains a `/`) or a loopback `IP:PORT`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.contains('/') {
+            return Ok(MetricsListen::Unix(PathBuf::from(s)));
+        }
+        let addr: SocketAddr = s.parse().map_err(|_| {
+            format!("{s:?} is neither a loopback IP:PORT nor a Unix socket path (with a /)")
+        })?;
+        if !addr.ip().is_loopback() {
+            return Err(format!(
+                "{addr} is not a loopback address; serve metrics on 127.0.0.1, [::1] or a Unix socket"
+            ));
+        }
+        Ok(MetricsListen::Tcp(addr))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    #[error(transparent)]
+    SocketPath(#[from] SocketPathError),
+    #[error("cannot listen for metrics on {listen}: {source}")]
+    Bind {
+        listen: MetricsListen,
+        source: std::io::Error,
+    },
+}
+
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+/// A bound `/metrics` endpoint, ready to `serve`.
+pub struct MetricsServer {
+    listener: Listener,
+    listen: MetricsListen,
+}
+
+impl MetricsServer {
+    /// Binds `listen`. A Unix socket is created 0660 (the daemon's group may scrape it),
+    /// under the same rules as the main socket. Must be called inside a tokio runtime.
+    pub fn bind(listen: &MetricsListen) -> Result<MetricsServer, MetricsError> {
+        let bind_err = |source| MetricsError::Bind {
+            listen: listen.clone(),
+            source,
+        };
+        let listener = match listen {
+            MetricsListen::Tcp(addr) => {
+                let l = std::net::TcpListener::bind(addr).map_err(bind_err)?;
+                l.set_nonblocking(true).map_err(bind_err)?;
+                Listener::Tcp(TcpListener::from_std(l).map_err(bind_err)?)
+            }
+            MetricsListen::Unix(path) => {
+                prepare_socket_path(path)?;
+                // SAFETY: umask only swaps the process's file mode mask.
+                let old = unsafe { libc::umask(0o117) };
+                let bound = std::os::unix::net::UnixListener::bind(path);
+                unsafe { libc::umask(old) };
+                let l = bound.map_err(bind_err)?;
+                l.set_nonblocking(true).map_err(bind_err)?;
+                Listener::Unix(UnixListener::from_std(l).map_err(bind_err)?)
+            }
+        };
+        // The address actually bound (port 0 picks one).
+        let listen = match (&listener, listen) {
+            (Listener::Tcp(l), _) => MetricsListen::Tcp(l.local_addr().map_err(bind_err)?),
+            (Listener::Unix(_), other) => other.clone(),
+        };
+        Ok(MetricsServer { listener, listen })
+    }
+
+    pub fn listen(&self) -> &MetricsListen {
+        &self.listen
+    }
+
+    /// Serves `/metrics` until `stop`; removes the Unix socket it created.
+    pub async fn serve(self, hub: Arc<Hub>, stop: CancellationToken) {
+        loop {
+            let served = match &self.listener {
+                Listener::Tcp(l) => tokio::select! {
+                    _ = stop.cancelled() => break,
+                    r = l.accept() => r.map(|(s, _)| spawn_http(s, &hub)),
+                },
+                Listener::Unix(l) => tokio::select! {
+                    _ = stop.cancelled() => break,
+                    r = l.accept() => r.map(|(s, _)| spawn_http(s, &hub)),
+                },
+            };
+            if let Err(e) = served {
+                tracing::warn!(error = %e, "metrics accept failed; backing off");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+        if let MetricsListen::Unix(path) = &self.listen {
+            remove_socket(path);
+        }
+    }
+}
+
+fn remove_socket(path: &Path) {
+    if let Err(e) = std::fs::remove_file(path) {
+        tracing::warn!(error = %e, socket = %path.display(), "could not remove the metrics socket");
+    }
+}
+
+fn spawn_http<S>(stream: S, hub: &Arc<Hub>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let hub = hub.clone();
+    tokio::spawn(async move {
+        let service = hyper::service::service_fn(move |req| {
+            let hub = hub.clone();
+            async move { Ok::<_, Infallible>(respond(&req, &hub)) }
+        });
+        let conn = hyper::server::conn::http1::Builder::new()
+            .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+        // A scraper that stalls is dropped, not kept forever.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(30), conn).await;
+    });
+}
+
+fn respond<B>(req: &Request<B>, hub: &Hub) -> Response<Full<Bytes>> {
+    let reply = |status, text: String| {
+        Response::builder()
+            .status(status)
+            .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
+            .body(Full::new(Bytes::from(text)))
+            .expect("static response parts are valid")
+    };
+    if req.uri().path() != "/metrics" {
+        return reply(
+            StatusCode::NOT_FOUND,
+            "askbusd serves /metrics only\n".into(),
+        );
+    }
+    match *req.method() {
+        Method::GET => reply(StatusCode::OK, hub.metrics.render(hub)),
+        Method::HEAD => reply(StatusCode::OK, String::new()),
+        _ => {
+            let mut r = reply(StatusCode::METHOD_NOT_ALLOWED, "GET /metrics\n".into());
+            r.headers_mut().insert(
+                "allow",
+                hyper::header::HeaderValue::from_static("GET, HEAD"),
+            );
+            r
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses_are_loopback_or_paths() {
+        assert_eq!(
+            "127.0.0.1:9464".parse::<MetricsListen>(),
+            Ok(MetricsListen::Tcp("127.0.0.1:9464".parse().unwrap()))
+        );
+        assert!("[::1]:9464".parse::<MetricsListen>().is_ok());
+        assert_eq!(
+            "/run/askbusd/metrics.sock".parse::<MetricsListen>(),
+            Ok(MetricsListen::Unix("/run/askbusd/metrics.sock".into()))
+        );
+        let err = "0.0.0.0:9464".parse::<MetricsListen>().unwrap_err();
+        assert!(err.contains("not a loopback"), "{err}");
+        assert!("localhost:9464".parse::<MetricsListen>().is_err());
+    }
+}
