@@ -95,6 +95,12 @@ impl Outbox {
         true
     }
 
+    /// Whether the connection's writer has exited (a write failed): pushes fail for that
+    /// reason, not for a full queue.
+    fn writer_gone(&self) -> bool {
+        self.tx.is_closed()
+    }
+
     fn push_replay(&self) {
         let _ = self.tx.send(Out::Replay);
     }
@@ -164,11 +170,18 @@ impl Hub {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
+    /// The lock for an operation that changes the broker's state (and so allocates or frees):
+    /// what the trimmer counts as activity. Reading counts and stats (`systemctl status`,
+    /// metrics, the timer re-arming) does not keep the daemon from being quiet.
+    fn lock_to_change(&self) -> MutexGuard<'_, Inner> {
         self.activity.fetch_add(1, Ordering::Relaxed);
         let now_ms = self.started.elapsed().as_millis() as u64;
         self.last_active_ms.store(now_ms, Ordering::Relaxed);
         self.active.notify_one();
+        self.lock()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock would be a bug in the broker; the state is still
         // the best there is, so keep serving rather than poison every connection.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -176,7 +189,7 @@ impl Hub {
 
     /// Runs one broker operation and delivers what it produced.
     pub fn run<R>(&self, op: impl FnOnce(&mut Broker, Instant, &mut Effects) -> R) -> R {
-        let mut guard = self.lock();
+        let mut guard = self.lock_to_change();
         let inner = &mut *guard;
         let now = Instant::now();
         let r = op(&mut inner.broker, now, &mut inner.fx);
@@ -185,20 +198,20 @@ impl Hub {
     }
 
     pub fn connect(&self, peer: PeerId, info: PeerInfo, outbox: Outbox) {
-        let mut inner = self.lock();
+        let mut inner = self.lock_to_change();
         inner.broker.connect(peer, info);
         inner.outboxes.insert(peer, outbox);
     }
 
     pub fn disconnect(&self, peer: PeerId) {
         self.run(|b, now, fx| b.disconnect(peer, now, fx));
-        self.lock().outboxes.remove(&peer);
+        self.lock_to_change().outboxes.remove(&peer);
     }
 
     /// Hands a catching-up UI its next part of the replay, if its queue has room; otherwise
     /// it is asked again once the writer has drained.
     pub fn replay(&self, peer: PeerId) {
-        let mut guard = self.lock();
+        let mut guard = self.lock_to_change();
         let inner = &mut *guard;
         let Some(outbox) = inner.outboxes.get(&peer) else {
             return;
@@ -222,7 +235,7 @@ impl Hub {
 
     /// Re-evaluates every connected peer's rights (new access rules after a reload).
     pub fn update_rights(&self, rights_of: impl Fn(&PeerInfo) -> Rights) {
-        let mut guard = self.lock();
+        let mut guard = self.lock_to_change();
         let inner = &mut *guard;
         let now = Instant::now();
         let peers: Vec<(PeerId, Rights)> = inner
@@ -320,16 +333,26 @@ impl Hub {
                 // broker treat it as gone (its pending stay for the other UIs).
                 if let Some(outbox) = inner.outboxes.remove(&peer) {
                     outbox.cancel.cancel();
-                    Counters::bump(&self.counters.queue_overflows);
                     let info = inner.broker.peer_info(peer).cloned().unwrap_or_default();
-                    tracing::warn!(
-                        peer,
-                        pid = info.pid,
-                        uid = info.uid,
-                        client = info.client.as_deref().unwrap_or(""),
-                        limit_bytes = outbox.limit,
-                        "outbound queue overflowed; disconnecting a peer that does not read"
-                    );
+                    if outbox.writer_gone() {
+                        // Its writer stopped on a failed write: the peer went away (killed,
+                        // or closed its end) before its reader noticed. Not a slow reader.
+                        tracing::debug!(
+                            peer,
+                            pid = info.pid,
+                            "peer gone while frames were on their way to it"
+                        );
+                    } else {
+                        Counters::bump(&self.counters.queue_overflows);
+                        tracing::warn!(
+                            peer,
+                            pid = info.pid,
+                            uid = info.uid,
+                            client = info.client.as_deref().unwrap_or(""),
+                            limit_bytes = outbox.limit,
+                            "outbound queue overflowed; disconnecting a peer that does not read"
+                        );
+                    }
                     inner.broker.disconnect(peer, now, &mut inner.fx);
                 }
             }
