@@ -41,6 +41,8 @@ const QUESTION_TIMEOUT_MS: u64 = 120_000;
 /// which it hands freed heap memory back to the OS.
 const QUIET: Duration =
     Duration::from_millis(askbus::hub::QUIET_BEFORE_TRIM.as_millis() as u64 + 500);
+/// The correlationId of the question that tells the test each UI has caught up.
+const SYNC: &str = "sync-end";
 /// Warm-up before an RSS baseline: questions per producer connection.
 const WARM_UP_PER_PRODUCER: usize = 8;
 
@@ -485,9 +487,34 @@ fn chaos_kills_lose_nothing_and_memory_returns() {
     }
     assert!(!t_kill.is_nan(), "the daemon kill never happened");
 
-    // Drain: nothing pending, every UI has logged what it will log, then the UIs go.
+    // Drain: nothing pending, then a last question that every UI logs on arrival: frames reach
+    // a UI in order, so by then it has handled (and logged) every ack before it. Then the UIs go.
     rt.block_on(wait_stats(&d.socket, "drained", |s| s["pending"] == 0));
-    wait_quiet(chaos.uis.iter().flatten().map(|p| p.log.clone()).collect());
+    let sync = rt.block_on(async {
+        let mut c = d.connect().await;
+        c.send(choice_request(SYNC)).await;
+        c
+    });
+    let live: Vec<&Proc> = chaos
+        .uis
+        .iter()
+        .map(|incarnations| incarnations.last().unwrap())
+        .collect();
+    let synced = Instant::now() + Duration::from_secs(60);
+    for ui in live {
+        while !std::fs::read_to_string(&ui.log)
+            .unwrap_or_default()
+            .contains(&format!(r#"{{"sync":"{SYNC}"}}"#))
+        {
+            assert!(
+                Instant::now() < synced,
+                "{} never got the last question",
+                ui.name
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    drop(sync);
     for p in chaos.uis.iter_mut().flatten() {
         if let Some(mut c) = p.child.take() {
             signal(&c, libc::SIGTERM);
@@ -553,20 +580,6 @@ fn chaos_kills_lose_nothing_and_memory_returns() {
 fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// Waits until none of `logs` has grown for half a second.
-fn wait_quiet(logs: Vec<PathBuf>) {
-    let size = |p: &PathBuf| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    let mut last: Vec<u64> = logs.iter().map(size).collect();
-    loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let now: Vec<u64> = logs.iter().map(size).collect();
-        if now == last {
-            return;
-        }
-        last = now;
-    }
 }
 
 /// A producer's outcome for one question, with when it was asked and answered.
@@ -896,7 +909,7 @@ fn check_telemetry(path: &Path, split: u64, r: &Report, t_kill: f64) -> Telemetr
     }
     // No line for a question nobody asked; the killed producers' questions ended with them.
     for (cid, rec) in a.iter().chain(b.iter()) {
-        if cid.starts_with("warm") {
+        if cid.starts_with("warm") || cid == SYNC {
             continue;
         }
         let (killed, _) = *r

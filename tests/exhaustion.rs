@@ -111,6 +111,41 @@ async fn out_of_file_descriptors_accept_backs_off_and_recovers() {
     assert!(d.is_running(), "the daemon survived");
 }
 
+/// A UI that goes away while frames are on their way to it (here it stops receiving, so the
+/// daemon's next write to it fails, as when a process is killed) is dropped as gone, and not
+/// counted or logged as a slow reader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ui_that_vanishes_mid_write_is_not_counted_as_a_slow_reader() {
+    use std::io::Write;
+    let d = Daemon::start();
+    let mut ui = std::os::unix::net::UnixStream::connect(&d.socket).unwrap();
+    let subscribe = json!({"type": "subscribe"}).to_string();
+    ui.write_all(&(subscribe.len() as u32).to_be_bytes())
+        .unwrap();
+    ui.write_all(subscribe.as_bytes()).unwrap();
+    ui.shutdown(std::net::Shutdown::Read).unwrap();
+    let mut producer = d.connect().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut i = 0;
+    let stats = loop {
+        producer.send(choice_request(&format!("v{i}"))).await;
+        i += 1;
+        producer.send(json!({"type": "stats"})).await;
+        let stats = producer.recv_type("stats").await;
+        if stats["uis"] == 0 && i > 1 {
+            break stats;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the gone UI is still subscribed: {stats}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(stats["queueOverflows"], 0, "{stats}");
+    assert!(!d.log_text().contains("outbound queue overflowed"));
+    drop(ui);
+}
+
 fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find(|l| l.starts_with(field)).unwrap();

@@ -6,6 +6,7 @@ log, flushed to the kernel at once:
     {"sent": cid, "value": {...} | null, "t": monotonic}   before answering (null: dismissing)
     {"ack": cid, "outcome": "answered"|"dismissed", "t"}   the daemon acknowledged this UI won
     {"lost": cid, "why": ...}                              not-pending, or the connection died
+    {"sync": cid}                                          the test's last question arrived
 
 Usage: ui.py SOCKET SLOT NAME LOG_FILE
 
@@ -82,6 +83,11 @@ async def main() -> None:
             await asyncio.sleep(0.05)
     async with sub:
         async for req in sub:
+            if req.correlation_id.startswith("sync-"):
+                # The test's last question: every frame before it, acks included, has been
+                # handled and logged (the ack callbacks ran before this frame was read).
+                log.write(sync=req.correlation_id)
+                continue
             if slot_n in answered_by(req.correlation_id):
                 task = asyncio.ensure_future(handle(req))
                 tasks.add(task)
