@@ -9,6 +9,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -29,6 +30,11 @@ use crate::paths::{prepare_socket_path, SocketPathError};
 use crate::telemetry::Counters;
 
 const LATENCY: &str = "askbus_answer_latency_seconds";
+
+/// Observations the histogram may hold before they are folded into its buckets. The exporter
+/// keeps every sample (24 bytes each) until a scrape or an upkeep drains them, and without
+/// `--metrics-listen` nothing ever scrapes: a daemon that ran long would grow without bound.
+const UPKEEP_EVERY: u64 = 1024;
 
 /// Bucket bounds for the time a person takes to answer: seconds to an hour.
 const LATENCY_BUCKETS: [f64; 12] = [
@@ -52,6 +58,8 @@ pub struct Metrics {
     recorder: PrometheusRecorder,
     handle: PrometheusHandle,
     latency: metrics::Histogram,
+    /// Observations since the last upkeep.
+    unkept: AtomicU64,
 }
 
 impl fmt::Debug for Metrics {
@@ -81,12 +89,17 @@ impl Metrics {
             recorder,
             handle,
             latency,
+            unkept: AtomicU64::new(0),
         }
     }
 
     /// A UI answered or dismissed a request this long after it was accepted.
     pub fn observe_answer_latency_ms(&self, ms: u64) {
         self.latency.record(ms as f64 / 1000.0);
+        if self.unkept.fetch_add(1, Ordering::Relaxed) + 1 >= UPKEEP_EVERY {
+            self.unkept.store(0, Ordering::Relaxed);
+            self.handle.run_upkeep();
+        }
     }
 
     /// The text exposition of every metric, as of now.
@@ -357,6 +370,31 @@ fn respond<B>(req: &Request<B>, hub: &Hub) -> Response<Full<Bytes>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_samples_folded_into_buckets_between_scrapes_are_all_counted() {
+        let hub = Hub::new(
+            crate::broker::Limits::default(),
+            crate::telemetry::TelemetrySink::disabled(),
+            Arc::default(),
+            "test",
+        );
+        // Several upkeeps' worth, half fast (100 ms) and half slow (3 s).
+        let n = 3 * UPKEEP_EVERY + 8;
+        for i in 0..n {
+            hub.metrics
+                .observe_answer_latency_ms(if i % 2 == 0 { 100 } else { 3000 });
+        }
+        let text = hub.metrics.render(&hub);
+        for line in [
+            format!("{LATENCY}_bucket{{le=\"0.1\"}} {}", n / 2),
+            format!("{LATENCY}_bucket{{le=\"2.5\"}} {}", n / 2),
+            format!("{LATENCY}_bucket{{le=\"5\"}} {n}"),
+            format!("{LATENCY}_count {n}"),
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
+        }
+    }
 
     #[test]
     fn listen_addresses_are_loopback_or_paths() {
