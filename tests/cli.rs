@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -16,22 +15,7 @@ const QUESTIONS: &str = r#"{"questions":[
   {"question":"Migrate now?","header":"Migrate","type":"yesno"}]}"#;
 
 fn spawn_ask(d: &Daemon, args: &[&str], stdin: &str) -> Child {
-    let mut child = d
-        .cli()
-        .arg("ask")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child
+    common::spawn_with_stdin(d.cli().arg("ask").args(args), stdin)
 }
 
 /// Waits until the daemon holds `n` pending requests (via `askbus pending --json`).

@@ -4,7 +4,7 @@
 mod common;
 mod pty;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::Duration;
@@ -244,20 +244,7 @@ fn watch_waits_for_the_daemon_and_follows_it_across_restarts() {
 }
 
 fn validate(input: &str, args: &[&str]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(cli_bin())
-        .arg("validate")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
+    let child = common::spawn_with_stdin(Command::new(cli_bin()).arg("validate").args(args), input);
     let out = child.wait_with_output().unwrap();
     (
         out.status.code(),

@@ -597,6 +597,24 @@ pub fn answer(id: &str, answers: Value) -> Value {
     json!({"type": "ask-user-response", "correlationId": id, "answers": answers})
 }
 
+/// Spawns `cmd` with piped stdout/stderr and `input` written to its stdin (then closed).
+pub fn spawn_with_stdin(cmd: &mut Command, input: &str) -> Child {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(input.as_bytes())
+        .expect("write stdin");
+    child
+}
+
 /// A current-thread runtime for tests that mix blocking process control with async I/O.
 pub fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
