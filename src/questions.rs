@@ -9,8 +9,12 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use crate::protocol::RequestQuestions;
+
+mod fast;
 mod js;
 mod schema;
 
@@ -108,6 +112,41 @@ pub mod daemon_text {
     pub const SHUTDOWN_LLM_CONTENT: &str =
         "The askbus daemon shut down before the user answered the ask_user dialog.";
     pub const SHUTDOWN_RETURN_DISPLAY: &str = "No answer: the askbus daemon shut down";
+}
+
+/// Validated questions as the broker keeps them: the normalized JSON UIs receive, and the
+/// per-question facts results are built from.
+#[derive(Debug)]
+pub struct Normalized {
+    pub questions: Box<RawValue>,
+    pub meta: Vec<QuestionMeta>,
+}
+
+/// Validates and normalizes a request's questions: in one pass over their text when they
+/// have the plain shape, else through [`normalize`] (which words any error).
+pub fn check(questions: RequestQuestions) -> Result<Normalized, String> {
+    if let RequestQuestions::Raw(raw) = &questions {
+        if let Some(valid) = normalize_plain(raw.get()) {
+            return Ok(valid);
+        }
+    }
+    normalize(&questions.into_params())
+}
+
+/// The one-pass shortcut alone: `Some` only for a plain, valid `questions` text (then exactly
+/// what [`normalize`] gives), `None` for everything it leaves to [`normalize`].
+pub fn normalize_plain(questions_json: &str) -> Option<Normalized> {
+    fast::validate_json(questions_json)
+}
+
+/// [`validate`], with the normalized questions serialized and their facts taken.
+pub fn normalize(params: &Value) -> Result<Normalized, String> {
+    let normalized = validate(params)?;
+    Ok(Normalized {
+        meta: meta(&normalized),
+        questions: serde_json::value::to_raw_value(&normalized)
+            .expect("normalized questions serialize"),
+    })
 }
 
 /// Validates `params` (an object holding `questions`) as the reference's `build(params)` does

@@ -387,7 +387,7 @@ fn client_examples_are_accepted_or_refused_as_indexed() {
         // The daemon refuses in two stages: the frame itself, then (for a request) the
         // reference's checks of its questions. Both count as "the daemon does not accept it".
         let verdict = parse_inbound(&payload).and_then(|frame| match &frame {
-            Inbound::AskUserRequest(req) => questions::validate(&req.params)
+            Inbound::AskUserRequest(req) => questions::check(req.questions.clone())
                 .map(|_| frame.clone())
                 .map_err(|msg| askbus::protocol::FrameError::new(ErrorCode::InvalidRequest, msg)),
             _ => Ok(frame),

@@ -5,7 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use askbus::questions::{answered_result, dismissed_result, meta, validate};
+use askbus::protocol::RequestQuestions;
+use askbus::questions::{
+    answered_result, check, dismissed_result, meta, normalize, normalize_plain, validate,
+};
 use serde_json::Value;
 
 fn load(name: &str) -> Vec<Value> {
@@ -52,6 +55,40 @@ fn validation_agrees_with_reference() {
         disagreements.is_empty(),
         "{} disagreements",
         disagreements.len()
+    );
+}
+
+/// The daemon's one-pass shortcut must say exactly what the tree path says wherever it
+/// speaks, and must speak for most of the valid cases (else it is not a shortcut).
+#[test]
+fn one_pass_path_agrees_with_the_tree_path() {
+    let cases = load("ask_user_reference_cases.json");
+    let (mut taken, mut valid) = (0, 0);
+    for (n, case) in cases.iter().enumerate() {
+        let Some(questions) = case["params"].get("questions") else {
+            continue;
+        };
+        let tree = normalize(&case["params"]);
+        valid += usize::from(tree.is_ok());
+        if let Some(plain) = normalize_plain(&questions.to_string()) {
+            taken += 1;
+            let tree = tree.unwrap_or_else(|e| panic!("case {n}: shortcut accepted, tree: {e}"));
+            assert_eq!(plain.questions.get(), tree.questions.get(), "case {n}");
+            assert_eq!(plain.meta, tree.meta, "case {n}");
+        }
+        // And through `check`, the entry point the daemon uses, from the raw text.
+        let raw = serde_json::value::to_raw_value(questions).unwrap();
+        let checked = check(RequestQuestions::Raw(raw));
+        match (checked, normalize(&case["params"])) {
+            (Ok(a), Ok(b)) => assert_eq!(a.questions.get(), b.questions.get(), "case {n}"),
+            (Err(a), Err(b)) => assert_eq!(a, b, "case {n}"),
+            (a, b) => panic!("case {n}: check {a:?}, normalize {b:?}"),
+        }
+    }
+    println!("one-pass shortcut took {taken} of {valid} valid cases");
+    assert!(
+        taken * 2 > valid,
+        "the shortcut took only {taken} of {valid}"
     );
 }
 

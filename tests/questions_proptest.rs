@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use askbus::questions::{answered_result, dismissed_result, js_trim, meta, validate};
+use askbus::protocol::RequestQuestions;
+use askbus::questions::{
+    answered_result, check, dismissed_result, js_trim, meta, normalize, normalize_plain, validate,
+};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
@@ -201,8 +204,42 @@ fn check_accepted(params: &Value) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Wherever the one-pass shortcut accepts, it gives the tree path's bytes and facts; and
+/// `check` (shortcut, else tree) always agrees with the tree path.
+fn shortcut_agrees(params: &Value) -> Result<(), TestCaseError> {
+    let Some(questions) = params.get("questions") else {
+        return Ok(());
+    };
+    let text = questions.to_string();
+    // The daemon's two paths read the same text (a float read back from `text` may differ in
+    // its last bit from the generated one), so the tree path here reads it too.
+    let reread: Value = serde_json::from_str(&text).unwrap();
+    let tree = normalize(&json!({ "questions": reread }));
+    if let Some(plain) = normalize_plain(&text) {
+        let Ok(tree) = &tree else {
+            return Err(TestCaseError::fail(format!(
+                "shortcut accepted {text}: {tree:?}"
+            )));
+        };
+        prop_assert_eq!(plain.questions.get(), tree.questions.get());
+        prop_assert_eq!(&plain.meta, &tree.meta);
+    }
+    let raw = serde_json::value::RawValue::from_string(text).unwrap();
+    match (check(RequestQuestions::Raw(raw)), tree) {
+        (Ok(a), Ok(b)) => prop_assert_eq!(a.questions.get(), b.questions.get()),
+        (Err(a), Err(b)) => prop_assert_eq!(a, b),
+        (a, b) => return Err(TestCaseError::fail(format!("check {a:?}, tree {b:?}"))),
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn one_pass_shortcut_agrees_with_tree(params in arb_params()) {
+        shortcut_agrees(&params)?;
+    }
 
     #[test]
     fn structured_params_never_panic(params in arb_params()) {

@@ -120,11 +120,10 @@ pub struct ValidRequest {
 impl ValidRequest {
     /// Validates and normalizes; on failure returns the error for `Broker::reject`.
     pub fn check(req: AskUserRequest) -> Result<ValidRequest, (String, BrokerError)> {
-        match questions::validate(&req.params) {
+        match questions::check(req.questions) {
             Ok(normalized) => Ok(ValidRequest {
-                meta: questions::meta(&normalized),
-                questions: serde_json::value::to_raw_value(&normalized)
-                    .expect("normalized questions serialize"),
+                meta: normalized.meta,
+                questions: normalized.questions,
                 correlation_id: req.correlation_id,
                 timeout_ms: req.timeout_ms,
                 no_ui: req.no_ui,

@@ -126,9 +126,44 @@ pub struct AskUserRequest {
     pub correlation_id: String,
     pub timeout_ms: Option<TimeoutMs>,
     pub no_ui: Option<NoUiPolicy>,
+    pub questions: RequestQuestions,
+}
+
+/// A request's questions as they arrived, for the reference's validation.
+#[derive(Debug, Clone)]
+pub enum RequestQuestions {
+    /// The JSON text of the frame's `questions` value, from a frame whose own fields were all
+    /// plain (the hot path reads them without building a tree).
+    Raw(Box<RawValue>),
     /// The whole frame: it is the `params` object the reference tool validates, so a missing
     /// `questions` is reported exactly as the reference reports it.
-    pub params: Value,
+    Params(Value),
+}
+
+impl RequestQuestions {
+    /// The `params` object the reference validates. Of a raw frame only `questions` is kept:
+    /// validation reads nothing else of `params`.
+    pub fn into_params(self) -> Value {
+        match self {
+            RequestQuestions::Params(params) => params,
+            RequestQuestions::Raw(raw) => {
+                // The text was read as JSON once already, so it reads again.
+                let questions: Value =
+                    serde_json::from_str(raw.get()).expect("raw questions are valid JSON");
+                let mut params = Map::new();
+                params.insert("questions".to_owned(), questions);
+                Value::Object(params)
+            }
+        }
+    }
+}
+
+/// Equal when they hold the same `questions` (what validation reads), however they arrived.
+impl PartialEq for RequestQuestions {
+    fn eq(&self, other: &Self) -> bool {
+        let questions = |q: &Self| q.clone().into_params().get("questions").cloned();
+        questions(self) == questions(other)
+    }
 }
 
 /// A requested timeout: a positive integer, possibly beyond what `u64` holds (then clamped).
@@ -158,6 +193,14 @@ pub struct AskUserResponse {
 
 /// Parses one frame's payload. Errors carry the code and message the peer is sent.
 pub fn parse_inbound(payload: &[u8]) -> Result<Inbound, FrameError> {
+    match super::fast::parse(payload) {
+        Some(frame) => Ok(frame),
+        None => parse_full(payload),
+    }
+}
+
+/// The parser that decides every frame the hot-path shortcut leaves alone.
+pub(super) fn parse_full(payload: &[u8]) -> Result<Inbound, FrameError> {
     let value: Value = serde_json::from_slice(payload).map_err(|e| {
         let msg = if payload.is_empty() {
             "frame is empty; expected a JSON object".to_owned()
@@ -299,7 +342,7 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
         correlation_id,
         timeout_ms,
         no_ui,
-        params: value,
+        questions: RequestQuestions::Params(value),
     }))
 }
 
@@ -356,7 +399,7 @@ fn parse_response(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
 
 /// A canonical decimal index ("0", "1", … without leading zeros), as JavaScript's integer-like
 /// property keys are; anything else would sort differently in the reference's output.
-fn question_index(key: &str) -> Option<usize> {
+pub(super) fn question_index(key: &str) -> Option<usize> {
     let canonical = key == "0" || (!key.starts_with('0') && key.len() <= 3);
     if !canonical || !key.bytes().all(|b| b.is_ascii_digit()) || key.is_empty() {
         return None;

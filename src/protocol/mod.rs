@@ -5,6 +5,7 @@
 
 mod codec;
 mod error;
+mod fast;
 mod frames;
 
 pub use codec::{codec, encode, is_frame_too_large, DEFAULT_MAX_FRAME_BYTES, LENGTH_PREFIX_BYTES};

@@ -59,11 +59,17 @@ pub fn check(text: &str, value: Value) -> Result<Vec<Value>, Rejection> {
             }
             match parse_inbound(text.as_bytes()) {
                 Ok(Inbound::AskUserRequest(req)) => {
-                    return askbus::questions::validate(&req.params).map_err(|message| Rejection {
-                        code: ErrorCode::InvalidRequest.as_str(),
-                        message,
-                        correlation_id: Some(req.correlation_id),
-                    })
+                    // The daemon's own path (its one-pass shortcut included), so this
+                    // checker says what askbusd would say of the same frame.
+                    return match askbus::questions::check(req.questions) {
+                        Ok(valid) => Ok(serde_json::from_str(valid.questions.get())
+                            .expect("normalized questions are a JSON array")),
+                        Err(message) => Err(Rejection {
+                            code: ErrorCode::InvalidRequest.as_str(),
+                            message,
+                            correlation_id: Some(req.correlation_id),
+                        }),
+                    };
                 }
                 Ok(_) => {
                     return Err(Rejection {

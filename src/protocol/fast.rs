@@ -1,0 +1,178 @@
+//! A one-pass reader for the two frames every question costs (`ask-user-request` from
+//! producers, `ask-user-response` from UIs): serde reads them straight into their fields,
+//! borrowing from the payload, instead of building a `Value` tree and walking it.
+//!
+//! It is only a shortcut. It accepts a frame only when every field it reads is present with
+//! the plain shape the full parser would accept, and then yields exactly what the full parser
+//! would; anything else (a wrong type, a duplicate key, a null, an escaped `type`, a value the
+//! full parser rejects) makes it give up, and the full parser in `frames` decides, with its
+//! own error message. So no error wording lives here, and the two cannot disagree on a frame
+//! that is accepted.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::frames::{question_index, AskUserRequest, AskUserResponse, RequestQuestions};
+use super::frames::{Inbound, NoUiPolicy, TimeoutMs};
+use super::MAX_CORRELATION_ID_CHARS;
+
+/// The fields of both hot-path frames; unknown keys are skipped, as the full parser skips them.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: &'a str,
+    #[serde(rename = "correlationId", borrow)]
+    correlation_id: Cow<'a, str>,
+    #[serde(default, rename = "timeoutMs", deserialize_with = "present")]
+    timeout_ms: Option<u64>,
+    #[serde(default, rename = "noUi", borrow, deserialize_with = "present")]
+    no_ui: Option<&'a str>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    questions: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present")]
+    answers: Option<Answers>,
+    #[serde(default, deserialize_with = "present")]
+    cancelled: Option<bool>,
+}
+
+/// A field that, when present, must hold a `T` (not `null`): serde's own `Option` would read
+/// `null` as absent, where the full parser reports it.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// `answers`: canonical question indices to strings. The last of duplicate keys wins, as in
+/// the full parser's map.
+struct Answers(BTreeMap<usize, String>);
+
+impl<'de> Deserialize<'de> for Answers {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Answers;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object of strings keyed by question index")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Answers, A::Error> {
+                let mut answers = BTreeMap::new();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let index = question_index(&key)
+                        .ok_or_else(|| de::Error::custom("not a question index"))?;
+                    answers.insert(index, map.next_value::<String>()?);
+                }
+                Ok(Answers(answers))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The frame, if it is an `ask-user-request` or `ask-user-response` the full parser would
+/// accept as it is; `None` leaves the frame to the full parser.
+pub(super) fn parse(payload: &[u8]) -> Option<Inbound> {
+    let env: Envelope = serde_json::from_slice(payload).ok()?;
+    let id = env.correlation_id;
+    if id.is_empty() || id.chars().count() > MAX_CORRELATION_ID_CHARS {
+        return None;
+    }
+    match env.ty {
+        "ask-user-request" => {
+            let timeout_ms = match env.timeout_ms {
+                None => None,
+                Some(0) => return None,
+                Some(ms) => Some(TimeoutMs::Ms(ms)),
+            };
+            let no_ui = match env.no_ui {
+                None => None,
+                Some(s) => Some(NoUiPolicy::parse(s)?),
+            };
+            Some(Inbound::AskUserRequest(AskUserRequest {
+                correlation_id: id.into_owned(),
+                timeout_ms,
+                no_ui,
+                questions: RequestQuestions::Raw(env.questions?.to_owned()),
+            }))
+        }
+        "ask-user-response" => {
+            let cancelled = env.cancelled.unwrap_or(false);
+            let answers = match env.answers {
+                Some(Answers(answers)) => answers,
+                None if cancelled => BTreeMap::new(),
+                None => return None,
+            };
+            Some(Inbound::AskUserResponse(AskUserResponse {
+                correlation_id: id.into_owned(),
+                answers,
+                cancelled,
+            }))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::frames::parse_full;
+
+    /// Every frame the shortcut accepts must come out exactly as the full parser has it.
+    fn agrees(frame: &str) -> bool {
+        let fast = parse(frame.as_bytes());
+        let full = parse_full(frame.as_bytes());
+        if let Some(fast) = &fast {
+            assert_eq!(Ok(fast), full.as_ref(), "{frame}");
+        }
+        fast.is_some()
+    }
+
+    #[test]
+    fn takes_plain_frames_and_agrees_with_the_full_parser() {
+        for frame in [
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[{"question":"Q","header":"H","type":"text"}]}"#,
+            r#"{"correlationId":"a\u00e9","timeoutMs":5000,"noUi":"reject","type":"ask-user-request","questions":[],"extra":{"x":[1,null]}}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{"0":"x","2":"y\n"}}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{"\u0030":"x","0":"z"}}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","cancelled":true}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","cancelled":false,"answers":{}}"#,
+        ] {
+            assert!(agrees(frame), "{frame}");
+        }
+    }
+
+    #[test]
+    fn leaves_everything_unusual_to_the_full_parser() {
+        for frame in [
+            r#"{"type":"ask-user-request","correlationId":"a"}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"timeoutMs":null}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"timeoutMs":0}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"timeoutMs":5000.0}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"timeoutMs":-1}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"noUi":"never"}"#,
+            r#"{"type":"ask-user-request","correlationId":"","questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":7,"questions":[]}"#,
+            r#"{"type":"ask-user-request","type":"ask-user-request","correlationId":"a","questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[]} x"#,
+            r#"{"type":"ask\u002duser-request","correlationId":"a","questions":[]}"#,
+            r#"{"type":"ask-user-response","correlationId":"a"}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":null}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{"00":"x"}}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{"0":1}}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{},"cancelled":null}"#,
+            r#"{"type":"ping","correlationId":"a"}"#,
+            r#"[]"#,
+        ] {
+            assert!(!agrees(frame), "{frame}");
+        }
+        let long = format!(
+            r#"{{"type":"ask-user-request","correlationId":"{}","questions":[]}}"#,
+            "é".repeat(MAX_CORRELATION_ID_CHARS + 1)
+        );
+        assert!(!agrees(&long));
+    }
+}
