@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use crate::protocol::RequestQuestions;
+use crate::protocol::{AskUserData, RequestQuestions, ResultData};
 
 mod fast;
 mod js;
@@ -83,7 +83,7 @@ impl DaemonOutcome {
 pub struct ToolResult {
     pub llm_content: String,
     pub return_display: String,
-    pub data: Value,
+    pub data: ResultData,
 }
 
 /// The reference's own wording for a dismissed dialog.
@@ -307,36 +307,51 @@ pub fn answered_result(meta: &[QuestionMeta], answers: &BTreeMap<usize, String>)
     let return_display = if answers.is_empty() {
         EMPTY_SUBMISSION_RETURN_DISPLAY.to_owned()
     } else {
-        let lines: Vec<String> = answers
-            .iter()
-            .map(|(&i, answer)| {
-                // The reference falls back to `Q<index>` (0-based, the answers key itself)
-                // both for a missing header and for an index past the last question.
-                let category = meta
-                    .get(i)
-                    .and_then(|m| m.header.clone())
-                    .unwrap_or_else(|| format!("Q{i}"));
-                let prefix = format!("  {category} → ");
-                // JS `prefix.length` counts UTF-16 code units, not chars or bytes.
-                let indent = " ".repeat(js_utf16_len(&prefix));
-                let joiner = format!("\n{indent}");
-                prefix + &answer.split('\n').collect::<Vec<_>>().join(&joiner)
-            })
-            .collect();
-        format!("**User answered:**\n{}", lines.join("\n"))
+        let mut out = String::from("**User answered:**");
+        for (&i, answer) in answers {
+            // The reference falls back to `Q<index>` (0-based, the answers key itself)
+            // both for a missing header and for an index past the last question.
+            let fallback;
+            let category = match meta.get(i).and_then(|m| m.header.as_deref()) {
+                Some(header) => header,
+                None => {
+                    fallback = format!("Q{i}");
+                    &fallback
+                }
+            };
+            let start = out.len() + 1;
+            out.push_str("\n  ");
+            out.push_str(category);
+            out.push_str(" → ");
+            // JS `prefix.length` counts UTF-16 code units, not chars or bytes.
+            let indent = js_utf16_len(&out[start..]);
+            for (n, line) in answer.split('\n').enumerate() {
+                if n > 0 {
+                    out.push('\n');
+                    out.extend(std::iter::repeat_n(' ', indent));
+                }
+                out.push_str(line);
+            }
+        }
+        out
     };
     ToolResult {
         llm_content: answers_json(answers),
         return_display,
-        data: json!({
-            "ask_user": {
-                "question_types": question_types(meta),
-                "dismissed": false,
-                "empty_submission": answers.is_empty(),
-                "answer_count": answers.len(),
-            }
-        }),
+        data: ResultData {
+            ask_user: AskUserData {
+                question_types: question_types_data(meta),
+                dismissed: false,
+                empty_submission: Some(answers.is_empty()),
+                answer_count: Some(answers.len() as u64),
+                reason: None,
+            },
+        },
     }
+}
+
+fn question_types_data(meta: &[QuestionMeta]) -> Vec<std::borrow::Cow<'static, str>> {
+    meta.iter().map(|m| m.qtype.as_str().into()).collect()
 }
 
 /// `JSON.stringify({answers})`. Written out by hand so the key order is the one JS gives
@@ -344,18 +359,19 @@ pub fn answered_result(meta: &[QuestionMeta], answers: &BTreeMap<usize, String>)
 /// features; serde_json's string escaping matches JSON.stringify's for any Rust string
 /// (short escapes, lowercase `\u00xx` for other C0 controls, nothing else escaped).
 fn answers_json(answers: &BTreeMap<usize, String>) -> String {
-    let mut s = String::from("{\"answers\":{");
+    let mut s = Vec::with_capacity(16 + answers.values().map(|v| v.len() + 8).sum::<usize>());
+    s.extend_from_slice(b"{\"answers\":{");
     for (n, (k, v)) in answers.iter().enumerate() {
         if n > 0 {
-            s.push(',');
+            s.push(b',');
         }
-        s.push('"');
-        s.push_str(&k.to_string());
-        s.push_str("\":");
-        s.push_str(&serde_json::to_string(v).expect("a string always serializes"));
+        s.push(b'"');
+        s.extend_from_slice(k.to_string().as_bytes());
+        s.extend_from_slice(b"\":");
+        serde_json::to_writer(&mut s, v).expect("a string always serializes");
     }
-    s.push_str("}}");
-    s
+    s.extend_from_slice(b"}}");
+    String::from_utf8(s).expect("serde_json writes UTF-8")
 }
 
 /// The result when the user dismissed the dialog.
@@ -363,12 +379,15 @@ pub fn dismissed_result(meta: &[QuestionMeta]) -> ToolResult {
     ToolResult {
         llm_content: DISMISSED_LLM_CONTENT.to_owned(),
         return_display: DISMISSED_RETURN_DISPLAY.to_owned(),
-        data: json!({
-            "ask_user": {
-                "question_types": question_types(meta),
-                "dismissed": true,
-            }
-        }),
+        data: ResultData {
+            ask_user: AskUserData {
+                question_types: question_types_data(meta),
+                dismissed: true,
+                empty_submission: None,
+                answer_count: None,
+                reason: None,
+            },
+        },
     }
 }
 
@@ -395,13 +414,15 @@ pub fn daemon_result(meta: &[QuestionMeta], outcome: DaemonOutcome, timeout_ms: 
     ToolResult {
         llm_content: llm,
         return_display: display,
-        data: json!({
-            "ask_user": {
-                "question_types": question_types(meta),
-                "dismissed": true,
-                "reason": outcome.reason(),
-            }
-        }),
+        data: ResultData {
+            ask_user: AskUserData {
+                question_types: question_types_data(meta),
+                dismissed: true,
+                empty_submission: None,
+                answer_count: None,
+                reason: Some(outcome.reason().into()),
+            },
+        },
     }
 }
 

@@ -128,8 +128,9 @@ fn results_agree_with_reference() {
                 want["returnDisplay"], got.return_display
             ));
         }
-        if want["data"] != got.data {
-            wrong.push(format!("data: want {} got {}", want["data"], got.data));
+        let data = serde_json::to_value(&got.data).expect("data serializes");
+        if want["data"] != data {
+            wrong.push(format!("data: want {} got {data}", want["data"]));
         }
         if !wrong.is_empty() {
             disagreements.push(format!("case {n}: {}", wrong.join("\n  ")));

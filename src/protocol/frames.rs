@@ -1,6 +1,7 @@
 //! The frames of protocol v1: what peers send the daemon (parsed leniently, checked strictly)
 //! and what the daemon sends back (one typed definition used to encode and to decode).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -523,7 +524,29 @@ pub struct BusEvent {
 pub struct ResultPayload {
     pub llm_content: String,
     pub return_display: String,
-    pub data: Value,
+    pub data: ResultData,
+}
+
+/// A result's `data`: the reference's `{"ask_user": {...}}` metrics, typed so a response is
+/// written without building a tree. The fields keep the reference's key order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultData {
+    pub ask_user: AskUserData,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskUserData {
+    pub question_types: Vec<Cow<'static, str>>,
+    pub dismissed: bool,
+    /// Answered results only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub empty_submission: Option<bool>,
+    /// Answered results only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_count: Option<u64>,
+    /// The daemon's own outcomes only (`timeout`, `no-ui`, `withdrawn`, `shutdown`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Cow<'static, str>>,
 }
 
 /// A pending question as a UI receives it.
@@ -835,7 +858,7 @@ mod tests {
         assert_eq!(by_ref, crate::protocol::encode(&owned));
         let back: ServerFrame = serde_json::from_slice(&by_ref).unwrap();
         assert!(matches!(back, ServerFrame::AskUserRequest(r) if r.timeout_ms == 5));
-        let resp = br#"{"type":"ask-user-response","correlationId":"c","answers":{"1":"b","0":"a"},"cancelled":false,"reason":"answered","result":{"llmContent":"","returnDisplay":"","data":{}}}"#;
+        let resp = br#"{"type":"ask-user-response","correlationId":"c","answers":{"1":"b","0":"a"},"cancelled":false,"reason":"answered","result":{"llmContent":"","returnDisplay":"","data":{"ask_user":{"question_types":["text","text"],"dismissed":false,"empty_submission":false,"answer_count":2}}}}"#;
         let ServerFrame::AskUserResponse(r) = serde_json::from_slice(resp).unwrap() else {
             panic!()
         };

@@ -21,6 +21,11 @@ fn answers(pairs: &[(usize, &str)]) -> BTreeMap<usize, String> {
     pairs.iter().map(|&(i, a)| (i, a.to_owned())).collect()
 }
 
+/// A result's `data` as the JSON the wire carries.
+fn data_of(r: &ToolResult) -> Value {
+    serde_json::to_value(&r.data).expect("data serializes")
+}
+
 fn answered_data(types: &[&str], count: usize) -> Value {
     json!({"ask_user": {
         "question_types": types,
@@ -44,7 +49,7 @@ fn multi_line_answer_is_indented_under_its_prefix() {
         r.return_display,
         "**User answered:**\n  Auth → line1\n         line2\n         \n         line4"
     );
-    assert_eq!(r.data, answered_data(&["text"], 1));
+    assert_eq!(data_of(&r), answered_data(&["text"], 1));
 }
 
 #[test]
@@ -58,7 +63,7 @@ fn index_past_the_questions_falls_back_to_zero_based_q() {
         r.return_display,
         "**User answered:**\n  H → a\n  Q2 → b\n       c"
     );
-    assert_eq!(r.data, answered_data(&["text"], 2));
+    assert_eq!(data_of(&r), answered_data(&["text"], 2));
 }
 
 #[test]
@@ -84,7 +89,7 @@ fn missing_header_key_falls_back_but_empty_header_does_not() {
         r.return_display,
         "**User answered:**\n  Q0 → a\n       b\n   → c\n     d"
     );
-    assert_eq!(r.data, answered_data(&["text", "text"], 2));
+    assert_eq!(data_of(&r), answered_data(&["text", "text"], 2));
 }
 
 #[test]
@@ -145,7 +150,7 @@ fn no_answers_is_an_empty_submission() {
         r.return_display,
         "User submitted without answering questions."
     );
-    assert_eq!(r.data, answered_data(&["choice", "yesno"], 0));
+    assert_eq!(data_of(&r), answered_data(&["choice", "yesno"], 0));
 }
 
 #[test]
@@ -178,7 +183,7 @@ fn dismissed_matches_reference() {
     );
     assert_eq!(r.return_display, "User dismissed dialog");
     assert_eq!(
-        r.data,
+        data_of(&r),
         json!({"ask_user": {"question_types": ["choice", "text", "yesno"], "dismissed": true}})
     );
 }
@@ -221,7 +226,7 @@ fn daemon_outcomes_have_distinct_wording_and_reason() {
         assert_eq!(r.llm_content, llm);
         assert_eq!(r.return_display, display);
         assert_eq!(
-            r.data,
+            data_of(&r),
             json!({"ask_user": {"question_types": ["text"], "dismissed": true, "reason": reason}})
         );
     }
