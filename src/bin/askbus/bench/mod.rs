@@ -1,6 +1,6 @@
-//! `askbus bench`: a load generator for askbusd (like `nats bench` or `redis-benchmark`), and
-//! the baseline relay it can measure instead (`--target relay`). This file owns the command
-//! line and one run against one target.
+//! `askbus bench`: a load generator for askbusd (like `nats bench` or `redis-benchmark`) and
+//! the baseline relay it is compared with side by side (`--baseline`, alternating A B A B).
+//! This file owns the command line, one run against one target, and the alternation.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -18,7 +18,7 @@ mod spawn;
 mod wire;
 
 use load::{Stop, Workload};
-use report::{Run, Server};
+use report::{Baseline, Run, Server};
 use spawn::{Kind, Target};
 use wire::{Extra, Request};
 
@@ -74,6 +74,12 @@ struct RunArgs {
     /// What to measure
     #[arg(long, value_enum, default_value_t = TargetArg::Askbusd)]
     target: TargetArg,
+    /// Measure askbusd and the baseline relay alternately (A B A B) and print the ratios
+    #[arg(long, conflicts_with = "target")]
+    baseline: bool,
+    /// Rounds of each target with --baseline
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    rounds: u64,
     /// The askbusd binary to start [default: askbusd next to this executable]
     #[arg(long, value_name = "PATH")]
     daemon: Option<PathBuf>,
@@ -145,19 +151,33 @@ fn run(a: RunArgs, socket: Option<PathBuf>) -> Result<ExitCode> {
     let relay = relay_kind()?;
     // A running daemon at --socket is measured as it is.
     let on = |kind: &Kind| match &socket {
-        Some(s) => On::Running(s.clone(), kind.name()),
+        Some(s) if !kind.is_relay() || !a.baseline => On::Running(s.clone(), kind.name()),
         _ => On::Start(kind.clone()),
     };
-    let kind = if a.target == TargetArg::Relay {
-        &relay
+    if a.baseline {
+        let mut runs = Vec::new();
+        for _ in 0..a.rounds {
+            runs.push(measure(&on(&daemon), &spec)?);
+            runs.push(measure(&on(&relay), &spec)?);
+        }
+        let b = Baseline::of(runs);
+        if a.json {
+            println!("{}", serde_json::to_string(&b)?);
+        } else {
+            b.print();
+        }
     } else {
-        &daemon
-    };
-    let r = measure(&on(kind), &spec)?;
-    if a.json {
-        println!("{}", serde_json::to_string(&r)?);
-    } else {
-        r.print();
+        let kind = if a.target == TargetArg::Relay {
+            &relay
+        } else {
+            &daemon
+        };
+        let r = measure(&on(kind), &spec)?;
+        if a.json {
+            println!("{}", serde_json::to_string(&r)?);
+        } else {
+            r.print();
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

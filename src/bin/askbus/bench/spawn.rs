@@ -41,6 +41,10 @@ impl Kind {
         }
     }
 
+    pub fn is_relay(&self) -> bool {
+        matches!(self, Kind::Relay { .. })
+    }
+
     fn ready_line(&self) -> &'static str {
         match self {
             Kind::Askbusd { .. } => DAEMON_READY,
