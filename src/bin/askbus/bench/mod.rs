@@ -1,6 +1,7 @@
-//! `askbus bench`: a load generator for askbusd (like `nats bench` or `redis-benchmark`) and
-//! the baseline relay it is compared with side by side (`--baseline`, alternating A B A B).
-//! This file owns the command line, one run against one target, and the alternation.
+//! `askbus bench`: a load generator for askbusd (like `nats bench` or `redis-benchmark`), the
+//! baseline relay it is compared with side by side (`--baseline`, alternating A B A B), and
+//! `askbus bench targets`, which measures every performance target. This file owns the
+//! command line, one run against one target, and the alternation.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,13 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use clap::ValueEnum;
+use clap::{Subcommand, ValueEnum};
 
 mod load;
 mod proc;
 mod relay;
 mod report;
 mod spawn;
+mod targets;
 mod wire;
 
 use load::{Stop, Workload};
@@ -24,9 +26,20 @@ use wire::{Extra, Request};
 
 /// Measure askbusd: requests/s and round-trip latency with auto-answering UIs.
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    #[command(subcommand)]
+    command: Option<Sub>,
     #[command(flatten)]
     run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Sub {
+    /// Measure every performance target (issue 7's table) and say which are met.
+    ///
+    /// Starts its own daemons and relays; ratios are measured side by side, alternating.
+    Targets(targets::Args),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -97,7 +110,19 @@ struct RunArgs {
 /// `askbus bench`. `socket` is the global `--socket` as given: a running daemon to measure
 /// instead of one the bench starts.
 pub fn main(args: Args, socket: Option<PathBuf>) -> ExitCode {
-    match run(args.run, socket) {
+    let result = match args.command {
+        Some(Sub::Targets(t)) => {
+            if socket.is_some() {
+                Err(anyhow::anyhow!(
+                    "bench targets starts its own daemons; drop --socket"
+                ))
+            } else {
+                targets::run(t)
+            }
+        }
+        None => run(args.run, socket),
+    };
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("askbus bench: {e:#}");

@@ -38,6 +38,7 @@ pub fn ticks_to_ms(ticks: u64) -> f64 {
 /// Resident memory of a process, in KiB.
 #[derive(Debug, Clone, Copy)]
 pub struct Memory {
+    pub rss_kib: u64,
     pub peak_kib: u64,
 }
 
@@ -52,6 +53,7 @@ pub fn memory(pid: u32) -> Result<Memory> {
             .ok_or_else(|| anyhow!("no {name} in /proc/{pid}/status"))
     };
     Ok(Memory {
+        rss_kib: field("VmRSS:")?,
         peak_kib: field("VmHWM:")?,
     })
 }
@@ -93,7 +95,7 @@ mod tests {
         let me = std::process::id();
         cpu_ticks(me).unwrap();
         let mem = memory(me).unwrap();
-        assert!(mem.peak_kib > 0);
+        assert!(mem.rss_kib > 0 && mem.peak_kib >= mem.rss_kib);
         assert!(ticks_per_second() > 0);
     }
 }

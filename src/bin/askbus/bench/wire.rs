@@ -164,6 +164,14 @@ impl Request {
         self.template.write(&[cid], out);
     }
 
+    /// Appends the request frame for `cid` with timeoutMs `timeout_ms`.
+    pub fn write_timed(&self, cid: &[u8], timeout_ms: u64, out: &mut Vec<u8>) {
+        assert!(self.timed, "this request has no timeout hole");
+        let mut digits = Vec::with_capacity(20);
+        write!(digits, "{timeout_ms}").expect("writing to a Vec");
+        self.template.write(&[cid, &digits], out);
+    }
+
     /// The frame's size on the wire for a correlationId of `cid_len` bytes.
     pub fn wire_len(&self, cid_len: usize) -> usize {
         self.template
@@ -235,6 +243,25 @@ mod tests {
             assert_eq!(v["questions"][0]["options"].as_array().unwrap().len(), 3);
             assert!(askbus::questions::validate(&v).is_ok(), "{v}");
         }
+    }
+
+    #[test]
+    fn timed_request_carries_a_bare_number() {
+        let req = Request::new(
+            1024,
+            9,
+            Extra {
+                timed: true,
+                no_ui_wait: true,
+            },
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        req.write_timed(b"b-0-77777", 12345, &mut out);
+        assert_eq!(out.len(), 1024);
+        let v = payload(&out);
+        assert_eq!(v["timeoutMs"], 12345);
+        assert_eq!(v["noUi"], "wait");
     }
 
     #[test]
