@@ -137,18 +137,18 @@ pub async fn connect(socket: &Path) -> Result<UnixStream> {
         .with_context(|| format!("cannot connect to {}", socket.display()))
 }
 
-/// Which requests a UI answers.
+/// Which requests a UI answers: those whose sequence number n has n % of == k.
 #[derive(Debug, Clone, Copy)]
-pub enum Answer {
-    /// Those whose sequence number n has n % of == k.
-    Share { k: u64, of: u64 },
+pub struct Share {
+    pub k: u64,
+    pub of: u64,
 }
 
 /// A UI: answers its share of the requests it is sent, ignores every other frame.
 pub async fn ui(
     mut rd: Reader,
     mut wr: OwnedWriteHalf,
-    answer: Answer,
+    share: Share,
     response: Arc<Response>,
     progress: Arc<AtomicU64>,
 ) -> Result<()> {
@@ -170,8 +170,7 @@ pub async fn ui(
                 .cid
                 .ok_or_else(|| anyhow!("a request without a correlationId"))?;
             let seq = cid_seq(&cid).ok_or_else(|| anyhow!("not a bench correlationId: {cid:?}"))?;
-            let Answer::Share { k, of } = answer;
-            if seq % of == k {
+            if seq % share.of == share.k {
                 response.write(cid.as_bytes(), &mut out);
             }
         }
@@ -291,14 +290,14 @@ pub async fn run(socket: &Path, w: &Workload, pid: Option<u32>) -> Result<Measur
     let mut uis: Vec<JoinHandle<Result<()>>> = Vec::with_capacity(w.uis);
     for k in 0..w.uis {
         let (rd, wr) = subscribe(socket).await?;
-        let answer = Answer::Share {
+        let share = Share {
             k: k as u64,
             of: w.uis as u64,
         };
         uis.push(tokio::spawn(ui(
             rd,
             wr,
-            answer,
+            share,
             response.clone(),
             progress.clone(),
         )));

@@ -36,7 +36,8 @@ pub struct Args {
 
 #[derive(Debug, Subcommand)]
 enum Sub {
-    /// Measure every performance target (issue 7's table) and say which are met.
+    /// Measure every performance target (latency and throughput against the relay, memory, CPU,
+    /// fan-out, start-up) and say which are met.
     ///
     /// Starts its own daemons and relays; ratios are measured side by side, alternating.
     Targets(targets::Args),

@@ -52,7 +52,7 @@ impl Kind {
         }
     }
 
-    fn command(&self, dir: &Path, socket: &Path) -> Command {
+    fn command(&self, dir: &Path, socket: &Path) -> Result<Command> {
         match self {
             Kind::Askbusd {
                 bin,
@@ -62,7 +62,8 @@ impl Kind {
                 // An empty config file of our own, so the user's config does not change what
                 // is measured (limits, access rules, metrics).
                 let config = dir.join("askbusd.toml");
-                let _ = std::fs::write(&config, "");
+                std::fs::write(&config, "")
+                    .with_context(|| format!("cannot write {}", config.display()))?;
                 let mut cmd = Command::new(bin);
                 cmd.arg("--config").arg(config).arg("--socket").arg(socket);
                 if *telemetry {
@@ -71,13 +72,15 @@ impl Kind {
                     cmd.arg("--no-telemetry");
                 }
                 cmd.args(args);
-                cmd.env_remove("ASKBUS_CONFIG");
-                cmd
+                // Its own log level: the ready line is logged at info, and a debug log
+                // would be part of what is measured.
+                cmd.env_remove("ASKBUS_CONFIG").env_remove("ASKBUS_LOG");
+                Ok(cmd)
             }
             Kind::Relay { exe } => {
                 let mut cmd = Command::new(exe);
                 cmd.arg("bench-relay").arg("--socket").arg(socket);
-                cmd
+                Ok(cmd)
             }
         }
     }
@@ -137,7 +140,7 @@ impl Target {
     pub fn spawn(kind: &Kind) -> Result<Target> {
         let dir = TempDir::new()?;
         let socket = dir.0.join("askbus.sock");
-        let mut cmd = kind.command(&dir.0, &socket);
+        let mut cmd = kind.command(&dir.0, &socket)?;
         // Not a service: no inherited socket, no notifications, no watchdog.
         for var in [
             "LISTEN_FDS",
