@@ -13,6 +13,7 @@ use askbus::protocol::NoUiPolicy;
 
 mod answer;
 mod ask;
+mod bench;
 mod completions;
 mod mcp;
 mod pending;
@@ -141,6 +142,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Measure askbusd: round-trip latency and requests/s, side by side with a baseline relay.
+    ///
+    /// Starts askbusd (or the relay) itself unless --socket names a running daemon; producers
+    /// and auto-answering UIs speak raw frames. `askbus bench targets` checks every target.
+    Bench(bench::Args),
+    /// The baseline relay `askbus bench --baseline` starts (for the bench only).
+    #[command(hide = true)]
+    BenchRelay,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -151,6 +160,13 @@ enum NoUiArg {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The bench builds its own runtimes (a multi-threaded relay, a client sized by its flags),
+    // and to it --socket means "a running daemon", not the default path.
+    let command = match cli.command {
+        Command::Bench(args) => return bench::main(args, cli.socket),
+        Command::BenchRelay => return bench::relay_main(cli.socket),
+        command => command,
+    };
     let socket = cli
         .socket
         .clone()
@@ -165,7 +181,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match rt.block_on(run(cli.command, socket)) {
+    match rt.block_on(run(command, socket)) {
         Ok(code) => code,
         Err(e) => {
             let unreachable = e
@@ -216,6 +232,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         } => answer::run(&socket, &id, &answers, dismiss).await,
         Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Web(args) => web::run(args, socket).await,
+        Command::Bench(_) | Command::BenchRelay => unreachable!("dispatched before the runtime"),
         Command::Stats { json } => {
             let mut conn = Connection::connect(&socket).await?;
             let stats = conn.stats().await?;

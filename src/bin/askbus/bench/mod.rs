@@ -1,0 +1,353 @@
+//! `askbus bench`: a load generator for askbusd (like `nats bench` or `redis-benchmark`), the
+//! baseline relay it is compared with side by side (`--baseline`, alternating A B A B), and
+//! `askbus bench targets`, which measures every performance target. This file owns the
+//! command line, one run against one target, and the alternation.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Subcommand, ValueEnum};
+
+mod load;
+mod proc;
+mod relay;
+mod report;
+mod spawn;
+mod targets;
+mod wire;
+
+use load::{Stop, Workload};
+use report::{Baseline, Run, Server};
+use spawn::{Kind, Target};
+use wire::{Extra, Request};
+
+/// Measure askbusd: requests/s and round-trip latency with auto-answering UIs.
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    #[command(subcommand)]
+    command: Option<Sub>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Sub {
+    /// Measure every performance target (latency and throughput against the relay, memory, CPU,
+    /// fan-out, start-up) and say which are met.
+    ///
+    /// Starts its own daemons and relays; ratios are measured side by side, alternating.
+    Targets(targets::Args),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Mode {
+    /// One request in flight: round-trip latency
+    Sequential,
+    /// Many in flight (--in-flight): throughput
+    Concurrent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TargetArg {
+    Askbusd,
+    /// The baseline relay (`askbus bench-relay`)
+    Relay,
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Sequential (latency) or concurrent (throughput)
+    #[arg(long, value_enum, default_value_t = Mode::Sequential)]
+    mode: Mode,
+    /// Producer connections [default: 1 sequential, 8 concurrent]
+    #[arg(long, value_name = "P")]
+    producers: Option<usize>,
+    /// Subscribed UIs; UI k answers the requests numbered n with n % U == k [default: 1
+    /// sequential, 2 concurrent]
+    #[arg(long, value_name = "U")]
+    uis: Option<usize>,
+    /// Requests in flight, in total over the producers [default: 1 sequential, 64 concurrent]
+    #[arg(long, value_name = "C")]
+    in_flight: Option<usize>,
+    /// Size of a request frame on the wire (option descriptions are padded to reach it)
+    #[arg(long, value_name = "BYTES", default_value_t = 300)]
+    size: usize,
+    /// Requests before the measured ones (not recorded)
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    warmup: u64,
+    /// Requests measured [default: 20000 sequential, 200000 concurrent]
+    #[arg(long, value_name = "N", conflicts_with = "duration")]
+    requests: Option<u64>,
+    /// Measure for this long instead of a number of requests (e.g. 10s)
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    duration: Option<Duration>,
+    /// What to measure
+    #[arg(long, value_enum, default_value_t = TargetArg::Askbusd)]
+    target: TargetArg,
+    /// Measure askbusd and the baseline relay alternately (A B A B) and print the ratios
+    #[arg(long, conflicts_with = "target")]
+    baseline: bool,
+    /// Rounds of each target with --baseline
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    rounds: u64,
+    /// The askbusd binary to start [default: askbusd next to this executable]
+    #[arg(long, value_name = "PATH")]
+    daemon: Option<PathBuf>,
+    /// Start askbusd with --no-telemetry (by default it writes telemetry to its temp dir)
+    #[arg(long)]
+    no_telemetry: bool,
+    /// Threads of the bench's own runtime (1: a single-threaded client)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    client_threads: u64,
+    /// Print one JSON object
+    #[arg(long)]
+    json: bool,
+}
+
+/// `askbus bench`. `socket` is the global `--socket` as given: a running daemon to measure
+/// instead of one the bench starts.
+pub fn main(args: Args, socket: Option<PathBuf>) -> ExitCode {
+    let result = match args.command {
+        Some(Sub::Targets(t)) => {
+            if socket.is_some() {
+                Err(anyhow::anyhow!(
+                    "bench targets starts its own daemons; drop --socket"
+                ))
+            } else {
+                targets::run(t)
+            }
+        }
+        None => run(args.run, socket),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("askbus bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `askbus bench-relay` (hidden): the baseline relay, started by the bench.
+pub fn relay_main(socket: Option<PathBuf>) -> ExitCode {
+    let result = match socket {
+        Some(s) => relay::main(&s),
+        None => Err(anyhow::anyhow!("bench-relay needs --socket PATH")),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("askbus bench-relay: {e:#}");
+        ExitCode::FAILURE
+    })
+}
+
+fn run(a: RunArgs, socket: Option<PathBuf>) -> Result<ExitCode> {
+    proc::raise_nofile()?;
+    let concurrent = a.mode == Mode::Concurrent;
+    let in_flight = a.in_flight.unwrap_or(if concurrent { 64 } else { 1 });
+    if !concurrent && in_flight != 1 {
+        bail!("sequential mode keeps one request in flight; use --mode concurrent for --in-flight");
+    }
+    let producers = a.producers.unwrap_or(if concurrent { 8 } else { 1 });
+    let stop = match (a.requests, a.duration) {
+        (_, Some(d)) => Stop::Duration(d),
+        (Some(n), None) => Stop::Requests(n),
+        (None, None) => Stop::Requests(if concurrent { 200_000 } else { 20_000 }),
+    };
+    let spec = Spec {
+        mode: if concurrent {
+            "concurrent"
+        } else {
+            "sequential"
+        },
+        workload: workload(
+            producers,
+            a.uis.unwrap_or(if concurrent { 2 } else { 1 }),
+            in_flight,
+            a.size,
+            a.warmup,
+            stop,
+        )?,
+        client_threads: a.client_threads as usize,
+    };
+    let daemon = daemon_kind(a.daemon.as_deref(), !a.no_telemetry, &spec.workload)?;
+    let relay = relay_kind()?;
+    // A running daemon at --socket is measured as it is.
+    let on = |kind: &Kind| match &socket {
+        Some(s) if !kind.is_relay() || !a.baseline => On::Running(s.clone(), kind.name()),
+        _ => On::Start(kind.clone()),
+    };
+    if a.baseline {
+        let mut runs = Vec::new();
+        for _ in 0..a.rounds {
+            runs.push(measure(&on(&daemon), &spec)?);
+            runs.push(measure(&on(&relay), &spec)?);
+        }
+        let b = Baseline::of(runs);
+        if a.json {
+            println!("{}", serde_json::to_string(&b)?);
+        } else {
+            b.print();
+        }
+    } else {
+        let kind = if a.target == TargetArg::Relay {
+            &relay
+        } else {
+            &daemon
+        };
+        let r = measure(&on(kind), &spec)?;
+        if a.json {
+            println!("{}", serde_json::to_string(&r)?);
+        } else {
+            r.print();
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A workload as the command line (or a target) describes it.
+fn workload(
+    producers: usize,
+    uis: usize,
+    in_flight: usize,
+    size: usize,
+    warmup: u64,
+    stop: Stop,
+) -> Result<Workload> {
+    if producers == 0 || uis == 0 {
+        bail!("--producers and --uis must be at least 1");
+    }
+    // Size the frame for a correlationId from the middle of the run.
+    let per_producer = match stop {
+        Stop::Requests(n) => n,
+        Stop::Duration(_) => 100_000,
+    } / producers as u64
+        + warmup / producers as u64;
+    let cid_len = format!("b-{}-{}", producers - 1, per_producer / 2).len();
+    let request = Request::new(size, cid_len, Extra::default())?;
+    Ok(Workload {
+        producers,
+        uis,
+        in_flight,
+        warmup,
+        stop,
+        frame_bytes: request.wire_len(cid_len),
+        request: Arc::new(request),
+    })
+}
+
+/// One run's shape, the same for every target it is run against.
+struct Spec {
+    mode: &'static str,
+    workload: Workload,
+    client_threads: usize,
+}
+
+/// Where a run goes: a process the bench starts, or one already running.
+enum On {
+    Start(Kind),
+    Running(PathBuf, &'static str),
+}
+
+/// askbusd as the bench starts it, with the limits the workload needs raised.
+fn daemon_kind(bin: Option<&Path>, telemetry: bool, w: &Workload) -> Result<Kind> {
+    let bin = match bin {
+        Some(b) => b.to_owned(),
+        None => next_to_me("askbusd")?,
+    };
+    let mut args = Vec::new();
+    let per_connection = w.in_flight.div_ceil(w.producers);
+    if per_connection > 128 {
+        args.extend([
+            "--max-pending-per-connection".into(),
+            per_connection.to_string(),
+        ]);
+    }
+    if w.in_flight > 262_144 {
+        args.extend(["--max-pending".into(), w.in_flight.to_string()]);
+    }
+    Ok(Kind::Askbusd {
+        bin,
+        telemetry,
+        args,
+    })
+}
+
+fn relay_kind() -> Result<Kind> {
+    Ok(Kind::Relay {
+        exe: std::env::current_exe().context("cannot find this executable")?,
+    })
+}
+
+/// A binary in the directory of the running executable.
+fn next_to_me(name: &str) -> Result<PathBuf> {
+    let me = std::env::current_exe().context("cannot find this executable")?;
+    let bin = me.with_file_name(name);
+    if !bin.exists() {
+        bail!("no {} (use --daemon PATH)", bin.display());
+    }
+    Ok(bin)
+}
+
+/// A runtime for the bench's own side of a run.
+fn client_runtime(threads: usize) -> Result<tokio::runtime::Runtime> {
+    let rt = if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()
+    };
+    rt.context("cannot start the bench's runtime")
+}
+
+/// Runs `spec` once against `on`.
+fn measure(on: &On, spec: &Spec) -> Result<Run> {
+    let rt = client_runtime(spec.client_threads)?;
+    let w = &spec.workload;
+    let (name, measured, server, telemetry) = match on {
+        On::Running(socket, name) => (*name, rt.block_on(load::run(socket, w, None))?, None, None),
+        On::Start(kind) => {
+            let mut target = Target::start(kind)?;
+            let measured = rt.block_on(load::run(target.socket(), w, Some(target.pid())));
+            target.check_alive()?;
+            let measured = measured?;
+            let mem = proc::memory(target.pid())?;
+            target.stop()?;
+            let cpu_ms =
+                proc::ticks_to_ms(measured.cpu_ticks.expect("a started target's pid was read"));
+            let server = Server {
+                cpu_ms,
+                cpu_us_per_request: cpu_ms * 1000.0 / measured.requests.max(1) as f64,
+                peak_rss_kib: mem.peak_kib,
+            };
+            let telemetry = match kind {
+                Kind::Askbusd { telemetry, .. } => Some(*telemetry),
+                Kind::Relay { .. } => None,
+            };
+            (kind.name(), measured, Some(server), telemetry)
+        }
+    };
+    let elapsed = measured.elapsed.as_secs_f64();
+    Ok(Run {
+        target: name,
+        mode: spec.mode,
+        producers: w.producers,
+        uis: w.uis,
+        in_flight: w.in_flight,
+        frame_bytes: w.frame_bytes,
+        warmup: w.warmup,
+        requests: measured.requests,
+        elapsed_s: elapsed,
+        requests_per_s: measured.requests as f64 / elapsed,
+        latency_us: report::Latency::of(&measured.latency),
+        server,
+        telemetry,
+    })
+}
