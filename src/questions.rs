@@ -374,20 +374,26 @@ fn answers_json(answers: &BTreeMap<usize, String>) -> String {
     String::from_utf8(s).expect("serde_json writes UTF-8")
 }
 
+/// The `data` of every result without answers: dismissed by the user (no reason) or ended by
+/// the daemon (its reason).
+fn unanswered_data(meta: &[QuestionMeta], reason: Option<&'static str>) -> ResultData {
+    ResultData {
+        ask_user: AskUserData {
+            question_types: question_types_data(meta),
+            dismissed: true,
+            empty_submission: None,
+            answer_count: None,
+            reason: reason.map(Into::into),
+        },
+    }
+}
+
 /// The result when the user dismissed the dialog.
 pub fn dismissed_result(meta: &[QuestionMeta]) -> ToolResult {
     ToolResult {
         llm_content: DISMISSED_LLM_CONTENT.to_owned(),
         return_display: DISMISSED_RETURN_DISPLAY.to_owned(),
-        data: ResultData {
-            ask_user: AskUserData {
-                question_types: question_types_data(meta),
-                dismissed: true,
-                empty_submission: None,
-                answer_count: None,
-                reason: None,
-            },
-        },
+        data: unanswered_data(meta, None),
     }
 }
 
@@ -414,15 +420,7 @@ pub fn daemon_result(meta: &[QuestionMeta], outcome: DaemonOutcome, timeout_ms: 
     ToolResult {
         llm_content: llm,
         return_display: display,
-        data: ResultData {
-            ask_user: AskUserData {
-                question_types: question_types_data(meta),
-                dismissed: true,
-                empty_submission: None,
-                answer_count: None,
-                reason: Some(outcome.reason().into()),
-            },
-        },
+        data: unanswered_data(meta, Some(outcome.reason())),
     }
 }
 

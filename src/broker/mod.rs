@@ -21,7 +21,7 @@ use crate::protocol::{
     ProducerInfo, ProducerResponse, ResultPayload, ServerFrame, TimeoutMs, UiRequestRef,
     WithdrawReason,
 };
-use crate::questions::{self, DaemonOutcome, QuestionMeta, ToolResult};
+use crate::questions::{self, question_types, DaemonOutcome, QuestionMeta, ToolResult};
 use crate::telemetry::{Record, UiInfo};
 
 /// The largest tool result the broker builds for an answer (the response frame stays under
@@ -999,10 +999,6 @@ fn headers(meta: &[QuestionMeta]) -> Vec<String> {
         .enumerate()
         .map(|(i, m)| m.header.clone().unwrap_or_else(|| format!("Q{i}")))
         .collect()
-}
-
-fn question_types(meta: &[QuestionMeta]) -> Vec<&'static str> {
-    meta.iter().map(|m| m.qtype.as_str()).collect()
 }
 
 fn producer_info(info: &PeerInfo) -> ProducerInfo {
