@@ -267,7 +267,9 @@ async fn a_torn_telemetry_line_left_by_a_crash_does_not_swallow_the_next_record(
     let deadline = Instant::now() + Duration::from_secs(10);
     let text = loop {
         let text = std::fs::read_to_string(&d.telemetry).unwrap();
-        if text.ends_with('\n') || Instant::now() > deadline {
+        // The daemon ends the torn line as it opens the file, before any record: wait for
+        // the record itself, not just for a final newline.
+        if (text.ends_with('\n') && text.lines().count() >= 2) || Instant::now() > deadline {
             break text;
         }
         std::thread::sleep(Duration::from_millis(10));
