@@ -40,6 +40,28 @@ pub struct Args {
     /// Threads of the bench's own runtime
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     client_threads: u64,
+    /// Measure only these groups of targets (comma-separated) [default: all]
+    #[arg(long, value_name = "GROUP", value_delimiter = ',')]
+    only: Vec<Group>,
+}
+
+/// The targets, in groups that are measured together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Group {
+    /// Sequential round trip p50 and p99 against the relay
+    Latency,
+    /// Throughput at 64 in flight against the relay
+    Throughput,
+    /// Throughput with telemetry on against off
+    Telemetry,
+    /// Daemon RSS per idle connected producer
+    Idle,
+    /// RSS per pending question, the CPU to expire them, and idle CPU ticks
+    Pending,
+    /// The last of 64 UIs against one UI
+    Fanout,
+    /// Start to ready
+    Start,
 }
 
 /// How much of everything to do.
@@ -173,6 +195,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         None => next_to_me("askbusd")?,
     };
     let threads = a.client_threads as usize;
+    let wanted = |g: Group| a.only.is_empty() || a.only.contains(&g);
     let mut rows = Vec::new();
 
     // 1, 2: sequential round trip, askbusd vs relay.
@@ -181,21 +204,23 @@ pub fn run(a: Args) -> Result<ExitCode> {
         workload: workload(1, 1, 1, 300, c.seq_warmup, Stop::Requests(c.seq_requests))?,
         client_threads: threads,
     };
-    let b = baseline(&seq, &bin, a.rounds)?;
-    rows.push(row(
-        "sequential round trip p50 vs the relay",
-        Bound::Le(1.3),
-        b.ratios.p50,
-        "×",
-        json!({"askbusd_us": b.askbusd.latency_us.p50, "relay_us": b.relay.latency_us.p50}),
-    ));
-    rows.push(row(
-        "sequential round trip p99 vs the relay",
-        Bound::Le(1.5),
-        b.ratios.p99,
-        "×",
-        json!({"askbusd_us": b.askbusd.latency_us.p99, "relay_us": b.relay.latency_us.p99}),
-    ));
+    if wanted(Group::Latency) {
+        let b = baseline(&seq, &bin, a.rounds)?;
+        rows.push(row(
+            "sequential round trip p50 vs the relay",
+            Bound::Le(1.3),
+            b.ratios.p50,
+            "×",
+            json!({"askbusd_us": b.askbusd.latency_us.p50, "relay_us": b.relay.latency_us.p50}),
+        ));
+        rows.push(row(
+            "sequential round trip p99 vs the relay",
+            Bound::Le(1.5),
+            b.ratios.p99,
+            "×",
+            json!({"askbusd_us": b.askbusd.latency_us.p99, "relay_us": b.relay.latency_us.p99}),
+        ));
+    }
 
     // 3: throughput with 64 in flight over 8 producers and 2 UIs.
     let conc = Spec {
@@ -210,100 +235,112 @@ pub fn run(a: Args) -> Result<ExitCode> {
         )?,
         client_threads: threads,
     };
-    let b = baseline(&conc, &bin, a.rounds)?;
-    rows.push(row(
-        "throughput, 64 in flight over 8 producers, 2 UIs, vs the relay",
-        Bound::Ge(0.8),
-        b.ratios.throughput,
-        "×",
-        json!({
-            "askbusd_per_s": b.askbusd.requests_per_s,
-            "relay_per_s": b.relay.requests_per_s,
-            "askbusd_cpu_us_per_request": b.askbusd.cpu_us_per_request,
-            "relay_cpu_us_per_request": b.relay.cpu_us_per_request,
-        }),
-    ));
+    if wanted(Group::Throughput) {
+        let b = baseline(&conc, &bin, a.rounds)?;
+        rows.push(row(
+            "throughput, 64 in flight over 8 producers, 2 UIs, vs the relay",
+            Bound::Ge(0.8),
+            b.ratios.throughput,
+            "×",
+            json!({
+                "askbusd_per_s": b.askbusd.requests_per_s,
+                "relay_per_s": b.relay.requests_per_s,
+                "askbusd_cpu_us_per_request": b.askbusd.cpu_us_per_request,
+                "relay_cpu_us_per_request": b.relay.cpu_us_per_request,
+            }),
+        ));
+    }
 
     // 4: telemetry on vs off, alternated.
-    let (on, off) = telemetry_ratio(&conc, &bin, a.rounds)?;
-    rows.push(row(
-        "throughput with telemetry on vs off",
-        Bound::Ge(0.9),
-        on / off,
-        "×",
-        json!({"on_per_s": on, "off_per_s": off}),
-    ));
+    if wanted(Group::Telemetry) {
+        let (on, off) = telemetry_ratio(&conc, &bin, a.rounds)?;
+        rows.push(row(
+            "throughput with telemetry on vs off",
+            Bound::Ge(0.9),
+            on / off,
+            "×",
+            json!({"on_per_s": on, "off_per_s": off}),
+        ));
+    }
 
     // 5: idle connected producers.
-    let n = c.idle_connections;
-    if (nofile as usize) < n + 256 {
-        bail!(
-            "{n} connections need an open-file limit above {}; the hard limit is {nofile}",
-            n + 256
-        );
+    if wanted(Group::Idle) {
+        let n = c.idle_connections;
+        if (nofile as usize) < n + 256 {
+            bail!(
+                "{n} connections need an open-file limit above {}; the hard limit is {nofile}",
+                n + 256
+            );
+        }
+        let (per, detail) = idle_connections(&bin, n, threads)?;
+        rows.push(row(
+            format!("{n} idle connected producers: daemon RSS each"),
+            Bound::Le(8.0),
+            per,
+            "KiB",
+            detail,
+        ));
     }
-    let (per, detail) = idle_connections(&bin, n, threads)?;
-    rows.push(row(
-        format!("{n} idle connected producers: daemon RSS each"),
-        Bound::Le(8.0),
-        per,
-        "KiB",
-        detail,
-    ));
 
     // 6, 7: pending questions, their expiry, and an idle daemon holding them.
-    let p = pending(&bin, c, threads)?;
-    let n = c.pending;
-    rows.push(row(
+    if wanted(Group::Pending) {
+        let p = pending(&bin, c, threads)?;
+        let n = c.pending;
+        rows.push(row(
         format!("{n} pending questions of {PENDING_FRAME} B: daemon RSS each beyond the frame"),
         Bound::Le(2.5),
         p.beyond_kib,
         "KiB",
         json!({"rss_each_kib": p.each_kib, "rss_before_kib": p.before_kib, "rss_after_kib": p.after_kib}),
     ));
-    rows.push(row(
-        format!("expiring {n} pending questions: daemon CPU"),
-        Bound::Lt(1000.0),
-        p.expiry_cpu_ms,
-        "ms",
-        json!({"expiry_wall_ms": p.expiry_wall_ms, "send_s": p.send_s}),
-    ));
-    rows.push(row(
-        format!(
-            "idle daemon with {n} pending: CPU ticks over {} s",
-            c.idle_window.as_secs()
-        ),
-        Bound::Eq(0.0),
-        p.idle_ticks as f64,
-        "ticks",
-        json!({"ticks_per_s": proc::ticks_per_second()}),
-    ));
+        rows.push(row(
+            format!("expiring {n} pending questions: daemon CPU"),
+            Bound::Lt(1000.0),
+            p.expiry_cpu_ms,
+            "ms",
+            json!({"expiry_wall_ms": p.expiry_wall_ms, "send_s": p.send_s}),
+        ));
+        rows.push(row(
+            format!(
+                "idle daemon with {n} pending: CPU ticks over {} s",
+                c.idle_window.as_secs()
+            ),
+            Bound::Eq(0.0),
+            p.idle_ticks as f64,
+            "ticks",
+            json!({"ticks_per_s": proc::ticks_per_second()}),
+        ));
+    }
 
     // 8: fan-out to 64 UIs vs one.
     let daemon = daemon_kind(Some(&bin), true, &conc.workload)?;
-    let (one, all) = fanout(&daemon, c, threads)?;
-    let (relay_one, relay_all) = fanout(&relay_kind()?, c, threads)?;
-    rows.push(row(
-        format!("fan-out: last of {} UIs vs one UI", c.fanout_uis),
-        Bound::Le(3.0),
-        all / one,
-        "×",
-        json!({
-            "one_ui_us": one, "all_uis_us": all,
-            "relay_one_ui_us": relay_one, "relay_all_uis_us": relay_all,
-            "relay_ratio": relay_all / relay_one,
-        }),
-    ));
+    if wanted(Group::Fanout) {
+        let (one, all) = fanout(&daemon, c, threads)?;
+        let (relay_one, relay_all) = fanout(&relay_kind()?, c, threads)?;
+        rows.push(row(
+            format!("fan-out: last of {} UIs vs one UI", c.fanout_uis),
+            Bound::Le(3.0),
+            all / one,
+            "×",
+            json!({
+                "one_ui_us": one, "all_uis_us": all,
+                "relay_one_ui_us": relay_one, "relay_all_uis_us": relay_all,
+                "relay_ratio": relay_all / relay_one,
+            }),
+        ));
+    }
 
     // 9: start to ready.
-    let (ms, samples) = start_to_ready(&daemon, c.starts)?;
-    rows.push(row(
-        format!("start to ready (socket accepting), median of {}", c.starts),
-        Bound::Le(20.0),
-        ms,
-        "ms",
-        json!({"samples_ms": samples}),
-    ));
+    if wanted(Group::Start) {
+        let (ms, samples) = start_to_ready(&daemon, c.starts)?;
+        rows.push(row(
+            format!("start to ready (socket accepting), median of {}", c.starts),
+            Bound::Le(20.0),
+            ms,
+            "ms",
+            json!({"samples_ms": samples}),
+        ));
+    }
 
     let met = rows.iter().filter(|r| r.met).count();
     let report = Report {
