@@ -1,22 +1,24 @@
-//! One peer's connection: a reader that parses frames and hands them to the hub, and a writer
-//! that drains the connection's bounded queue onto the socket, batching whatever is queued
-//! into one flush.
+//! One peer's connection: one task that reads frames and hands them to the hub, writes the
+//! frames a burst produced once it has handled the burst, and finishes writes the socket would
+//! not take at once. Frames for this peer produced by other connections are written by those
+//! connections' tasks (see [`crate::outbox`]); this task is only woken for its own input, a
+//! full socket, or a replay step.
 
+use std::io;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
-use bytes::BytesMut;
-use futures_util::SinkExt;
-use tokio::io::AsyncReadExt;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use bytes::{Buf, BytesMut};
 use tokio::net::UnixStream;
 use tokio::time::{Duration, Instant};
-use tokio_util::codec::{Decoder, FramedWrite, LengthDelimitedCodec};
 use tokio_util::sync::CancellationToken;
 
 use crate::broker::{PeerId, PeerInfo, ValidRequest};
-use crate::hub::{outbox, Hub, Inbox, Out, Outbox};
+use crate::hub::Hub;
+use crate::outbox::{Batch, Outbox};
 use crate::protocol::{
-    self, codec, encode, is_frame_too_large, ErrorCode, FrameError, Inbound, ServerFrame,
+    self, encode, split_frame, ErrorCode, FrameError, Inbound, ServerFrame, Split,
+    LENGTH_PREFIX_BYTES,
 };
 use crate::telemetry::Counters;
 
@@ -31,16 +33,12 @@ pub struct ConnectionConfig {
     pub frame_timeout: Duration,
 }
 
-/// Frames the daemon writes may be larger than those it accepts (a response carries a UI's
-/// answers twice, plus the envelope); only the inbound direction is capped.
-const MAX_OUTBOUND_FRAME: usize = u32::MAX as usize;
-
 enum Next {
     Continue,
     Close,
 }
 
-/// Serves one connection until the peer leaves, misbehaves past recovery, its queue
+/// Serves one connection until the peer leaves, misbehaves past recovery, its outbox
 /// overflows, or `close` is cancelled (daemon shutdown, after pending requests were ended).
 pub async fn serve(
     stream: UnixStream,
@@ -50,38 +48,50 @@ pub async fn serve(
     config: Arc<ConnectionConfig>,
     close: CancellationToken,
 ) {
-    let (rd, wr) = stream.into_split();
-    let (outbox, inbox) = outbox(config.max_queue_bytes);
-    let cancel = outbox.cancel.clone();
+    let stream = Arc::new(stream);
+    let outbox = Outbox::new(stream.clone(), config.max_queue_bytes);
     hub.connect(id, info, outbox.clone());
-    let writer = tokio::spawn(write_loop(wr, inbox, id, hub.clone(), cancel.clone()));
     let mut conn = Conn {
         id,
         hub: &hub,
-        outbox,
+        outbox: outbox.clone(),
         config: &config,
+        batch: Batch::new(),
     };
-    let mut frames = FrameReader::new(rd, &config);
+    let mut frames = FrameReader::new(stream.clone(), &config);
     // Set when we close on the peer because of what it sent (not when it left or at shutdown).
     let mut closing_on_error = false;
     loop {
-        let read = tokio::select! {
+        if outbox.take_replay() {
+            hub.replay(id, &mut conn.batch);
+            conn.batch.flush();
+        }
+        let stalled = outbox.is_stalled();
+        let ready = tokio::select! {
+            biased;
             _ = close.cancelled() => break,
-            _ = cancel.cancelled() => break,
-            read = frames.next() => read,
+            _ = outbox.cancel_token().cancelled() => break,
+            // A write error means the peer went away; its reader sees that next.
+            _ = outbox.write_stalled(), if stalled => continue,
+            _ = outbox.woken() => continue,
+            ready = frames.readable() => ready,
         };
-        let err = match read {
-            Read::Frame(payload) => {
+        let read = match ready {
+            Ok(()) => frames.read_ready(|payload| {
                 Counters::bump(&hub.counters.frames_in);
-                match conn.handle(&payload) {
-                    Next::Continue => continue,
-                    Next::Close => {
-                        closing_on_error = true;
-                        break;
-                    }
-                }
-            }
+                conn.handle(payload)
+            }),
+            Err(stalled) => stalled,
+        };
+        // Everything this burst produced, for every peer, in one write each.
+        conn.batch.flush();
+        let err = match read {
+            Read::More => continue,
             Read::Closed => break,
+            Read::Close => {
+                closing_on_error = true;
+                break;
+            }
             Read::TooLarge => FrameError::new(
                 ErrorCode::FrameTooLarge,
                 format!(
@@ -99,109 +109,201 @@ pub async fn serve(
         };
         // The stream is no longer at a frame boundary: say why, then close.
         conn.reply_error(&err);
+        conn.batch.flush();
         closing_on_error = true;
         break;
     }
     hub.disconnect(id);
-    // The writer finishes what is queued (a goodbye error frame, shutdown answers), then exits
-    // once every sender is gone.
     drop(conn);
-    let _ = writer.await;
+    if !outbox.cancel_token().is_cancelled() {
+        // What is still queued (a goodbye error frame, shutdown answers) goes out first; a
+        // peer that does not read for that long loses it.
+        let _ = tokio::time::timeout(LINGER, outbox.drain()).await;
+    }
+    shutdown_write(&stream);
     if closing_on_error {
-        frames.linger().await;
+        discard_until_eof(&stream).await;
     }
 }
 
-/// How long a connection we close on an error keeps reading (and discarding) what the peer
-/// still sends. Closing a Unix socket with unread input resets it, and the peer would then
-/// lose the error frame that says why it was closed.
+/// How long a closing connection may take to write its last frames, and how long one we close
+/// on an error keeps reading (and discarding) what the peer still sends: closing a Unix socket
+/// with unread input resets it, and the peer would then lose the error frame that says why.
 const LINGER: Duration = Duration::from_secs(1);
 
-async fn discard_until_eof(rd: &mut OwnedReadHalf) {
+async fn discard_until_eof(stream: &UnixStream) {
     let mut sink = [0u8; 4096];
     let _ = tokio::time::timeout(LINGER, async {
-        while let Ok(n) = rd.read(&mut sink).await {
-            if n == 0 {
+        loop {
+            if stream.readable().await.is_err() {
                 break;
+            }
+            match stream.try_read(&mut sink) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
             }
         }
     })
     .await;
 }
 
-/// What reading the next frame gave.
+/// Ends our direction of the stream, so the peer reads EOF after our last frame even while
+/// other handles to the socket (an outbox on someone's batch) are still alive.
+fn shutdown_write(stream: &UnixStream) {
+    // SAFETY: the descriptor is owned by `stream`, open for the call's duration; shutdown(2)
+    // neither closes nor invalidates it.
+    unsafe {
+        libc::shutdown(stream.as_raw_fd(), libc::SHUT_WR);
+    }
+}
+
+/// What reading gave.
 enum Read {
-    Frame(BytesMut),
+    /// Frames were handled (or none were complete yet): keep reading.
+    More,
     /// The peer closed (or the socket failed); mid-frame data, if any, is dropped.
     Closed,
+    /// A frame's handling asked to close the connection (its error frame is queued).
+    Close,
     /// The length prefix exceeded the limit.
     TooLarge,
     /// A frame was started but not finished within the partial-frame deadline.
     Stalled,
 }
 
-/// Reads frames with the shared codec, and bounds how long a started frame may take, so a
-/// peer trickling bytes (or stopping mid-frame) cannot hold a buffer forever. An idle
-/// connection between frames has no deadline and costs no timer.
+/// How much one read takes off the socket: the most frames one burst handles before its
+/// output is written.
+const READ_BYTES: usize = 16 * 1024;
+
+/// Reads frames off the socket and bounds how long a started frame may take, so a peer
+/// trickling bytes (or stopping mid-frame) cannot hold a buffer forever. Whole frames are
+/// handled straight from a stack buffer; only a frame split across reads is kept on the heap,
+/// so an idle connection holds no read buffer and costs no timer.
 struct FrameReader {
-    rd: OwnedReadHalf,
-    buf: BytesMut,
-    codec: LengthDelimitedCodec,
+    stream: Arc<UnixStream>,
+    /// The start of a frame that did not arrive whole; empty (and unallocated) otherwise.
+    partial: BytesMut,
+    max_frame_bytes: usize,
     timeout: Duration,
-    /// When the frame now in `buf` began arriving.
+    /// When the frame now in `partial` began arriving.
     partial_since: Option<Instant>,
 }
 
 impl FrameReader {
-    fn new(rd: OwnedReadHalf, config: &ConnectionConfig) -> Self {
+    fn new(stream: Arc<UnixStream>, config: &ConnectionConfig) -> Self {
         FrameReader {
-            rd,
-            buf: BytesMut::with_capacity(8 * 1024),
-            codec: codec(config.max_frame_bytes),
+            stream,
+            partial: BytesMut::new(),
+            max_frame_bytes: config.max_frame_bytes,
             timeout: config.frame_timeout,
             partial_since: None,
         }
     }
 
-    /// After the writer has shut down its side: read the peer's remaining input until it
-    /// closes (or `LINGER` passes), so the close does not reset the connection.
-    async fn linger(&mut self) {
-        discard_until_eof(&mut self.rd).await;
+    /// Waits until the socket has input, or until a started frame's deadline. Cancel-safe.
+    async fn readable(&self) -> Result<(), Read> {
+        let ready = match self.partial_since {
+            None => self.stream.readable().await,
+            Some(since) => {
+                let deadline = since + self.timeout;
+                match tokio::time::timeout_at(deadline, self.stream.readable()).await {
+                    Ok(ready) => ready,
+                    Err(_) => return Err(Read::Stalled),
+                }
+            }
+        };
+        ready.map_err(|_| Read::Closed)
     }
 
-    /// The next frame. Cancel-safe: bytes already read stay in the buffer.
-    async fn next(&mut self) -> Read {
+    /// Reads what the socket has (once) and hands every whole frame to `on_frame`, in order.
+    fn read_ready(&mut self, mut on_frame: impl FnMut(&[u8]) -> Next) -> Read {
+        if !self.partial.is_empty() {
+            return self.continue_partial(&mut on_frame);
+        }
+        let mut scratch = [0u8; READ_BYTES];
+        let n = match self.stream.try_read(&mut scratch) {
+            Ok(0) => return Read::Closed,
+            Ok(n) => n,
+            Err(e) if is_retry(&e) => return Read::More,
+            Err(_) => return Read::Closed,
+        };
+        let mut rest = &scratch[..n];
         loop {
-            match self.codec.decode(&mut self.buf) {
-                Ok(Some(frame)) => {
-                    // Whatever follows is the start of the next frame, starting now.
-                    self.partial_since = (!self.buf.is_empty()).then(Instant::now);
-                    return Read::Frame(frame);
-                }
-                Ok(None) => {}
-                Err(e) if is_frame_too_large(&e) => return Read::TooLarge,
-                Err(_) => return Read::Closed,
-            }
-            let read = match self.partial_since {
-                None => self.rd.read_buf(&mut self.buf).await,
-                Some(since) => {
-                    let deadline = since + self.timeout;
-                    match tokio::time::timeout_at(deadline, self.rd.read_buf(&mut self.buf)).await {
-                        Ok(read) => read,
-                        Err(_) => return Read::Stalled,
+            match split_frame(rest, self.max_frame_bytes) {
+                Split::Frame(len) => {
+                    let end = LENGTH_PREFIX_BYTES + len;
+                    if let Next::Close = on_frame(&rest[LENGTH_PREFIX_BYTES..end]) {
+                        return Read::Close;
                     }
+                    rest = &rest[end..];
                 }
-            };
-            match read {
-                Ok(0) | Err(_) => return Read::Closed,
-                Ok(_) => {
-                    if self.partial_since.is_none() {
-                        self.partial_since = Some(Instant::now());
-                    }
-                }
+                Split::TooLarge => return Read::TooLarge,
+                Split::Incomplete => break,
             }
         }
+        if !rest.is_empty() {
+            self.partial.extend_from_slice(rest);
+            self.partial_since = Some(Instant::now());
+        }
+        Read::More
     }
+
+    fn continue_partial(&mut self, on_frame: &mut impl FnMut(&[u8]) -> Next) -> Read {
+        // Room for the rest of the frame (its length is checked before anything is reserved
+        // for it), or for a prefix and a bit.
+        let missing = match split_frame(&self.partial, self.max_frame_bytes) {
+            Split::TooLarge => return Read::TooLarge,
+            Split::Frame(_) => 0,
+            Split::Incomplete => match self.partial.first_chunk::<LENGTH_PREFIX_BYTES>() {
+                Some(prefix) => {
+                    LENGTH_PREFIX_BYTES + u32::from_be_bytes(*prefix) as usize - self.partial.len()
+                }
+                None => LENGTH_PREFIX_BYTES - self.partial.len(),
+            },
+        };
+        if missing > 0 {
+            self.partial.reserve(missing.max(READ_BYTES));
+            match self.stream.try_read_buf(&mut self.partial) {
+                Ok(0) => return Read::Closed,
+                Ok(_) => {}
+                Err(e) if is_retry(&e) => return Read::More,
+                Err(_) => return Read::Closed,
+            }
+        }
+        let mut completed = false;
+        loop {
+            match split_frame(&self.partial, self.max_frame_bytes) {
+                Split::Frame(len) => {
+                    self.partial.advance(LENGTH_PREFIX_BYTES);
+                    let frame = self.partial.split_to(len);
+                    completed = true;
+                    if let Next::Close = on_frame(&frame) {
+                        return Read::Close;
+                    }
+                }
+                Split::TooLarge => return Read::TooLarge,
+                Split::Incomplete => break,
+            }
+        }
+        if self.partial.is_empty() {
+            // Free the frame's memory: an idle connection holds no buffer.
+            self.partial = BytesMut::new();
+            self.partial_since = None;
+        } else if completed {
+            // Whatever follows is the start of the next frame, starting now.
+            self.partial_since = Some(Instant::now());
+        }
+        Read::More
+    }
+}
+
+fn is_retry(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+    )
 }
 
 struct Conn<'a> {
@@ -209,17 +311,20 @@ struct Conn<'a> {
     hub: &'a Hub,
     outbox: Outbox,
     config: &'a ConnectionConfig,
+    /// The outboxes this burst of frames has queued frames on.
+    batch: Batch,
 }
 
 impl Conn<'_> {
-    fn reply(&self, frame: bytes::Bytes) {
-        if !self.outbox.push(frame) {
+    fn reply(&mut self, frame: bytes::Bytes) {
+        match self.outbox.push(&frame, &mut self.batch) {
+            Ok(()) => Counters::bump(&self.hub.counters.frames_out),
             // Our own replies overflowing means the peer does not read what it asks for.
-            self.outbox.cancel.cancel();
+            Err(_) => self.outbox.cancel(),
         }
     }
 
-    fn reply_error(&self, err: &FrameError) {
+    fn reply_error(&mut self, err: &FrameError) {
         self.hub.counters.count_error(err.code);
         if err.code.closes_connection() {
             tracing::warn!(peer = self.id, code = %err.code, "{}", err.message);
@@ -234,7 +339,8 @@ impl Conn<'_> {
             Ok(frame) => frame,
             Err(err) if err.ask_request => {
                 let id = self.id;
-                self.hub.run(|b, _, fx| b.reject_malformed(id, err, fx));
+                self.hub
+                    .run_in(&mut self.batch, |b, _, fx| b.reject_malformed(id, err, fx));
                 return Next::Continue;
             }
             Err(err) => {
@@ -250,7 +356,8 @@ impl Conn<'_> {
         match frame {
             Inbound::Hello { protocol, client } => {
                 if let Some(client) = client {
-                    self.hub.run(|b, _, _| b.set_client(id, client));
+                    self.hub
+                        .run_in(&mut self.batch, |b, _, _| b.set_client(id, client));
                 }
                 self.reply(encode(&ServerFrame::Welcome {
                     protocol,
@@ -262,88 +369,45 @@ impl Conn<'_> {
             }
             Inbound::Ping { id } => self.reply(encode(&ServerFrame::Pong { id })),
             Inbound::Stats => self.reply(self.hub.stats_frame()),
-            Inbound::Subscribe { client } => self.hub.run(|b, _, fx| b.subscribe(id, client, fx)),
-            Inbound::Watch { client } => self.hub.run(|b, _, fx| b.watch(id, client, fx)),
-            Inbound::AskUserRequest(req) => match ValidRequest::check(req) {
-                Ok(req) => self.hub.run(|b, now, fx| b.ask(id, req, now, fx)),
-                Err((cid, err)) => self.hub.run(|b, _, fx| b.reject(id, &cid, err, fx)),
-            },
-            Inbound::AskUserCancel { correlation_id } => self
+            Inbound::Subscribe { client } => self
                 .hub
-                .run(|b, now, fx| b.cancel(id, &correlation_id, now, fx)),
-            Inbound::AskUserResponse(resp) => {
-                self.hub.run(|b, now, fx| b.respond(id, resp, now, fx))
+                .run_in(&mut self.batch, |b, _, fx| b.subscribe(id, client, fx)),
+            Inbound::Watch { client } => self
+                .hub
+                .run_in(&mut self.batch, |b, _, fx| b.watch(id, client, fx)),
+            Inbound::AskUserRequest(req) => match ValidRequest::check(req) {
+                Ok(req) => self
+                    .hub
+                    .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx)),
+                Err((cid, err)) => self
+                    .hub
+                    .run_in(&mut self.batch, |b, _, fx| b.reject(id, &cid, err, fx)),
+            },
+            Inbound::AskUserCancel { correlation_id } => {
+                self.hub.run_in(&mut self.batch, |b, now, fx| {
+                    b.cancel(id, &correlation_id, now, fx)
+                })
             }
+            Inbound::AskUserResponse(resp) => self
+                .hub
+                .run_in(&mut self.batch, |b, now, fx| b.respond(id, resp, now, fx)),
         }
         Next::Continue
     }
 }
 
-async fn write_loop(
-    wr: OwnedWriteHalf,
-    mut inbox: Inbox,
-    id: PeerId,
-    hub: Arc<Hub>,
-    cancel: CancellationToken,
-) {
-    let mut sink = FramedWrite::new(wr, codec(MAX_OUTBOUND_FRAME));
-    loop {
-        let first = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return,
-            item = inbox.rx.recv() => item,
-        };
-        let Some(first) = first else { break };
-        let mut next = Some(first);
-        let mut written = 0;
-        // Feed everything already queued, then flush once.
-        while let Some(item) = next {
-            match item {
-                Out::Frame(frame) => {
-                    let len = frame.len();
-                    let fed = tokio::select! {
-                        biased;
-                        _ = cancel.cancelled() => return,
-                        r = sink.feed(frame) => r,
-                    };
-                    if fed.is_err() {
-                        return;
-                    }
-                    inbox.written(len);
-                    written += 1;
-                }
-                Out::Replay => hub.replay(id),
-            }
-            next = inbox.rx.try_recv().ok();
-        }
-        let flushed = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return,
-            r = SinkExt::<bytes::Bytes>::flush(&mut sink) => r,
-        };
-        if flushed.is_err() {
-            return;
-        }
-        hub.counters
-            .frames_out
-            .fetch_add(written, std::sync::atomic::Ordering::Relaxed);
-    }
-    let _ = SinkExt::<bytes::Bytes>::flush(&mut sink).await;
-    let _ = shutdown_write(sink.into_inner()).await;
-}
-
-async fn shutdown_write(mut wr: OwnedWriteHalf) -> std::io::Result<()> {
-    use tokio::io::AsyncWriteExt;
-    wr.shutdown().await
-}
-
 /// Refuses a connection before it is served: one error frame, then close.
-pub async fn refuse(stream: UnixStream, err: &FrameError) {
-    let (mut rd, wr) = stream.into_split();
-    let mut sink = FramedWrite::new(wr, codec(MAX_OUTBOUND_FRAME));
-    let send = sink.send(encode(&ServerFrame::error(err)));
-    if tokio::time::timeout(LINGER, send).await.is_ok() {
-        let _ = shutdown_write(sink.into_inner()).await;
-        discard_until_eof(&mut rd).await;
+pub async fn refuse(mut stream: UnixStream, err: &FrameError) {
+    use tokio::io::AsyncWriteExt;
+    let payload = encode(&ServerFrame::error(err));
+    let mut frame = Vec::with_capacity(LENGTH_PREFIX_BYTES + payload.len());
+    frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&payload);
+    if tokio::time::timeout(LINGER, stream.write_all(&frame))
+        .await
+        .is_ok()
+    {
+        shutdown_write(&stream);
+        discard_until_eof(&stream).await;
     }
 }

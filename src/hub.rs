@@ -1,16 +1,17 @@
-//! The hub: the broker behind one lock, each connection's bounded outbound queue, the timer
-//! that expires deadlines, and handing freed memory back to the OS once the daemon is quiet.
-//! Effects are delivered while the lock is held, so every peer receives frames in the order
-//! the broker decided them; delivery never awaits (a full queue disconnects its peer instead).
+//! The hub: the broker behind one lock, each connection's outbox, the timer that expires
+//! deadlines, and handing freed memory back to the OS once the daemon is quiet. Effects are
+//! queued on outboxes while the lock is held, so every peer receives frames in the order the
+//! broker decided them; delivery never awaits (a full outbox disconnects its peer instead), and
+//! the sockets are written after the lock is released, once per batch.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::Notify;
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -18,6 +19,7 @@ use crate::broker::{
     Broker, BrokerStats, Effects, Limits, Msg, PeerId, PeerInfo, Rights, RoleCounts,
 };
 use crate::metrics::Metrics;
+use crate::outbox::{Batch, Outbox};
 use crate::protocol::{encode, ErrorCode, ServerFrame};
 use crate::telemetry::{timestamp, Counters, TelemetrySink};
 
@@ -26,89 +28,6 @@ const REPLAY_CHUNK: usize = 64;
 
 /// How long the daemon must be quiet (no broker operation) before freed memory is handed back.
 pub const QUIET_BEFORE_TRIM: Duration = Duration::from_secs(1);
-
-/// What a connection's writer is asked to do.
-#[derive(Debug)]
-pub enum Out {
-    Frame(Bytes),
-    /// Fetch the next part of the replay for this UI.
-    Replay,
-}
-
-/// The sending side of one connection's queue, bounded in bytes.
-#[derive(Debug, Clone)]
-pub struct Outbox {
-    tx: mpsc::UnboundedSender<Out>,
-    queued: Arc<AtomicUsize>,
-    limit: usize,
-    /// Cancelled when the connection must be dropped at once (its queue overflowed).
-    pub cancel: CancellationToken,
-}
-
-/// The receiving side, owned by the connection's writer.
-#[derive(Debug)]
-pub struct Inbox {
-    pub rx: mpsc::UnboundedReceiver<Out>,
-    queued: Arc<AtomicUsize>,
-}
-
-impl Inbox {
-    /// The writer has written `len` bytes of queued frames.
-    pub fn written(&self, len: usize) {
-        self.queued.fetch_sub(len, Ordering::Relaxed);
-    }
-
-    pub fn queued_bytes(&self) -> usize {
-        self.queued.load(Ordering::Relaxed)
-    }
-}
-
-/// A queue for one connection that holds at most `limit_bytes` of unsent frames.
-pub fn outbox(limit_bytes: usize) -> (Outbox, Inbox) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let queued = Arc::new(AtomicUsize::new(0));
-    (
-        Outbox {
-            tx,
-            queued: queued.clone(),
-            limit: limit_bytes,
-            cancel: CancellationToken::new(),
-        },
-        Inbox { rx, queued },
-    )
-}
-
-impl Outbox {
-    /// Queues a frame; false when the queue is full (or the writer has gone).
-    pub fn push(&self, frame: Bytes) -> bool {
-        let len = frame.len();
-        let before = self.queued.fetch_add(len, Ordering::Relaxed);
-        // One frame always fits an empty queue, whatever its size.
-        if before > 0 && before + len > self.limit {
-            self.queued.fetch_sub(len, Ordering::Relaxed);
-            return false;
-        }
-        if self.tx.send(Out::Frame(frame)).is_err() {
-            self.queued.fetch_sub(len, Ordering::Relaxed);
-            return false;
-        }
-        true
-    }
-
-    /// Whether the connection's writer has exited (a write failed): pushes fail for that
-    /// reason, not for a full queue.
-    fn writer_gone(&self) -> bool {
-        self.tx.is_closed()
-    }
-
-    fn push_replay(&self) {
-        let _ = self.tx.send(Out::Replay);
-    }
-
-    fn has_room_for_replay(&self) -> bool {
-        self.queued.load(Ordering::Relaxed) < self.limit / 2
-    }
-}
 
 struct Inner {
     broker: Broker,
@@ -187,13 +106,26 @@ impl Hub {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs one broker operation and delivers what it produced.
+    /// Runs one broker operation and delivers what it produced, writing it at once.
     pub fn run<R>(&self, op: impl FnOnce(&mut Broker, Instant, &mut Effects) -> R) -> R {
+        let mut batch = Batch::new();
+        let r = self.run_in(&mut batch, op);
+        batch.flush();
+        r
+    }
+
+    /// Runs one broker operation and queues what it produced; the frames are written when
+    /// `batch` is flushed (after the caller's last operation of a burst).
+    pub fn run_in<R>(
+        &self,
+        batch: &mut Batch,
+        op: impl FnOnce(&mut Broker, Instant, &mut Effects) -> R,
+    ) -> R {
         let mut guard = self.lock_to_change();
         let inner = &mut *guard;
         let now = Instant::now();
         let r = op(&mut inner.broker, now, &mut inner.fx);
-        self.deliver(inner, now);
+        self.deliver(inner, now, batch);
         r
     }
 
@@ -208,21 +140,17 @@ impl Hub {
         self.lock_to_change().outboxes.remove(&peer);
     }
 
-    /// Hands a catching-up UI its next part of the replay, if its queue has room; otherwise
-    /// it is asked again once the writer has drained.
-    pub fn replay(&self, peer: PeerId) {
+    /// Hands a catching-up UI its next part of the replay (its connection asks once its
+    /// outbox has room: `Outbox::take_replay`).
+    pub fn replay(&self, peer: PeerId, batch: &mut Batch) {
         let mut guard = self.lock_to_change();
         let inner = &mut *guard;
-        let Some(outbox) = inner.outboxes.get(&peer) else {
-            return;
-        };
-        if !outbox.has_room_for_replay() {
-            outbox.push_replay();
+        if !inner.outboxes.contains_key(&peer) {
             return;
         }
         let now = Instant::now();
         inner.broker.replay(peer, REPLAY_CHUNK, now, &mut inner.fx);
-        self.deliver(inner, now);
+        self.deliver(inner, now, batch);
     }
 
     pub fn set_limits(&self, limits: Limits) {
@@ -235,6 +163,7 @@ impl Hub {
 
     /// Re-evaluates every connected peer's rights (new access rules after a reload).
     pub fn update_rights(&self, rights_of: impl Fn(&PeerInfo) -> Rights) {
+        let mut batch = Batch::new();
         let mut guard = self.lock_to_change();
         let inner = &mut *guard;
         let now = Instant::now();
@@ -246,7 +175,9 @@ impl Hub {
         for (id, rights) in peers {
             inner.broker.set_rights(id, rights, now, &mut inner.fx);
         }
-        self.deliver(inner, now);
+        self.deliver(inner, now, &mut batch);
+        drop(guard);
+        batch.flush();
     }
 
     /// What the broker knows, for the metrics: outcome counts, roles, pending.
@@ -260,7 +191,12 @@ impl Hub {
         }
     }
 
-    fn deliver(&self, inner: &mut Inner, now: Instant) {
+    fn deliver(&self, inner: &mut Inner, now: Instant, batch: &mut Batch) {
+        // The first replay step of a UI that has room is taken here, under the same lock as
+        // what asked for it (a subscribe), so the UI is caught up (usually: live) before any
+        // other operation; later steps wait for its connection to ask (`Outbox::take_replay`),
+        // so one UI catching up on a long table does not hold the lock for all of it.
+        let mut inline_replays = 1;
         loop {
             let mut overflowed = Vec::new();
             for (peer, msg) in inner.fx.sends.drain(..) {
@@ -282,14 +218,21 @@ impl Hub {
                     }
                 };
                 if let Some(outbox) = inner.outboxes.get(&peer) {
-                    if !outbox.push(frame) {
-                        overflowed.push(peer);
+                    match outbox.push(&frame, batch) {
+                        Ok(()) => Counters::bump(&self.counters.frames_out),
+                        Err(_) => overflowed.push(peer),
                     }
                 }
             }
-            for peer in inner.fx.replay.drain(..) {
-                if let Some(outbox) = inner.outboxes.get(&peer) {
-                    outbox.push_replay();
+            for peer in std::mem::take(&mut inner.fx.replay) {
+                let Some(outbox) = inner.outboxes.get(&peer) else {
+                    continue;
+                };
+                if inline_replays > 0 && outbox.has_room_for_replay() {
+                    inline_replays -= 1;
+                    inner.broker.replay(peer, REPLAY_CHUNK, now, &mut inner.fx);
+                } else {
+                    outbox.want_replay();
                 }
             }
             if !inner.fx.records.is_empty() || !inner.fx.events.is_empty() {
@@ -300,8 +243,9 @@ impl Hub {
                     let frame = encode(&ServerFrame::BusEvent(event));
                     for watcher in inner.broker.watchers_of(uid) {
                         if let Some(outbox) = inner.outboxes.get(&watcher) {
-                            if !outbox.push(frame.clone()) {
-                                overflowed.push(watcher);
+                            match outbox.push(&frame, batch) {
+                                Ok(()) => Counters::bump(&self.counters.frames_out),
+                                Err(_) => overflowed.push(watcher),
                             }
                         }
                     }
@@ -326,15 +270,19 @@ impl Hub {
                 }
             }
             if overflowed.is_empty() {
-                break;
+                if inner.fx.sends.is_empty() && inner.fx.replay.is_empty() {
+                    break;
+                }
+                // The replay step just taken produced frames.
+                continue;
             }
             for peer in overflowed {
                 // A peer that does not read must not hold up anyone: drop it, and let the
                 // broker treat it as gone (its pending stay for the other UIs).
                 if let Some(outbox) = inner.outboxes.remove(&peer) {
-                    outbox.cancel.cancel();
+                    outbox.cancel();
                     let info = inner.broker.peer_info(peer).cloned().unwrap_or_default();
-                    if outbox.writer_gone() {
+                    if outbox.is_closed() {
                         // Its writer stopped on a failed write: the peer went away (killed,
                         // or closed its end) before its reader noticed. Not a slow reader.
                         tracing::debug!(
@@ -349,7 +297,7 @@ impl Hub {
                             pid = info.pid,
                             uid = info.uid,
                             client = info.client.as_deref().unwrap_or(""),
-                            limit_bytes = outbox.limit,
+                            limit_bytes = outbox.limit(),
                             "outbound queue overflowed; disconnecting a peer that does not read"
                         );
                     }
@@ -508,6 +456,8 @@ mod tests {
     use super::*;
     use crate::broker::ValidRequest;
     use crate::protocol::{parse_inbound, Inbound};
+    use tokio::io::AsyncReadExt;
+    use tokio::net::UnixStream;
 
     fn request(id: &str, timeout_ms: u64) -> ValidRequest {
         let frame = json!({"type": "ask-user-request", "correlationId": id, "timeoutMs": timeout_ms,
@@ -519,11 +469,11 @@ mod tests {
         ValidRequest::check(req).unwrap()
     }
 
-    async fn next_frame(inbox: &mut Inbox) -> Value {
-        match inbox.rx.recv().await {
-            Some(Out::Frame(f)) => serde_json::from_slice(&f).unwrap(),
-            other => panic!("expected a frame, got {other:?}"),
-        }
+    async fn next_frame(peer: &mut UnixStream) -> Value {
+        let len = peer.read_u32().await.unwrap() as usize;
+        let mut payload = vec![0; len];
+        peer.read_exact(&mut payload).await.unwrap();
+        serde_json::from_slice(&payload).unwrap()
     }
 
     #[tokio::test(start_paused = true)]
@@ -534,8 +484,8 @@ mod tests {
             Arc::default(),
             "test",
         ));
-        let (ob, mut inbox) = outbox(1 << 20);
-        hub.connect(1, PeerInfo::default(), ob);
+        let (ours, mut peer) = UnixStream::pair().unwrap();
+        hub.connect(1, PeerInfo::default(), Outbox::new(Arc::new(ours), 1 << 20));
         let stop = CancellationToken::new();
         let timer = tokio::spawn({
             let (hub, stop) = (hub.clone(), stop.clone());
@@ -546,7 +496,7 @@ mod tests {
         // An earlier deadline added while the timer sleeps towards a later one wakes it.
         tokio::time::sleep(Duration::from_millis(10)).await;
         hub.run(|b, now, fx| b.ask(1, request("soon", 1_000), now, fx));
-        let soon = next_frame(&mut inbox).await;
+        let soon = next_frame(&mut peer).await;
         assert_eq!(soon["correlationId"], "soon");
         assert_eq!(soon["reason"], "timeout");
         let at = t0.elapsed();
@@ -554,25 +504,10 @@ mod tests {
             at >= Duration::from_millis(1010) && at < Duration::from_millis(1020),
             "{at:?}"
         );
-        let late = next_frame(&mut inbox).await;
+        let late = next_frame(&mut peer).await;
         assert_eq!(late["correlationId"], "late");
         assert!(t0.elapsed() >= Duration::from_millis(10_000));
         stop.cancel();
         timer.await.unwrap();
-    }
-
-    #[test]
-    fn outbox_is_bounded_in_bytes_but_takes_one_frame_of_any_size() {
-        let (ob, inbox) = outbox(100);
-        assert!(
-            ob.push(Bytes::from(vec![b'x'; 500])),
-            "an empty queue takes any frame"
-        );
-        assert!(!ob.push(Bytes::from_static(b"y")));
-        inbox.written(500);
-        assert!(ob.push(Bytes::from(vec![b'z'; 60])));
-        assert!(ob.push(Bytes::from(vec![b'z'; 40])));
-        assert!(!ob.push(Bytes::from_static(b"!")));
-        assert_eq!(inbox.queued_bytes(), 100);
     }
 }

@@ -6,7 +6,7 @@
 //! - [`protocol`]: frames, codec, error codes (depends on nothing else here);
 //! - [`questions`]: ask_user validation, normalization and tool results, as the reference;
 //! - [`broker`]: pending table, routing, deadlines: pure state;
-//! - [`hub`], [`connection`], [`server`]: the daemon's I/O around the broker;
+//! - [`hub`], [`outbox`], [`connection`], [`server`]: the daemon's I/O around the broker;
 //! - [`access`], [`config`], [`metrics`], [`systemd`]: running askbusd as a service (access
 //!   rules and quotas, the config file, Prometheus metrics, sd_notify and socket activation);
 //! - [`client`]: the async Rust client that producers and UIs use.
@@ -18,6 +18,7 @@ pub mod config;
 pub mod connection;
 pub mod hub;
 pub mod metrics;
+pub mod outbox;
 pub mod paths;
 pub mod protocol;
 pub mod questions;

@@ -8,7 +8,10 @@ mod error;
 mod fast;
 mod frames;
 
-pub use codec::{codec, encode, is_frame_too_large, DEFAULT_MAX_FRAME_BYTES, LENGTH_PREFIX_BYTES};
+pub use codec::{
+    codec, encode, encode_with, is_frame_too_large, split_frame, Split, DEFAULT_MAX_FRAME_BYTES,
+    LENGTH_PREFIX_BYTES,
+};
 pub use error::{ErrorCode, FrameError};
 pub use frames::*;
 
