@@ -21,7 +21,6 @@ use askbus::protocol::{
 };
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio_util::codec::Encoder;
 
@@ -185,8 +184,7 @@ fn bench_encode(c: &mut Criterion) {
         Ok(ServerFrame::AskUserRequest(r)) => r,
         other => panic!("not a server ask-user-request: {other:?}"),
     };
-    let questions: Box<RawValue> =
-        serde_json::value::to_raw_value(&ui.questions).expect("questions serialize");
+    let questions = serde_json::to_string(&ui.questions).expect("questions serialize");
     let producer: ProducerInfo = ui.producer.clone();
     let ui_ref = UiRequestRef {
         correlation_id: &ui.correlation_id,
@@ -195,7 +193,7 @@ fn bench_encode(c: &mut Criterion) {
         producer: &producer,
     };
     assert_eq!(
-        encode(&ui_ref),
+        ui_ref.encode(),
         compact(&golden_ui),
         "UI request encodes as the golden frame"
     );
@@ -209,12 +207,12 @@ fn bench_encode(c: &mut Criterion) {
     );
 
     let mut g = c.benchmark_group("encode");
-    g.bench_function("ui_request", |b| b.iter(|| encode(black_box(&ui_ref))));
+    g.bench_function("ui_request", |b| b.iter(|| black_box(&ui_ref).encode()));
     g.bench_function("producer_response", |b| b.iter(|| encode(black_box(&resp))));
 
     // The writer's step: the length prefix and payload appended to the connection's buffer,
     // which is emptied onto the socket between frames (cleared here).
-    let frame: Bytes = encode(&ui_ref);
+    let frame: Bytes = ui_ref.encode();
     let mut codec = codec(u32::MAX as usize);
     let mut buf = BytesMut::with_capacity(8 * 1024);
     codec.encode(frame.clone(), &mut buf).expect("frame fits");

@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::protocol::{AskUserData, RequestQuestions, ResultData};
@@ -118,7 +117,8 @@ pub mod daemon_text {
 /// per-question facts results are built from.
 #[derive(Debug)]
 pub struct Normalized {
-    pub questions: Box<RawValue>,
+    /// JSON text, written by the daemon itself.
+    pub questions: Box<str>,
     pub meta: Vec<QuestionMeta>,
 }
 
@@ -144,8 +144,9 @@ pub fn normalize(params: &Value) -> Result<Normalized, String> {
     let normalized = validate(params)?;
     Ok(Normalized {
         meta: meta(&normalized),
-        questions: serde_json::value::to_raw_value(&normalized)
-            .expect("normalized questions serialize"),
+        questions: serde_json::to_string(&normalized)
+            .expect("normalized questions serialize")
+            .into_boxed_str(),
     })
 }
 

@@ -73,14 +73,14 @@ fn one_pass_path_agrees_with_the_tree_path() {
         if let Some(plain) = normalize_plain(&questions.to_string()) {
             taken += 1;
             let tree = tree.unwrap_or_else(|e| panic!("case {n}: shortcut accepted, tree: {e}"));
-            assert_eq!(plain.questions.get(), tree.questions.get(), "case {n}");
+            assert_eq!(plain.questions, tree.questions, "case {n}");
             assert_eq!(plain.meta, tree.meta, "case {n}");
         }
         // And through `check`, the entry point the daemon uses, from the raw text.
         let raw = serde_json::value::to_raw_value(questions).unwrap();
         let checked = check(RequestQuestions::Raw(raw));
         match (checked, normalize(&case["params"])) {
-            (Ok(a), Ok(b)) => assert_eq!(a.questions.get(), b.questions.get(), "case {n}"),
+            (Ok(a), Ok(b)) => assert_eq!(a.questions, b.questions, "case {n}"),
             (Err(a), Err(b)) => assert_eq!(a, b, "case {n}"),
             (a, b) => panic!("case {n}: check {a:?}, normalize {b:?}"),
         }

@@ -221,12 +221,12 @@ fn shortcut_agrees(params: &Value) -> Result<(), TestCaseError> {
                 "shortcut accepted {text}: {tree:?}"
             )));
         };
-        prop_assert_eq!(plain.questions.get(), tree.questions.get());
+        prop_assert_eq!(&plain.questions, &tree.questions);
         prop_assert_eq!(&plain.meta, &tree.meta);
     }
     let raw = serde_json::value::RawValue::from_string(text).unwrap();
     match (check(RequestQuestions::Raw(raw)), tree) {
-        (Ok(a), Ok(b)) => prop_assert_eq!(a.questions.get(), b.questions.get()),
+        (Ok(a), Ok(b)) => prop_assert_eq!(&a.questions, &b.questions),
         (Err(a), Err(b)) => prop_assert_eq!(a, b),
         (a, b) => return Err(TestCaseError::fail(format!("check {a:?}, tree {b:?}"))),
     }

@@ -95,7 +95,9 @@ struct Args {
     /// Log filter (tracing's EnvFilter syntax) [default: info]
     #[arg(long, value_name = "FILTER", env = "ASKBUS_LOG")]
     log_level: Option<String>,
-    /// Worker threads [default: one per core]
+    /// Threads serving connections: 1 runs everything on one thread (the broker is one lock,
+    /// and on a small machine more workers mostly contend for it); more adds worker threads
+    /// that validate and parse in parallel [default: 1]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=bounds::MAX_THREADS))]
     threads: Option<u64>,
 }
@@ -207,9 +209,12 @@ fn run(args: Args) -> Result<()> {
     let log = init_logging(settings.log_format, &settings.log_level)?;
     // Before any thread exists: this edits the environment.
     let inherited = systemd::inherited_listener().context("askbusd cannot start")?;
-    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    let mut rt = match settings.threads {
+        None | Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(_) => tokio::runtime::Builder::new_multi_thread(),
+    };
     rt.enable_all().thread_name("askbusd");
-    if let Some(n) = settings.threads {
+    if let Some(n) = settings.threads.filter(|&n| n > 1) {
         rt.worker_threads(n);
     }
     let rt = rt.build().context("cannot start the runtime")?;

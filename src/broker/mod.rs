@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde_json::value::RawValue;
 use tokio::time::{Duration, Instant};
 
 pub use error::BrokerError;
@@ -113,7 +112,8 @@ pub struct ValidRequest {
     correlation_id: String,
     timeout_ms: Option<TimeoutMs>,
     no_ui: Option<NoUiPolicy>,
-    questions: Box<RawValue>,
+    /// The normalized questions' JSON text.
+    questions: Box<str>,
     meta: Vec<QuestionMeta>,
 }
 
@@ -210,7 +210,7 @@ struct Pending {
     seq: u64,
     producer: PeerId,
     producer_info: ProducerInfo,
-    questions: Box<RawValue>,
+    questions: Box<str>,
     meta: Vec<QuestionMeta>,
     accepted_at: Instant,
     deadline: Instant,
@@ -1010,12 +1010,13 @@ fn producer_info(info: &PeerInfo) -> ProducerInfo {
 }
 
 fn encode_ui_request(id: &str, req: &Pending, now: Instant) -> Bytes {
-    encode(&UiRequestRef {
+    UiRequestRef {
         correlation_id: id,
         questions: &req.questions,
         timeout_ms: req.deadline.saturating_duration_since(now).as_millis() as u64,
         producer: &req.producer_info,
-    })
+    }
+    .encode()
 }
 
 #[cfg(test)]

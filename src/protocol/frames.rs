@@ -562,14 +562,31 @@ pub struct UiRequest {
 }
 
 /// The daemon's encoding of a `UiRequest`: the questions stay the JSON text they were
-/// normalized to, so a broadcast or a replay never re-serializes them.
-#[derive(Debug, Serialize)]
-#[serde(tag = "type", rename = "ask-user-request", rename_all = "camelCase")]
+/// normalized to, so a broadcast or a replay never re-serializes (nor re-reads) them.
+#[derive(Debug)]
 pub struct UiRequestRef<'a> {
     pub correlation_id: &'a str,
-    pub questions: &'a RawValue,
+    /// JSON text the daemon wrote itself (the normalized questions), copied in as it is.
+    pub questions: &'a str,
     pub timeout_ms: u64,
     pub producer: &'a ProducerInfo,
+}
+
+impl UiRequestRef<'_> {
+    /// The frame's payload: the bytes `encode` gives for the same `UiRequest`.
+    pub fn encode(&self) -> bytes::Bytes {
+        super::encode_with(|out| {
+            out.extend_from_slice(br#"{"type":"ask-user-request","correlationId":"#);
+            serde_json::to_writer(&mut *out, self.correlation_id).expect("a str serializes");
+            out.extend_from_slice(br#","questions":"#);
+            out.extend_from_slice(self.questions.as_bytes());
+            out.extend_from_slice(br#","timeoutMs":"#);
+            out.extend_from_slice(self.timeout_ms.to_string().as_bytes());
+            out.extend_from_slice(br#","producer":"#);
+            serde_json::to_writer(&mut *out, self.producer).expect("ProducerInfo serializes");
+            out.push(b'}');
+        })
+    }
 }
 
 /// The one terminal answer a producer gets for an accepted request.
@@ -835,27 +852,47 @@ mod tests {
         assert!(matches!(back, ServerFrame::AskUserWithdrawn { .. }));
         let unknown: ServerFrame = serde_json::from_str(r#"{"type":"future","x":1}"#).unwrap();
         assert!(matches!(unknown, ServerFrame::Unknown));
-        let questions =
-            RawValue::from_string(r#"[{"question":"Q?","header":"H","type":"text"}]"#.into())
-                .unwrap();
-        let producer = ProducerInfo {
-            client: Some("a/1".into()),
-            pid: Some(7),
-            uid: 1000,
-        };
-        let by_ref = crate::protocol::encode(&UiRequestRef {
+        let questions = r#"[{"question":"Q?","header":"H","type":"text"}]"#;
+        for (id, producer) in [
+            (
+                "c",
+                ProducerInfo {
+                    client: Some("a/1".into()),
+                    pid: Some(7),
+                    uid: 1000,
+                },
+            ),
+            (
+                "q\"\u{e9}\n",
+                ProducerInfo {
+                    client: None,
+                    pid: None,
+                    uid: 0,
+                },
+            ),
+        ] {
+            let by_ref = UiRequestRef {
+                correlation_id: id,
+                questions,
+                timeout_ms: 5,
+                producer: &producer,
+            }
+            .encode();
+            let owned = ServerFrame::AskUserRequest(UiRequest {
+                correlation_id: id.into(),
+                questions: serde_json::from_str(questions).unwrap(),
+                timeout_ms: 5,
+                producer,
+            });
+            assert_eq!(by_ref, crate::protocol::encode(&owned));
+        }
+        let by_ref = UiRequestRef {
             correlation_id: "c",
-            questions: &questions,
+            questions,
             timeout_ms: 5,
-            producer: &producer,
-        });
-        let owned = ServerFrame::AskUserRequest(UiRequest {
-            correlation_id: "c".into(),
-            questions: serde_json::from_str(questions.get()).unwrap(),
-            timeout_ms: 5,
-            producer,
-        });
-        assert_eq!(by_ref, crate::protocol::encode(&owned));
+            producer: &ProducerInfo::default(),
+        }
+        .encode();
         let back: ServerFrame = serde_json::from_slice(&by_ref).unwrap();
         assert!(matches!(back, ServerFrame::AskUserRequest(r) if r.timeout_ms == 5));
         let resp = br#"{"type":"ask-user-response","correlationId":"c","answers":{"1":"b","0":"a"},"cancelled":false,"reason":"answered","result":{"llmContent":"","returnDisplay":"","data":{"ask_user":{"question_types":["text","text"],"dismissed":false,"empty_submission":false,"answer_count":2}}}}"#;

@@ -62,7 +62,7 @@ pub fn check(text: &str, value: Value) -> Result<Vec<Value>, Rejection> {
                     // The daemon's own path (its one-pass shortcut included), so this
                     // checker says what askbusd would say of the same frame.
                     return match askbus::questions::check(req.questions) {
-                        Ok(valid) => Ok(serde_json::from_str(valid.questions.get())
+                        Ok(valid) => Ok(serde_json::from_str(&valid.questions)
                             .expect("normalized questions are a JSON array")),
                         Err(message) => Err(Rejection {
                             code: ErrorCode::InvalidRequest.as_str(),
