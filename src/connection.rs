@@ -4,6 +4,7 @@
 //! connections' tasks (see [`crate::outbox`]); this task is only woken for its own input, a
 //! full socket, or a replay step.
 
+use std::cell::RefCell;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -179,8 +180,8 @@ const READ_BYTES: usize = 16 * 1024;
 
 /// Reads frames off the socket and bounds how long a started frame may take, so a peer
 /// trickling bytes (or stopping mid-frame) cannot hold a buffer forever. Whole frames are
-/// handled straight from a stack buffer; only a frame split across reads is kept on the heap,
-/// so an idle connection holds no read buffer and costs no timer.
+/// handled straight from a per-thread buffer; only a frame split across reads is kept on the
+/// heap, so an idle connection holds no read buffer and costs no timer.
 struct FrameReader {
     stream: Arc<UnixStream>,
     /// The start of a frame that did not arrive whole; empty (and unallocated) otherwise.
@@ -222,14 +223,33 @@ impl FrameReader {
         if !self.partial.is_empty() {
             return self.continue_partial(&mut on_frame);
         }
-        let mut scratch = [0u8; READ_BYTES];
-        let n = match self.stream.try_read(&mut scratch) {
+        thread_local! {
+            // Shared by every connection this thread serves: whole frames are handled straight
+            // from it, and it is never zeroed (reads go into its spare capacity).
+            static SCRATCH: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(READ_BYTES));
+        }
+        SCRATCH.with(|scratch| {
+            let Ok(mut scratch) = scratch.try_borrow_mut() else {
+                // Only a frame handler that itself read a socket could get here.
+                return self.read_ready_into(&mut Vec::with_capacity(READ_BYTES), &mut on_frame);
+            };
+            scratch.clear();
+            self.read_ready_into(&mut scratch, &mut on_frame)
+        })
+    }
+
+    fn read_ready_into(
+        &mut self,
+        scratch: &mut Vec<u8>,
+        on_frame: &mut impl FnMut(&[u8]) -> Next,
+    ) -> Read {
+        match self.stream.try_read_buf(scratch) {
             Ok(0) => return Read::Closed,
-            Ok(n) => n,
+            Ok(_) => {}
             Err(e) if is_retry(&e) => return Read::More,
             Err(_) => return Read::Closed,
-        };
-        let mut rest = &scratch[..n];
+        }
+        let mut rest = &scratch[..];
         loop {
             match split_frame(rest, self.max_frame_bytes) {
                 Split::Frame(len) => {

@@ -236,9 +236,9 @@ impl Hub {
                 }
             }
             if !inner.fx.records.is_empty() || !inner.fx.events.is_empty() {
-                let ts = timestamp(SystemTime::now());
+                let at = SystemTime::now();
                 for mut event in inner.fx.events.drain(..) {
-                    event.ts.clone_from(&ts);
+                    event.ts = timestamp(at);
                     let uid = event.producer.uid;
                     let frame = encode(&ServerFrame::BusEvent(event));
                     for watcher in inner.broker.watchers_of(uid) {
@@ -264,8 +264,8 @@ impl Hub {
                     if matches!(record.reason, "answered" | "dismissed") {
                         self.metrics.observe_answer_latency_ms(record.latency_ms);
                     }
-                    record.ts.clone_from(&ts);
-                    record.node = self.node.clone();
+                    record.ts = at;
+                    record.node = Some(self.node.clone());
                     self.telemetry.send(record);
                 }
             }

@@ -1,17 +1,17 @@
 //! Telemetry: one JSON line per ask-user-request, whatever its end, and the daemon-wide
-//! counters that connections bump. The broker produces `Record`s; a dedicated thread writes
-//! them, so a slow disk never stalls the broker and no record is dropped.
+//! counters that connections bump. The broker produces `Record`s; they are queued (moved, not
+//! serialized) for a dedicated thread that serializes and writes them a window at a time, so
+//! neither the disk nor the formatting is on the broker's path, and no record is dropped.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 
 use serde::Serialize;
-use tokio::sync::mpsc;
 
 pub use crate::protocol::UiInfo;
 use crate::protocol::{ErrorCode, ProducerInfo};
@@ -20,10 +20,12 @@ use crate::protocol::{ErrorCode, ProducerInfo};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Record {
-    /// RFC 3339 UTC, stamped when the record leaves the broker.
-    pub ts: String,
-    /// Which daemon saw it: room for several federated daemons.
-    pub node: Arc<str>,
+    /// Stamped when the record leaves the broker; written as RFC 3339 UTC with milliseconds
+    /// (formatted by the writer thread, off the broker's path).
+    #[serde(serialize_with = "rfc3339_millis")]
+    pub ts: SystemTime,
+    /// Which daemon saw it: room for several federated daemons. Stamped with `ts`.
+    pub node: Option<Arc<str>>,
     /// `None` for a request refused before it had a usable correlationId.
     pub correlation_id: Option<String>,
     /// An `Outcome`, `producer-gone`, or `rejected`.
@@ -46,6 +48,10 @@ pub struct Record {
 /// RFC 3339 UTC with milliseconds.
 pub fn timestamp(at: SystemTime) -> String {
     humantime::format_rfc3339_millis(at).to_string()
+}
+
+fn rfc3339_millis<S: serde::Serializer>(at: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&humantime::format_rfc3339_millis(*at))
 }
 
 /// Daemon-wide counters kept outside the broker's lock.
@@ -83,44 +89,75 @@ impl Counters {
     }
 }
 
-enum Msg {
-    Record(Record),
-    Flush(std::sync::mpsc::Sender<()>),
+/// Lines serialized by the sinks, waiting for the writer thread.
+#[derive(Default)]
+struct Queue {
+    records: Vec<Record>,
+    /// Lines ever queued, and of those, written (or failed): what a flush waits on.
+    queued_total: u64,
+    done_total: u64,
+    /// A flush is waiting: write without letting more lines gather first.
+    hurry: bool,
+    closed: bool,
 }
 
-/// Where records go. Cloning is cheap; sending never blocks.
+struct Shared {
+    queue: Mutex<Queue>,
+    /// The writer waits here for lines (or a close).
+    ready: Condvar,
+    /// Flushes wait here for the writer to get past their lines.
+    written: Condvar,
+}
+
+impl Shared {
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        // Serializing a record cannot panic; a poisoned queue is still the best there is.
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Where records go. Cloning is cheap; sending never blocks on the disk: the record is moved
+/// into a queue that the writer thread empties.
 #[derive(Clone)]
 pub struct TelemetrySink {
-    tx: Option<mpsc::UnboundedSender<Msg>>,
+    shared: Option<Arc<Shared>>,
 }
 
 impl TelemetrySink {
     /// A sink that drops every record (`--no-telemetry`).
     pub fn disabled() -> Self {
-        TelemetrySink { tx: None }
+        TelemetrySink { shared: None }
     }
 
     pub fn send(&self, record: Record) {
-        if let Some(tx) = &self.tx {
-            // The writer only goes away after shutdown, when no more records are produced.
-            let _ = tx.send(Msg::Record(record));
+        let Some(shared) = &self.shared else { return };
+        let mut q = shared.queue();
+        let was_empty = q.records.is_empty();
+        q.records.push(record);
+        q.queued_total += 1;
+        if was_empty {
+            // Only the first record of a window wakes the writer; the rest gather behind it.
+            shared.ready.notify_one();
         }
     }
 
     /// Blocks until every record sent before this call is written and flushed.
     pub fn flush_blocking(&self) {
-        if let Some(tx) = &self.tx {
-            let (done_tx, done_rx) = std::sync::mpsc::channel();
-            if tx.send(Msg::Flush(done_tx)).is_ok() {
-                let _ = done_rx.recv();
-            }
+        let Some(shared) = &self.shared else { return };
+        let mut q = shared.queue();
+        let target = q.queued_total;
+        q.hurry = true;
+        shared.ready.notify_one();
+        while q.done_total < target && !q.closed {
+            q = shared.written.wait(q).unwrap_or_else(|e| e.into_inner());
         }
     }
 }
 
-/// The writer thread; dropping every sink and calling `finish` drains it.
+/// The writer thread; dropping it writes what is queued and stops the thread.
 pub struct TelemetryWriter {
     path: PathBuf,
+    shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -136,25 +173,38 @@ impl TelemetryWriter {
             .read(true)
             .open(path)?;
         end_torn_line(&mut file)?;
-        let (tx, rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            ready: Condvar::new(),
+            written: Condvar::new(),
+        });
         let thread = std::thread::Builder::new()
             .name("askbusd-telemetry".into())
-            .spawn(move || write_loop(file, rx, counters))?;
+            .spawn({
+                let shared = shared.clone();
+                move || write_loop(file, &shared, &counters)
+            })?;
         Ok((
             TelemetryWriter {
                 path: path.to_owned(),
+                shared: shared.clone(),
                 thread: Some(thread),
             },
-            TelemetrySink { tx: Some(tx) },
+            TelemetrySink {
+                shared: Some(shared),
+            },
         ))
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
 
-    /// Waits for the thread to write everything; call after the last sink is dropped.
-    pub fn finish(mut self) {
+impl Drop for TelemetryWriter {
+    fn drop(&mut self) {
+        self.shared.queue().closed = true;
+        self.shared.ready.notify_one();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -183,42 +233,53 @@ fn end_torn_line(file: &mut File) -> std::io::Result<()> {
 /// reach the file (a graceful shutdown writes everything; a crash loses at most this much).
 const GATHER: std::time::Duration = std::time::Duration::from_millis(10);
 
-fn write_loop(file: File, mut rx: mpsc::UnboundedReceiver<Msg>, counters: Arc<Counters>) {
-    let mut out = BufWriter::with_capacity(64 * 1024, file);
-    let mut line = Vec::with_capacity(512);
-    while let Some(first) = rx.blocking_recv() {
-        if matches!(first, Msg::Record(_)) {
-            // Gather before writing: while this thread sleeps, records queue without waking
-            // it, so under load it costs one wake-up and one write per window, not per record.
+/// A drained buffer larger than this is freed rather than kept for the next window.
+const KEPT_CAPACITY: usize = 256 * 1024;
+
+fn write_loop(mut file: File, shared: &Shared, counters: &Counters) {
+    let mut records = Vec::new();
+    let mut out = Vec::new();
+    loop {
+        let mut q = shared.queue();
+        while q.records.is_empty() && !q.closed {
+            q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+        if q.records.is_empty() {
+            return; // closed, and everything written
+        }
+        if !q.hurry && !q.closed {
+            // Gather: while this thread sleeps, lines queue without waking it, so under load
+            // it costs one wake-up and one write per window, not one per record.
+            drop(q);
             std::thread::sleep(GATHER);
+            q = shared.queue();
         }
-        let mut next = Some(first);
-        // Write everything queued, then flush once: one syscall per window.
-        while let Some(msg) = next {
-            match msg {
-                Msg::Record(record) => {
-                    line.clear();
-                    serde_json::to_writer(&mut line, &record).expect("records serialize");
-                    line.push(b'\n');
-                    match out.write_all(&line) {
-                        Ok(()) => Counters::bump(&counters.telemetry_lines),
-                        Err(e) => {
-                            Counters::bump(&counters.telemetry_errors);
-                            tracing::warn!(error = %e, "telemetry write failed");
-                        }
-                    }
-                }
-                Msg::Flush(done) => {
-                    let _ = out.flush();
-                    let _ = done.send(());
-                }
+        q.hurry = false;
+        std::mem::swap(&mut records, &mut q.records);
+        let upto = q.queued_total;
+        drop(q);
+        let lines = records.len() as u64;
+        for record in records.drain(..) {
+            serde_json::to_writer(&mut out, &record).expect("records serialize");
+            out.push(b'\n');
+        }
+        match file.write_all(&out) {
+            Ok(()) => {
+                counters.telemetry_lines.fetch_add(lines, Ordering::Relaxed);
             }
-            next = rx.try_recv().ok();
+            Err(e) => {
+                counters
+                    .telemetry_errors
+                    .fetch_add(lines, Ordering::Relaxed);
+                tracing::warn!(error = %e, lines, "telemetry write failed; records lost");
+            }
         }
-        if let Err(e) = out.flush() {
-            Counters::bump(&counters.telemetry_errors);
-            tracing::warn!(error = %e, "telemetry flush failed");
+        out.clear();
+        if out.capacity() > KEPT_CAPACITY {
+            out = Vec::new();
+            records = Vec::new();
         }
+        shared.queue().done_total = upto;
+        shared.written.notify_all();
     }
-    let _ = out.flush();
 }

@@ -8,6 +8,7 @@ mod stats;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use tokio::time::{Duration, Instant};
@@ -16,7 +17,7 @@ pub use error::BrokerError;
 pub use stats::BrokerStats;
 
 use crate::protocol::{
-    encode, AskUserRequest, AskUserResponse, BusEvent, FrameError, NoUiPolicy, Outcome,
+    encode, hot, AskUserRequest, AskUserResponse, BusEvent, FrameError, NoUiPolicy, Outcome,
     ProducerInfo, ProducerResponse, ResultPayload, ServerFrame, TimeoutMs, UiRequestRef,
     WithdrawReason,
 };
@@ -343,13 +344,7 @@ impl Broker {
             let uid = req.producer_info.uid;
             match (before.sees(uid), after.sees(uid)) {
                 (false, true) => fx.frame(peer, encode_ui_request(id, req, now)),
-                (true, false) => fx.frame(
-                    peer,
-                    encode(&ServerFrame::AskUserWithdrawn {
-                        correlation_id: id.to_string(),
-                        reason: WithdrawReason::Withdrawn,
-                    }),
-                ),
+                (true, false) => fx.frame(peer, hot::withdrawn(id, WithdrawReason::Withdrawn)),
                 _ => {}
             }
         }
@@ -552,8 +547,8 @@ impl Broker {
             });
         }
         fx.records.push(Record {
-            ts: String::new(),
-            node: Arc::from(""),
+            ts: SystemTime::UNIX_EPOCH,
+            node: None,
             correlation_id: id.map(str::to_owned),
             reason: "rejected",
             code: Some(code),
@@ -759,11 +754,7 @@ impl Broker {
             let result = questions::answered_result(&req.meta, &resp.answers);
             (Outcome::Answered, result, resp.answers)
         };
-        let ack = ServerFrame::AskUserAck {
-            correlation_id: id.to_owned(),
-            outcome,
-        };
-        fx.frame(peer, encode(&ack));
+        fx.frame(peer, hot::ack(id, outcome));
         self.stats.record_latency(now - req.accepted_at);
         self.finish_with(
             id,
@@ -865,12 +856,7 @@ impl Broker {
             {
                 continue;
             }
-            let frame = frame.get_or_insert_with(|| {
-                encode(&ServerFrame::AskUserWithdrawn {
-                    correlation_id: id.to_owned(),
-                    reason,
-                })
-            });
+            let frame = frame.get_or_insert_with(|| hot::withdrawn(id, reason));
             fx.frame(ui, frame.clone());
         }
     }
@@ -920,7 +906,7 @@ impl Broker {
         };
         fx.records
             .push(record(id, outcome.as_str(), &req, ui, now, answered));
-        let frame = ServerFrame::AskUserResponse(ProducerResponse {
+        let response = ProducerResponse {
             correlation_id: id.to_owned(),
             answers,
             cancelled: outcome != Outcome::Answered,
@@ -930,8 +916,8 @@ impl Broker {
                 return_display: result.return_display,
                 data: result.data,
             },
-        });
-        fx.frame(req.producer, encode(&frame));
+        };
+        fx.frame(req.producer, hot::response(&response));
     }
 }
 
@@ -953,8 +939,8 @@ fn record(
         Answered::Count(n) => (false, n),
     };
     Record {
-        ts: String::new(),
-        node: Arc::from(""),
+        ts: SystemTime::UNIX_EPOCH,
+        node: None,
         correlation_id: Some(id.to_owned()),
         reason,
         code: None,

@@ -577,7 +577,7 @@ impl UiRequestRef<'_> {
     pub fn encode(&self) -> bytes::Bytes {
         super::encode_with(|out| {
             out.extend_from_slice(br#"{"type":"ask-user-request","correlationId":"#);
-            serde_json::to_writer(&mut *out, self.correlation_id).expect("a str serializes");
+            super::hot::write_str(out, self.correlation_id);
             out.extend_from_slice(br#","questions":"#);
             out.extend_from_slice(self.questions.as_bytes());
             out.extend_from_slice(br#","timeoutMs":"#);

@@ -7,6 +7,7 @@ mod codec;
 mod error;
 mod fast;
 mod frames;
+pub mod hot;
 
 pub use codec::{
     codec, encode, encode_with, is_frame_too_large, split_frame, Split, DEFAULT_MAX_FRAME_BYTES,

@@ -210,7 +210,7 @@ fn is_valid(questions: &[Question]) -> bool {
 }
 
 fn push_str(out: &mut Vec<u8>, s: &str) {
-    serde_json::to_writer(&mut *out, s).expect("writing to a Vec cannot fail");
+    crate::protocol::hot::write_str(out, s);
 }
 
 fn push_key(out: &mut Vec<u8>, first: &mut bool, key: &str) {
