@@ -45,6 +45,86 @@ pub struct Record {
     pub answer_count: usize,
 }
 
+impl Record {
+    /// Appends the record's JSON line (with its newline): the bytes serde writes for it,
+    /// written by hand because the writer thread shares the machine with the broker.
+    /// `ts_text` caches the last timestamp formatted (records of one burst share theirs).
+    pub fn write_line(&self, out: &mut Vec<u8>, ts_text: &mut (SystemTime, Vec<u8>)) {
+        use crate::protocol::hot::{write_i64, write_str, write_u64};
+        if ts_text.1.is_empty() || ts_text.0 != self.ts {
+            ts_text.0 = self.ts;
+            ts_text.1.clear();
+            let _ = write!(
+                ts_text.1,
+                "\"{}\"",
+                humantime::format_rfc3339_millis(self.ts)
+            );
+        }
+        let pid = |out: &mut Vec<u8>, pid: Option<i32>| match pid {
+            Some(p) => write_i64(out, p.into()),
+            None => out.extend_from_slice(b"null"),
+        };
+        let opt_str = |out: &mut Vec<u8>, s: Option<&str>| match s {
+            Some(s) => write_str(out, s),
+            None => out.extend_from_slice(b"null"),
+        };
+        out.extend_from_slice(b"{\"ts\":");
+        out.extend_from_slice(&ts_text.1);
+        out.extend_from_slice(b",\"node\":");
+        opt_str(out, self.node.as_deref());
+        out.extend_from_slice(b",\"correlationId\":");
+        opt_str(out, self.correlation_id.as_deref());
+        out.extend_from_slice(b",\"reason\":");
+        write_str(out, self.reason);
+        if let Some(code) = self.code {
+            out.extend_from_slice(b",\"code\":");
+            write_str(out, code.as_str());
+        }
+        out.extend_from_slice(b",\"producer\":{");
+        if let Some(client) = &self.producer.client {
+            out.extend_from_slice(b"\"client\":");
+            write_str(out, client);
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"pid\":");
+        pid(out, self.producer.pid);
+        out.extend_from_slice(b",\"uid\":");
+        write_u64(out, self.producer.uid.into());
+        out.push(b'}');
+        if let Some(ui) = &self.ui {
+            out.extend_from_slice(b",\"ui\":{");
+            if let Some(client) = &ui.client {
+                out.extend_from_slice(b"\"client\":");
+                write_str(out, client);
+                out.push(b',');
+            }
+            out.extend_from_slice(b"\"pid\":");
+            pid(out, ui.pid);
+            out.push(b'}');
+        }
+        out.extend_from_slice(b",\"latencyMs\":");
+        write_u64(out, self.latency_ms);
+        out.extend_from_slice(b",\"question_types\":[");
+        for (n, t) in self.question_types.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            write_str(out, t);
+        }
+        out.extend_from_slice(b"],\"dismissed\":");
+        out.extend_from_slice(if self.dismissed { b"true" } else { b"false" });
+        out.extend_from_slice(b",\"empty_submission\":");
+        out.extend_from_slice(if self.empty_submission {
+            b"true"
+        } else {
+            b"false"
+        });
+        out.extend_from_slice(b",\"answer_count\":");
+        write_u64(out, self.answer_count as u64);
+        out.extend_from_slice(b"}\n");
+    }
+}
+
 /// RFC 3339 UTC with milliseconds.
 pub fn timestamp(at: SystemTime) -> String {
     humantime::format_rfc3339_millis(at).to_string()
@@ -239,6 +319,7 @@ const KEPT_CAPACITY: usize = 256 * 1024;
 fn write_loop(mut file: File, shared: &Shared, counters: &Counters) {
     let mut records = Vec::new();
     let mut out = Vec::new();
+    let mut ts_text = (SystemTime::UNIX_EPOCH, Vec::new());
     loop {
         let mut q = shared.queue();
         while q.records.is_empty() && !q.closed {
@@ -260,8 +341,7 @@ fn write_loop(mut file: File, shared: &Shared, counters: &Counters) {
         drop(q);
         let lines = records.len() as u64;
         for record in records.drain(..) {
-            serde_json::to_writer(&mut out, &record).expect("records serialize");
-            out.push(b'\n');
+            record.write_line(&mut out, &mut ts_text);
         }
         match file.write_all(&out) {
             Ok(()) => {
@@ -281,5 +361,70 @@ fn write_loop(mut file: File, shared: &Shared, counters: &Counters) {
         }
         shared.queue().done_total = upto;
         shared.written.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_the_bytes_serde_writes() {
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_796_290_000_123);
+        let full = Record {
+            ts: at,
+            node: Some(Arc::from("host\"1")),
+            correlation_id: Some("c-é\n".into()),
+            reason: "answered",
+            code: None,
+            producer: ProducerInfo {
+                client: Some("agent/1".into()),
+                pid: Some(-4),
+                uid: 1000,
+            },
+            ui: Some(UiInfo {
+                client: None,
+                pid: Some(77),
+            }),
+            latency_ms: 1234,
+            question_types: vec!["choice", "yesno"],
+            dismissed: false,
+            empty_submission: true,
+            answer_count: 0,
+        };
+        let bare = Record {
+            node: None,
+            correlation_id: None,
+            reason: "rejected",
+            code: Some(ErrorCode::InvalidRequest),
+            producer: ProducerInfo {
+                client: None,
+                pid: None,
+                uid: 0,
+            },
+            ui: Some(UiInfo {
+                client: Some("tui".into()),
+                pid: None,
+            }),
+            question_types: vec![],
+            dismissed: true,
+            ..full.clone()
+        };
+        let none_ui = Record {
+            ui: None,
+            ts: at + std::time::Duration::from_millis(1),
+            ..full.clone()
+        };
+        let mut ts_text = (SystemTime::UNIX_EPOCH, Vec::new());
+        for record in [&full, &bare, &none_ui, &full] {
+            let mut ours = Vec::new();
+            record.write_line(&mut ours, &mut ts_text);
+            let mut theirs = serde_json::to_vec(record).unwrap();
+            theirs.push(b'\n');
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                String::from_utf8(theirs).unwrap()
+            );
+        }
     }
 }

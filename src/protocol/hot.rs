@@ -78,7 +78,8 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-fn write_u64(out: &mut Vec<u8>, n: u64) {
+/// Appends `n` as serde_json writes it.
+pub fn write_u64(out: &mut Vec<u8>, n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     let mut n = n;
@@ -91,6 +92,14 @@ fn write_u64(out: &mut Vec<u8>, n: u64) {
         }
     }
     out.extend_from_slice(&digits[at..]);
+}
+
+/// Appends `n` as serde_json writes it.
+pub fn write_i64(out: &mut Vec<u8>, n: i64) {
+    if n < 0 {
+        out.push(b'-');
+    }
+    write_u64(out, n.unsigned_abs());
 }
 
 fn write_bool(out: &mut Vec<u8>, b: bool) {
@@ -218,6 +227,29 @@ mod tests {
         for s in &cases {
             assert_eq!(ours(s), serde_str(s), "{s:?}");
         }
+    }
+
+    #[test]
+    fn integers_are_written_as_serde_json_writes_them() {
+        for n in [
+            0i64,
+            1,
+            -1,
+            9,
+            10,
+            -10,
+            12345,
+            i32::MIN as i64,
+            i64::MAX,
+            i64::MIN,
+        ] {
+            let mut out = Vec::new();
+            write_i64(&mut out, n);
+            assert_eq!(out, serde_json::to_vec(&n).unwrap());
+        }
+        let mut out = Vec::new();
+        write_u64(&mut out, u64::MAX);
+        assert_eq!(out, serde_json::to_vec(&u64::MAX).unwrap());
     }
 
     #[test]
