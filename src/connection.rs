@@ -18,9 +18,10 @@ use crate::broker::{PeerId, PeerInfo, ValidRequest};
 use crate::hub::Hub;
 use crate::outbox::{Batch, Outbox};
 use crate::protocol::{
-    self, encode, split_frame, ErrorCode, FrameError, Inbound, ServerFrame, Split,
+    self, encode, split_frame, ErrorCode, FrameError, Inbound, OnePass, ServerFrame, Split,
     LENGTH_PREFIX_BYTES,
 };
+use crate::questions::PlainQuestions;
 use crate::telemetry::Counters;
 
 /// Settings every connection reads.
@@ -355,10 +356,26 @@ impl Conn<'_> {
     }
 
     fn handle(&mut self, payload: &[u8]) -> Next {
-        let frame = match protocol::parse_inbound(payload) {
+        let id = self.id;
+        // The frames every question costs are read in one pass; the rest (and anything unusual
+        // about those) take the general path, which words every error.
+        let parsed = match protocol::parse_one_pass::<PlainQuestions>(payload) {
+            Some(OnePass::Request(head, questions)) => {
+                match ValidRequest::from_plain(head, questions, payload.len()) {
+                    Some(req) => {
+                        self.hub
+                            .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx));
+                        return Next::Continue;
+                    }
+                    None => protocol::parse_inbound(payload),
+                }
+            }
+            Some(OnePass::Frame(frame)) => Ok(frame),
+            None => protocol::parse_inbound(payload),
+        };
+        let frame = match parsed {
             Ok(frame) => frame,
             Err(err) if err.ask_request => {
-                let id = self.id;
                 self.hub
                     .run_in(&mut self.batch, |b, _, fx| b.reject_malformed(id, err, fx));
                 return Next::Continue;
@@ -372,7 +389,6 @@ impl Conn<'_> {
                 };
             }
         };
-        let id = self.id;
         match frame {
             Inbound::Hello { protocol, client } => {
                 if let Some(client) = client {

@@ -133,6 +133,28 @@ pub fn check(questions: RequestQuestions) -> Result<Normalized, String> {
     normalize(&questions.into_params())
 }
 
+/// Questions of the plain shape, as `protocol::parse_one_pass` reads them straight out of a
+/// request (borrowing from its payload).
+pub use fast::Questions as PlainQuestions;
+
+/// Validates and normalizes plain questions read from a payload of `payload_len` bytes; `None`
+/// leaves the request to the full path (`protocol::parse_inbound`, then [`check`]), which gives
+/// the same result for everything this accepts, and words every error.
+pub fn check_plain(questions: PlainQuestions, payload_len: usize) -> Option<Normalized> {
+    fast::validated(questions, payload_len)
+}
+
+/// The whole one-pass path for one frame: `Some` for an `ask-user-request` with plain, valid
+/// questions (what the full path would make of it), `None` for anything else.
+pub fn check_request(payload: &[u8]) -> Option<(crate::protocol::RequestHead, Normalized)> {
+    match crate::protocol::parse_one_pass::<PlainQuestions>(payload)? {
+        crate::protocol::OnePass::Request(head, questions) => {
+            Some((head, check_plain(questions, payload.len())?))
+        }
+        crate::protocol::OnePass::Frame(_) => None,
+    }
+}
+
 /// The one-pass shortcut alone: `Some` only for a plain, valid `questions` text (then exactly
 /// what [`normalize`] gives), `None` for everything it leaves to [`normalize`].
 pub fn normalize_plain(questions_json: &str) -> Option<Normalized> {

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use askbus::protocol::RequestQuestions;
 use askbus::questions::{
-    answered_result, check, dismissed_result, meta, normalize, normalize_plain, validate,
+    answered_result, check, check_request, dismissed_result, meta, normalize, normalize_plain,
+    validate,
 };
 use serde_json::Value;
 
@@ -63,13 +64,27 @@ fn validation_agrees_with_reference() {
 #[test]
 fn one_pass_path_agrees_with_the_tree_path() {
     let cases = load("ask_user_reference_cases.json");
-    let (mut taken, mut valid) = (0, 0);
+    let (mut taken, mut valid, mut taken_in_frames) = (0, 0, 0);
     for (n, case) in cases.iter().enumerate() {
         let Some(questions) = case["params"].get("questions") else {
             continue;
         };
         let tree = normalize(&case["params"]);
         valid += usize::from(tree.is_ok());
+        // The daemon's whole-frame pass: the same questions inside a request.
+        let id = format!("case-{n}");
+        let frame = serde_json::json!({"type": "ask-user-request", "correlationId": id,
+            "timeoutMs": 5000, "questions": questions})
+        .to_string();
+        if let Some((head, one)) = check_request(frame.as_bytes()) {
+            taken_in_frames += 1;
+            let tree = tree
+                .as_ref()
+                .unwrap_or_else(|e| panic!("case {n}: frame pass accepted, tree: {e}"));
+            assert_eq!(one.questions, tree.questions, "case {n}");
+            assert_eq!(one.meta, tree.meta, "case {n}");
+            assert_eq!(head.correlation_id, id);
+        }
         if let Some(plain) = normalize_plain(&questions.to_string()) {
             taken += 1;
             let tree = tree.unwrap_or_else(|e| panic!("case {n}: shortcut accepted, tree: {e}"));
@@ -86,6 +101,10 @@ fn one_pass_path_agrees_with_the_tree_path() {
         }
     }
     println!("one-pass shortcut took {taken} of {valid} valid cases");
+    assert_eq!(
+        taken_in_frames, taken,
+        "the whole-frame pass must take what the questions pass takes"
+    );
     assert!(
         taken * 2 > valid,
         "the shortcut took only {taken} of {valid}"

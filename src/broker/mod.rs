@@ -18,8 +18,8 @@ pub use stats::BrokerStats;
 
 use crate::protocol::{
     encode, hot, AskUserRequest, AskUserResponse, BusEvent, FrameError, NoUiPolicy, Outcome,
-    ProducerInfo, ProducerResponse, ResultPayload, ServerFrame, TimeoutMs, UiRequestRef,
-    WithdrawReason,
+    ProducerInfo, ProducerResponse, RequestHead, ResultPayload, ServerFrame, TimeoutMs,
+    UiRequestRef, WithdrawReason,
 };
 use crate::questions::{self, question_types, DaemonOutcome, QuestionMeta, ToolResult};
 use crate::telemetry::{Record, UiInfo};
@@ -131,6 +131,23 @@ impl ValidRequest {
             }),
             Err(msg) => Err((req.correlation_id, BrokerError::InvalidQuestions(msg))),
         }
+    }
+
+    /// The one-pass path: a request whose plain questions `protocol::parse_one_pass` read
+    /// from a payload of `payload_len` bytes; `None` leaves it to `parse_inbound` and `check`.
+    pub fn from_plain(
+        head: RequestHead,
+        questions: questions::PlainQuestions,
+        payload_len: usize,
+    ) -> Option<ValidRequest> {
+        let normalized = questions::check_plain(questions, payload_len)?;
+        Some(ValidRequest {
+            meta: normalized.meta,
+            questions: normalized.questions,
+            correlation_id: head.correlation_id,
+            timeout_ms: head.timeout_ms,
+            no_ui: head.no_ui,
+        })
     }
 
     pub fn correlation_id(&self) -> &str {

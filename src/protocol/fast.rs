@@ -22,8 +22,11 @@ use super::frames::{Inbound, NoUiPolicy, TimeoutMs};
 use super::MAX_CORRELATION_ID_CHARS;
 
 /// The fields of both hot-path frames; unknown keys are skipped, as the full parser skips them.
+/// `Q` is what `questions` is read as: its text, or (for [`parse_request`]) the caller's own
+/// one-pass reading of it.
 #[derive(Deserialize)]
-struct Envelope<'a> {
+#[serde(bound(deserialize = "Q: Deserialize<'de>"))]
+struct Envelope<'a, Q> {
     #[serde(rename = "type", borrow)]
     ty: &'a str,
     #[serde(rename = "correlationId", borrow)]
@@ -32,8 +35,8 @@ struct Envelope<'a> {
     timeout_ms: Option<u64>,
     #[serde(default, rename = "noUi", borrow, deserialize_with = "present")]
     no_ui: Option<&'a str>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    questions: Option<&'a RawValue>,
+    #[serde(default = "absent", deserialize_with = "present")]
+    questions: Option<Q>,
     #[serde(default, deserialize_with = "present")]
     answers: Option<Answers>,
     #[serde(default, deserialize_with = "present")]
@@ -44,6 +47,10 @@ struct Envelope<'a> {
 /// `null` as absent, where the full parser reports it.
 fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
+}
+
+fn absent<Q>() -> Option<Q> {
+    None
 }
 
 /// `answers`: canonical question indices to strings. The last of duplicate keys wins, as in
@@ -72,33 +79,85 @@ impl<'de> Deserialize<'de> for Answers {
     }
 }
 
+/// An `ask-user-request` but for its questions: what [`parse_request`] hands back beside them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestHead {
+    pub correlation_id: String,
+    pub timeout_ms: Option<TimeoutMs>,
+    pub no_ui: Option<NoUiPolicy>,
+}
+
+/// The envelope's request fields, if the full parser would accept them as they are.
+fn request_head<Q>(env: &Envelope<'_, Q>) -> Option<RequestHead> {
+    let id = &env.correlation_id;
+    if env.ty != "ask-user-request"
+        || id.is_empty()
+        || id.chars().count() > MAX_CORRELATION_ID_CHARS
+    {
+        return None;
+    }
+    let timeout_ms = match env.timeout_ms {
+        None => None,
+        Some(0) => return None,
+        Some(ms) => Some(TimeoutMs::Ms(ms)),
+    };
+    let no_ui = match env.no_ui {
+        None => None,
+        Some(s) => Some(NoUiPolicy::parse(s)?),
+    };
+    Some(RequestHead {
+        correlation_id: id.clone().into_owned(),
+        timeout_ms,
+        no_ui,
+    })
+}
+
+/// What [`parse_one_pass`] read.
+#[derive(Debug)]
+pub enum OnePass<Q> {
+    /// An `ask-user-request`, its questions read as the caller's `Q`.
+    Request(RequestHead, Q),
+    /// An `ask-user-response`.
+    Frame(Inbound),
+}
+
+/// The hot frames in one pass: an `ask-user-request` with its `questions` read straight into
+/// the caller's `Q` (which may borrow from the payload), or an `ask-user-response`; exactly the
+/// frames [`parse`] accepts, provided `Q` reads the questions. `None` leaves the frame to
+/// [`super::parse_inbound`].
+pub fn parse_one_pass<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<OnePass<Q>> {
+    let env: Envelope<Q> = serde_json::from_slice(payload).ok()?;
+    match env.ty {
+        "ask-user-request" => {
+            let head = request_head(&env)?;
+            Some(OnePass::Request(head, env.questions?))
+        }
+        _ => response(env).map(OnePass::Frame),
+    }
+}
+
 /// The frame, if it is an `ask-user-request` or `ask-user-response` the full parser would
 /// accept as it is; `None` leaves the frame to the full parser.
 pub(super) fn parse(payload: &[u8]) -> Option<Inbound> {
-    let env: Envelope = serde_json::from_slice(payload).ok()?;
-    let id = env.correlation_id;
-    if id.is_empty() || id.chars().count() > MAX_CORRELATION_ID_CHARS {
-        return None;
+    match parse_one_pass::<&RawValue>(payload)? {
+        OnePass::Request(head, questions) => Some(Inbound::AskUserRequest(AskUserRequest {
+            correlation_id: head.correlation_id,
+            timeout_ms: head.timeout_ms,
+            no_ui: head.no_ui,
+            questions: RequestQuestions::Raw(questions.to_owned()),
+        })),
+        OnePass::Frame(frame) => Some(frame),
     }
+}
+
+/// The envelope as an `ask-user-response`, if it is one the full parser accepts as it is.
+fn response<Q>(env: Envelope<'_, Q>) -> Option<Inbound> {
     match env.ty {
-        "ask-user-request" => {
-            let timeout_ms = match env.timeout_ms {
-                None => None,
-                Some(0) => return None,
-                Some(ms) => Some(TimeoutMs::Ms(ms)),
-            };
-            let no_ui = match env.no_ui {
-                None => None,
-                Some(s) => Some(NoUiPolicy::parse(s)?),
-            };
-            Some(Inbound::AskUserRequest(AskUserRequest {
-                correlation_id: id.into_owned(),
-                timeout_ms,
-                no_ui,
-                questions: RequestQuestions::Raw(env.questions?.to_owned()),
-            }))
-        }
         "ask-user-response" => {
+            let id = env.correlation_id;
+            if id.is_empty() || id.chars().count() > MAX_CORRELATION_ID_CHARS {
+                return None;
+            }
             let cancelled = env.cancelled.unwrap_or(false);
             let answers = match env.answers {
                 Some(Answers(answers)) => answers,

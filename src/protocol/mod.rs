@@ -14,6 +14,7 @@ pub use codec::{
     LENGTH_PREFIX_BYTES,
 };
 pub use error::{ErrorCode, FrameError};
+pub use fast::{parse_one_pass, OnePass, RequestHead};
 pub use frames::*;
 
 /// The protocol number carried by `hello` and `welcome`.

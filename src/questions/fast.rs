@@ -165,7 +165,8 @@ impl<'de> Deserialize<'de> for Question<'de> {
 }
 
 /// At most four questions (the schema's `maxItems`), without a heap allocation for the list.
-struct Questions<'a>(Vec<Question<'a>>);
+/// A `questions` array of plain questions, borrowing from the text it was read from.
+pub struct Questions<'a>(Vec<Question<'a>>);
 
 impl<'de> Deserialize<'de> for Questions<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -296,11 +297,16 @@ fn write_question(out: &mut Vec<u8>, q: &Question) {
 /// The normalized questions and their facts, if `text` (a `questions` value) is a plain,
 /// valid questions array; `None` leaves it to [`super::normalize`].
 pub(super) fn validate_json(text: &str) -> Option<Normalized> {
-    let Questions(questions) = serde_json::from_str(text).ok()?;
+    validated(serde_json::from_str(text).ok()?, text.len())
+}
+
+/// The normalized questions and their facts, if `questions` (read from about `text_len` bytes)
+/// are valid; `None` leaves them to [`super::normalize`].
+pub(super) fn validated(Questions(questions): Questions, text_len: usize) -> Option<Normalized> {
     if !is_valid(&questions) {
         return None;
     }
-    let mut out = Vec::with_capacity(text.len() + 16);
+    let mut out = Vec::with_capacity(text_len + 16);
     out.push(b'[');
     for (i, q) in questions.iter().enumerate() {
         if i > 0 {
