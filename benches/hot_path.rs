@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use askbus::broker::{Broker, Effects, Limits, Msg, PeerId, PeerInfo, ValidRequest};
 use askbus::protocol::{
-    self, codec, encode, AskUserRequest, AskUserResponse, Inbound, ProducerInfo, ServerFrame,
-    UiRequest, UiRequestRef,
+    self, codec, encode, hot, AskUserRequest, AskUserResponse, Inbound, OnePass, ProducerInfo,
+    ServerFrame, UiRequest, UiRequestRef,
 };
+use askbus::questions::PlainQuestions;
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use serde_json::{json, Value};
@@ -118,8 +119,20 @@ fn mixed4() -> Value {
     })
 }
 
-/// What `Conn::handle` does with an ask-user-request's payload before the broker takes it.
+/// What `Conn::handle` does with a plain ask-user-request's payload before the broker takes
+/// it: one pass over the frame and its questions.
 fn decode_request(payload: &[u8]) -> ValidRequest {
+    match protocol::parse_one_pass::<PlainQuestions>(payload) {
+        Some(OnePass::Request(head, questions)) => {
+            ValidRequest::from_plain(head, questions, payload.len()).expect("questions are plain")
+        }
+        _ => panic!("not a plain ask-user-request"),
+    }
+}
+
+/// The general path, which every request the one pass does not take goes through (and which
+/// words every error): the frame, then its questions' text read again.
+fn decode_request_general(payload: &[u8]) -> ValidRequest {
     match protocol::parse_inbound(payload) {
         Ok(Inbound::AskUserRequest(req)) => ValidRequest::check(req).expect("questions are valid"),
         other => panic!("not a valid ask-user-request: {other:?}"),
@@ -151,6 +164,10 @@ fn bench_decode(c: &mut Criterion) {
         decode_request(payload);
         g.throughput(Throughput::Bytes(payload.len() as u64));
         g.bench_function(*name, |b| b.iter(|| decode_request(black_box(payload))));
+        decode_request_general(payload);
+        g.bench_function(format!("general/{name}"), |b| {
+            b.iter(|| decode_request_general(black_box(payload)))
+        });
     }
     g.finish();
 
@@ -206,9 +223,23 @@ fn bench_encode(c: &mut Criterion) {
         "response encodes as the golden frame"
     );
 
+    let ServerFrame::AskUserResponse(producer_response) = &resp else {
+        panic!("not a response")
+    };
+    assert_eq!(
+        hot::response(producer_response),
+        compact(&golden_resp),
+        "the hand-written response is the golden frame"
+    );
+
     let mut g = c.benchmark_group("encode");
     g.bench_function("ui_request", |b| b.iter(|| black_box(&ui_ref).encode()));
-    g.bench_function("producer_response", |b| b.iter(|| encode(black_box(&resp))));
+    g.bench_function("producer_response", |b| {
+        b.iter(|| hot::response(black_box(producer_response)))
+    });
+    g.bench_function("producer_response/serde", |b| {
+        b.iter(|| encode(black_box(&resp)))
+    });
 
     // The writer's step: the length prefix and payload appended to the connection's buffer,
     // which is emptied onto the socket between frames (cleared here).
