@@ -555,9 +555,13 @@ describe('askbus web in Chromium', () => {
     try {
       const id = newId();
       agent.ask(id, [db, features, migrate, name], { timeoutMs: 600000 });
+      // The agent's question must be the older one (the page shows the oldest first); two
+      // connections' requests are otherwise taken in whichever order the daemon reads them.
+      await agent.sync();
       const waiting = newId();
       other.ask(waiting, [{ ...name, header: 'Branch', question: 'Which branch should I rebase onto?' }],
         { timeoutMs: 240000 });
+      await other.sync();
       const desktop = await browser.newContext({ viewport: { width: 1100, height: 720 }, colorScheme: 'light' });
       const phone = await browser.newContext({
         viewport: { width: 360, height: 780 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true,

@@ -17,6 +17,8 @@ import { chromium } from 'playwright-core';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 export const DAEMON = process.env.ASKBUS_DAEMON || path.join(ROOT, 'target/debug/askbusd');
 export const CLI = process.env.ASKBUS_CLI || path.join(ROOT, 'target/debug/askbus');
+let syncs = 0;
+
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 /** How long a test waits for something it expects. */
 export const WAIT_MS = 10000;
@@ -167,9 +169,21 @@ export class Producer {
     });
   }
 
-  /** Asks; resolves once the request is pending (no error came back at once). */
+  /** Sends a request (`sync` tells when the daemon has taken it). */
   ask(correlationId, questions, extra = {}) {
     this.send({ type: 'ask-user-request', correlationId, questions, ...extra });
+  }
+
+  /** Resolves once the daemon has handled everything sent before on this connection: it
+   * handles one connection's frames in order, so the pong comes after them. */
+  async sync(ms = WAIT_MS) {
+    syncs += 1;
+    const id = `sync-${syncs}`;
+    this.send({ type: 'ping', id });
+    const f = await this.next(ms);
+    if (f.type !== 'pong' || f.id !== id) {
+      throw new Error(`expected the pong ${id}, got ${JSON.stringify(f)}`);
+    }
   }
 
   /** The terminal ask-user-response for `id`. */
