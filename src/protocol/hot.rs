@@ -108,22 +108,31 @@ fn write_bool(out: &mut Vec<u8>, b: bool) {
 
 /// `{"type":"ask-user-withdrawn","correlationId":…,"reason":…}`
 pub fn withdrawn(correlation_id: &str, reason: WithdrawReason) -> Bytes {
-    encode_with(|out| {
-        out.extend_from_slice(br#"{"type":"ask-user-withdrawn","correlationId":"#);
-        write_str(out, correlation_id);
-        out.extend_from_slice(br#","reason":""#);
-        out.extend_from_slice(reason.as_str().as_bytes());
-        out.extend_from_slice(br#""}"#);
-    })
+    id_and_word(
+        br#"{"type":"ask-user-withdrawn","correlationId":"#,
+        correlation_id,
+        br#","reason":""#,
+        reason.as_str(),
+    )
 }
 
 /// `{"type":"ask-user-ack","correlationId":…,"outcome":…}`
 pub fn ack(correlation_id: &str, outcome: Outcome) -> Bytes {
+    id_and_word(
+        br#"{"type":"ask-user-ack","correlationId":"#,
+        correlation_id,
+        br#","outcome":""#,
+        outcome.as_str(),
+    )
+}
+
+/// A frame of a correlationId and one word that needs no escaping (a reason, an outcome).
+fn id_and_word(head: &[u8], id: &str, key: &[u8], word: &str) -> Bytes {
     encode_with(|out| {
-        out.extend_from_slice(br#"{"type":"ask-user-ack","correlationId":"#);
-        write_str(out, correlation_id);
-        out.extend_from_slice(br#","outcome":""#);
-        out.extend_from_slice(outcome.as_str().as_bytes());
+        out.extend_from_slice(head);
+        write_str(out, id);
+        out.extend_from_slice(key);
+        out.extend_from_slice(word.as_bytes());
         out.extend_from_slice(br#""}"#);
     })
 }
