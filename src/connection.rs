@@ -250,20 +250,10 @@ impl FrameReader {
             Err(e) if is_retry(&e) => return Read::More,
             Err(_) => return Read::Closed,
         }
-        let mut rest = &scratch[..];
-        loop {
-            match split_frame(rest, self.max_frame_bytes) {
-                Split::Frame(len) => {
-                    let end = LENGTH_PREFIX_BYTES + len;
-                    if let Next::Close = on_frame(&rest[LENGTH_PREFIX_BYTES..end]) {
-                        return Read::Close;
-                    }
-                    rest = &rest[end..];
-                }
-                Split::TooLarge => return Read::TooLarge,
-                Split::Incomplete => break,
-            }
-        }
+        let rest = match each_frame(scratch, self.max_frame_bytes, on_frame) {
+            Ok(taken) => &scratch[taken..],
+            Err(read) => return read,
+        };
         if !rest.is_empty() {
             self.partial.extend_from_slice(rest);
             self.partial_since = Some(Instant::now());
@@ -293,21 +283,12 @@ impl FrameReader {
                 Err(_) => return Read::Closed,
             }
         }
-        let mut completed = false;
-        loop {
-            match split_frame(&self.partial, self.max_frame_bytes) {
-                Split::Frame(len) => {
-                    self.partial.advance(LENGTH_PREFIX_BYTES);
-                    let frame = self.partial.split_to(len);
-                    completed = true;
-                    if let Next::Close = on_frame(&frame) {
-                        return Read::Close;
-                    }
-                }
-                Split::TooLarge => return Read::TooLarge,
-                Split::Incomplete => break,
-            }
-        }
+        let taken = match each_frame(&self.partial, self.max_frame_bytes, on_frame) {
+            Ok(taken) => taken,
+            Err(read) => return read,
+        };
+        self.partial.advance(taken);
+        let completed = taken > 0;
         if self.partial.is_empty() {
             // Free the frame's memory: an idle connection holds no buffer.
             self.partial = BytesMut::new();
@@ -317,6 +298,29 @@ impl FrameReader {
             self.partial_since = Some(Instant::now());
         }
         Read::More
+    }
+}
+
+/// Hands every whole frame at the front of `buf` to `on_frame`, in order: the bytes they took,
+/// or why reading stops (`Close` from a handler, `TooLarge` from a prefix).
+fn each_frame(
+    buf: &[u8],
+    max_frame_bytes: usize,
+    on_frame: &mut impl FnMut(&[u8]) -> Next,
+) -> Result<usize, Read> {
+    let mut taken = 0;
+    loop {
+        match split_frame(&buf[taken..], max_frame_bytes) {
+            Split::Frame(len) => {
+                let start = taken + LENGTH_PREFIX_BYTES;
+                taken = start + len;
+                if let Next::Close = on_frame(&buf[start..taken]) {
+                    return Err(Read::Close);
+                }
+            }
+            Split::TooLarge => return Err(Read::TooLarge),
+            Split::Incomplete => return Ok(taken),
+        }
     }
 }
 

@@ -56,6 +56,11 @@ impl State {
         self.buf.len() - self.sent
     }
 
+    /// Room for a replay step: the buffer is at most half full.
+    fn has_room_for_replay(&self, limit: usize) -> bool {
+        self.unsent() < limit / 2
+    }
+
     /// Writes what the socket takes now. `Ok(true)` when everything was written.
     fn write_now(&mut self, stream: &UnixStream) -> io::Result<bool> {
         while self.sent < self.buf.len() {
@@ -192,14 +197,14 @@ impl Outbox {
 
     /// Whether the buffer has room for a replay step: at most half full.
     pub fn has_room_for_replay(&self) -> bool {
-        self.state().unsent() < self.shared.limit / 2
+        self.state().has_room_for_replay(self.shared.limit)
     }
 
     /// Whether a replay step is due now: one was asked for and the buffer is at most half full
     /// (or the peer is gone, which the step's frames find out, dropping the peer).
     pub fn take_replay(&self) -> bool {
         let mut st = self.state();
-        if st.replay && st.unsent() < self.shared.limit / 2 {
+        if st.replay && st.has_room_for_replay(self.shared.limit) {
             st.replay = false;
             return true;
         }
