@@ -14,12 +14,12 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Duration;
 
-use askbus::broker::{Broker, Effects, Limits, Msg, PeerId, PeerInfo, ValidRequest};
-use askbus::protocol::{
+use askbusd::broker::{Broker, Effects, Limits, Msg, PeerId, PeerInfo, ValidRequest};
+use askbusd::protocol::{
     self, codec, encode, hot, AskUserRequest, AskUserResponse, Inbound, OnePass, ProducerInfo,
     ServerFrame, UiRequest, UiRequestRef,
 };
-use askbus::questions::PlainQuestions;
+use askbusd::questions::PlainQuestions;
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use serde_json::{json, Value};

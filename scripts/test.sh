@@ -9,7 +9,7 @@ export ASKBUS_DAEMON="$PWD/target/debug/askbusd"
 export ASKBUS_CLI="$PWD/target/debug/askbus"
 
 echo "== Rust tests"
-cargo test
+cargo test --workspace
 
 if [ -d clients/python ]; then
   echo "== Python client tests"

@@ -11,17 +11,17 @@
 //!   rules and quotas, the config file, Prometheus metrics, sd_notify and socket activation);
 //! - [`client`]: the async Rust client that producers and UIs use.
 
+// The client crate's modules, re-exported so `crate::protocol` reads the same inside the daemon.
+pub use askbus::{client, protocol, questions};
+
 pub mod access;
 pub mod broker;
-pub mod client;
 pub mod config;
 pub mod connection;
 pub mod hub;
 pub mod metrics;
 pub mod outbox;
 pub mod paths;
-pub mod protocol;
-pub mod questions;
 pub mod server;
 pub mod systemd;
 pub mod telemetry;

@@ -23,7 +23,7 @@ const QUESTIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/database.
 const QUESTION_TEXT: &str = "Which database should the new service use?";
 
 fn is_root() -> bool {
-    if askbus::paths::effective_uid() != 0 {
+    if askbusd::paths::effective_uid() != 0 {
         eprintln!("skipped: needs root to run clients as other uids");
         return false;
     }

@@ -40,7 +40,7 @@ const QUESTION_TIMEOUT_MS: u64 = 120_000;
 /// How long to leave the daemon alone before reading its RSS: past its quiet time, after
 /// which it hands freed heap memory back to the OS.
 const QUIET: Duration =
-    Duration::from_millis(askbus::hub::QUIET_BEFORE_TRIM.as_millis() as u64 + 500);
+    Duration::from_millis(askbusd::hub::QUIET_BEFORE_TRIM.as_millis() as u64 + 500);
 /// The correlationId of the question that tells the test each UI has caught up.
 const SYNC: &str = "sync-end";
 /// Warm-up before an RSS baseline: questions per producer connection (2,048 in all).
@@ -369,7 +369,7 @@ async fn warm_up(d: &Daemon, tag: &str) -> u64 {
         s["connections"] == 1 && s["pending"] == 0
     })
     .await;
-    // Past the daemon's quiet time (`askbus::hub::QUIET_BEFORE_TRIM`): it has trimmed its heap.
+    // Past the daemon's quiet time (`askbusd::hub::QUIET_BEFORE_TRIM`): it has trimmed its heap.
     tokio::time::sleep(QUIET).await;
     vm_rss_kib(d.pid())
 }

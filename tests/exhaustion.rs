@@ -204,7 +204,7 @@ async fn a_ui_that_never_reads_is_cut_while_10000_large_questions_arrive_and_mem
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        tokio::time::sleep(askbus::hub::QUIET_BEFORE_TRIM + Duration::from_millis(500)).await;
+        tokio::time::sleep(askbusd::hub::QUIET_BEFORE_TRIM + Duration::from_millis(500)).await;
     };
     // Warm up with the same traffic read by a UI, then go quiet: the idle baseline.
     {

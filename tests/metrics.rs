@@ -113,7 +113,7 @@ fn every_counter_is_exact_after_a_known_workload() {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
-        for code in askbus::protocol::ErrorCode::ALL {
+        for code in askbusd::protocol::ErrorCode::ALL {
             let n = match code.as_str() {
                 "invalid-request" | "not-pending" => 1.0,
                 _ => 0.0,

@@ -8,14 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use askbus::broker::{BrokerError, Limits};
-use askbus::hub::Hub;
-use askbus::protocol::{
+use askbusd::broker::{BrokerError, Limits};
+use askbusd::hub::Hub;
+use askbusd::protocol::{
     encode, parse_inbound, ClientFrame, ErrorCode, Inbound, NoUiPolicy, Outcome, ServerFrame,
     WithdrawReason, DEFAULT_MAX_FRAME_BYTES, MAX_CORRELATION_ID_CHARS, PROTOCOL_VERSION,
 };
-use askbus::questions::{self, DaemonOutcome};
-use askbus::telemetry::{Counters, Record, TelemetrySink, UiInfo};
+use askbusd::questions::{self, DaemonOutcome};
+use askbusd::telemetry::{Counters, Record, TelemetrySink, UiInfo};
 use jsonschema::{Resource, Validator};
 use serde_json::{json, Value};
 
@@ -389,7 +389,7 @@ fn client_examples_are_accepted_or_refused_as_indexed() {
         let verdict = parse_inbound(&payload).and_then(|frame| match &frame {
             Inbound::AskUserRequest(req) => questions::check(req.questions.clone())
                 .map(|_| frame.clone())
-                .map_err(|msg| askbus::protocol::FrameError::new(ErrorCode::InvalidRequest, msg)),
+                .map_err(|msg| askbusd::protocol::FrameError::new(ErrorCode::InvalidRequest, msg)),
             _ => Ok(frame),
         });
         match (accepted, verdict) {
@@ -596,7 +596,7 @@ fn welcome_pong_and_acks_match_the_code() {
     let limits = Limits::default();
     let expected = ServerFrame::Welcome {
         protocol: PROTOCOL_VERSION,
-        server: askbus::SERVER_NAME.to_owned(),
+        server: askbusd::SERVER_NAME.to_owned(),
         max_frame_bytes: DEFAULT_MAX_FRAME_BYTES as u64,
         default_timeout_ms: limits.default_timeout_ms,
         max_timeout_ms: limits.max_timeout_ms,
@@ -604,7 +604,7 @@ fn welcome_pong_and_acks_match_the_code() {
     let mut welcome = example("server/welcome.json");
     assert!(welcome["server"].as_str().unwrap().starts_with("askbusd/"));
     // The version is the one field that legitimately moves on.
-    welcome["server"] = json!(askbus::SERVER_NAME);
+    welcome["server"] = json!(askbusd::SERVER_NAME);
     assert_eq!(welcome, serde_json::to_value(&expected).unwrap());
 
     let ping = example("client/ping.json");
@@ -859,7 +859,7 @@ fn schema_enums_are_the_codes() {
     );
     assert_eq!(
         defs["client"]["maxLength"],
-        json!(askbus::protocol::MAX_CLIENT_CHARS)
+        json!(askbusd::protocol::MAX_CLIENT_CHARS)
     );
 }
 

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use askbus::protocol::RequestQuestions;
-use askbus::questions::{
+use askbusd::protocol::RequestQuestions;
+use askbusd::questions::{
     answered_result, check, check_request, dismissed_result, meta, normalize, normalize_plain,
     validate,
 };

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use askbus::protocol::RequestQuestions;
-use askbus::questions::{
+use askbusd::protocol::RequestQuestions;
+use askbusd::questions::{
     answered_result, check, dismissed_result, js_trim, meta, normalize, normalize_plain, validate,
 };
 use proptest::prelude::*;

@@ -220,7 +220,7 @@ async fn connections_beyond_the_limit_are_refused_with_an_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn other_users_are_forbidden() {
-    if askbus::paths::effective_uid() != 0 {
+    if askbusd::paths::effective_uid() != 0 {
         eprintln!("skipped: needs root to run a client as another uid");
         return;
     }

@@ -9,12 +9,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 
-use askbus::config::{self, bounds, LogFormat, Options, Settings, Telemetry};
-use askbus::metrics::MetricsListen;
-use askbus::paths::effective_uid;
-use askbus::protocol::NoUiPolicy;
-use askbus::server::{Config, Control, Daemon};
-use askbus::systemd;
+use askbusd::config::{self, bounds, LogFormat, Options, Settings, Telemetry};
+use askbusd::metrics::MetricsListen;
+use askbusd::paths::effective_uid;
+use askbusd::protocol::NoUiPolicy;
+use askbusd::server::{Config, Control, Daemon};
+use askbusd::systemd;
 
 /// Brokers ask-user questions between agent processes and UI frontends over a Unix socket.
 #[derive(Debug, Parser)]
@@ -152,7 +152,7 @@ impl Args {
     fn config_path(&self) -> (PathBuf, bool) {
         match &self.config {
             Some(p) => (p.clone(), true),
-            None => (askbus::paths::default_config_path(), false),
+            None => (askbusd::paths::default_config_path(), false),
         }
     }
 

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Result};
 
-use askbus::client::{Ui, UiEvent};
-use askbus::protocol::Outcome;
+use askbusd::client::{Ui, UiEvent};
+use askbusd::protocol::Outcome;
 
 pub async fn run(socket: &Path, id: &str, raw: &[String], dismiss: bool) -> Result<ExitCode> {
     let mut answers = BTreeMap::new();

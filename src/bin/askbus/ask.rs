@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use askbus::client::{new_correlation_id, Ask, ClientError, Producer};
-use askbus::protocol::{NoUiPolicy, Outcome, ProducerResponse, ServerFrame};
+use askbusd::client::{new_correlation_id, Ask, ClientError, Producer};
+use askbusd::protocol::{NoUiPolicy, Outcome, ProducerResponse, ServerFrame};
 
 /// Exit statuses of `askbus ask`, documented in its help.
 pub mod exit {

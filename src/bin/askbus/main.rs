@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
-use askbus::client::{ClientError, Connection};
-use askbus::protocol::NoUiPolicy;
+use askbusd::client::{ClientError, Connection};
+use askbusd::protocol::NoUiPolicy;
 
 mod answer;
 mod ask;
@@ -170,7 +170,7 @@ fn main() -> ExitCode {
     let socket = cli
         .socket
         .clone()
-        .unwrap_or_else(askbus::paths::default_socket_path);
+        .unwrap_or_else(askbusd::paths::default_socket_path);
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use serde_json::Value;
 
-use askbus::client::{Ui, UiEvent};
-use askbus::protocol::{ServerFrame, UiRequest};
+use askbusd::client::{Ui, UiEvent};
+use askbusd::protocol::{ServerFrame, UiRequest};
 
 pub async fn run(socket: &Path, json: bool) -> Result<ExitCode> {
     let mut ui = Ui::subscribe(

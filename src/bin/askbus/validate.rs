@@ -1,5 +1,5 @@
 //! `askbus validate`: checks questions offline with the daemon's own rules (the same
-//! `askbus::protocol` and `askbus::questions` code askbusd runs) and prints the reference's
+//! `askbusd::protocol` and `askbusd::questions` code askbusd runs) and prints the reference's
 //! error message, or the questions as UIs would receive them after normalization.
 
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
-use askbus::protocol::{parse_inbound, ErrorCode, Inbound, DEFAULT_MAX_FRAME_BYTES};
+use askbusd::protocol::{parse_inbound, ErrorCode, Inbound, DEFAULT_MAX_FRAME_BYTES};
 
 /// Why a file does not pass: the error frame the daemon would send.
 #[derive(Debug, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub fn check(text: &str, value: Value) -> Result<Vec<Value>, Rejection> {
                 Ok(Inbound::AskUserRequest(req)) => {
                     // The daemon's own path (its one-pass shortcut included), so this
                     // checker says what askbusd would say of the same frame.
-                    return match askbus::questions::check(req.questions) {
+                    return match askbusd::questions::check(req.questions) {
                         Ok(valid) => Ok(serde_json::from_str(&valid.questions)
                             .expect("normalized questions are a JSON array")),
                         Err(message) => Err(Rejection {
@@ -93,7 +93,7 @@ pub fn check(text: &str, value: Value) -> Result<Vec<Value>, Rejection> {
         Value::Object(_) => value,
         other => json!({ "questions": other }),
     };
-    askbus::questions::validate(&params).map_err(|message| Rejection {
+    askbusd::questions::validate(&params).map_err(|message| Rejection {
         code: ErrorCode::InvalidRequest.as_str(),
         message,
         correlation_id: None,

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
-use askbus::client::{ClientError, Watcher};
-use askbus::protocol::{BusEvent, ServerFrame};
+use askbusd::client::{ClientError, Watcher};
+use askbusd::protocol::{BusEvent, ServerFrame};
 
 const CLIENT: &str = concat!("askbus-watch/", env!("CARGO_PKG_VERSION"));
 

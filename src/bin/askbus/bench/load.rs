@@ -19,8 +19,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::codec::{Decoder, LengthDelimitedCodec};
 
-use askbus::client::MAX_INBOUND_FRAME;
-use askbus::protocol::codec;
+use askbusd::client::MAX_INBOUND_FRAME;
+use askbusd::protocol::codec;
 
 use super::proc;
 use super::wire::{cid_seq, write_cid, write_frame, Peek, Request, Response};

@@ -17,8 +17,8 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 use tokio_util::codec::{FramedRead, FramedWrite};
 
-use askbus::client::MAX_INBOUND_FRAME;
-use askbus::protocol::codec;
+use askbusd::client::MAX_INBOUND_FRAME;
+use askbusd::protocol::codec;
 
 use super::spawn::RELAY_READY;
 use super::wire::Peek;

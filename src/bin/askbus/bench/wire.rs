@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use serde::Deserialize;
 use serde_json::json;
 
-use askbus::protocol::LENGTH_PREFIX_BYTES;
+use askbusd::protocol::LENGTH_PREFIX_BYTES;
 
 /// What the bench and the relay read from a frame: its type and correlationId, nothing else
 /// (serde skips the rest without building it).
@@ -241,7 +241,7 @@ mod tests {
             let v = payload(&out);
             assert_eq!(v["correlationId"], "b-3-1234");
             assert_eq!(v["questions"][0]["options"].as_array().unwrap().len(), 3);
-            assert!(askbus::questions::validate(&v).is_ok(), "{v}");
+            assert!(askbusd::questions::validate(&v).is_ok(), "{v}");
         }
     }
 

@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use askbus::client::{ClientError, Connection};
-use askbus::protocol::{
+use askbusd::client::{ClientError, Connection};
+use askbusd::protocol::{
     ClientFrame, ErrorFrame, NoUiPolicy, ProducerResponse, ServerFrame, MAX_CLIENT_CHARS,
 };
 

@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
-use askbus::protocol::NoUiPolicy;
+use askbusd::protocol::NoUiPolicy;
 
 use crate::NoUiArg;
 

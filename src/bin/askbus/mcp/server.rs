@@ -15,8 +15,8 @@ use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use askbus::client::new_correlation_id;
-use askbus::protocol::{ErrorCode, ProducerResponse};
+use askbusd::client::new_correlation_id;
+use askbusd::protocol::{ErrorCode, ProducerResponse};
 
 use super::call::{self, Ended, Policy};
 use super::tool;

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use askbus::client::UiEvent;
-use askbus::protocol::{ErrorFrame, Outcome as AckOutcome, UiRequest, WithdrawReason};
+use askbusd::client::UiEvent;
+use askbusd::protocol::{ErrorFrame, Outcome as AckOutcome, UiRequest, WithdrawReason};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::dialog::{Dialog, Outcome};
@@ -404,7 +404,7 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use askbus::protocol::ProducerInfo;
+    use askbusd::protocol::ProducerInfo;
     use serde_json::json;
 
     fn req(id: &str) -> UiRequest {

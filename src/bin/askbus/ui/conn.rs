@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use askbus::client::{Ui, UiAnswerer, UiEvent};
+use askbusd::client::{Ui, UiAnswerer, UiEvent};
 use tokio::sync::mpsc::UnboundedSender;
 
 /// What the connection task tells the UI loop.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 /// The `question.trim()` the reference applies, which is JavaScript's (a wider whitespace set
 /// than Rust's `str::trim`).
 fn trim(s: &str) -> &str {
-    askbus::questions::js_trim(s)
+    askbusd::questions::js_trim(s)
 }
 
 /// A single choice (or yesno): the picked option's label, or the trimmed Other text.

@@ -678,8 +678,8 @@ pub fn truncate(s: &str, width: usize) -> String {
 mod tests {
     use super::*;
     use crate::ui::app::BusUpdate;
-    use askbus::client::UiEvent;
-    use askbus::protocol::{ProducerInfo, UiRequest};
+    use askbusd::client::UiEvent;
+    use askbusd::protocol::{ProducerInfo, UiRequest};
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;

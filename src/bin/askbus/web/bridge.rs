@@ -26,8 +26,8 @@ use serde_json::json;
 use tokio::sync::watch;
 use tokio::time::{interval, sleep, Interval, MissedTickBehavior};
 
-use askbus::client::{Ui, UiEvent};
-use askbus::protocol::{parse_inbound, ErrorFrame, Inbound, ServerFrame};
+use askbusd::client::{Ui, UiEvent};
+use askbusd::protocol::{parse_inbound, ErrorFrame, Inbound, ServerFrame};
 
 /// First delay before reconnecting to the daemon; doubled up to `MAX_RETRY`.
 const MIN_RETRY: Duration = Duration::from_millis(100);

@@ -235,6 +235,6 @@ async fn websocket(
     ws: WebSocketUpgrade,
 ) -> Response {
     // An answer never needs more than the daemon accepts in one frame.
-    ws.max_message_size(askbus::protocol::DEFAULT_MAX_FRAME_BYTES)
+    ws.max_message_size(askbusd::protocol::DEFAULT_MAX_FRAME_BYTES)
         .on_upgrade(move |socket| async move { bridge::tab(socket, &app.bridge, peer).await })
 }

@@ -455,8 +455,10 @@ fn meta_reads_headers_and_types() {
 
 #[test]
 fn the_size_bound_is_never_below_the_result() {
-    let cases: Vec<Value> =
-        serde_json::from_str(include_str!("../../tests/data/ask_user_result_cases.json")).unwrap();
+    let cases: Vec<Value> = serde_json::from_str(include_str!(
+        "../../../../tests/data/ask_user_result_cases.json"
+    ))
+    .unwrap();
     for case in cases.iter().filter(|c| c["cancelled"] == false) {
         let normalized = validate(&case["params"]).unwrap();
         let meta = meta(&normalized);
