@@ -15,6 +15,7 @@ mod answer;
 mod ask;
 mod bench;
 mod completions;
+mod hook;
 mod mcp;
 mod pending;
 mod schema;
@@ -137,6 +138,15 @@ enum Command {
     /// drops MCP tools named ask_user in headless mode); its text result is the reference's
     /// llmContent.
     Mcp(mcp::McpArgs),
+    /// Be an agent's permission hook: ask a person through askbusd whether a tool call may run.
+    ///
+    /// Reads the agent's hook input on stdin and prints the decision in its hook format:
+    /// Gemini CLI (BeforeTool), Claude Code (PreToolUse, PermissionRequest; AskUserQuestion is
+    /// asked as a question), Codex (PermissionRequest). Fails closed: anything but a person's
+    /// approval (askbusd unreachable, timeout, no UI, dismissed, a malformed input) denies, exit
+    /// status 2 with the reason on stderr, or with --fallback ask hands the decision back to the
+    /// agent's own prompt. Exit status 0: allowed (or handed back).
+    Hook(hook::HookArgs),
     /// Print the daemon's live counters.
     Stats {
         /// Compact JSON on one line
@@ -232,6 +242,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             dismiss,
         } => answer::run(&socket, &id, &answers, dismiss).await,
         Command::Mcp(args) => mcp::run(&socket, args).await,
+        Command::Hook(args) => Ok(hook::run(&socket, args).await),
         Command::Web(args) => web::run(args, socket).await,
         Command::Bench(_) | Command::BenchRelay => unreachable!("dispatched before the runtime"),
         Command::Stats { json } => {
