@@ -134,7 +134,8 @@ enum Command {
     /// Serve the ask_user tool to an MCP client (Claude Code, Codex, Gemini CLI…) on stdio.
     ///
     /// Each tool call is asked through askbusd and answered from any askbus UI. The tool has
-    /// Gemini CLI's ask_user name, description and schema; its text result is the reference's
+    /// Gemini CLI's ask_user description and schema, under the name `ask_person` (Gemini CLI
+    /// drops MCP tools named ask_user in headless mode); its text result is the reference's
     /// llmContent.
     Mcp(mcp::McpArgs),
     /// Print the daemon's live counters.
