@@ -19,6 +19,7 @@ mod hook;
 mod mcp;
 mod pending;
 mod schema;
+mod term;
 mod ui;
 mod validate;
 mod watch;
@@ -198,7 +199,8 @@ fn main() -> ExitCode {
             let unreachable = e
                 .downcast_ref::<ClientError>()
                 .is_some_and(|c| matches!(c, ClientError::Connect { .. }));
-            eprintln!("askbus: {e:#}");
+            // Errors may quote what the daemon (or a peer) said.
+            eprintln!("askbus: {}", term::sanitize_lines(&format!("{e:#}")));
             if unreachable {
                 ExitCode::from(ask::exit::UNREACHABLE)
             } else {
@@ -248,11 +250,12 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         Command::Stats { json } => {
             let mut conn = Connection::connect(&socket).await?;
             let stats = conn.stats().await?;
-            if json {
-                println!("{}", serde_json::to_string(&stats)?);
+            let text = if json {
+                serde_json::to_string(&stats)?
             } else {
-                println!("{}", serde_json::to_string_pretty(&stats)?);
-            }
+                serde_json::to_string_pretty(&stats)?
+            };
+            println!("{}", term::json(&text));
             Ok(ExitCode::SUCCESS)
         }
     }
