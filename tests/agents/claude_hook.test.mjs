@@ -1,0 +1,125 @@
+// The real Claude Code (npm @anthropic-ai/claude-code), headless (-p), against a local server
+// that speaks the Messages API's streaming format, with `askbus hook claude` as its PreToolUse
+// hook: the model calls Bash to create a file, and a person decides through askbus.
+
+import assert from 'node:assert/strict';
+import { access } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, beforeEach, test } from 'node:test';
+
+import {
+  askbusCommand,
+  claudeSandbox,
+  fakeMessagesApi,
+  rm,
+  runClaude,
+  startDaemon,
+  subscribeUi,
+  tempDir,
+  toolResults,
+} from './helpers.mjs';
+
+const COMMAND = 'touch created.txt';
+
+let root;
+let bus;
+let api;
+let closers;
+beforeEach(async () => {
+  root = await tempDir('askbus-agents-');
+  bus = await startDaemon(root);
+  api = await fakeMessagesApi({
+    toolUse: { name: 'Bash', input: { command: COMMAND, description: 'Create a file' } },
+  });
+  closers = [];
+});
+afterEach(async () => {
+  for (const close of closers.reverse()) await close();
+  await api.close();
+  await bus.stop();
+  await rm(root, { recursive: true, force: true });
+});
+
+const exists = (p) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
+
+async function sandbox({ socket = bus.socket, event = 'PreToolUse', hookArgs = [] } = {}) {
+  return claudeSandbox(root, {
+    hooks: {
+      [event]: [
+        {
+          matcher: 'Bash',
+          hooks: [
+            {
+              type: 'command',
+              command: askbusCommand(['--socket', socket, 'hook', 'claude', ...hookArgs]),
+              timeout: 60,
+            },
+          ],
+        },
+      ],
+    },
+  });
+}
+
+/** The Bash call's tool_result, as the model got it in the request after the call. */
+function toolResult() {
+  const after = api.requests.filter((r) => toolResults(r).length > 0);
+  assert.equal(after.length, 1, 'one request carries the tool result');
+  const [result] = toolResults(after[0]);
+  return result;
+}
+
+const approval = (ui) => ui.take((f) => f.type === 'tool-confirmation-request', 'the approval from the hook');
+
+test('Allow from a UI: the Bash command runs', async () => {
+  const ui = await subscribeUi(bus.socket);
+  closers.push(() => ui.close());
+  const box = await sandbox();
+  const agent = runClaude(box, api, { prompt: 'Create the file.' });
+  const req = await approval(ui);
+  assert.deepEqual(req.toolCall, { name: 'Bash', args: { command: COMMAND, description: 'Create a file' } });
+  assert.equal(req.details.type, 'exec');
+  assert.equal(req.details.command, COMMAND);
+  assert.equal(req.context.agent, 'claude-code');
+  assert.equal(req.context.cwd, box.work);
+  ui.send({ type: 'tool-confirmation-response', correlationId: req.correlationId, confirmed: true, outcome: 'proceed_once' });
+  const done = await agent;
+  assert.equal(done.code, 0, done.stderr);
+  assert.ok(await exists(path.join(box.work, 'created.txt')), 'the approved command ran');
+  assert.equal(toolResult().is_error, false);
+});
+
+test('Deny with a reason: nothing runs, and the model is told the reason', async () => {
+  const ui = await subscribeUi(bus.socket);
+  closers.push(() => ui.close());
+  const box = await sandbox();
+  const agent = runClaude(box, api, { prompt: 'Create the file.' });
+  const req = await approval(ui);
+  ui.send({
+    type: 'tool-confirmation-response',
+    correlationId: req.correlationId,
+    confirmed: false,
+    outcome: 'cancel',
+    message: 'Not in this directory.',
+  });
+  const done = await agent;
+  assert.equal(done.code, 0, done.stderr);
+  assert.ok(!(await exists(path.join(box.work, 'created.txt'))), 'the denied command did not run');
+  const result = toolResult();
+  assert.equal(result.is_error, true);
+  assert.match(JSON.stringify(result.content), /The user denied this tool call: Not in this directory\./);
+});
+
+test('askbusd down: denied with a message naming the socket', async () => {
+  const box = await sandbox({ socket: path.join(root, 'nobody-here.sock') });
+  const done = await runClaude(box, api, { prompt: 'Create the file.' });
+  assert.equal(done.code, 0, done.stderr);
+  assert.ok(!(await exists(path.join(box.work, 'created.txt'))));
+  const result = toolResult();
+  assert.equal(result.is_error, true);
+  assert.match(JSON.stringify(result.content), /askbus cannot reach askbusd at .*nobody-here\.sock/);
+});

@@ -1,0 +1,162 @@
+// The real Gemini CLI 0.61.0, headless (-p --approval-mode yolo) and offline (--fake-responses),
+// with `askbus hook gemini` as its BeforeTool hook: the model runs a shell command that creates
+// a file, and a person decides through askbus. Only an explicit Allow runs it.
+
+import assert from 'node:assert/strict';
+import { access } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, beforeEach, test } from 'node:test';
+
+import {
+  askbusCommand,
+  functionResponses,
+  geminiSandbox,
+  modelRequests,
+  modelTurn,
+  rm,
+  runGemini,
+  startDaemon,
+  subscribeUi,
+  tempDir,
+} from './helpers.mjs';
+
+const COMMAND = 'touch created.txt';
+
+let root;
+let bus;
+let closers;
+beforeEach(async () => {
+  root = await tempDir('askbus-agents-');
+  bus = await startDaemon(root);
+  closers = [];
+});
+afterEach(async () => {
+  for (const close of closers.reverse()) await close();
+  await bus.stop();
+  await rm(root, { recursive: true, force: true });
+});
+
+const exists = (p) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
+
+/** A sandbox whose model runs COMMAND once, with askbus as the BeforeTool hook. */
+async function sandbox({ socket = bus.socket, hookArgs = [] } = {}) {
+  return geminiSandbox(root, {
+    settings: {
+      hooks: {
+        BeforeTool: [
+          {
+            matcher: 'run_shell_command',
+            hooks: [
+              {
+                type: 'command',
+                command: askbusCommand(['--socket', socket, 'hook', 'gemini', ...hookArgs]),
+                timeout: 60000,
+              },
+            ],
+          },
+        ],
+      },
+    },
+    turns: [
+      modelTurn([{ functionCall: { name: 'run_shell_command', args: { command: COMMAND, description: 'Create a file' } } }]),
+      modelTurn([{ text: 'Finished.' }]),
+    ],
+  });
+}
+
+const runYolo = (box) => runGemini(box, { prompt: 'Create the file.', args: ['--approval-mode', 'yolo'] });
+
+/** What the model was told about its shell call, in the request after it. */
+async function toolOutcome(box) {
+  const requests = await modelRequests(box.telemetry);
+  assert.equal(requests.length, 2, 'one request with the call, one with its result');
+  const [response] = functionResponses(requests[1]);
+  assert.equal(response.name, 'run_shell_command');
+  return response.response;
+}
+
+async function approval(ui) {
+  return ui.take((f) => f.type === 'tool-confirmation-request', 'the approval from the hook');
+}
+
+test('Allow from a UI: the command runs', async () => {
+  const ui = await subscribeUi(bus.socket);
+  closers.push(() => ui.close());
+  const box = await sandbox();
+  const agent = runYolo(box);
+  const req = await approval(ui);
+  assert.deepEqual(req.toolCall, {
+    name: 'run_shell_command',
+    args: { command: COMMAND, description: 'Create a file' },
+  });
+  assert.deepEqual(req.details, {
+    type: 'exec',
+    title: 'Confirm Shell Command',
+    command: COMMAND,
+    rootCommand: 'touch',
+    rootCommands: ['touch'],
+  });
+  assert.deepEqual(req.outcomes, ['proceed_once', 'cancel']);
+  assert.equal(req.context.agent, 'gemini-cli');
+  assert.equal(req.context.cwd, box.work);
+  assert.equal(req.context.title, `Run \`${COMMAND}\``);
+  assert.ok(req.context.session, 'the Gemini session id');
+  ui.send({ type: 'tool-confirmation-response', correlationId: req.correlationId, confirmed: true, outcome: 'proceed_once' });
+  const done = await agent;
+  assert.equal(done.code, 0, done.stderr);
+  assert.ok(await exists(path.join(box.work, 'created.txt')), 'the approved command ran');
+  assert.ok(!(await toolOutcome(box)).error);
+});
+
+test('Deny with a reason: nothing runs, and the model is told the reason', async () => {
+  const ui = await subscribeUi(bus.socket);
+  closers.push(() => ui.close());
+  const box = await sandbox();
+  const agent = runYolo(box);
+  const req = await approval(ui);
+  ui.send({
+    type: 'tool-confirmation-response',
+    correlationId: req.correlationId,
+    confirmed: false,
+    outcome: 'cancel',
+    message: 'Use the existing file instead.',
+  });
+  const done = await agent;
+  assert.equal(done.code, 0, done.stderr);
+  assert.ok(!(await exists(path.join(box.work, 'created.txt'))), 'the denied command did not run');
+  assert.equal(
+    (await toolOutcome(box)).error,
+    'Tool execution blocked: The user denied this tool call: Use the existing file instead.',
+  );
+});
+
+test('nobody answers before the timeout: denied, never run', async () => {
+  const ui = await subscribeUi(bus.socket);
+  closers.push(() => ui.close());
+  const box = await sandbox({ hookArgs: ['--timeout-ms', '1000'] });
+  const agent = runYolo(box);
+  await approval(ui);
+  const done = await agent;
+  assert.equal(done.code, 0, done.stderr);
+  assert.ok(!(await exists(path.join(box.work, 'created.txt'))));
+  assert.equal(
+    (await toolOutcome(box)).error,
+    'Tool execution blocked: Nobody approved the tool call within 1 second, so it was not approved.',
+  );
+});
+
+test('askbusd down: denied, and the message says so', async () => {
+  const box = await sandbox({ socket: path.join(root, 'nobody-here.sock') });
+  const done = await runYolo(box);
+  assert.equal(done.code, 0, done.stderr);
+  assert.ok(!(await exists(path.join(box.work, 'created.txt'))));
+  const { error } = await toolOutcome(box);
+  assert.match(
+    error,
+    /^Tool execution blocked: askbus cannot reach askbusd at .*nobody-here\.sock: .*, so the tool call was not approved\.$/,
+  );
+});
