@@ -11,6 +11,7 @@ import {
   askbusCommand,
   claudeSandbox,
   fakeMessagesApi,
+  killAgents,
   rm,
   runClaude,
   startDaemon,
@@ -20,6 +21,16 @@ import {
 } from './helpers.mjs';
 
 const COMMAND = 'touch created.txt';
+
+const QUESTION = {
+  question: 'Which date library should we use?',
+  header: 'Library',
+  multiSelect: false,
+  options: [
+    { label: 'date-fns', description: 'Small, functional' },
+    { label: 'moment', description: 'Big, mutable' },
+  ],
+};
 
 let root;
 let bus;
@@ -34,6 +45,7 @@ beforeEach(async () => {
   closers = [];
 });
 afterEach(async () => {
+  killAgents();
   for (const close of closers.reverse()) await close();
   await api.close();
   await bus.stop();
@@ -46,12 +58,12 @@ const exists = (p) =>
     () => false,
   );
 
-async function sandbox({ socket = bus.socket, event = 'PreToolUse', hookArgs = [] } = {}) {
+async function sandbox({ socket = bus.socket, event = 'PreToolUse', matcher = 'Bash', hookArgs = [] } = {}) {
   return claudeSandbox(root, {
     hooks: {
       [event]: [
         {
-          matcher: 'Bash',
+          matcher,
           hooks: [
             {
               type: 'command',
@@ -122,4 +134,32 @@ test('askbusd down: denied with a message naming the socket', async () => {
   const result = toolResult();
   assert.equal(result.is_error, true);
   assert.match(JSON.stringify(result.content), /askbus cannot reach askbusd at .*nobody-here\.sock/);
+});
+
+test('AskUserQuestion is asked as an ask_user question; the answer reaches the model', async () => {
+  await api.close();
+  api = await fakeMessagesApi({ toolUse: { name: 'AskUserQuestion', input: { questions: [QUESTION] } } });
+  const ui = await subscribeUi(bus.socket);
+  closers.push(() => ui.close());
+  const box = await sandbox({ matcher: 'AskUserQuestion' });
+  // Claude Code offers AskUserQuestion to SDK sessions (stream-json with a permission prompt
+  // tool), not to plain `claude -p`.
+  const message = { type: 'user', message: { role: 'user', content: 'Pick a date library.' } };
+  const agent = runClaude(box, api, {
+    input: `${JSON.stringify(message)}\n`,
+    args: ['--input-format', 'stream-json', '--output-format', 'stream-json', '--verbose', '--permission-prompt-tool', 'stdio'],
+  });
+  const req = await ui.take((f) => f.type === 'ask-user-request', 'the question from Claude Code');
+  assert.deepEqual(req.questions.map((q) => [q.question, q.header, q.type]), [[QUESTION.question, 'Library', 'choice']]);
+  assert.deepEqual(
+    req.questions[0].options.map((o) => o.label),
+    ['date-fns', 'moment'],
+  );
+  ui.send({ type: 'ask-user-response', correlationId: req.correlationId, answers: { 0: 'date-fns' } });
+  const done = await agent;
+  assert.equal(done.code, 0, done.stderr);
+  const result = toolResult();
+  assert.notEqual(result.is_error, true, JSON.stringify(result));
+  // Claude Code's own wording of an answered AskUserQuestion.
+  assert.match(result.content, /Your questions have been answered: "Which date library should we use\?"="date-fns"/);
 });

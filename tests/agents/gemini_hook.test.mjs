@@ -13,6 +13,7 @@ import {
   geminiSandbox,
   modelRequests,
   modelTurn,
+  killAgents,
   rm,
   runGemini,
   startDaemon,
@@ -31,6 +32,7 @@ beforeEach(async () => {
   closers = [];
 });
 afterEach(async () => {
+  killAgents();
   for (const close of closers.reverse()) await close();
   await bus.stop();
   await rm(root, { recursive: true, force: true });

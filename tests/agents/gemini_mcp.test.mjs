@@ -10,6 +10,7 @@ import {
   geminiSandbox,
   modelRequests,
   modelTurn,
+  killAgents,
   rm,
   runGemini,
   startDaemon,
@@ -38,6 +39,7 @@ beforeEach(async () => {
   closers = [];
 });
 afterEach(async () => {
+  killAgents();
   for (const close of closers.reverse()) await close();
   await bus.stop();
   await rm(root, { recursive: true, force: true });

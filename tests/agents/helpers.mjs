@@ -142,26 +142,38 @@ export async function subscribeUi(socketPath) {
   return ui;
 }
 
-/** Runs a command to its end (killed after AGENT_MS): {code, signal, stdout, stderr}. */
+const running = new Set();
+
+/**
+ * Runs a command to its end: {code, signal, stdout, stderr}. One that has not ended after
+ * AGENT_MS is killed (signal SIGKILL, and `timedOut` set), so a hung agent fails its test.
+ */
 export function run(command, args, { cwd, env, input = '' }) {
   const child = spawn(command, args, { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  running.add(child);
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
   child.stderr.on('data', (d) => (stderr += d));
+  child.stdin.on('error', () => {});
   child.stdin.end(input);
-  const timer = setTimeout(() => child.kill('SIGKILL'), AGENT_MS);
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGKILL');
+  }, AGENT_MS);
+  return new Promise((resolve) => {
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      if (signal === 'SIGKILL') {
-        reject(new Error(`${command} did not finish in ${AGENT_MS} ms:\n${stdout}\n${stderr}`));
-      } else {
-        resolve({ code, signal, stdout, stderr });
-      }
+      running.delete(child);
+      resolve({ code, signal, timedOut, stdout, stderr: timedOut ? `timed out after ${AGENT_MS} ms\n${stderr}` : stderr });
     });
   });
+}
+
+/** Kills the agents a failed test left running (its afterEach calls this). */
+export function killAgents() {
+  for (const child of running) child.kill('SIGKILL');
 }
 
 /** The shell command an agent's settings run for `askbus ARGS`. */
@@ -336,8 +348,11 @@ export async function claudeSandbox(root, settings) {
   return { home, work };
 }
 
-/** Runs `claude -p PROMPT` in the sandbox against the fake Messages API. */
-export function runClaude(box, api, { prompt, args = [] }) {
+/**
+ * Runs `claude -p PROMPT` in the sandbox against the fake Messages API (with `input`, the
+ * prompt is read from stdin, e.g. as stream-json).
+ */
+export function runClaude(box, api, { prompt, args = [], input }) {
   const env = {
     PATH: process.env.PATH,
     HOME: box.home,
@@ -349,7 +364,8 @@ export function runClaude(box, api, { prompt, args = [] }) {
     NO_COLOR: '1',
     TERM: 'dumb',
   };
-  return run(process.execPath, [CLAUDE, ...args, '-p', prompt], { cwd: box.work, env });
+  const promptArgs = input === undefined ? ['-p', prompt] : ['-p'];
+  return run(process.execPath, [CLAUDE, ...args, ...promptArgs], { cwd: box.work, env, input });
 }
 
 /** The tool_result blocks of a Messages request's last turn. */

@@ -222,7 +222,7 @@ pub fn root_commands(command: &str) -> Vec<String> {
     let mut at_start = true;
     let mut quote: Option<char> = None;
     let mut chars = command.chars().peekable();
-    let mut finish_word = |word: &mut String, at_start: &mut bool, roots: &mut Vec<String>| {
+    let finish_word = |word: &mut String, at_start: &mut bool, roots: &mut Vec<String>| {
         if word.is_empty() {
             return;
         }
