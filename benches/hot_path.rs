@@ -208,6 +208,7 @@ fn bench_encode(c: &mut Criterion) {
         questions: &questions,
         timeout_ms: ui.timeout_ms,
         producer: &producer,
+        context: ui.context.as_ref(),
     };
     assert_eq!(
         ui_ref.encode(),

@@ -19,6 +19,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(head.correlation_id, req.correlation_id);
         assert_eq!(head.timeout_ms, req.timeout_ms);
         assert_eq!(head.no_ui, req.no_ui);
+        assert_eq!(head.context, req.context);
         let checked = askbus::questions::check(req.questions).expect("the one pass accepted it");
         assert_eq!(one.questions, checked.questions);
         assert_eq!(one.meta, checked.meta);

@@ -18,8 +18,8 @@ pub use stats::BrokerStats;
 
 use crate::protocol::{
     encode, hot, AskUserRequest, AskUserResponse, BusEvent, FrameError, NoUiPolicy, Outcome,
-    ProducerInfo, ProducerResponse, RequestHead, ResultPayload, ServerFrame, TimeoutMs,
-    UiRequestRef, WithdrawReason,
+    ProducerInfo, ProducerResponse, RequestContext, RequestHead, ResultPayload, ServerFrame,
+    SubscribeFilter, TimeoutMs, UiRequestRef, WithdrawReason,
 };
 use crate::questions::{self, question_types, DaemonOutcome, QuestionMeta, ToolResult};
 use crate::telemetry::{Record, UiInfo};
@@ -113,14 +113,18 @@ pub struct ValidRequest {
     correlation_id: String,
     timeout_ms: Option<TimeoutMs>,
     no_ui: Option<NoUiPolicy>,
+    context: Option<RequestContext>,
     /// The normalized questions' JSON text.
     questions: Box<str>,
     meta: Vec<QuestionMeta>,
 }
 
 impl ValidRequest {
-    /// Validates and normalizes; on failure returns the error for `Broker::reject`.
-    pub fn check(req: AskUserRequest) -> Result<ValidRequest, (String, BrokerError)> {
+    /// Validates and normalizes; on failure returns what `Broker::reject` takes.
+    #[allow(clippy::type_complexity)]
+    pub fn check(
+        req: AskUserRequest,
+    ) -> Result<ValidRequest, (String, Option<RequestContext>, BrokerError)> {
         match questions::check(req.questions) {
             Ok(normalized) => Ok(ValidRequest {
                 meta: normalized.meta,
@@ -128,8 +132,13 @@ impl ValidRequest {
                 correlation_id: req.correlation_id,
                 timeout_ms: req.timeout_ms,
                 no_ui: req.no_ui,
+                context: req.context,
             }),
-            Err(msg) => Err((req.correlation_id, BrokerError::InvalidQuestions(msg))),
+            Err(msg) => Err((
+                req.correlation_id,
+                req.context,
+                BrokerError::InvalidQuestions(msg),
+            )),
         }
     }
 
@@ -147,6 +156,7 @@ impl ValidRequest {
             correlation_id: head.correlation_id,
             timeout_ms: head.timeout_ms,
             no_ui: head.no_ui,
+            context: head.context,
         })
     }
 
@@ -221,6 +231,16 @@ struct Peer {
     owned: HashSet<Arc<str>>,
     /// Whether it ever sent an ask-user-request (its role, for the metrics).
     asked: bool,
+    /// As a UI: which requests it asked to be shown (`subscribe`'s filter).
+    filter: SubscribeFilter,
+}
+
+impl Peer {
+    /// Whether this UI is (or would be) sent the request: it may see its producer's
+    /// questions and asked for ones like it.
+    fn shown(&self, req: &Pending) -> bool {
+        self.info.sees(req.producer_info.uid) && self.filter.matches(req.context.as_deref())
+    }
 }
 
 #[derive(Debug)]
@@ -228,6 +248,7 @@ struct Pending {
     seq: u64,
     producer: PeerId,
     producer_info: ProducerInfo,
+    context: Option<Box<RequestContext>>,
     questions: Box<str>,
     meta: Vec<QuestionMeta>,
     accepted_at: Instant,
@@ -313,6 +334,7 @@ impl Broker {
                 ui: None,
                 owned: HashSet::new(),
                 asked: false,
+                filter: SubscribeFilter::default(),
             },
         );
     }
@@ -359,7 +381,8 @@ impl Broker {
             }
             let req = &self.pending[id];
             let uid = req.producer_info.uid;
-            match (before.sees(uid), after.sees(uid)) {
+            let wanted = self.peers[&peer].filter.matches(req.context.as_deref());
+            match (before.sees(uid) && wanted, after.sees(uid) && wanted) {
                 (false, true) => fx.frame(peer, encode_ui_request(id, req, now)),
                 (true, false) => fx.frame(peer, hot::withdrawn(id, WithdrawReason::Withdrawn)),
                 _ => {}
@@ -394,14 +417,7 @@ impl Broker {
         owned.sort_unstable();
         for (_, id) in owned {
             let req = self.remove_pending(&id);
-            self.withdraw(
-                &id,
-                req.seq,
-                req.producer_info.uid,
-                WithdrawReason::ProducerGone,
-                None,
-                fx,
-            );
+            self.withdraw(&id, &req, WithdrawReason::ProducerGone, None, fx);
             self.stats.producer_gone += 1;
             if !self.watchers.is_empty() {
                 let latency = (now - req.accepted_at).as_millis() as u64;
@@ -421,7 +437,13 @@ impl Broker {
 
     /// Makes `peer` a UI. It is sent `subscribed` with the pending count now, then (through
     /// `replay`) every pending request oldest first, then live ones.
-    pub fn subscribe(&mut self, peer: PeerId, client: Option<String>, fx: &mut Effects) {
+    pub fn subscribe(
+        &mut self,
+        peer: PeerId,
+        client: Option<String>,
+        filter: SubscribeFilter,
+        fx: &mut Effects,
+    ) {
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
@@ -430,8 +452,25 @@ impl Broker {
             fx.error(peer, FrameError::new(err.code(), err.to_string()));
             return;
         }
-        // The count of what this UI will be replayed: other users' questions stay unseen.
-        let visible = if p.info.rights.operator {
+        // What a UI subscribing again had and no longer asks for leaves its screen.
+        if let Some(cursor) = p.ui.filter(|_| p.filter != filter) {
+            for (&seq, id) in &self.by_seq {
+                let req = &self.pending[id];
+                if cursor.has_seen(seq) && p.shown(req) && !filter.matches(req.context.as_deref()) {
+                    fx.frame(peer, hot::withdrawn(id, WithdrawReason::Withdrawn));
+                }
+            }
+        }
+        // The count of what this UI will be replayed: other users' questions stay unseen, and
+        // so do those its filter leaves out.
+        let visible = if !filter.is_empty() {
+            let p = &self.peers[&peer];
+            self.pending
+                .values()
+                .filter(|r| p.info.sees(r.producer_info.uid))
+                .filter(|r| filter.matches(r.context.as_deref()))
+                .count()
+        } else if p.info.rights.operator {
             self.pending.len()
         } else {
             self.pending_by_uid.get(&p.info.uid).copied().unwrap_or(0)
@@ -440,6 +479,7 @@ impl Broker {
         if client.is_some() {
             p.info.client = client;
         }
+        p.filter = filter;
         // Subscribing again replays from the start: the UI asked to be brought up to date.
         p.ui = Some(Cursor::CatchingUp(0));
         self.uis.insert(peer);
@@ -492,13 +532,14 @@ impl Broker {
         let Some(Cursor::CatchingUp(last)) = p.ui else {
             return false;
         };
-        // Other users' questions are passed over (the cursor moves past them) unseen.
+        // Other users' questions, and those its filter leaves out, are passed over (the cursor
+        // moves past them) unseen.
         let mut cursor = last;
         let mut sent = 0;
         let mut more = false;
         for (&seq, id) in self.by_seq.range(last + 1..) {
             let req = &self.pending[id];
-            if p.info.sees(req.producer_info.uid) {
+            if p.shown(req) {
                 if sent == max_frames {
                     more = true;
                     break;
@@ -522,15 +563,23 @@ impl Broker {
 
     /// A request failed validation (done outside the broker by `ValidRequest::check`): the
     /// producer gets the error, and the rejection is logged like every other end.
-    pub fn reject(&mut self, peer: PeerId, id: &str, err: BrokerError, fx: &mut Effects) {
-        self.reject_with(peer, Some(id), err.into_frame_error(id), &[], fx);
+    pub fn reject(
+        &mut self,
+        peer: PeerId,
+        id: &str,
+        context: Option<&RequestContext>,
+        err: BrokerError,
+        fx: &mut Effects,
+    ) {
+        let err = err.into_frame_error(id);
+        self.reject_with(peer, Some(id), err, &[], context, fx);
     }
 
     /// An ask-user-request refused while parsing its own fields (correlationId, timeoutMs,
     /// noUi): answered and logged like any rejected request, with the id when it had one.
     pub fn reject_malformed(&mut self, peer: PeerId, err: FrameError, fx: &mut Effects) {
         let id = err.correlation_id.clone();
-        self.reject_with(peer, id.as_deref(), err, &[], fx);
+        self.reject_with(peer, id.as_deref(), err, &[], None, fx);
     }
 
     fn reject_with(
@@ -539,12 +588,15 @@ impl Broker {
         id: Option<&str>,
         err: FrameError,
         meta: &[QuestionMeta],
+        context: Option<&RequestContext>,
         fx: &mut Effects,
     ) {
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
         let code = err.code;
+        let agent = context.and_then(|c| c.agent.clone());
+        let project = context.and_then(|c| c.project.clone());
         self.stats.rejected += 1;
         if !self.watchers.is_empty() {
             fx.events.push(BusEvent {
@@ -552,6 +604,8 @@ impl Broker {
                 ts: String::new(),
                 correlation_id: id.map(str::to_owned),
                 producer: producer_info(&p.info),
+                agent: agent.clone(),
+                project: project.clone(),
                 ui: None,
                 latency_ms: None,
                 timeout_ms: None,
@@ -570,6 +624,8 @@ impl Broker {
             reason: "rejected",
             code: Some(code),
             producer: producer_info(&p.info),
+            agent,
+            project,
             ui: None,
             latency_ms: 0,
             question_types: question_types(meta),
@@ -592,18 +648,19 @@ impl Broker {
         self.peers.get_mut(&peer).expect("checked above").asked = true;
         let id = req.correlation_id;
         let meta = req.meta;
+        let ctx = req.context.as_ref();
         if !may_produce {
             let err = BrokerError::NotAProducer(uid);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         if self.pending.contains_key(id.as_str()) {
             let err = BrokerError::DuplicateCorrelationId(id.clone());
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         if owned >= self.limits.max_pending_per_connection {
             let err =
                 BrokerError::TooManyPendingForConnection(self.limits.max_pending_per_connection);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         let of_uid = self.pending_by_uid.get(&uid).copied().unwrap_or(0);
         if of_uid >= self.limits.max_pending_per_uid {
@@ -611,11 +668,11 @@ impl Broker {
                 uid,
                 limit: self.limits.max_pending_per_uid,
             };
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         if self.pending.len() >= self.limits.max_pending_total {
             let err = BrokerError::TooManyPendingTotal(self.limits.max_pending_total);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         let max = self.limits.max_timeout_ms;
         let timeout_ms = req
@@ -628,6 +685,7 @@ impl Broker {
             seq,
             producer: peer,
             producer_info,
+            context: req.context.map(Box::new),
             questions: req.questions,
             meta,
             accepted_at: now,
@@ -641,7 +699,10 @@ impl Broker {
             return;
         }
         let no_ui = req.no_ui.unwrap_or(self.limits.no_ui);
-        if self.uis.is_empty() && no_ui == NoUiPolicy::Reject {
+        // "No UI" means none that would be shown it: a UI of another user, or one whose filter
+        // leaves it out, will never answer it.
+        let any_ui = self.uis.iter().any(|ui| self.peers[ui].shown(&pending));
+        if !any_ui && no_ui == NoUiPolicy::Reject {
             let result = questions::daemon_result(&pending.meta, DaemonOutcome::NoUi, timeout_ms);
             self.finish(&id, pending, Outcome::NoUi, result, None, now, fx);
             return;
@@ -653,7 +714,7 @@ impl Broker {
             .copied()
             .filter(|ui| {
                 let p = &self.peers[ui];
-                p.ui == Some(Cursor::Live) && p.info.sees(uid)
+                p.ui == Some(Cursor::Live) && p.shown(&pending)
             })
             .collect();
         if !live.is_empty() {
@@ -695,14 +756,7 @@ impl Broker {
             return;
         }
         let req = self.remove_pending(id);
-        self.withdraw(
-            id,
-            req.seq,
-            req.producer_info.uid,
-            WithdrawReason::Withdrawn,
-            None,
-            fx,
-        );
+        self.withdraw(id, &req, WithdrawReason::Withdrawn, None, fx);
         let result = questions::daemon_result(&req.meta, DaemonOutcome::Withdrawn, req.timeout_ms);
         self.finish(id, req, Outcome::Withdrawn, result, None, now, fx);
     }
@@ -731,6 +785,11 @@ impl Broker {
             fx.error(peer, err.into_frame_error(id));
             return;
         }
+        if !ui.shown(req) {
+            let err = BrokerError::OutsideFilter(id.to_owned());
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        }
         let count = req.meta.len();
         if !resp.cancelled {
             if let Some((&index, _)) = resp.answers.iter().find(|(&i, _)| i >= count) {
@@ -753,14 +812,7 @@ impl Broker {
             pid: ui.info.pid,
         };
         let req = self.remove_pending(id);
-        self.withdraw(
-            id,
-            req.seq,
-            req.producer_info.uid,
-            WithdrawReason::Answered,
-            Some(peer),
-            fx,
-        );
+        self.withdraw(id, &req, WithdrawReason::Answered, Some(peer), fx);
         let (outcome, result, answers) = if resp.cancelled {
             (
                 Outcome::Dismissed,
@@ -793,14 +845,7 @@ impl Broker {
             }
             let id = self.by_seq[&seq].clone();
             let req = self.remove_pending(&id);
-            self.withdraw(
-                &id,
-                req.seq,
-                req.producer_info.uid,
-                WithdrawReason::Timeout,
-                None,
-                fx,
-            );
+            self.withdraw(&id, &req, WithdrawReason::Timeout, None, fx);
             let result =
                 questions::daemon_result(&req.meta, DaemonOutcome::Timeout, req.timeout_ms);
             self.finish(&id, req, Outcome::Timeout, result, None, now, fx);
@@ -818,14 +863,7 @@ impl Broker {
         let ids: Vec<Arc<str>> = self.by_seq.values().cloned().collect();
         for id in ids {
             let req = self.remove_pending(&id);
-            self.withdraw(
-                &id,
-                req.seq,
-                req.producer_info.uid,
-                WithdrawReason::Shutdown,
-                None,
-                fx,
-            );
+            self.withdraw(&id, &req, WithdrawReason::Shutdown, None, fx);
             let result =
                 questions::daemon_result(&req.meta, DaemonOutcome::Shutdown, req.timeout_ms);
             self.finish(&id, req, Outcome::Shutdown, result, None, now, fx);
@@ -858,8 +896,7 @@ impl Broker {
     fn withdraw(
         &self,
         id: &str,
-        seq: u64,
-        producer_uid: u32,
+        req: &Pending,
         reason: WithdrawReason,
         except: Option<PeerId>,
         fx: &mut Effects,
@@ -867,10 +904,7 @@ impl Broker {
         let mut frame = None;
         for &ui in &self.uis {
             let p = &self.peers[&ui];
-            if Some(ui) == except
-                || !p.ui.is_some_and(|c| c.has_seen(seq))
-                || !p.info.sees(producer_uid)
-            {
+            if Some(ui) == except || !p.ui.is_some_and(|c| c.has_seen(req.seq)) || !p.shown(req) {
                 continue;
             }
             let frame = frame.get_or_insert_with(|| hot::withdrawn(id, reason));
@@ -962,6 +996,8 @@ fn record(
         reason,
         code: None,
         producer: req.producer_info.clone(),
+        agent: context_field(req, |c| &c.agent),
+        project: context_field(req, |c| &c.project),
         ui,
         latency_ms: (now - req.accepted_at).as_millis() as u64,
         question_types: question_types(&req.meta),
@@ -984,6 +1020,8 @@ fn event(
         ts: String::new(),
         correlation_id: Some(id.to_owned()),
         producer: req.producer_info.clone(),
+        agent: context_field(req, |c| &c.agent),
+        project: context_field(req, |c| &c.project),
         ui,
         latency_ms,
         timeout_ms,
@@ -994,6 +1032,11 @@ fn event(
         headers: headers(&req.meta),
         code: None,
     }
+}
+
+/// One field of a request's context, for telemetry and watchers.
+fn context_field(req: &Pending, f: fn(&RequestContext) -> &Option<String>) -> Option<String> {
+    req.context.as_deref().and_then(|c| f(c).clone())
 }
 
 /// Each question's header, or `Q<i>` where it has none (as the reference labels answers).
@@ -1018,6 +1061,7 @@ fn encode_ui_request(id: &str, req: &Pending, now: Instant) -> Bytes {
         questions: &req.questions,
         timeout_ms: req.deadline.saturating_duration_since(now).as_millis() as u64,
         producer: &req.producer_info,
+        context: req.context.as_deref(),
     }
     .encode()
 }

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use askbusd::client::{new_correlation_id, Ask, ClientError, Producer};
-use askbusd::protocol::{NoUiPolicy, Outcome, ProducerResponse, ServerFrame};
+use askbusd::protocol::{NoUiPolicy, Outcome, ProducerResponse, RequestContext, ServerFrame};
 
 /// Exit statuses of `askbus ask`, documented in its help.
 pub mod exit {
@@ -37,6 +37,7 @@ pub async fn run(
     questions: Value,
     timeout_ms: Option<u64>,
     no_ui: Option<NoUiPolicy>,
+    context: Option<RequestContext>,
     json: bool,
     client: &str,
 ) -> Result<ExitCode> {
@@ -50,6 +51,7 @@ pub async fn run(
         correlation_id: Some(id.clone()),
         timeout_ms,
         no_ui,
+        context,
     };
     let asked = producer.ask(request);
     tokio::pin!(asked);

@@ -109,6 +109,8 @@ pub enum Inbound {
     Stats,
     Subscribe {
         client: Option<String>,
+        /// Which requests this UI is shown; the default shows everything it may see.
+        filter: SubscribeFilter,
     },
     /// Observe the bus (ops): every request's arrival and end, without question text.
     Watch {
@@ -127,6 +129,8 @@ pub struct AskUserRequest {
     pub correlation_id: String,
     pub timeout_ms: Option<TimeoutMs>,
     pub no_ui: Option<NoUiPolicy>,
+    /// Who is asking, about what (`None` when absent, `null`, or without a known field).
+    pub context: Option<RequestContext>,
     pub questions: RequestQuestions,
 }
 
@@ -239,6 +243,7 @@ pub(super) fn parse_full(payload: &[u8]) -> Result<Inbound, FrameError> {
         "stats" => Ok(Inbound::Stats),
         "subscribe" => Ok(Inbound::Subscribe {
             client: client_field(obj)?,
+            filter: filter_field(obj)?,
         }),
         "watch" => Ok(Inbound::Watch {
             client: client_field(obj)?,
@@ -339,10 +344,38 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
             )))
         }
     };
+    let context = match obj.get("context") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(map)) => {
+            let field = |name: &'static str| match map.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => check_context_value(name, s).map(|()| Some(s.clone())),
+                Some(other) => Err(format!(
+                    "context.{name} must be a string, not {}",
+                    kind(other)
+                )),
+            };
+            RequestContext {
+                agent: field("agent").map_err(err)?,
+                session: field("session").map_err(err)?,
+                project: field("project").map_err(err)?,
+                cwd: field("cwd").map_err(err)?,
+                title: field("title").map_err(err)?,
+            }
+            .into_option()
+        }
+        Some(other) => {
+            return Err(err(format!(
+                "context must be an object, not {}",
+                kind(other)
+            )))
+        }
+    };
     Ok(Inbound::AskUserRequest(AskUserRequest {
         correlation_id,
         timeout_ms,
         no_ui,
+        context,
         questions: RequestQuestions::Params(value),
     }))
 }
@@ -452,6 +485,49 @@ fn client_field(obj: &Map<String, Value>) -> Result<Option<String>, FrameError> 
     }
 }
 
+/// A `subscribe`'s `filter`: absent, `null` or `{}` shows the UI everything it may see.
+fn filter_field(obj: &Map<String, Value>) -> Result<SubscribeFilter, FrameError> {
+    let err = |msg: String| FrameError::new(ErrorCode::InvalidFrame, msg);
+    let map = match obj.get("filter") {
+        None | Some(Value::Null) => return Ok(SubscribeFilter::default()),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(err(format!(
+                "filter must be an object, not {}",
+                kind(other)
+            )))
+        }
+    };
+    let mut filter = SubscribeFilter::default();
+    for (key, value) in map {
+        // Unlike the request's context, a filter key this daemon does not know is refused:
+        // ignoring it would show the UI more than it asked for.
+        let Some(slot) = filter.slot(key) else {
+            return Err(err(format!(
+                "filter has no key {:?} (known: {})",
+                truncate(key, 32),
+                SubscribeFilter::KEYS.join(", ")
+            )));
+        };
+        match value {
+            Value::Null => {}
+            Value::String(s) => {
+                check_context_value(SubscribeFilter::key_name(key), s)
+                    .map_err(|m| err(format!("filter.{}", &m["context.".len()..])))?;
+                *slot = Some(s.clone());
+            }
+            other => {
+                return Err(err(format!(
+                    "filter.{} must be a string, not {}",
+                    truncate(key, 32),
+                    kind(other)
+                )))
+            }
+        }
+    }
+    Ok(filter)
+}
+
 fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -472,6 +548,149 @@ fn truncate(s: &str, max_chars: usize) -> String {
 
 // ---------------------------------------------------------------------------------------------
 // Frames the daemon sends. One definition serves the daemon (encode) and clients (decode).
+
+/// The longest value of each `context` field, in characters (Unicode scalar values).
+pub const CONTEXT_LIMITS: [(&str, usize); 5] = [
+    ("agent", 256),
+    ("session", 256),
+    ("project", 128),
+    ("cwd", 4096),
+    ("title", 256),
+];
+
+/// Checks one `context` (or `filter`) value: non-empty, at most its field's length, one line
+/// without control characters. The message names the field as `context.<name>`.
+pub fn check_context_value(name: &str, value: &str) -> Result<(), String> {
+    let max = CONTEXT_LIMITS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(256, |(_, max)| *max);
+    if value.is_empty() {
+        return Err(format!("context.{name} must not be empty"));
+    }
+    // Bounded before counting: a huge value is refused without walking all of it.
+    if value.len() > max && value.chars().nth(max).is_some() {
+        return Err(format!("context.{name} must be at most {max} characters"));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(format!(
+            "context.{name} must be one line without control characters"
+        ));
+    }
+    Ok(())
+}
+
+/// Who is asking, about what: a request's optional `context`, echoed to UIs with it. Every
+/// field is optional; what they mean is in proto/PROTOCOL.md.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RequestContext {
+    /// The agent itself, `name/version` (not the client library: that is `producer.client`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The agent's own session id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// A short project name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// The agent's working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// One line: what the agent is doing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+impl RequestContext {
+    pub fn is_empty(&self) -> bool {
+        self == &RequestContext::default()
+    }
+
+    /// `None` when no field is set: such a context is not sent on.
+    pub fn into_option(self) -> Option<RequestContext> {
+        (!self.is_empty()).then_some(self)
+    }
+
+    /// The fields that are set, by name, in the wire's order.
+    pub fn fields(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("agent", &self.agent),
+            ("session", &self.session),
+            ("project", &self.project),
+            ("cwd", &self.cwd),
+            ("title", &self.title),
+        ]
+        .into_iter()
+        .filter_map(|(n, v)| v.as_deref().map(|v| (n, v)))
+    }
+
+    /// What the daemon would refuse in it (the `invalid-request` message), if anything.
+    pub fn check(&self) -> Result<(), String> {
+        self.fields()
+            .try_for_each(|(n, v)| check_context_value(n, v))
+    }
+}
+
+/// Which requests a UI is shown (`subscribe`'s `filter`): every field that is set must match
+/// the request's context; a request without that context field does not match. `agent`
+/// matches the whole `name/version` or just its name.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SubscribeFilter {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+}
+
+impl SubscribeFilter {
+    /// The keys a filter may have.
+    pub const KEYS: [&'static str; 3] = ["project", "agent", "session"];
+
+    fn slot(&mut self, key: &str) -> Option<&mut Option<String>> {
+        match key {
+            "project" => Some(&mut self.project),
+            "agent" => Some(&mut self.agent),
+            "session" => Some(&mut self.session),
+            _ => None,
+        }
+    }
+
+    fn key_name(key: &str) -> &'static str {
+        Self::KEYS
+            .into_iter()
+            .find(|k| *k == key)
+            .unwrap_or("filter")
+    }
+
+    /// Whether it shows everything.
+    pub fn is_empty(&self) -> bool {
+        self == &SubscribeFilter::default()
+    }
+
+    /// Whether a request with this context is shown.
+    pub fn matches(&self, context: Option<&RequestContext>) -> bool {
+        let field =
+            |f: fn(&RequestContext) -> &Option<String>| context.and_then(|c| f(c).as_deref());
+        let eq = |want: &Option<String>, got: Option<&str>| match want {
+            None => true,
+            Some(want) => got == Some(want.as_str()),
+        };
+        let agent = match &self.agent {
+            None => true,
+            Some(want) => field(|c| &c.agent).is_some_and(|got| {
+                got == want
+                    || got
+                        .strip_prefix(want.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            }),
+        };
+        agent
+            && eq(&self.project, field(|c| &c.project))
+            && eq(&self.session, field(|c| &c.session))
+    }
+}
 
 /// Who asked, as UIs are told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -503,6 +722,11 @@ pub struct BusEvent {
     /// `None` for a request refused before it had a usable correlationId.
     pub correlation_id: Option<String>,
     pub producer: ProducerInfo,
+    /// The request's `context.agent` and `context.project`, when it had them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ui: Option<UiInfo>,
     /// Time since the request was accepted (ends only).
@@ -559,6 +783,9 @@ pub struct UiRequest {
     /// Milliseconds left before the request times out, as of sending.
     pub timeout_ms: u64,
     pub producer: ProducerInfo,
+    /// The producer's `context`, as it sent it (known fields only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<RequestContext>,
 }
 
 /// The daemon's encoding of a `UiRequest`: the questions stay the JSON text they were
@@ -570,6 +797,7 @@ pub struct UiRequestRef<'a> {
     pub questions: &'a str,
     pub timeout_ms: u64,
     pub producer: &'a ProducerInfo,
+    pub context: Option<&'a RequestContext>,
 }
 
 impl UiRequestRef<'_> {
@@ -584,6 +812,10 @@ impl UiRequestRef<'_> {
             out.extend_from_slice(self.timeout_ms.to_string().as_bytes());
             out.extend_from_slice(br#","producer":"#);
             serde_json::to_writer(&mut *out, self.producer).expect("ProducerInfo serializes");
+            if let Some(context) = self.context {
+                out.extend_from_slice(br#","context":"#);
+                serde_json::to_writer(&mut *out, context).expect("RequestContext serializes");
+            }
             out.push(b'}');
         })
     }
@@ -707,6 +939,9 @@ pub enum ClientFrame<'a> {
     Subscribe {
         #[serde(skip_serializing_if = "Option::is_none")]
         client: Option<&'a str>,
+        /// `None` (or an empty filter) shows the UI everything it may see.
+        #[serde(skip_serializing_if = "filter_is_empty")]
+        filter: Option<&'a SubscribeFilter>,
     },
     Watch {
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -720,6 +955,8 @@ pub enum ClientFrame<'a> {
         timeout_ms: Option<u64>,
         #[serde(skip_serializing_if = "Option::is_none")]
         no_ui: Option<NoUiPolicy>,
+        #[serde(skip_serializing_if = "context_is_empty")]
+        context: Option<&'a RequestContext>,
     },
     #[serde(rename_all = "camelCase")]
     AskUserCancel {
@@ -732,6 +969,14 @@ pub enum ClientFrame<'a> {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
     },
+}
+
+fn filter_is_empty(f: &Option<&SubscribeFilter>) -> bool {
+    f.is_none_or(|f| f.is_empty())
+}
+
+fn context_is_empty(c: &Option<&RequestContext>) -> bool {
+    c.is_none_or(|c| c.is_empty())
 }
 
 #[cfg(test)]
@@ -816,6 +1061,121 @@ mod tests {
     }
 
     #[test]
+    fn request_context_checked_and_named() {
+        let frame = |ctx: &str| {
+            format!(
+                r#"{{"type":"ask-user-request","correlationId":"a","noUi":"wait","context":{ctx},"questions":[]}}"#
+            )
+        };
+        let Inbound::AskUserRequest(r) = parse_inbound(
+            frame(r#"{"agent":"gemini-cli/0.61.0","project":"askbus","session":"s1","cwd":"/src/askbus","title":"Fix CI","future":[1]}"#)
+                .as_bytes(),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        let c = r.context.unwrap();
+        assert_eq!(c.project.as_deref(), Some("askbus"));
+        assert_eq!(c.agent.as_deref(), Some("gemini-cli/0.61.0"));
+        assert_eq!(c.cwd.as_deref(), Some("/src/askbus"));
+        for empty in ["null", "{}", r#"{"project":null}"#, r#"{"other":"x"}"#] {
+            let Inbound::AskUserRequest(r) = parse_inbound(frame(empty).as_bytes()).unwrap() else {
+                panic!()
+            };
+            assert_eq!(r.context, None, "{empty}");
+        }
+        let long = "p".repeat(129);
+        for (ctx, message) in [
+            ("[]".to_owned(), "context must be an object, not an array"),
+            (
+                "\"p\"".to_owned(),
+                "context must be an object, not a string",
+            ),
+            (
+                r#"{"project":7}"#.to_owned(),
+                "context.project must be a string, not a number",
+            ),
+            (
+                format!(r#"{{"project":"{long}"}}"#),
+                "context.project must be at most 128 characters",
+            ),
+            (
+                r#"{"title":"a\nb"}"#.to_owned(),
+                "context.title must be one line without control characters",
+            ),
+            (
+                r#"{"session":""}"#.to_owned(),
+                "context.session must not be empty",
+            ),
+            (
+                r#"{"agent":{"name":"x"}}"#.to_owned(),
+                "context.agent must be a string, not an object",
+            ),
+        ] {
+            let e = parse_inbound(frame(&ctx).as_bytes()).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidRequest, "{ctx}");
+            assert_eq!(e.message, message, "{ctx}");
+            assert_eq!(e.correlation_id.as_deref(), Some("a"));
+        }
+        // 4096 characters of cwd are fine, 4097 are not; characters, not bytes.
+        let ok = format!(r#"{{"cwd":"{}"}}"#, "é".repeat(4096));
+        assert!(parse_inbound(frame(&ok).as_bytes()).is_ok());
+        let bad = format!(r#"{{"cwd":"{}"}}"#, "é".repeat(4097));
+        assert!(parse_inbound(frame(&bad).as_bytes()).is_err());
+    }
+
+    #[test]
+    fn subscribe_filter_checked_and_matched() {
+        let Inbound::Subscribe { filter, .. } = parse_inbound(
+            br#"{"type":"subscribe","filter":{"project":"askbus","agent":"gemini-cli","session":null}}"#,
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(filter.project.as_deref(), Some("askbus"));
+        assert_eq!(filter.session, None);
+        for (f, message) in [
+            (r#"[]"#, "filter must be an object, not an array"),
+            (
+                r#"{"colour":"a"}"#,
+                "filter has no key \"colour\" (known: project, agent, session)",
+            ),
+            (
+                r#"{"project":1}"#,
+                "filter.project must be a string, not a number",
+            ),
+            (r#"{"project":""}"#, "filter.project must not be empty"),
+        ] {
+            let frame = format!(r#"{{"type":"subscribe","filter":{f}}}"#);
+            let e = parse_inbound(frame.as_bytes()).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidFrame, "{f}");
+            assert_eq!(e.message, message, "{f}");
+        }
+        let ctx = |agent: &str, project: &str| RequestContext {
+            agent: Some(agent.into()),
+            project: Some(project.into()),
+            ..RequestContext::default()
+        };
+        let f = SubscribeFilter {
+            project: Some("askbus".into()),
+            agent: Some("gemini-cli".into()),
+            session: None,
+        };
+        assert!(f.matches(Some(&ctx("gemini-cli/0.61.0", "askbus"))));
+        assert!(f.matches(Some(&ctx("gemini-cli", "askbus"))));
+        assert!(!f.matches(Some(&ctx("gemini-cli-x/1", "askbus"))));
+        assert!(!f.matches(Some(&ctx("gemini-cli/1", "other"))));
+        assert!(!f.matches(None));
+        assert!(SubscribeFilter::default().matches(None));
+        let exact = SubscribeFilter {
+            agent: Some("gemini-cli/0.61.0".into()),
+            ..SubscribeFilter::default()
+        };
+        assert!(exact.matches(Some(&ctx("gemini-cli/0.61.0", "x"))));
+        assert!(!exact.matches(Some(&ctx("gemini-cli/0.62.0", "x"))));
+    }
+
+    #[test]
     fn response_shape_checked() {
         let ok = br#"{"type":"ask-user-response","correlationId":"a","answers":{"1":"x","0":"y"}}"#;
         let Inbound::AskUserResponse(r) = parse_inbound(ok).unwrap() else {
@@ -853,7 +1213,13 @@ mod tests {
         let unknown: ServerFrame = serde_json::from_str(r#"{"type":"future","x":1}"#).unwrap();
         assert!(matches!(unknown, ServerFrame::Unknown));
         let questions = r#"[{"question":"Q?","header":"H","type":"text"}]"#;
-        for (id, producer) in [
+        let context = RequestContext {
+            agent: Some("gemini-cli/0.61.0".into()),
+            project: Some("ask\"bus\u{e9}".into()),
+            title: Some("t".into()),
+            ..RequestContext::default()
+        };
+        for (id, producer, context) in [
             (
                 "c",
                 ProducerInfo {
@@ -861,6 +1227,7 @@ mod tests {
                     pid: Some(7),
                     uid: 1000,
                 },
+                None,
             ),
             (
                 "q\"\u{e9}\n",
@@ -869,6 +1236,7 @@ mod tests {
                     pid: None,
                     uid: 0,
                 },
+                Some(context),
             ),
         ] {
             let by_ref = UiRequestRef {
@@ -876,6 +1244,7 @@ mod tests {
                 questions,
                 timeout_ms: 5,
                 producer: &producer,
+                context: context.as_ref(),
             }
             .encode();
             let owned = ServerFrame::AskUserRequest(UiRequest {
@@ -883,6 +1252,7 @@ mod tests {
                 questions: serde_json::from_str(questions).unwrap(),
                 timeout_ms: 5,
                 producer,
+                context,
             });
             assert_eq!(by_ref, crate::protocol::encode(&owned));
         }
@@ -891,6 +1261,7 @@ mod tests {
             questions,
             timeout_ms: 5,
             producer: &ProducerInfo::default(),
+            context: None,
         }
         .encode();
         let back: ServerFrame = serde_json::from_slice(&by_ref).unwrap();
