@@ -422,7 +422,7 @@ impl Conn<'_> {
                     .hub
                     .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx)),
                 Err((cid, context, err)) => self.hub.run_in(&mut self.batch, |b, _, fx| {
-                    b.reject(id, &cid, context.as_ref(), err, fx)
+                    b.reject(id, &cid, context.as_deref(), err, fx)
                 }),
             },
             Inbound::AskUserCancel { correlation_id } => {

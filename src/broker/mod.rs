@@ -124,7 +124,7 @@ impl ValidRequest {
     #[allow(clippy::type_complexity)]
     pub fn check(
         req: AskUserRequest,
-    ) -> Result<ValidRequest, (String, Option<RequestContext>, BrokerError)> {
+    ) -> Result<ValidRequest, (String, Option<Box<RequestContext>>, BrokerError)> {
         match questions::check(req.questions) {
             Ok(normalized) => Ok(ValidRequest {
                 meta: normalized.meta,
@@ -136,7 +136,7 @@ impl ValidRequest {
             }),
             Err(msg) => Err((
                 req.correlation_id,
-                req.context,
+                req.context.map(Box::new),
                 BrokerError::InvalidQuestions(msg),
             )),
         }

@@ -785,7 +785,7 @@ pub struct UiRequest {
     pub producer: ProducerInfo,
     /// The producer's `context`, as it sent it (known fields only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<RequestContext>,
+    pub context: Option<Box<RequestContext>>,
 }
 
 /// The daemon's encoding of a `UiRequest`: the questions stay the JSON text they were
@@ -1252,7 +1252,7 @@ mod tests {
                 questions: serde_json::from_str(questions).unwrap(),
                 timeout_ms: 5,
                 producer,
-                context,
+                context: context.map(Box::new),
             });
             assert_eq!(by_ref, crate::protocol::encode(&owned));
         }
