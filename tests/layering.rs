@@ -216,7 +216,7 @@ fn referenced_paths(src: &Source, modules: &BTreeSet<Vec<String>>) -> Vec<Vec<St
             // `crate::{a, b::c}`: one path per member.
             let close = matching_brace(&text[i..]).map_or(text.len(), |n| i + n);
             for member in text[i + 1..close].split(',') {
-                let member = member.trim().split_whitespace().next().unwrap_or("");
+                let member = member.split_whitespace().next().unwrap_or("");
                 let mut p = base.clone();
                 p.extend(
                     member
