@@ -19,6 +19,7 @@ mod mcp;
 mod pending;
 mod schema;
 mod service;
+mod term;
 mod ui;
 mod validate;
 mod watch;
@@ -145,7 +146,8 @@ enum Command {
     /// Serve the ask_user tool to an MCP client (Claude Code, Codex, Gemini CLI…) on stdio.
     ///
     /// Each tool call is asked through askbusd and answered from any askbus UI. The tool has
-    /// Gemini CLI's ask_user name, description and schema; its text result is the reference's
+    /// Gemini CLI's ask_user description and schema, under the name `ask_person` (Gemini CLI
+    /// drops MCP tools named ask_user in headless mode); its text result is the reference's
     /// llmContent.
     Mcp(mcp::McpArgs),
     /// Print the daemon's live counters.
@@ -205,7 +207,8 @@ fn main() -> ExitCode {
             let unreachable = e
                 .downcast_ref::<ClientError>()
                 .is_some_and(|c| matches!(c, ClientError::Connect { .. }));
-            eprintln!("askbus: {e:#}");
+            // Errors may quote what the daemon (or a peer) said.
+            eprintln!("askbus: {}", term::sanitize_lines(&format!("{e:#}")));
             if unreachable {
                 ExitCode::from(ask::exit::UNREACHABLE)
             } else {
@@ -255,11 +258,12 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         Command::Stats { json } => {
             let mut conn = Connection::connect(&socket).await?;
             let stats = conn.stats().await?;
-            if json {
-                println!("{}", serde_json::to_string(&stats)?);
+            let text = if json {
+                serde_json::to_string(&stats)?
             } else {
-                println!("{}", serde_json::to_string_pretty(&stats)?);
-            }
+                serde_json::to_string_pretty(&stats)?
+            };
+            println!("{}", term::json(&text));
             Ok(ExitCode::SUCCESS)
         }
     }
