@@ -101,6 +101,9 @@ struct Args {
     /// that validate and parse in parallel [default: 1]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=bounds::MAX_THREADS))]
     threads: Option<u64>,
+    /// Print the man page (roff) and exit; packages install it as askbusd.1
+    #[arg(long, hide = true)]
+    man: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -177,6 +180,20 @@ impl Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.man {
+        let mut page = Vec::new();
+        let cmd = <Args as clap::CommandFactory>::command();
+        return match clap_mangen::Man::new(cmd)
+            .render(&mut page)
+            .and_then(|()| std::io::Write::write_all(&mut std::io::stdout().lock(), &page))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("askbusd: cannot print the man page: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if args.check_config {
         return match args.settings() {
             Ok((_, Some(path))) => {
