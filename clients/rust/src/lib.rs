@@ -9,7 +9,9 @@
 //! The daemon (`askbusd`) and the `askbus` command live in the workspace's root package, which
 //! depends on this crate; an agent author gets the client without the daemon's dependencies.
 
+#[cfg(feature = "client")]
 pub mod client;
 pub mod protocol;
 pub mod questions;
+#[cfg(feature = "client")]
 pub mod trust;

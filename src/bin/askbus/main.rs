@@ -18,6 +18,7 @@ mod completions;
 mod mcp;
 mod pending;
 mod schema;
+mod service;
 mod term;
 mod ui;
 mod validate;
@@ -130,8 +131,19 @@ enum Command {
         /// The shell
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff).
-    Man,
+    /// Print the man page (roff), or write every page with --dir.
+    Man {
+        /// Write askbus.1 and one askbus-COMMAND.1 per subcommand into DIR (as packages
+        /// install them) instead of printing askbus.1
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Run askbusd under systemd: install, uninstall or inspect its socket and service units.
+    ///
+    /// The units are the shipped ones (systemd/ in the source) with ExecStart at the installed
+    /// askbusd. `askbus service install` sets up your own bus (socket
+    /// $XDG_RUNTIME_DIR/askbus.sock, every client's default); `--system` one for the machine.
+    Service(service::Args),
     /// Serve the ask_user tool to an MCP client (Claude Code, Codex, Gemini CLI…) on stdio.
     ///
     /// Each tool call is asked through askbusd and answered from any askbus UI. The tool has
@@ -168,6 +180,12 @@ fn main() -> ExitCode {
     let command = match cli.command {
         Command::Bench(args) => return bench::main(args, cli.socket),
         Command::BenchRelay => return bench::relay_main(cli.socket),
+        Command::Service(args) => {
+            return service::run(args).unwrap_or_else(|e| {
+                eprintln!("askbus: {e:#}");
+                ExitCode::FAILURE
+            })
+        }
         command => command,
     };
     let socket = cli
@@ -226,9 +244,8 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             completions::completions(shell, <Cli as clap::CommandFactory>::command())
                 .map(|()| ExitCode::SUCCESS)
         }
-        Command::Man => {
-            completions::man(<Cli as clap::CommandFactory>::command()).map(|()| ExitCode::SUCCESS)
-        }
+        Command::Man { dir } => completions::man(<Cli as clap::CommandFactory>::command(), dir)
+            .map(|()| ExitCode::SUCCESS),
         Command::Answer {
             id,
             answers,
@@ -236,7 +253,9 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         } => answer::run(&socket, &id, &answers, dismiss).await,
         Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Web(args) => web::run(args, socket).await,
-        Command::Bench(_) | Command::BenchRelay => unreachable!("dispatched before the runtime"),
+        Command::Bench(_) | Command::BenchRelay | Command::Service(_) => {
+            unreachable!("dispatched before the runtime")
+        }
         Command::Stats { json } => {
             let mut conn = Connection::connect(&socket).await?;
             let stats = conn.stats().await?;
