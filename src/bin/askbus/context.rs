@@ -4,7 +4,6 @@
 
 use askbusd::protocol::{RequestContext, SubscribeFilter};
 
-
 /// Who is asking, about what (`askbus ask`). Each flag defaults to its environment variable;
 /// an empty value counts as unset.
 #[derive(Debug, Clone, Default, clap::Args)]
