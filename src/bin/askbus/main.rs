@@ -15,10 +15,12 @@ mod answer;
 mod ask;
 mod bench;
 mod completions;
+mod context;
 mod hook;
 mod mcp;
 mod pending;
 mod schema;
+mod service;
 mod term;
 mod ui;
 mod validate;
@@ -30,7 +32,8 @@ mod web;
 #[command(name = "askbus", version, about, long_about = None)]
 struct Cli {
     /// The daemon's socket [default: $ASKBUS_SOCKET, else $XDG_RUNTIME_DIR/askbus.sock, else
-    /// /run/askbus/askbus.sock for root, else /tmp/askbus-<uid>/askbus.sock]
+    /// /run/askbus/askbus.sock for root, else /tmp/askbus-<uid>/askbus.sock]. Only a daemon
+    /// running as you or root is talked to; name another trusted uid in $ASKBUS_DAEMON_UID
     #[arg(long, global = true, value_name = "PATH")]
     socket: Option<PathBuf>,
     #[command(subcommand)]
@@ -59,12 +62,16 @@ enum Command {
         /// Name announced to the UIs
         #[arg(long, value_name = "NAME", default_value = concat!("askbus-cli/", env!("CARGO_PKG_VERSION")))]
         client: String,
+        #[command(flatten)]
+        context: context::ContextArgs,
     },
     /// List the pending questions and exit.
     Pending {
         /// Print them as a JSON array of ask-user-request frames
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        filter: context::FilterArgs,
     },
     /// Answer (or dismiss) one pending question, as a UI would.
     Answer {
@@ -130,8 +137,19 @@ enum Command {
         /// The shell
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff).
-    Man,
+    /// Print the man page (roff), or write every page with --dir.
+    Man {
+        /// Write askbus.1 and one askbus-COMMAND.1 per subcommand into DIR (as packages
+        /// install them) instead of printing askbus.1
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Run askbusd under systemd: install, uninstall or inspect its socket and service units.
+    ///
+    /// The units are the shipped ones (systemd/ in the source) with ExecStart at the installed
+    /// askbusd. `askbus service install` sets up your own bus (socket
+    /// $XDG_RUNTIME_DIR/askbus.sock, every client's default); `--system` one for the machine.
+    Service(service::Args),
     /// Serve the ask_user tool to an MCP client (Claude Code, Codex, Gemini CLI…) on stdio.
     ///
     /// Each tool call is asked through askbusd and answered from any askbus UI. The tool has
@@ -177,6 +195,12 @@ fn main() -> ExitCode {
     let command = match cli.command {
         Command::Bench(args) => return bench::main(args, cli.socket),
         Command::BenchRelay => return bench::relay_main(cli.socket),
+        Command::Service(args) => {
+            return service::run(args).unwrap_or_else(|e| {
+                eprintln!("askbus: {e:#}");
+                ExitCode::FAILURE
+            })
+        }
         command => command,
     };
     let socket = cli
@@ -196,9 +220,9 @@ fn main() -> ExitCode {
     match rt.block_on(run(command, socket)) {
         Ok(code) => code,
         Err(e) => {
-            let unreachable = e
-                .downcast_ref::<ClientError>()
-                .is_some_and(|c| matches!(c, ClientError::Connect { .. }));
+            let unreachable = e.downcast_ref::<ClientError>().is_some_and(|c| {
+                matches!(c, ClientError::Connect { .. } | ClientError::Untrusted(_))
+            });
             // Errors may quote what the daemon (or a peer) said.
             eprintln!("askbus: {}", term::sanitize_lines(&format!("{e:#}")));
             if unreachable {
@@ -218,15 +242,20 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             no_ui,
             json,
             client,
+            context,
         } => {
             let questions = ask::read_questions(file)?;
             let no_ui = no_ui.map(|p| match p {
                 NoUiArg::Wait => NoUiPolicy::Wait,
                 NoUiArg::Reject => NoUiPolicy::Reject,
             });
-            ask::run(&socket, questions, timeout_ms, no_ui, json, &client).await
+            let context = context.context();
+            ask::run(
+                &socket, questions, timeout_ms, no_ui, context, json, &client,
+            )
+            .await
         }
-        Command::Pending { json } => pending::run(&socket, json).await,
+        Command::Pending { json, filter } => pending::run(&socket, json, &filter.filter()).await,
         Command::Ui => ui::run(&socket).await,
         Command::Watch { json } => watch::run(&socket, json).await,
         Command::Validate { file, json } => validate::run(file, json),
@@ -235,9 +264,8 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             completions::completions(shell, <Cli as clap::CommandFactory>::command())
                 .map(|()| ExitCode::SUCCESS)
         }
-        Command::Man => {
-            completions::man(<Cli as clap::CommandFactory>::command()).map(|()| ExitCode::SUCCESS)
-        }
+        Command::Man { dir } => completions::man(<Cli as clap::CommandFactory>::command(), dir)
+            .map(|()| ExitCode::SUCCESS),
         Command::Answer {
             id,
             answers,
@@ -246,7 +274,9 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Hook(args) => Ok(hook::run(&socket, args).await),
         Command::Web(args) => web::run(args, socket).await,
-        Command::Bench(_) | Command::BenchRelay => unreachable!("dispatched before the runtime"),
+        Command::Bench(_) | Command::BenchRelay | Command::Service(_) => {
+            unreachable!("dispatched before the runtime")
+        }
         Command::Stats { json } => {
             let mut conn = Connection::connect(&socket).await?;
             let stats = conn.stats().await?;

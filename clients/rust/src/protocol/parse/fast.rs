@@ -1,0 +1,362 @@
+//! The fast parser of the two frames every question costs (`ask-user-request` from producers,
+//! `ask-user-response` from UIs): serde reads them straight into their fields, borrowing from
+//! the payload, instead of building a `Value` tree and walking it.
+//!
+//! It is an optimisation of [`super::reference`], which decides. It accepts a frame only when
+//! every field it reads is present with the plain shape the reference would accept, and then
+//! yields exactly what the reference would; anything else (a wrong type, a duplicate key, a
+//! null, an escaped `type`, a value the reference rejects) makes it give up, and the reference
+//! decides, with its own error message. So no error wording lives here, and the two cannot
+//! disagree on a frame that is accepted (debug builds assert it on every frame).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::protocol::frames::{
+    check_context_value, question_index, AskUserRequest, AskUserResponse, Inbound, NoUiPolicy,
+    RequestContext, RequestQuestions, TimeoutMs,
+};
+use crate::protocol::MAX_CORRELATION_ID_CHARS;
+
+/// The fields of both frames this parser takes; unknown keys are skipped, as the reference skips them.
+/// `Q` is what `questions` is read as: its text, or (for [`parse_request`]) the caller's own
+/// fast reading of it.
+#[derive(Deserialize)]
+#[serde(bound(deserialize = "Q: Deserialize<'de>"))]
+struct Envelope<'a, Q> {
+    #[serde(rename = "type", borrow)]
+    ty: &'a str,
+    #[serde(rename = "correlationId", borrow)]
+    correlation_id: Cow<'a, str>,
+    #[serde(default, rename = "timeoutMs", deserialize_with = "present")]
+    timeout_ms: Option<u64>,
+    #[serde(default, rename = "noUi", borrow, deserialize_with = "present")]
+    no_ui: Option<&'a str>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    context: Option<Context<'a>>,
+    #[serde(default = "absent", deserialize_with = "present")]
+    questions: Option<Q>,
+    #[serde(default, deserialize_with = "present")]
+    answers: Option<Answers>,
+    #[serde(default, deserialize_with = "present")]
+    cancelled: Option<bool>,
+}
+
+/// A field that, when present, must hold a `T` (not `null`): serde's own `Option` would read
+/// `null` as absent, where the reference reports it.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+fn absent<Q>() -> Option<Q> {
+    None
+}
+
+/// `answers`: canonical question indices to strings. The last of duplicate keys wins, as in
+/// the reference's map.
+struct Answers(BTreeMap<usize, String>);
+
+impl<'de> Deserialize<'de> for Answers {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Answers;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object of strings keyed by question index")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Answers, A::Error> {
+                let mut answers = BTreeMap::new();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let index = question_index(&key)
+                        .ok_or_else(|| de::Error::custom("not a question index"))?;
+                    answers.insert(index, map.next_value::<String>()?);
+                }
+                Ok(Answers(answers))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A request's `context`: an object (never an array, which a derived struct would take) of
+/// the known fields, each a string when present (a `null`, another type, or a duplicate key
+/// makes the shortcut give up); unknown keys are skipped, as the reference skips them.
+#[derive(Default)]
+struct Context<'a> {
+    agent: Option<Cow<'a, str>>,
+    session: Option<Cow<'a, str>>,
+    project: Option<Cow<'a, str>>,
+    cwd: Option<Cow<'a, str>>,
+    title: Option<Cow<'a, str>>,
+}
+
+impl<'de> Deserialize<'de> for Context<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Context<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a context object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Context<'de>, A::Error> {
+                let mut c = Context::default();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let slot = match &*key {
+                        "agent" => &mut c.agent,
+                        "session" => &mut c.session,
+                        "project" => &mut c.project,
+                        "cwd" => &mut c.cwd,
+                        "title" => &mut c.title,
+                        _ => {
+                            map.next_value::<de::IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    if slot.is_some() {
+                        return Err(de::Error::custom("duplicate context key"));
+                    }
+                    let Str(value) = map.next_value::<Str<'de>>()?;
+                    *slot = Some(value);
+                }
+                Ok(c)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A string, borrowed from the payload where it holds no escapes.
+struct Str<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Str<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(s.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl Context<'_> {
+    /// The context the reference makes of it, if it accepts every value (with the same check).
+    fn checked(&self) -> Option<Option<RequestContext>> {
+        let field = |name: &str, v: &Option<Cow<'_, str>>| match v {
+            None => Some(None),
+            Some(v) => check_context_value(name, v)
+                .ok()
+                .map(|()| Some(v.clone().into_owned())),
+        };
+        Some(
+            RequestContext {
+                agent: field("agent", &self.agent)?,
+                session: field("session", &self.session)?,
+                project: field("project", &self.project)?,
+                cwd: field("cwd", &self.cwd)?,
+                title: field("title", &self.title)?,
+            }
+            .into_option(),
+        )
+    }
+}
+
+/// An `ask-user-request` but for its questions: what [`parse_request`] hands back beside them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestHead {
+    pub correlation_id: String,
+    pub timeout_ms: Option<TimeoutMs>,
+    pub no_ui: Option<NoUiPolicy>,
+    pub context: Option<RequestContext>,
+}
+
+/// The envelope's request fields, if the reference would accept them as they are.
+fn request_head<Q>(env: &Envelope<'_, Q>) -> Option<RequestHead> {
+    let id = &env.correlation_id;
+    if env.ty != "ask-user-request"
+        || id.is_empty()
+        || id.chars().count() > MAX_CORRELATION_ID_CHARS
+    {
+        return None;
+    }
+    let timeout_ms = match env.timeout_ms {
+        None => None,
+        Some(0) => return None,
+        Some(ms) => Some(TimeoutMs::Ms(ms)),
+    };
+    let no_ui = match env.no_ui {
+        None => None,
+        Some(s) => Some(NoUiPolicy::parse(s)?),
+    };
+    let context = match &env.context {
+        None => None,
+        Some(context) => context.checked()?,
+    };
+    Some(RequestHead {
+        correlation_id: id.clone().into_owned(),
+        timeout_ms,
+        no_ui,
+        context,
+    })
+}
+
+/// What [`parse_fast`] read.
+#[derive(Debug)]
+pub enum FastFrame<Q> {
+    /// An `ask-user-request`, its questions read as the caller's `Q`.
+    Request(RequestHead, Q),
+    /// An `ask-user-response`.
+    Other(Inbound),
+}
+
+/// The two frames every question costs, fast: an `ask-user-request` with its `questions` read
+/// straight into the caller's `Q` (which may borrow from the payload), or an
+/// `ask-user-response`; exactly the frames [`parse`] accepts, provided `Q` reads the questions.
+/// `None` leaves the frame to [`super::parse_inbound`].
+pub fn parse_fast<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<FastFrame<Q>> {
+    // A derived struct also reads a JSON array (its fields in order), which the reference
+    // refuses as not an object: only objects take this path.
+    if payload.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    let env: Envelope<Q> = serde_json::from_slice(payload).ok()?;
+    match env.ty {
+        "ask-user-request" => {
+            let head = request_head(&env)?;
+            Some(FastFrame::Request(head, env.questions?))
+        }
+        _ => response(env).map(FastFrame::Other),
+    }
+}
+
+/// The frame, if it is an `ask-user-request` or `ask-user-response` the reference would
+/// accept as it is; `None` leaves the frame to the reference.
+pub fn parse(payload: &[u8]) -> Option<Inbound> {
+    match parse_fast::<&RawValue>(payload)? {
+        FastFrame::Request(head, questions) => Some(Inbound::AskUserRequest(AskUserRequest {
+            correlation_id: head.correlation_id,
+            timeout_ms: head.timeout_ms,
+            no_ui: head.no_ui,
+            context: head.context,
+            questions: RequestQuestions::Raw(questions.to_owned()),
+        })),
+        FastFrame::Other(frame) => Some(frame),
+    }
+}
+
+/// The envelope as an `ask-user-response`, if it is one the reference accepts as it is.
+fn response<Q>(env: Envelope<'_, Q>) -> Option<Inbound> {
+    match env.ty {
+        "ask-user-response" => {
+            let id = env.correlation_id;
+            if id.is_empty() || id.chars().count() > MAX_CORRELATION_ID_CHARS {
+                return None;
+            }
+            let cancelled = env.cancelled.unwrap_or(false);
+            let answers = match env.answers {
+                Some(Answers(answers)) => answers,
+                None if cancelled => BTreeMap::new(),
+                None => return None,
+            };
+            Some(Inbound::AskUserResponse(AskUserResponse {
+                correlation_id: id.into_owned(),
+                answers,
+                cancelled,
+            }))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::parse::reference;
+
+    /// Every frame the fast parser accepts must come out exactly as the reference has it.
+    fn agrees(frame: &str) -> bool {
+        let fast = parse(frame.as_bytes());
+        let full = reference::parse(frame.as_bytes());
+        if let Some(fast) = &fast {
+            assert_eq!(Ok(fast), full.as_ref(), "{frame}");
+        }
+        fast.is_some()
+    }
+
+    #[test]
+    fn takes_plain_frames_and_agrees_with_the_full_parser() {
+        for frame in [
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[{"question":"Q","header":"H","type":"text"}]}"#,
+            r#"{"correlationId":"a\u00e9","timeoutMs":5000,"noUi":"reject","type":"ask-user-request","questions":[],"extra":{"x":[1,null]}}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{"0":"x","2":"y\n"}}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{"\u0030":"x","0":"z"}}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","cancelled":true}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","cancelled":false,"answers":{}}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"agent":"g/1","project":"p\u00e9","session":"s","cwd":"/x","title":"T","other":{"y":[null]}},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"future":1},"questions":[]}"#,
+        ] {
+            assert!(agrees(frame), "{frame}");
+        }
+    }
+
+    #[test]
+    fn leaves_everything_unusual_to_the_full_parser() {
+        for frame in [
+            r#"{"type":"ask-user-request","correlationId":"a"}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"timeoutMs":null}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"timeoutMs":0}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"timeoutMs":5000.0}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"timeoutMs":-1}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"noUi":"never"}"#,
+            r#"{"type":"ask-user-request","correlationId":"","questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":7,"questions":[]}"#,
+            r#"{"type":"ask-user-request","type":"ask-user-request","correlationId":"a","questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[]} x"#,
+            r#"{"type":"ask\u002duser-request","correlationId":"a","questions":[]}"#,
+            r#"{"type":"ask-user-response","correlationId":"a"}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":null}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{"00":"x"}}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{"0":1}}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{},"cancelled":null}"#,
+            r#"{"type":"ping","correlationId":"a"}"#,
+            r#"[]"#,
+            r#"["ask-user-request","a",5000,"wait",null,[{"question":"Q","header":"H","type":"text"}]]"#,
+            r#"["ask-user-response","a",null,null,null,null,{"0":"x"}]"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":null,"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":[],"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"project":null},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"project":7},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"project":""},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"title":"a\nb"},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"project":"a","project":"b"},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{},"context":{},"questions":[]}"#,
+        ] {
+            assert!(!agrees(frame), "{frame}");
+        }
+        let long = format!(
+            r#"{{"type":"ask-user-request","correlationId":"{}","questions":[]}}"#,
+            "é".repeat(MAX_CORRELATION_ID_CHARS + 1)
+        );
+        assert!(!agrees(&long));
+        let long = format!(
+            r#"{{"type":"ask-user-request","correlationId":"a","context":{{"project":"{}"}},"questions":[]}}"#,
+            "é".repeat(129)
+        );
+        assert!(!agrees(&long));
+    }
+}
