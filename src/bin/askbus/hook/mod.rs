@@ -218,14 +218,20 @@ fn question_verdict(r: ProducerResponse) -> Verdict {
 /// The request's `context`: which agent, its session, the project and cwd, and a title.
 /// Each value is made one line and cut to what askbusd accepts.
 fn context(agent: Agent, event: &Event, title: &str) -> Map<String, Value> {
-    let project = ["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"]
-        .iter()
-        .find_map(|k| std::env::var_os(k))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| event.cwd.clone());
-    let project = project
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned());
+    // $ASKBUS_PROJECT names it as `askbus ask --project` does; else the project directory the
+    // agent gives its hooks, else the cwd, by its last component.
+    let project = std::env::var("ASKBUS_PROJECT")
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+        .or_else(|| {
+            ["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"]
+                .iter()
+                .find_map(|k| std::env::var_os(k))
+                .map(PathBuf::from)
+                .unwrap_or_else(|| event.cwd.clone())
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        });
     let cwd = event.cwd.to_string_lossy().into_owned();
     let mut ctx = Map::new();
     for (name, value, max) in [
