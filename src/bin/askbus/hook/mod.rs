@@ -226,7 +226,7 @@ fn context(agent: Agent, event: &Event, title: &str) -> Map<String, Value> {
         .or_else(|| {
             ["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"]
                 .iter()
-                .find_map(|k| std::env::var_os(k))
+                .find_map(std::env::var_os)
                 .map(PathBuf::from)
                 .unwrap_or_else(|| event.cwd.clone())
                 .file_name()
