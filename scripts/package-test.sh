@@ -172,6 +172,8 @@ EOF
 
 part_python() {
   step "python: python3 -m build (wheel and sdist)"
+  python3 -c 'import build, venv' 2>/dev/null ||
+    fail "python3 -m build needs the build module and venvs: pip install build; apt-get install python3-venv"
   python3 -m build --outdir "$WORK/py-dist" clients/python >"$WORK/py-build.log" 2>&1 ||
     { cat "$WORK/py-build.log" >&2; fail "python3 -m build"; }
   git status --porcelain --ignored clients/python | grep -E 'build/|egg-info|dist/' &&
