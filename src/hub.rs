@@ -15,12 +15,10 @@ use tokio::sync::Notify;
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::broker::{
-    Broker, BrokerStats, Effects, Limits, Msg, PeerId, PeerInfo, Rights, RoleCounts,
-};
+use crate::broker::{Broker, Effects, Limits, Msg, PeerId, PeerInfo, Rights, Snapshot};
 use crate::metrics::Metrics;
 use crate::outbox::{Batch, Outbox};
-use crate::protocol::{encode, ErrorCode, ServerFrame};
+use crate::protocol::{encode, End, ErrorCode, ServerFrame};
 use crate::telemetry::{timestamp, Counters, TelemetrySink};
 
 /// How many replayed requests a catching-up UI is handed per step.
@@ -36,14 +34,6 @@ struct Inner {
     fx: Effects,
     /// The deadline the timer task is sleeping towards.
     armed: Option<Instant>,
-}
-
-/// The broker's counts at one moment.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    pub stats: BrokerStats,
-    pub roles: RoleCounts,
-    pub pending: usize,
 }
 
 /// Everything connections share.
@@ -182,13 +172,13 @@ impl Hub {
 
     /// What the broker knows, for the metrics: outcome counts, roles, pending.
     pub fn snapshot(&self) -> Snapshot {
-        let inner = self.lock();
-        let b = &inner.broker;
-        Snapshot {
-            stats: b.stats().clone(),
-            roles: b.role_counts(),
-            pending: b.pending_len(),
-        }
+        self.lock().broker.snapshot()
+    }
+
+    /// The Prometheus text exposition of every metric, as of now.
+    pub fn render_metrics(&self) -> String {
+        self.metrics
+            .render(&self.snapshot(), &self.counters, self.uptime())
     }
 
     fn deliver(&self, inner: &mut Inner, now: Instant, batch: &mut Batch) {
@@ -253,7 +243,7 @@ impl Hub {
                 for mut record in inner.fx.records.drain(..) {
                     tracing::debug!(
                         correlation_id = record.correlation_id,
-                        reason = record.reason,
+                        reason = record.reason.as_str(),
                         code = record.code.map(|c| c.as_str()),
                         latency_ms = record.latency_ms,
                         pid = record.producer.pid,
@@ -261,7 +251,7 @@ impl Hub {
                         ui_pid = record.ui.as_ref().and_then(|u| u.pid),
                         "request ended"
                     );
-                    if matches!(record.reason, "answered" | "dismissed") {
+                    if record.reason.by_ui() {
                         self.metrics.observe_answer_latency_ms(record.latency_ms);
                     }
                     record.ts = at;
@@ -394,6 +384,12 @@ impl Hub {
             .errors()
             .map(|(code, n)| (code.as_str().to_owned(), json!(n)))
             .collect();
+        // Every end of a request that became pending (rejections are counted under requests).
+        let outcomes: Map<String, Value> = s
+            .ends()
+            .filter(|(end, _)| *end != End::Rejected)
+            .map(|(end, n)| (end.as_str().to_owned(), json!(n)))
+            .collect();
         let frame = json!({
             "type": "stats",
             "server": crate::SERVER_NAME,
@@ -407,18 +403,10 @@ impl Hub {
             "connectionsRefused": get(&c.connections_refused),
             "requests": {
                 "accepted": s.accepted,
-                "rejected": s.rejected,
+                "rejected": s.rejected(),
                 "resolved": s.resolved(),
             },
-            "outcomes": {
-                "answered": s.answered,
-                "dismissed": s.dismissed,
-                "timeout": s.timeout,
-                "no-ui": s.no_ui,
-                "withdrawn": s.withdrawn,
-                "shutdown": s.shutdown,
-                "producer-gone": s.producer_gone,
-            },
+            "outcomes": outcomes,
             "latencyMs": {
                 "count": s.latency_count(),
                 "p50": s.latency_ms(0.5),

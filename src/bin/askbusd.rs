@@ -9,11 +9,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 
+use askbusd::config::DaemonConfig;
 use askbusd::config::{self, bounds, LogFormat, Options, Settings, Telemetry};
 use askbusd::metrics::MetricsListen;
 use askbusd::paths::effective_uid;
 use askbusd::protocol::NoUiPolicy;
-use askbusd::server::{Config, Control, Daemon};
+use askbusd::server::{Control, Daemon};
 use askbusd::systemd;
 
 /// Brokers ask-user questions between agent processes and UI frontends over a Unix socket.
@@ -333,7 +334,7 @@ fn reload(args: &Args, control: &Control, log: &LogReload, started: &Settings) {
     systemd::ready(&systemd::status_line(control.hub()));
 }
 
-fn log_limits(c: &Config, file: Option<&Path>) {
+fn log_limits(c: &DaemonConfig, file: Option<&Path>) {
     let l = &c.limits;
     tracing::info!(
         config = %file.map(|p| p.display().to_string()).unwrap_or_else(|| "none".into()),
