@@ -98,8 +98,15 @@ pub struct Limits {
     pub max_pending_per_connection: usize,
     /// Pending requests all connections of one uid may have (dbus-broker's per-user quota).
     pub max_pending_per_uid: usize,
+    /// Bytes the pending questions of one uid may hold (their normalized text and ids): a
+    /// count alone lets one user pin gigabytes with large questions.
+    pub max_pending_bytes_per_uid: usize,
     pub max_pending_total: usize,
 }
+
+/// The default of [`Limits::max_pending_bytes_per_uid`]: 64 MiB, 64 questions of the largest
+/// frame askbusd accepts by default, thousands of ordinary ones.
+pub const DEFAULT_MAX_PENDING_BYTES_PER_UID: usize = 64 * 1024 * 1024;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -109,6 +116,7 @@ impl Default for Limits {
             no_ui: NoUiPolicy::Wait,
             max_pending_per_connection: 128,
             max_pending_per_uid: 262_144,
+            max_pending_bytes_per_uid: DEFAULT_MAX_PENDING_BYTES_PER_UID,
             max_pending_total: 262_144,
         }
     }
@@ -276,6 +284,8 @@ pub struct Broker {
     pending: HashMap<Arc<str>, Pending>,
     /// Pending requests per producer uid: the per-uid quota, and what a UI of that uid sees.
     pending_by_uid: HashMap<u32, usize>,
+    /// Bytes held by each producer uid's pending requests (see [`pending_bytes`]).
+    pending_bytes_by_uid: HashMap<u32, usize>,
     /// Pending requests by arrival: replay order.
     by_seq: BTreeMap<u64, Arc<str>>,
     /// Deadlines: one ordered set instead of a timer per request, so 100,000 idle pending
@@ -287,6 +297,12 @@ pub struct Broker {
     closed: bool,
 }
 
+/// What a pending request counts against its uid's byte budget: its normalized questions'
+/// text and its correlationId, the bytes it keeps alive while pending.
+fn pending_bytes(id: &str, questions: &str) -> usize {
+    id.len() + questions.len()
+}
+
 impl Broker {
     pub fn new(limits: Limits) -> Self {
         Broker {
@@ -296,6 +312,7 @@ impl Broker {
             watchers: BTreeSet::new(),
             pending: HashMap::new(),
             pending_by_uid: HashMap::new(),
+            pending_bytes_by_uid: HashMap::new(),
             by_seq: BTreeMap::new(),
             deadlines: BTreeSet::new(),
             next_seq: 1,
@@ -653,6 +670,17 @@ impl Broker {
             };
             return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
+        let bytes = pending_bytes(&id, &req.questions);
+        let uid_bytes = self.pending_bytes_by_uid.get(&uid).copied().unwrap_or(0);
+        if uid_bytes.saturating_add(bytes) > self.limits.max_pending_bytes_per_uid {
+            let err = BrokerError::TooManyPendingBytesForUid {
+                uid,
+                held: uid_bytes,
+                size: bytes,
+                limit: self.limits.max_pending_bytes_per_uid,
+            };
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+        }
         if self.pending.len() >= self.limits.max_pending_total {
             let err = BrokerError::TooManyPendingTotal(self.limits.max_pending_total);
             return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
@@ -720,6 +748,7 @@ impl Broker {
             .owned
             .insert(id.clone());
         *self.pending_by_uid.entry(uid).or_default() += 1;
+        *self.pending_bytes_by_uid.entry(uid).or_default() += bytes;
         self.pending.insert(id, pending);
     }
 
@@ -884,6 +913,12 @@ impl Broker {
             *n -= 1;
             if *n == 0 {
                 self.pending_by_uid.remove(&uid);
+            }
+        }
+        if let Some(b) = self.pending_bytes_by_uid.get_mut(&uid) {
+            *b = b.saturating_sub(pending_bytes(id, &req.questions));
+            if *b == 0 {
+                self.pending_bytes_by_uid.remove(&uid);
             }
         }
         if let Some(p) = self.peers.get_mut(&req.producer) {
