@@ -51,8 +51,16 @@ fn ended(out: Output) -> Ended {
     }
 }
 
+/// The next approval the UI is sent (acks of its earlier answers are skipped).
 async fn approval(ui: &mut Raw) -> Value {
-    ui.recv_type("tool-confirmation-request").await
+    loop {
+        let f = ui.recv().await;
+        match f["type"].as_str() {
+            Some("tool-confirmation-request") => return f,
+            Some("tool-confirmation-ack") => continue,
+            _ => panic!("expected a tool-confirmation-request, got {f}"),
+        }
+    }
 }
 
 #[test]
@@ -69,7 +77,8 @@ fn gemini_a_dismissed_prompt_denies_with_the_reason() {
     rt.block_on(ui.send(json!({"type": "tool-confirmation-response",
                                "correlationId": req["correlationId"], "dismissed": true})));
     let e = ended(child.wait_with_output().unwrap());
-    let why = "The user dismissed the confirmation without deciding, so the tool call was not approved.";
+    let why =
+        "The user dismissed the confirmation without deciding, so the tool call was not approved.";
     assert_eq!(e.code, 2);
     assert_eq!(e.stdout, Some(json!({"decision": "deny", "reason": why})));
     assert_eq!(e.stderr.trim_end(), why);
@@ -83,7 +92,8 @@ fn gemini_no_ui_denies_or_hands_back() {
             .wait_with_output()
             .unwrap(),
     );
-    let why = "No user interface is connected to approve tool calls, so the tool call was not approved.";
+    let why =
+        "No user interface is connected to approve tool calls, so the tool call was not approved.";
     assert_eq!(e.code, 2);
     assert_eq!(e.stdout.unwrap()["reason"], why);
     let e = ended(
@@ -98,7 +108,9 @@ fn gemini_no_ui_denies_or_hands_back() {
     assert_eq!(e.code, 0);
     assert_eq!(
         e.stdout,
-        Some(json!({"decision": "ask", "systemMessage": format!("askbus: {why} Asking here instead.")}))
+        Some(
+            json!({"decision": "ask", "systemMessage": format!("askbus: {why} Asking here instead.")})
+        )
     );
 }
 
@@ -108,7 +120,11 @@ fn a_malformed_input_is_denied_even_with_fallback_ask() {
     for (agent, input, says) in [
         ("gemini", "not json", "the hook input is not JSON"),
         ("gemini", "[]", "the hook input is not a JSON object"),
-        ("claude", r#"{"hook_event_name":"PreToolUse"}"#, "the hook input has no tool_name"),
+        (
+            "claude",
+            r#"{"hook_event_name":"PreToolUse"}"#,
+            "the hook input has no tool_name",
+        ),
         (
             "codex",
             r#"{"hook_event_name":"PreToolUse","tool_name":"Bash"}"#,
@@ -122,7 +138,11 @@ fn a_malformed_input_is_denied_even_with_fallback_ask() {
         );
         assert_eq!(e.code, 2, "{agent} {input}: {}", e.stderr);
         assert!(e.stderr.contains(says), "{agent} {input}: {}", e.stderr);
-        assert!(e.stderr.contains("the tool call was not approved"), "{}", e.stderr);
+        assert!(
+            e.stderr.contains("the tool call was not approved"),
+            "{}",
+            e.stderr
+        );
     }
 }
 
@@ -131,8 +151,12 @@ fn askbusd_unreachable_denies_naming_the_socket() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("nobody.sock");
     let out = spawn_with_stdin(
-        std::process::Command::new(common::cli_bin())
-            .args(["--socket", socket.to_str().unwrap(), "hook", "claude"]),
+        std::process::Command::new(common::cli_bin()).args([
+            "--socket",
+            socket.to_str().unwrap(),
+            "hook",
+            "claude",
+        ]),
         &json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": "/tmp",
                 "tool_input": {"command": "ls"}})
         .to_string(),
@@ -143,8 +167,13 @@ fn askbusd_unreachable_denies_naming_the_socket() {
     assert_eq!(e.code, 2);
     assert_eq!(e.stdout, None, "Claude Code reads stderr on exit 2");
     assert!(
-        e.stderr.starts_with(&format!("askbus cannot reach askbusd at {}: ", socket.display()))
-            && e.stderr.trim_end().ends_with(", so the tool call was not approved."),
+        e.stderr.starts_with(&format!(
+            "askbus cannot reach askbusd at {}: ",
+            socket.display()
+        )) && e
+            .stderr
+            .trim_end()
+            .ends_with(", so the tool call was not approved."),
         "{}",
         e.stderr
     );
@@ -158,7 +187,10 @@ fn claude_permission_request_allow_always_returns_the_suggested_rules() {
     let (input, rule) = claude_permission_input();
     let child = hook(&d, &["claude"], &input);
     let req = rt.block_on(approval(&mut ui));
-    assert_eq!(req["outcomes"], json!(["proceed_once", "proceed_always", "cancel"]));
+    assert_eq!(
+        req["outcomes"],
+        json!(["proceed_once", "proceed_always", "cancel"])
+    );
     assert_eq!(req["context"]["agent"], "claude-code");
     rt.block_on(ui.send(json!({"type": "tool-confirmation-response",
                                "correlationId": req["correlationId"],
@@ -167,8 +199,10 @@ fn claude_permission_request_allow_always_returns_the_suggested_rules() {
     assert_eq!(e.code, 0, "{}", e.stderr);
     assert_eq!(
         e.stdout,
-        Some(json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
-                    "decision": {"behavior": "allow", "updatedPermissions": [rule]}}}))
+        Some(
+            json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                    "decision": {"behavior": "allow", "updatedPermissions": [rule]}}})
+        )
     );
 }
 
@@ -192,8 +226,10 @@ fn codex_permission_request_allow_and_deny() {
     assert_eq!((e.code, e.stderr.as_str()), (0, ""));
     assert_eq!(
         e.stdout,
-        Some(json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
-                    "decision": {"behavior": "allow"}}}))
+        Some(
+            json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                    "decision": {"behavior": "allow"}}})
+        )
     );
     // A reason typed with terminal escapes: the agent shows stderr, so it is made inert.
     let child = hook(&d, &["codex"], &input);
@@ -204,7 +240,10 @@ fn codex_permission_request_allow_and_deny() {
     let e = ended(child.wait_with_output().unwrap());
     assert_eq!(e.code, 2);
     assert_eq!(e.stdout, None);
-    assert_eq!(e.stderr, "The user denied this tool call: no\u{241b}[2J thanks\n");
+    assert_eq!(
+        e.stderr,
+        "The user denied this tool call: no\u{241b}[2J thanks\n"
+    );
 }
 
 #[test]

@@ -404,8 +404,8 @@ fn ok(stdout: Value) -> Output {
 /// Blocks the call: exit 2 with the reason on stderr, which every agent gives the model.
 /// Gemini CLI reads stdout's JSON first when there is any, so it gets the same reason there.
 fn block(agent: Agent, reason: String) -> Output {
-    let stdout = (agent == Agent::Gemini)
-        .then(|| json!({"decision": "deny", "reason": reason}).to_string());
+    let stdout =
+        (agent == Agent::Gemini).then(|| json!({"decision": "deny", "reason": reason}).to_string());
     Output {
         stdout,
         stderr: Some(reason),
@@ -444,15 +444,34 @@ mod tests {
         assert_eq!(e.kind, EventKind::BeforeTool);
         assert_eq!(e.session.as_deref(), Some("9c876a06"));
         let out = render(Agent::Gemini, Some(&e), Verdict::Allow { always: false });
-        assert_eq!(out, Output { stdout: Some(r#"{"decision":"allow"}"#.into()), stderr: None, code: 0 });
-        let out = render(Agent::Gemini, Some(&e), Verdict::Deny { reason: "not now".into() });
+        assert_eq!(
+            out,
+            Output {
+                stdout: Some(r#"{"decision":"allow"}"#.into()),
+                stderr: None,
+                code: 0
+            }
+        );
+        let out = render(
+            Agent::Gemini,
+            Some(&e),
+            Verdict::Deny {
+                reason: "not now".into(),
+            },
+        );
         assert_eq!(out.code, 2);
-        assert_eq!(out.stdout.as_deref(), Some(r#"{"decision":"deny","reason":"not now"}"#));
+        assert_eq!(
+            out.stdout.as_deref(),
+            Some(r#"{"decision":"deny","reason":"not now"}"#)
+        );
         assert_eq!(out.stderr.as_deref(), Some("not now"));
         let out = render(
             Agent::Gemini,
             Some(&e),
-            Verdict::Undecided { why: "askbusd is down.".into(), hand_back: true },
+            Verdict::Undecided {
+                why: "askbusd is down.".into(),
+                hand_back: true,
+            },
         );
         assert_eq!(out.code, 0);
         let v: Value = serde_json::from_str(out.stdout.as_deref().unwrap()).unwrap();
@@ -460,7 +479,10 @@ mod tests {
         let out = render(
             Agent::Gemini,
             Some(&e),
-            Verdict::Undecided { why: "askbusd is down.".into(), hand_back: false },
+            Verdict::Undecided {
+                why: "askbusd is down.".into(),
+                hand_back: false,
+            },
         );
         assert_eq!(out.code, 2);
     }
@@ -485,9 +507,12 @@ mod tests {
         );
         let mut mcp = gemini_input();
         mcp["tool_name"] = "mcp_github_search".into();
-        mcp["mcp_context"] = json!({"server_name": "github", "tool_name": "search", "command": "gh"});
+        mcp["mcp_context"] =
+            json!({"server_name": "github", "tool_name": "search", "command": "gh"});
         let e = parse_ok(Agent::Gemini, mcp);
-        let Request::Approval { fields, .. } = request(Agent::Gemini, &e) else { panic!() };
+        let Request::Approval { fields, .. } = request(Agent::Gemini, &e) else {
+            panic!()
+        };
         assert_eq!(fields["serverName"], "github");
         assert_eq!(fields["details"]["type"], "mcp");
     }
@@ -502,12 +527,28 @@ mod tests {
             json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
                    "permissionDecision": "allow", "permissionDecisionReason": "Approved from askbus"}})
         );
-        let out = render(Agent::Claude, Some(&e), Verdict::Deny { reason: "no".into() });
-        assert_eq!(out, Output { stdout: None, stderr: Some("no".into()), code: 2 });
         let out = render(
             Agent::Claude,
             Some(&e),
-            Verdict::Undecided { why: "Nobody answered.".into(), hand_back: true },
+            Verdict::Deny {
+                reason: "no".into(),
+            },
+        );
+        assert_eq!(
+            out,
+            Output {
+                stdout: None,
+                stderr: Some("no".into()),
+                code: 2
+            }
+        );
+        let out = render(
+            Agent::Claude,
+            Some(&e),
+            Verdict::Undecided {
+                why: "Nobody answered.".into(),
+                hand_back: true,
+            },
         );
         let v: Value = serde_json::from_str(out.stdout.as_deref().unwrap()).unwrap();
         assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "ask");
@@ -525,8 +566,13 @@ mod tests {
                           "behavior": "allow", "destination": "localSettings"});
         input["permission_suggestions"] = json!([rule]);
         let e = parse_ok(Agent::Claude, input);
-        let Request::Approval { fields, .. } = request(Agent::Claude, &e) else { panic!() };
-        assert_eq!(fields["outcomes"], json!(["proceed_once", "proceed_always", "cancel"]));
+        let Request::Approval { fields, .. } = request(Agent::Claude, &e) else {
+            panic!()
+        };
+        assert_eq!(
+            fields["outcomes"],
+            json!(["proceed_once", "proceed_always", "cancel"])
+        );
         let out = render(Agent::Claude, Some(&e), Verdict::Allow { always: true });
         assert_eq!(
             serde_json::from_str::<Value>(out.stdout.as_deref().unwrap()).unwrap(),
@@ -537,7 +583,10 @@ mod tests {
         let out = render(
             Agent::Claude,
             Some(&e),
-            Verdict::Undecided { why: "x.".into(), hand_back: true },
+            Verdict::Undecided {
+                why: "x.".into(),
+                hand_back: true,
+            },
         );
         assert_eq!((out.stdout, out.code), (None, 0));
     }
@@ -550,17 +599,24 @@ mod tests {
                            "tool_input": {"command": "rm -f /tmp/example"},
                            "permission_suggestions": [{"type": "addRules"}]});
         let e = parse_ok(Agent::Codex, input);
-        let Request::Approval { fields, .. } = request(Agent::Codex, &e) else { panic!() };
+        let Request::Approval { fields, .. } = request(Agent::Codex, &e) else {
+            panic!()
+        };
         assert_eq!(fields["outcomes"], json!(["proceed_once", "cancel"]));
         let out = render(Agent::Codex, Some(&e), Verdict::Allow { always: true });
         assert_eq!(
             out.stdout.as_deref(),
-            Some(r#"{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}"#)
+            Some(
+                r#"{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}"#
+            )
         );
         let mut pre = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash"});
         pre["cwd"] = "/w".into();
         let err = parse(Agent::Codex, pre.to_string().as_bytes()).unwrap_err();
-        assert!(err.to_string().contains("handles PermissionRequest"), "{err}");
+        assert!(
+            err.to_string().contains("handles PermissionRequest"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -574,7 +630,9 @@ mod tests {
             {"question": "Which features?", "header": "Features", "multiSelect": true,
              "options": [{"label": "A", "description": "a"}, {"label": "B", "description": "b"}]}]});
         let e = parse_ok(Agent::Claude, input.clone());
-        let Request::Questions { questions, title } = request(Agent::Claude, &e) else { panic!() };
+        let Request::Questions { questions, title } = request(Agent::Claude, &e) else {
+            panic!()
+        };
         assert_eq!(title, "Which library?");
         assert_eq!(
             questions,
@@ -586,7 +644,10 @@ mod tests {
                  "options": [{"label": "A", "description": "a"}, {"label": "B", "description": "b"}],
                  "multiSelect": true}])
         );
-        let answers = json!({"0": "date-fns", "1": "A, B"}).as_object().unwrap().clone();
+        let answers = json!({"0": "date-fns", "1": "A, B"})
+            .as_object()
+            .unwrap()
+            .clone();
         let out = render(Agent::Claude, Some(&e), Verdict::Answers(answers));
         let v: Value = serde_json::from_str(out.stdout.as_deref().unwrap()).unwrap();
         assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "allow");
@@ -601,11 +662,23 @@ mod tests {
             ("not json", "not JSON"),
             ("[1]", "not a JSON object"),
             ("{}", "has no hook_event_name"),
-            (r#"{"hook_event_name":"AfterTool"}"#, "handles BeforeTool, not \"AfterTool\""),
+            (
+                r#"{"hook_event_name":"AfterTool"}"#,
+                "handles BeforeTool, not \"AfterTool\"",
+            ),
             (r#"{"hook_event_name":"BeforeTool"}"#, "has no tool_name"),
-            (r#"{"hook_event_name":"BeforeTool","tool_name":""}"#, "has no tool_name"),
-            (r#"{"hook_event_name":"BeforeTool","tool_name":"x","tool_input":[]}"#, "tool_input is not an object"),
-            (r#"{"hook_event_name":"BeforeTool","tool_name":7}"#, "tool_name is not a string"),
+            (
+                r#"{"hook_event_name":"BeforeTool","tool_name":""}"#,
+                "has no tool_name",
+            ),
+            (
+                r#"{"hook_event_name":"BeforeTool","tool_name":"x","tool_input":[]}"#,
+                "tool_input is not an object",
+            ),
+            (
+                r#"{"hook_event_name":"BeforeTool","tool_name":7}"#,
+                "tool_name is not a string",
+            ),
         ] {
             let err = parse(Agent::Gemini, input.as_bytes()).unwrap_err();
             assert!(err.to_string().contains(msg), "{input}: {err}");

@@ -25,7 +25,10 @@ pub struct ToolCall<'a> {
 /// The details for `call`, if its kind is known, and a one-line title for UIs' lists.
 pub fn details(call: &ToolCall<'_>) -> (Option<Value>, String) {
     let str_arg = |k: &str| call.args.get(k).and_then(Value::as_str);
-    let shell = matches!(call.name, "run_shell_command" | "Bash" | "shell" | "exec_command");
+    let shell = matches!(
+        call.name,
+        "run_shell_command" | "Bash" | "shell" | "exec_command"
+    );
     if shell {
         if let Some(command) = command_arg(call.args) {
             let roots = root_commands(&command);
@@ -61,7 +64,9 @@ pub fn details(call: &ToolCall<'_>) -> (Option<Value>, String) {
                 str_arg("file_path").or_else(|| str_arg("path")),
                 str_arg("content"),
             ) {
-                return edit(call.cwd, path, "Confirm Write", |_| Some(content.to_owned()));
+                return edit(call.cwd, path, "Confirm Write", |_| {
+                    Some(content.to_owned())
+                });
             }
         }
         // Gemini CLI's replace and Claude Code's Edit: one string replaced by another.
@@ -92,7 +97,11 @@ pub fn details(call: &ToolCall<'_>) -> (Option<Value>, String) {
         "web_fetch" | "WebFetch" => {
             let prompt = str_arg("prompt").unwrap_or_default();
             let mut urls: Vec<String> = str_arg("url").map(str::to_owned).into_iter().collect();
-            urls.extend(urls_in(prompt).filter(|u| !urls.contains(u)).collect::<Vec<_>>());
+            urls.extend(
+                urls_in(prompt)
+                    .filter(|u| !urls.contains(u))
+                    .collect::<Vec<_>>(),
+            );
             let shown = if prompt.is_empty() {
                 urls.join("\n")
             } else {
@@ -178,7 +187,10 @@ fn edit(
     let diff = similar::TextDiff::from_lines(old_text, &new)
         .unified_diff()
         .context_radius(3)
-        .header(&format!("{file_name}\tCurrent"), &format!("{file_name}\tProposed"))
+        .header(
+            &format!("{file_name}\tCurrent"),
+            &format!("{file_name}\tProposed"),
+        )
         .to_string();
     let details = json!({
         "type": "edit",
@@ -228,9 +240,9 @@ pub fn root_commands(command: &str) -> Vec<String> {
         }
         let w = std::mem::take(word);
         if *at_start {
-            let assignment = w
-                .split_once('=')
-                .is_some_and(|(name, _)| !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_'));
+            let assignment = w.split_once('=').is_some_and(|(name, _)| {
+                !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+            });
             if !assignment {
                 *at_start = false;
                 if !roots.contains(&w) {
@@ -348,11 +360,17 @@ mod tests {
         std::fs::write(&f, "a a a\n").unwrap();
         let path = f.to_str().unwrap();
         let args = obj(json!({"file_path": path, "old_string": "a", "new_string": "b"}));
-        assert_eq!(details(&call("Edit", &args, dir.path())).0.unwrap()["newContent"], "b a a\n");
+        assert_eq!(
+            details(&call("Edit", &args, dir.path())).0.unwrap()["newContent"],
+            "b a a\n"
+        );
         let args = obj(
             json!({"file_path": path, "old_string": "a", "new_string": "b", "replace_all": true}),
         );
-        assert_eq!(details(&call("Edit", &args, dir.path())).0.unwrap()["newContent"], "b b b\n");
+        assert_eq!(
+            details(&call("Edit", &args, dir.path())).0.unwrap()["newContent"],
+            "b b b\n"
+        );
         // Nothing to replace: no diff to show, the UI shows the arguments.
         let args = obj(json!({"file_path": path, "old_string": "zz", "new_string": "b"}));
         assert!(details(&call("replace", &args, dir.path())).0.is_none());

@@ -22,8 +22,8 @@ use serde_json::{Map, Value};
 
 use askbusd::client::{new_correlation_id, ClientError, Connection};
 use askbusd::protocol::{
-    ApprovalResponse, ClientFrame, NoUiPolicy, Outcome, ProducerResponse, ServerFrame,
-    ToolOutcome, PROTOCOL_VERSION,
+    ApprovalResponse, ClientFrame, NoUiPolicy, Outcome, ProducerResponse, ServerFrame, ToolOutcome,
+    PROTOCOL_VERSION,
 };
 
 pub use agent::Agent;
@@ -325,9 +325,7 @@ async fn exchange(
                 return Ok(Ended::Question(r))
             }
             // An error without an id is about the connection (hello), so about this request.
-            Some(ServerFrame::Error(e))
-                if e.correlation_id.as_deref().is_none_or(|c| c == id) =>
-            {
+            Some(ServerFrame::Error(e)) if e.correlation_id.as_deref().is_none_or(|c| c == id) => {
                 return Ok(refused(e))
             }
             Some(_) => continue,
