@@ -426,6 +426,7 @@ impl Hub {
                 "p99": s.latency_ms(0.99),
                 "max": s.latency_max_ms(),
             },
+            "approvals": approval_stats(&s.approvals),
             "errors": errors,
             "framesIn": get(&c.frames_in),
             "framesOut": get(&c.frames_out),
@@ -435,6 +436,38 @@ impl Hub {
         });
         encode(&frame)
     }
+}
+
+/// The `approvals` object of the stats frame: approvals alone, by reason and decision.
+fn approval_stats(a: &crate::broker::ApprovalStats) -> Value {
+    let outcomes: Map<String, Value> = crate::broker::ApprovalStats::OUTCOMES
+        .iter()
+        .zip(a.outcomes)
+        .map(|(o, n)| (o.as_str().to_owned(), json!(n)))
+        .chain([("producer-gone".to_owned(), json!(a.producer_gone))])
+        .collect();
+    let decisions: Map<String, Value> = crate::protocol::ToolOutcome::ALL
+        .iter()
+        .zip(a.decisions)
+        .map(|(o, n)| (o.as_str().to_owned(), json!(n)))
+        .collect();
+    json!({
+        "requests": {
+            "accepted": a.accepted,
+            "rejected": a.rejected,
+            "resolved": a.resolved(),
+        },
+        "outcomes": outcomes,
+        "decisions": decisions,
+        "confirmed": a.confirmed,
+        "latencyMs": {
+            "count": a.latency_count(),
+            "p50": a.latency_ms(0.5),
+            "p90": a.latency_ms(0.9),
+            "p99": a.latency_ms(0.99),
+            "max": a.latency_max_ms(),
+        },
+    })
 }
 
 /// Returns free heap pages to the OS (glibc's malloc_trim; other allocators trim themselves or

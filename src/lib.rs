@@ -12,7 +12,7 @@
 //! - [`client`]: the async Rust client that producers and UIs use.
 
 // The client crate's modules, re-exported so `crate::protocol` reads the same inside the daemon.
-pub use askbus::{client, protocol, questions};
+pub use askbus::{approvals, client, protocol, questions};
 
 pub mod access;
 pub mod broker;

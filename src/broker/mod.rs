@@ -14,15 +14,17 @@ use bytes::Bytes;
 use tokio::time::{Duration, Instant};
 
 pub use error::BrokerError;
-pub use stats::BrokerStats;
+pub use stats::{ApprovalStats, BrokerStats};
 
+use crate::approvals::{self, ApprovalBody, ValidApproval};
 use crate::protocol::{
-    encode, hot, AskUserRequest, AskUserResponse, BusEvent, FrameError, NoUiPolicy, Outcome,
-    ProducerInfo, ProducerResponse, RequestHead, ResultPayload, ServerFrame, TimeoutMs,
-    UiRequestRef, WithdrawReason,
+    encode, hot, ApprovalAck, ApprovalResponse, ApprovalWithdrawn, AskUserRequest, AskUserResponse,
+    BusEvent, Decision, FrameError, NoUiPolicy, Outcome, ProducerInfo, ProducerResponse,
+    RequestHead, RequestKind, ResultPayload, ServerFrame, TimeoutMs, ToolConfirmationResponse,
+    ToolOutcome, UiRequestRef, WithdrawReason,
 };
 use crate::questions::{self, question_types, DaemonOutcome, QuestionMeta, ToolResult};
-use crate::telemetry::{Record, UiInfo};
+use crate::telemetry::{ApprovalFacts, Record, UiInfo};
 
 /// The largest tool result the broker builds for an answer (the response frame stays under
 /// the 16 MiB clients accept).
@@ -230,6 +232,8 @@ struct Pending {
     producer_info: ProducerInfo,
     questions: Box<str>,
     meta: Vec<QuestionMeta>,
+    /// `Some` for an approval (then `questions` and `meta` are empty).
+    approval: Option<Box<ApprovalBody>>,
     accepted_at: Instant,
     deadline: Instant,
     timeout_ms: u64,
@@ -361,7 +365,9 @@ impl Broker {
             let uid = req.producer_info.uid;
             match (before.sees(uid), after.sees(uid)) {
                 (false, true) => fx.frame(peer, encode_ui_request(id, req, now)),
-                (true, false) => fx.frame(peer, hot::withdrawn(id, WithdrawReason::Withdrawn)),
+                (true, false) => {
+                    fx.frame(peer, withdrawn_frame(id, req, WithdrawReason::Withdrawn))
+                }
                 _ => {}
             }
         }
@@ -394,15 +400,11 @@ impl Broker {
         owned.sort_unstable();
         for (_, id) in owned {
             let req = self.remove_pending(&id);
-            self.withdraw(
-                &id,
-                req.seq,
-                req.producer_info.uid,
-                WithdrawReason::ProducerGone,
-                None,
-                fx,
-            );
+            self.withdraw(&id, &req, WithdrawReason::ProducerGone, None, fx);
             self.stats.producer_gone += 1;
+            if req.approval.is_some() {
+                self.stats.approvals.producer_gone += 1;
+            }
             if !self.watchers.is_empty() {
                 let latency = (now - req.accepted_at).as_millis() as u64;
                 fx.events
@@ -523,14 +525,30 @@ impl Broker {
     /// A request failed validation (done outside the broker by `ValidRequest::check`): the
     /// producer gets the error, and the rejection is logged like every other end.
     pub fn reject(&mut self, peer: PeerId, id: &str, err: BrokerError, fx: &mut Effects) {
-        self.reject_with(peer, Some(id), err.into_frame_error(id), &[], fx);
+        self.reject_with(
+            peer,
+            Some(id),
+            err.into_frame_error(id),
+            Asked::Questions(&[]),
+            fx,
+        );
     }
 
-    /// An ask-user-request refused while parsing its own fields (correlationId, timeoutMs,
-    /// noUi): answered and logged like any rejected request, with the id when it had one.
+    /// An approval whose tool call, details or outcomes `approvals::check` refused.
+    pub fn reject_approval(&mut self, peer: PeerId, id: &str, message: String, fx: &mut Effects) {
+        let err = BrokerError::InvalidApproval(message).into_frame_error(id);
+        self.reject_with(peer, Some(id), err, Asked::Approval(None), fx);
+    }
+
+    /// A request refused while parsing its own fields (correlationId, timeoutMs, noUi):
+    /// answered and logged like any rejected request, with the id when it had one.
     pub fn reject_malformed(&mut self, peer: PeerId, err: FrameError, fx: &mut Effects) {
         let id = err.correlation_id.clone();
-        self.reject_with(peer, id.as_deref(), err, &[], fx);
+        let asked = match err.request {
+            Some(RequestKind::Approval) => Asked::Approval(None),
+            _ => Asked::Questions(&[]),
+        };
+        self.reject_with(peer, id.as_deref(), err, asked, fx);
     }
 
     fn reject_with(
@@ -538,7 +556,7 @@ impl Broker {
         peer: PeerId,
         id: Option<&str>,
         err: FrameError,
-        meta: &[QuestionMeta],
+        asked: Asked<'_>,
         fx: &mut Effects,
     ) {
         let Some(p) = self.peers.get(&peer) else {
@@ -546,8 +564,15 @@ impl Broker {
         };
         let code = err.code;
         self.stats.rejected += 1;
+        let (meta, approval) = match asked {
+            Asked::Questions(meta) => (meta, None),
+            Asked::Approval(body) => {
+                self.stats.approvals.rejected += 1;
+                (&[][..], Some(approval_facts(body, None)))
+            }
+        };
         if !self.watchers.is_empty() {
-            fx.events.push(BusEvent {
+            let mut e = BusEvent {
                 event: "rejected".into(),
                 ts: String::new(),
                 correlation_id: id.map(str::to_owned),
@@ -561,7 +586,16 @@ impl Broker {
                     .collect(),
                 headers: headers(meta),
                 code: Some(code.as_str().to_owned()),
-            });
+                kind: None,
+                tool: None,
+                details_type: None,
+                confirmed: None,
+                outcome: None,
+            };
+            if let Some(facts) = &approval {
+                approval_event(&mut e, facts);
+            }
+            fx.events.push(e);
         }
         fx.records.push(Record {
             ts: SystemTime::UNIX_EPOCH,
@@ -576,6 +610,7 @@ impl Broker {
             dismissed: false,
             empty_submission: false,
             answer_count: 0,
+            approval: approval.map(Box::new),
         });
         fx.error(peer, err);
     }
@@ -583,6 +618,34 @@ impl Broker {
     /// A producer asks with a validated request. Exactly one of: an error frame (rejected),
     /// an immediate `no-ui` response, or the request becomes pending and goes to every UI.
     pub fn ask(&mut self, peer: PeerId, req: ValidRequest, now: Instant, fx: &mut Effects) {
+        let envelope = (req.correlation_id, req.timeout_ms, req.no_ui);
+        self.admit(peer, envelope, req.questions, req.meta, None, now, fx);
+    }
+
+    /// A producer asks for an approval: as `ask`, with the same quotas, deadlines and ends.
+    pub fn ask_approval(
+        &mut self,
+        peer: PeerId,
+        req: ValidApproval,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
+        let envelope = (req.correlation_id, req.timeout_ms, req.no_ui);
+        let body = Some(Box::new(req.body));
+        self.admit(peer, envelope, Box::from(""), Vec::new(), body, now, fx);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn admit(
+        &mut self,
+        peer: PeerId,
+        (id, timeout, no_ui): (String, Option<TimeoutMs>, Option<NoUiPolicy>),
+        questions: Box<str>,
+        meta: Vec<QuestionMeta>,
+        approval: Option<Box<ApprovalBody>>,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
@@ -590,61 +653,60 @@ impl Broker {
         let owned = p.owned.len();
         let (uid, may_produce) = (p.info.uid, p.info.rights.produce);
         self.peers.get_mut(&peer).expect("checked above").asked = true;
-        let id = req.correlation_id;
-        let meta = req.meta;
-        if !may_produce {
-            let err = BrokerError::NotAProducer(uid);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
-        }
-        if self.pending.contains_key(id.as_str()) {
-            let err = BrokerError::DuplicateCorrelationId(id.clone());
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
-        }
-        if owned >= self.limits.max_pending_per_connection {
-            let err =
-                BrokerError::TooManyPendingForConnection(self.limits.max_pending_per_connection);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
-        }
-        let of_uid = self.pending_by_uid.get(&uid).copied().unwrap_or(0);
-        if of_uid >= self.limits.max_pending_per_uid {
-            let err = BrokerError::TooManyPendingForUid {
+        let refusal = if !may_produce {
+            Some(BrokerError::NotAProducer(uid))
+        } else if self.pending.contains_key(id.as_str()) {
+            Some(BrokerError::DuplicateCorrelationId(id.clone()))
+        } else if owned >= self.limits.max_pending_per_connection {
+            Some(BrokerError::TooManyPendingForConnection(
+                self.limits.max_pending_per_connection,
+            ))
+        } else if self.pending_by_uid.get(&uid).copied().unwrap_or(0)
+            >= self.limits.max_pending_per_uid
+        {
+            Some(BrokerError::TooManyPendingForUid {
                 uid,
                 limit: self.limits.max_pending_per_uid,
+            })
+        } else if self.pending.len() >= self.limits.max_pending_total {
+            Some(BrokerError::TooManyPendingTotal(
+                self.limits.max_pending_total,
+            ))
+        } else {
+            None
+        };
+        if let Some(err) = refusal {
+            let asked = match &approval {
+                Some(body) => Asked::Approval(Some(body)),
+                None => Asked::Questions(&meta),
             };
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
-        }
-        if self.pending.len() >= self.limits.max_pending_total {
-            let err = BrokerError::TooManyPendingTotal(self.limits.max_pending_total);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), asked, fx);
         }
         let max = self.limits.max_timeout_ms;
-        let timeout_ms = req
-            .timeout_ms
-            .map_or(self.limits.default_timeout_ms.min(max), |t| t.clamp(max));
+        let timeout_ms = timeout.map_or(self.limits.default_timeout_ms.min(max), |t| t.clamp(max));
         self.stats.accepted += 1;
+        if approval.is_some() {
+            self.stats.approvals.accepted += 1;
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
         let pending = Pending {
             seq,
             producer: peer,
             producer_info,
-            questions: req.questions,
+            questions,
             meta,
+            approval,
             accepted_at: now,
             deadline: now + Duration::from_millis(timeout_ms),
             timeout_ms,
         };
         if self.closed {
-            let result =
-                questions::daemon_result(&pending.meta, DaemonOutcome::Shutdown, timeout_ms);
-            self.finish(&id, pending, Outcome::Shutdown, result, None, now, fx);
-            return;
+            return self.end_unanswered(&id, pending, Outcome::Shutdown, now, fx);
         }
-        let no_ui = req.no_ui.unwrap_or(self.limits.no_ui);
+        let no_ui = no_ui.unwrap_or(self.limits.no_ui);
         if self.uis.is_empty() && no_ui == NoUiPolicy::Reject {
-            let result = questions::daemon_result(&pending.meta, DaemonOutcome::NoUi, timeout_ms);
-            self.finish(&id, pending, Outcome::NoUi, result, None, now, fx);
-            return;
+            return self.end_unanswered(&id, pending, Outcome::NoUi, now, fx);
         }
         let id: Arc<str> = Arc::from(id);
         let live: Vec<PeerId> = self
@@ -685,7 +747,26 @@ impl Broker {
 
     /// The producer withdraws a question it asked.
     pub fn cancel(&mut self, peer: PeerId, id: &str, now: Instant, fx: &mut Effects) {
-        let owned = self.pending.get(id).is_some_and(|r| r.producer == peer);
+        self.cancel_kind(peer, id, RequestKind::Question, now, fx);
+    }
+
+    /// The producer withdraws an approval it asked.
+    pub fn cancel_approval(&mut self, peer: PeerId, id: &str, now: Instant, fx: &mut Effects) {
+        self.cancel_kind(peer, id, RequestKind::Approval, now, fx);
+    }
+
+    /// `kind` names the cancel frame the producer sent: it withdraws only its own kind.
+    fn cancel_kind(
+        &mut self,
+        peer: PeerId,
+        id: &str,
+        kind: RequestKind,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
+        let owned = self.pending.get(id).is_some_and(|r| {
+            r.producer == peer && r.approval.is_some() == (kind == RequestKind::Approval)
+        });
         if !owned {
             // Another producer's question is "not pending" for this one: nothing leaks.
             fx.error(
@@ -695,16 +776,8 @@ impl Broker {
             return;
         }
         let req = self.remove_pending(id);
-        self.withdraw(
-            id,
-            req.seq,
-            req.producer_info.uid,
-            WithdrawReason::Withdrawn,
-            None,
-            fx,
-        );
-        let result = questions::daemon_result(&req.meta, DaemonOutcome::Withdrawn, req.timeout_ms);
-        self.finish(id, req, Outcome::Withdrawn, result, None, now, fx);
+        self.withdraw(id, &req, WithdrawReason::Withdrawn, None, fx);
+        self.end_unanswered(id, req, Outcome::Withdrawn, now, fx);
     }
 
     /// A UI answers (or dismisses). The first valid answer wins; every other UI that has the
@@ -731,6 +804,14 @@ impl Broker {
             fx.error(peer, err.into_frame_error(id));
             return;
         }
+        if req.approval.is_some() {
+            let err = BrokerError::WrongKind {
+                id: id.to_owned(),
+                kind: RequestKind::Approval,
+            };
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        }
         let count = req.meta.len();
         if !resp.cancelled {
             if let Some((&index, _)) = resp.answers.iter().find(|(&i, _)| i >= count) {
@@ -753,14 +834,7 @@ impl Broker {
             pid: ui.info.pid,
         };
         let req = self.remove_pending(id);
-        self.withdraw(
-            id,
-            req.seq,
-            req.producer_info.uid,
-            WithdrawReason::Answered,
-            Some(peer),
-            fx,
-        );
+        self.withdraw(id, &req, WithdrawReason::Answered, Some(peer), fx);
         let (outcome, result, answers) = if resp.cancelled {
             (
                 Outcome::Dismissed,
@@ -793,17 +867,8 @@ impl Broker {
             }
             let id = self.by_seq[&seq].clone();
             let req = self.remove_pending(&id);
-            self.withdraw(
-                &id,
-                req.seq,
-                req.producer_info.uid,
-                WithdrawReason::Timeout,
-                None,
-                fx,
-            );
-            let result =
-                questions::daemon_result(&req.meta, DaemonOutcome::Timeout, req.timeout_ms);
-            self.finish(&id, req, Outcome::Timeout, result, None, now, fx);
+            self.withdraw(&id, &req, WithdrawReason::Timeout, None, fx);
+            self.end_unanswered(&id, req, Outcome::Timeout, now, fx);
         }
     }
 
@@ -818,17 +883,8 @@ impl Broker {
         let ids: Vec<Arc<str>> = self.by_seq.values().cloned().collect();
         for id in ids {
             let req = self.remove_pending(&id);
-            self.withdraw(
-                &id,
-                req.seq,
-                req.producer_info.uid,
-                WithdrawReason::Shutdown,
-                None,
-                fx,
-            );
-            let result =
-                questions::daemon_result(&req.meta, DaemonOutcome::Shutdown, req.timeout_ms);
-            self.finish(&id, req, Outcome::Shutdown, result, None, now, fx);
+            self.withdraw(&id, &req, WithdrawReason::Shutdown, None, fx);
+            self.end_unanswered(&id, req, Outcome::Shutdown, now, fx);
         }
     }
 
@@ -858,12 +914,12 @@ impl Broker {
     fn withdraw(
         &self,
         id: &str,
-        seq: u64,
-        producer_uid: u32,
+        req: &Pending,
         reason: WithdrawReason,
         except: Option<PeerId>,
         fx: &mut Effects,
     ) {
+        let (seq, producer_uid) = (req.seq, req.producer_info.uid);
         let mut frame = None;
         for &ui in &self.uis {
             let p = &self.peers[&ui];
@@ -873,9 +929,156 @@ impl Broker {
             {
                 continue;
             }
-            let frame = frame.get_or_insert_with(|| hot::withdrawn(id, reason));
+            let frame = frame.get_or_insert_with(|| withdrawn_frame(id, req, reason));
             fx.frame(ui, frame.clone());
         }
+    }
+
+    /// A UI decides an approval. The first valid decision wins, as for questions.
+    pub fn decide(
+        &mut self,
+        peer: PeerId,
+        resp: ToolConfirmationResponse,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
+        let id = resp.correlation_id.as_str();
+        let Some(ui) = self.peers.get(&peer).filter(|p| p.ui.is_some()) else {
+            fx.error(peer, BrokerError::NotSubscribed.into_frame_error(id));
+            return;
+        };
+        if !ui.info.rights.ui {
+            fx.error(peer, BrokerError::NotAUi(ui.info.uid).into_frame_error(id));
+            return;
+        }
+        let Some(req) = self.pending.get(id) else {
+            let err = BrokerError::NotPending(id.to_owned());
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        };
+        if !ui.info.sees(req.producer_info.uid) {
+            let err = BrokerError::ForeignQuestion(id.to_owned());
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        }
+        let Some(body) = &req.approval else {
+            let err = BrokerError::WrongKind {
+                id: id.to_owned(),
+                kind: RequestKind::Question,
+            };
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        };
+        if let Decision::Decided { outcome, .. } = &resp.decision {
+            if !body.outcomes.contains(outcome) {
+                let err = BrokerError::OutcomeNotOffered {
+                    outcome: *outcome,
+                    offered: body.outcomes.clone(),
+                };
+                fx.error(peer, err.into_frame_error(id));
+                return;
+            }
+        }
+        let answered_by = UiInfo {
+            client: ui.info.client.clone(),
+            pid: ui.info.pid,
+        };
+        let req = self.remove_pending(id);
+        self.withdraw(id, &req, WithdrawReason::Answered, Some(peer), fx);
+        let (reason, outcome, message, payload) = match resp.decision {
+            Decision::Dismissed => {
+                let message = approvals::daemon_message(Outcome::Dismissed, req.timeout_ms);
+                (Outcome::Dismissed, ToolOutcome::Cancel, message, None)
+            }
+            Decision::Decided {
+                outcome,
+                message,
+                payload,
+            } => (Outcome::Answered, outcome, message, payload),
+        };
+        let confirmed = reason == Outcome::Answered && outcome.confirms();
+        let ack = ServerFrame::ToolConfirmationAck(ApprovalAck {
+            correlation_id: id.to_owned(),
+            reason,
+            confirmed,
+            outcome,
+        });
+        fx.frame(peer, encode(&ack));
+        let latency = now - req.accepted_at;
+        self.stats.record_latency(latency);
+        self.stats.approvals.record_latency(latency);
+        let response = ApprovalResponse {
+            correlation_id: id.to_owned(),
+            confirmed,
+            outcome,
+            reason,
+            message,
+            payload,
+        };
+        self.finish_approval(req, response, Some(answered_by), now, fx);
+    }
+
+    /// Ends a request nobody answered (timeout, no-ui, withdrawn, shutdown): never an
+    /// approval, and the producer is told why.
+    fn end_unanswered(
+        &mut self,
+        id: &str,
+        req: Pending,
+        outcome: Outcome,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
+        if req.approval.is_none() {
+            let reason = match outcome {
+                Outcome::Timeout => DaemonOutcome::Timeout,
+                Outcome::NoUi => DaemonOutcome::NoUi,
+                Outcome::Withdrawn => DaemonOutcome::Withdrawn,
+                _ => DaemonOutcome::Shutdown,
+            };
+            let result = questions::daemon_result(&req.meta, reason, req.timeout_ms);
+            return self.finish(id, req, outcome, result, None, now, fx);
+        }
+        let response = ApprovalResponse {
+            correlation_id: id.to_owned(),
+            confirmed: false,
+            outcome: ToolOutcome::Cancel,
+            reason: outcome,
+            message: approvals::daemon_message(outcome, req.timeout_ms),
+            payload: None,
+        };
+        self.finish_approval(req, response, None, now, fx);
+    }
+
+    /// Sends an approval's producer its one terminal frame and logs the end.
+    fn finish_approval(
+        &mut self,
+        req: Pending,
+        response: ApprovalResponse,
+        ui: Option<UiInfo>,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
+        let reason = response.reason;
+        self.stats.count_outcome(reason);
+        let decision = (reason == Outcome::Answered).then_some(response.outcome);
+        self.stats.approvals.count_end(reason, decision);
+        let id = response.correlation_id.as_str();
+        let facts = approval_facts(req.approval.as_deref(), Some(&response));
+        if !self.watchers.is_empty() {
+            let latency = (now - req.accepted_at).as_millis() as u64;
+            let mut e = event(reason.as_str(), id, &req, ui.clone(), Some(latency), None);
+            approval_event(&mut e, &facts);
+            if !matches!(reason, Outcome::Answered | Outcome::Dismissed) {
+                e.confirmed = None;
+                e.outcome = None;
+            }
+            fx.events.push(e);
+        }
+        let mut rec = record(id, reason.as_str(), &req, ui, now, Answered::None);
+        rec.approval = Some(Box::new(facts));
+        fx.records.push(rec);
+        let frame = encode(&ServerFrame::ToolConfirmationResponse(response));
+        fx.frame(req.producer, frame);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -968,6 +1171,10 @@ fn record(
         dismissed,
         empty_submission: matches!(answered, Answered::Count(0)),
         answer_count,
+        approval: req
+            .approval
+            .as_deref()
+            .map(|body| Box::new(approval_facts(Some(body), None))),
     }
 }
 
@@ -979,7 +1186,7 @@ fn event(
     latency_ms: Option<u64>,
     timeout_ms: Option<u64>,
 ) -> BusEvent {
-    BusEvent {
+    let mut e = BusEvent {
         event: kind.to_owned(),
         ts: String::new(),
         correlation_id: Some(id.to_owned()),
@@ -993,7 +1200,57 @@ fn event(
             .collect(),
         headers: headers(&req.meta),
         code: None,
+        kind: None,
+        tool: None,
+        details_type: None,
+        confirmed: None,
+        outcome: None,
+    };
+    if let Some(body) = req.approval.as_deref() {
+        approval_event(&mut e, &approval_facts(Some(body), None));
     }
+    e
+}
+
+/// What a request was, for the record and event of its rejection.
+#[derive(Clone, Copy)]
+enum Asked<'a> {
+    Questions(&'a [QuestionMeta]),
+    /// An approval, with its body once it was known.
+    Approval(Option<&'a ApprovalBody>),
+}
+
+/// An approval's telemetry facts; `response` once the producer was told something.
+fn approval_facts(
+    body: Option<&ApprovalBody>,
+    response: Option<&ApprovalResponse>,
+) -> ApprovalFacts {
+    ApprovalFacts {
+        tool: body.map(|b| b.tool().to_owned()),
+        details_type: body.and_then(ApprovalBody::details_type),
+        confirmed: response.map(|r| r.confirmed),
+        outcome: response.map(|r| r.outcome),
+    }
+}
+
+/// Marks a watcher's event as an approval's.
+fn approval_event(e: &mut BusEvent, facts: &ApprovalFacts) {
+    e.kind = Some("approval".into());
+    e.tool = facts.tool.clone();
+    e.details_type = facts.details_type.map(str::to_owned);
+    e.confirmed = facts.confirmed;
+    e.outcome = facts.outcome;
+}
+
+/// The frame that takes request `req` off a UI's screen.
+fn withdrawn_frame(id: &str, req: &Pending, reason: WithdrawReason) -> Bytes {
+    if req.approval.is_none() {
+        return hot::withdrawn(id, reason);
+    }
+    encode(&ServerFrame::ToolConfirmationWithdrawn(ApprovalWithdrawn {
+        correlation_id: id.to_owned(),
+        reason,
+    }))
 }
 
 /// Each question's header, or `Q<i>` where it has none (as the reference labels answers).
@@ -1013,10 +1270,15 @@ fn producer_info(info: &PeerInfo) -> ProducerInfo {
 }
 
 fn encode_ui_request(id: &str, req: &Pending, now: Instant) -> Bytes {
+    let timeout_ms = req.deadline.saturating_duration_since(now).as_millis() as u64;
+    if let Some(body) = &req.approval {
+        let frame = body.ui_frame(id, timeout_ms, &req.producer_info);
+        return encode(&ServerFrame::ToolConfirmationRequest(frame));
+    }
     UiRequestRef {
         correlation_id: id,
         questions: &req.questions,
-        timeout_ms: req.deadline.saturating_duration_since(now).as_millis() as u64,
+        timeout_ms,
         producer: &req.producer_info,
     }
     .encode()

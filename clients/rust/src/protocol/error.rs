@@ -98,9 +98,9 @@ pub struct FrameError {
     pub message: String,
     /// The offending frame's correlationId, when it had a usable one.
     pub correlation_id: Option<String>,
-    /// The frame was an ask-user-request: its rejection is logged like any other end of a
-    /// request.
-    pub ask_request: bool,
+    /// The frame was a request (of this kind): its rejection is logged like any other end of
+    /// a request.
+    pub request: Option<super::frames::RequestKind>,
 }
 
 impl FrameError {
@@ -109,7 +109,7 @@ impl FrameError {
             code,
             message: message.into(),
             correlation_id: None,
-            ask_request: false,
+            request: None,
         }
     }
 

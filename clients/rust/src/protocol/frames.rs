@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::approval::{
+    ApprovalAck, ApprovalResponse, ApprovalWithdrawn, ToolConfirmationRequest,
+    ToolConfirmationResponse, ToolOutcome, UiApproval,
+};
 use super::error::{ErrorCode, FrameError};
 use super::MAX_CORRELATION_ID_CHARS;
 
@@ -119,6 +123,21 @@ pub enum Inbound {
         correlation_id: String,
     },
     AskUserResponse(AskUserResponse),
+    /// An approval to ask; its tool call and details are checked by `approvals::check`.
+    ToolConfirmationRequest(ToolConfirmationRequest),
+    ToolConfirmationCancel {
+        correlation_id: String,
+    },
+    ToolConfirmationResponse(ToolConfirmationResponse),
+}
+
+/// The kinds of request a producer can make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequestKind {
+    /// `ask-user-request`: questions.
+    Question,
+    /// `tool-confirmation-request`: an approval.
+    Approval,
 }
 
 /// An ask-user-request whose own fields are valid; `questions` is not yet validated.
@@ -244,9 +263,26 @@ pub(super) fn parse_full(payload: &[u8]) -> Result<Inbound, FrameError> {
             client: client_field(obj)?,
         }),
         "ask-user-request" => parse_request(value).map_err(|mut e| {
-            e.ask_request = true;
+            e.request = Some(RequestKind::Question);
             e
         }),
+        "tool-confirmation-request" => parse_approval(value).map_err(|mut e| {
+            e.request = Some(RequestKind::Approval);
+            e
+        }),
+        "tool-confirmation-cancel" => {
+            let correlation_id =
+                correlation_id(obj, ErrorCode::InvalidRequest, "tool-confirmation-cancel")?;
+            Ok(Inbound::ToolConfirmationCancel { correlation_id })
+        }
+        "tool-confirmation-response" => {
+            let id = correlation_id(
+                obj,
+                ErrorCode::InvalidResponse,
+                "tool-confirmation-response",
+            )?;
+            super::approval::parse_response(obj, id).map(Inbound::ToolConfirmationResponse)
+        }
         "ask-user-cancel" => {
             let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, "ask-user-cancel")?;
             Ok(Inbound::AskUserCancel { correlation_id })
@@ -290,7 +326,33 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
     let Value::Object(obj) = &value else {
         unreachable!("checked by parse_inbound")
     };
-    let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, "ask-user-request")?;
+    let (correlation_id, timeout_ms, no_ui) = envelope(obj, "ask-user-request")?;
+    Ok(Inbound::AskUserRequest(AskUserRequest {
+        correlation_id,
+        timeout_ms,
+        no_ui,
+        questions: RequestQuestions::Params(value),
+    }))
+}
+
+fn parse_approval(value: Value) -> Result<Inbound, FrameError> {
+    let Value::Object(frame) = value else {
+        unreachable!("checked by parse_inbound")
+    };
+    let (correlation_id, timeout_ms, no_ui) = envelope(&frame, "tool-confirmation-request")?;
+    Ok(Inbound::ToolConfirmationRequest(ToolConfirmationRequest {
+        correlation_id,
+        timeout_ms,
+        no_ui,
+        frame,
+    }))
+}
+
+/// The fields every request shares, checked in the documented order.
+type Envelope = (String, Option<TimeoutMs>, Option<NoUiPolicy>);
+
+fn envelope(obj: &Map<String, Value>, frame: &str) -> Result<Envelope, FrameError> {
+    let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, frame)?;
     let err = |msg: String| {
         FrameError::new(ErrorCode::InvalidRequest, msg).with_id(Some(&correlation_id))
     };
@@ -339,12 +401,7 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
             )))
         }
     };
-    Ok(Inbound::AskUserRequest(AskUserRequest {
-        correlation_id,
-        timeout_ms,
-        no_ui,
-        questions: RequestQuestions::Params(value),
-    }))
+    Ok((correlation_id, timeout_ms, no_ui))
 }
 
 fn parse_response(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
@@ -452,7 +509,7 @@ fn client_field(obj: &Map<String, Value>) -> Result<Option<String>, FrameError> 
     }
 }
 
-fn kind(v: &Value) -> &'static str {
+pub(super) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -516,6 +573,20 @@ pub struct BusEvent {
     /// The error code (`rejected` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// `approval` for approvals; absent for questions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Approvals: `toolCall.name` (absent when rejected before it was known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Approvals: `details.type`, when there were details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details_type: Option<String>,
+    /// Approvals answered or dismissed: what the producer was told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<ToolOutcome>,
 }
 
 /// The tool result handed to the model, as carried on the wire.
@@ -676,6 +747,14 @@ pub enum ServerFrame {
     },
     /// To producers: the terminal answer.
     AskUserResponse(ProducerResponse),
+    /// To UIs: an approval to decide.
+    ToolConfirmationRequest(UiApproval),
+    /// To UIs: an approval is no longer pending.
+    ToolConfirmationWithdrawn(ApprovalWithdrawn),
+    /// To the UI whose decision won.
+    ToolConfirmationAck(ApprovalAck),
+    /// To producers: the terminal answer to an approval.
+    ToolConfirmationResponse(ApprovalResponse),
     Error(ErrorFrame),
     /// Live counters; fields documented in proto/PROTOCOL.md.
     Stats(Map<String, Value>),
@@ -731,6 +810,46 @@ pub enum ClientFrame<'a> {
         answers: &'a BTreeMap<usize, String>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolConfirmationRequest {
+        correlation_id: &'a str,
+        tool_call: &'a Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        server_name: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_annotations: Option<&'a Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        subagent: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        details: Option<&'a Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        outcomes: Option<&'a [ToolOutcome]>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        no_ui: Option<NoUiPolicy>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        context: Option<&'a Value>,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolConfirmationCancel {
+        correlation_id: &'a str,
+    },
+    /// A decision (`confirmed` and `outcome`), or `dismissed: true` with neither.
+    #[serde(rename_all = "camelCase")]
+    ToolConfirmationResponse {
+        correlation_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        confirmed: Option<bool>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        outcome: Option<ToolOutcome>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        payload: Option<&'a Value>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        dismissed: bool,
     },
 }
 

@@ -3,12 +3,14 @@
 //! This module depends on nothing else in the crate, so clients, the daemon and tools can share
 //! it, and the spec in `proto/PROTOCOL.md` can be checked against one place.
 
+mod approval;
 mod codec;
 mod error;
 mod fast;
 mod frames;
 pub mod hot;
 
+pub use approval::*;
 pub use codec::{
     codec, encode, encode_with, is_frame_too_large, split_frame, Split, DEFAULT_MAX_FRAME_BYTES,
     LENGTH_PREFIX_BYTES,
