@@ -18,13 +18,13 @@ pub use stats::{ApprovalStats, BrokerStats};
 
 use crate::approvals::{self, ApprovalBody, ValidApproval};
 use crate::protocol::{
-    encode, hot, ApprovalAck, ApprovalResponse, ApprovalWithdrawn, AskUserRequest, AskUserResponse,
-    BusEvent, Decision, FrameError, NoUiPolicy, Outcome, ProducerInfo, ProducerResponse,
-    RequestHead, RequestKind, ResultPayload, ServerFrame, TimeoutMs, ToolConfirmationResponse,
-    ToolOutcome, UiRequestRef, WithdrawReason,
+    encode, encode_fast, ApprovalAck, ApprovalResponse, ApprovalWithdrawn, AskUserRequest,
+    AskUserResponse, BusEvent, Decision, FrameError, NoUiPolicy, Outcome, ProducerInfo,
+    ProducerResponse, RequestHead, RequestKind, ServerFrame, TimeoutMs, ToolConfirmationResponse,
+    ToolOutcome, UiInfo, UiRequestRef, WithdrawReason,
 };
 use crate::questions::{self, question_types, DaemonOutcome, QuestionMeta, ToolResult};
-use crate::telemetry::{ApprovalFacts, Record, UiInfo};
+use crate::telemetry::record::{ApprovalFacts, Record};
 
 /// The largest tool result the broker builds for an answer (the response frame stays under
 /// the 16 MiB clients accept).
@@ -83,6 +83,14 @@ pub struct RoleCounts {
     pub idle: usize,
 }
 
+/// The broker's counts at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub stats: BrokerStats,
+    pub roles: RoleCounts,
+    pub pending: usize,
+}
+
 /// The limits and defaults that apply to new requests; replaceable at run time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
@@ -135,14 +143,14 @@ impl ValidRequest {
         }
     }
 
-    /// The one-pass path: a request whose plain questions `protocol::parse_one_pass` read
-    /// from a payload of `payload_len` bytes; `None` leaves it to `parse_inbound` and `check`.
-    pub fn from_plain(
+    /// The fast path: a request whose plain questions `protocol::parse_fast` read from a
+    /// payload of `payload_len` bytes; `None` leaves it to `parse_inbound` and [`Self::check`].
+    pub fn fast(
         head: RequestHead,
-        questions: questions::PlainQuestions,
+        questions: questions::fast::Questions,
         payload_len: usize,
     ) -> Option<ValidRequest> {
-        let normalized = questions::check_plain(questions, payload_len)?;
+        let normalized = questions::fast::check(questions, payload_len)?;
         Some(ValidRequest {
             meta: normalized.meta,
             questions: normalized.questions,
@@ -154,6 +162,27 @@ impl ValidRequest {
 
     pub fn correlation_id(&self) -> &str {
         &self.correlation_id
+    }
+
+    /// Debug builds: a request the fast path took from `payload` must be what the reference
+    /// paths (`protocol::parse::reference`, then `questions::normalize`) make of it.
+    #[cfg(debug_assertions)]
+    pub fn assert_reference_agrees(&self, payload: &[u8]) {
+        let frame = crate::protocol::parse::reference::parse(payload);
+        let Ok(crate::protocol::Inbound::AskUserRequest(req)) = frame else {
+            panic!("the fast path took a request the reference refuses: {frame:?}");
+        };
+        let reference = questions::normalize(&req.questions.into_params())
+            .expect("the reference accepts the questions the fast path took");
+        assert!(
+            req.correlation_id == self.correlation_id
+                && req.timeout_ms == self.timeout_ms
+                && req.no_ui == self.no_ui
+                && *reference.questions == *self.questions
+                && reference.meta == self.meta,
+            "the fast path differs from the reference on {}",
+            String::from_utf8_lossy(payload)
+        );
     }
 }
 
@@ -290,6 +319,15 @@ impl Broker {
 
     pub fn stats(&self) -> &BrokerStats {
         &self.stats
+    }
+
+    /// The counts at this moment, for the metrics.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            stats: self.stats.clone(),
+            roles: self.role_counts(),
+            pending: self.pending_len(),
+        }
     }
 
     pub fn pending_len(&self) -> usize {
@@ -845,7 +883,7 @@ impl Broker {
             let result = questions::answered_result(&req.meta, &resp.answers);
             (Outcome::Answered, result, resp.answers)
         };
-        fx.frame(peer, hot::ack(id, outcome));
+        fx.frame(peer, encode_fast::ack(id, outcome));
         self.stats.record_latency(now - req.accepted_at);
         self.finish_with(
             id,
@@ -1131,13 +1169,9 @@ impl Broker {
             answers,
             cancelled: outcome != Outcome::Answered,
             reason: outcome,
-            result: ResultPayload {
-                llm_content: result.llm_content,
-                return_display: result.return_display,
-                data: result.data,
-            },
+            result,
         };
-        fx.frame(req.producer, hot::response(&response));
+        fx.frame(req.producer, encode_fast::response(&response));
     }
 }
 
@@ -1245,7 +1279,7 @@ fn approval_event(e: &mut BusEvent, facts: &ApprovalFacts) {
 /// The frame that takes request `req` off a UI's screen.
 fn withdrawn_frame(id: &str, req: &Pending, reason: WithdrawReason) -> Bytes {
     if req.approval.is_none() {
-        return hot::withdrawn(id, reason);
+        return encode_fast::withdrawn(id, reason);
     }
     encode(&ServerFrame::ToolConfirmationWithdrawn(ApprovalWithdrawn {
         correlation_id: id.to_owned(),

@@ -90,6 +90,15 @@ impl fmt::Display for ErrorCode {
     }
 }
 
+/// The kinds of request a producer can make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequestKind {
+    /// `ask-user-request`: questions.
+    Question,
+    /// `tool-confirmation-request`: an approval.
+    Approval,
+}
+
 /// A frame the daemon refuses, with what the peer is told.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
@@ -100,7 +109,7 @@ pub struct FrameError {
     pub correlation_id: Option<String>,
     /// The frame was a request (of this kind): its rejection is logged like any other end of
     /// a request.
-    pub request: Option<super::frames::RequestKind>,
+    pub request: Option<RequestKind>,
 }
 
 impl FrameError {

@@ -1,20 +1,14 @@
-//! Telemetry: one JSON line per ask-user-request, whatever its end, and the daemon-wide
-//! counters that connections bump. The broker produces `Record`s; they are queued (moved, not
-//! serialized) for a dedicated thread that serializes and writes them a window at a time, so
-//! neither the disk nor the formatting is on the broker's path, and no record is dropped.
+//! The telemetry record: one request's end, as the broker builds it and the writer thread
+//! writes it. A leaf (it depends only on the protocol's types), so the pure broker can build
+//! records without depending on the I/O that writes them.
 
-use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde::Serialize;
 
-pub use crate::protocol::UiInfo;
-use crate::protocol::{ErrorCode, ProducerInfo, ToolOutcome};
+use crate::protocol::{ErrorCode, ProducerInfo, ToolOutcome, UiInfo};
 
 /// One request's end, with the reference tool's ask_user metrics.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -87,10 +81,10 @@ impl Record {
     /// written by hand because the writer thread shares the machine with the broker.
     /// `ts_text` caches the last timestamp formatted (records of one burst share theirs).
     pub fn write_line(&self, out: &mut Vec<u8>, ts_text: &mut (SystemTime, Vec<u8>)) {
-        use crate::protocol::hot::{write_i64, write_str, write_u64};
+        use crate::protocol::json::{write_i64, write_str, write_u64};
         if let Some(facts) = &self.approval {
             let line = ApprovalLine {
-                ts: timestamp(self.ts),
+                ts: humantime::format_rfc3339_millis(self.ts).to_string(),
                 node: self.node.as_deref(),
                 kind: "approval",
                 correlation_id: self.correlation_id.as_deref(),
@@ -179,243 +173,8 @@ impl Record {
     }
 }
 
-/// RFC 3339 UTC with milliseconds.
-pub fn timestamp(at: SystemTime) -> String {
-    humantime::format_rfc3339_millis(at).to_string()
-}
-
 fn rfc3339_millis<S: serde::Serializer>(at: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&humantime::format_rfc3339_millis(*at))
-}
-
-/// Daemon-wide counters kept outside the broker's lock.
-#[derive(Debug, Default)]
-pub struct Counters {
-    pub connections_total: AtomicU64,
-    pub connections_refused: AtomicU64,
-    pub frames_in: AtomicU64,
-    pub frames_out: AtomicU64,
-    pub queue_overflows: AtomicU64,
-    pub telemetry_lines: AtomicU64,
-    pub telemetry_errors: AtomicU64,
-    errors: [AtomicU64; ErrorCode::ALL.len()],
-}
-
-impl Counters {
-    pub fn count_error(&self, code: ErrorCode) {
-        let i = ErrorCode::ALL.iter().position(|c| *c == code).unwrap_or(0);
-        self.errors[i].fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub fn errors(&self) -> impl Iterator<Item = (ErrorCode, u64)> + '_ {
-        ErrorCode::ALL
-            .iter()
-            .zip(&self.errors)
-            .map(|(c, n)| (*c, n.load(Ordering::Relaxed)))
-    }
-
-    pub fn get(counter: &AtomicU64) -> u64 {
-        counter.load(Ordering::Relaxed)
-    }
-
-    pub fn bump(counter: &AtomicU64) {
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// Lines serialized by the sinks, waiting for the writer thread.
-#[derive(Default)]
-struct Queue {
-    records: Vec<Record>,
-    /// Lines ever queued, and of those, written (or failed): what a flush waits on.
-    queued_total: u64,
-    done_total: u64,
-    /// A flush is waiting: write without letting more lines gather first.
-    hurry: bool,
-    closed: bool,
-}
-
-struct Shared {
-    queue: Mutex<Queue>,
-    /// The writer waits here for lines (or a close).
-    ready: Condvar,
-    /// Flushes wait here for the writer to get past their lines.
-    written: Condvar,
-}
-
-impl Shared {
-    fn queue(&self) -> MutexGuard<'_, Queue> {
-        // Serializing a record cannot panic; a poisoned queue is still the best there is.
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// Where records go. Cloning is cheap; sending never blocks on the disk: the record is moved
-/// into a queue that the writer thread empties.
-#[derive(Clone)]
-pub struct TelemetrySink {
-    shared: Option<Arc<Shared>>,
-}
-
-impl TelemetrySink {
-    /// A sink that drops every record (`--no-telemetry`).
-    pub fn disabled() -> Self {
-        TelemetrySink { shared: None }
-    }
-
-    pub fn send(&self, record: Record) {
-        let Some(shared) = &self.shared else { return };
-        let mut q = shared.queue();
-        let was_empty = q.records.is_empty();
-        q.records.push(record);
-        q.queued_total += 1;
-        if was_empty {
-            // Only the first record of a window wakes the writer; the rest gather behind it.
-            shared.ready.notify_one();
-        }
-    }
-
-    /// Blocks until every record sent before this call is written and flushed.
-    pub fn flush_blocking(&self) {
-        let Some(shared) = &self.shared else { return };
-        let mut q = shared.queue();
-        let target = q.queued_total;
-        q.hurry = true;
-        shared.ready.notify_one();
-        while q.done_total < target && !q.closed {
-            q = shared.written.wait(q).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-/// The writer thread; dropping it writes what is queued and stops the thread.
-pub struct TelemetryWriter {
-    path: PathBuf,
-    shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl TelemetryWriter {
-    /// Opens (appending) `path`, creating its directory, and starts the writer thread.
-    pub fn start(path: &Path, counters: Arc<Counters>) -> std::io::Result<(Self, TelemetrySink)> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .open(path)?;
-        end_torn_line(&mut file)?;
-        let shared = Arc::new(Shared {
-            queue: Mutex::new(Queue::default()),
-            ready: Condvar::new(),
-            written: Condvar::new(),
-        });
-        let thread = std::thread::Builder::new()
-            .name("askbusd-telemetry".into())
-            .spawn({
-                let shared = shared.clone();
-                move || write_loop(file, &shared, &counters)
-            })?;
-        Ok((
-            TelemetryWriter {
-                path: path.to_owned(),
-                shared: shared.clone(),
-                thread: Some(thread),
-            },
-            TelemetrySink {
-                shared: Some(shared),
-            },
-        ))
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for TelemetryWriter {
-    fn drop(&mut self) {
-        self.shared.queue().closed = true;
-        self.shared.ready.notify_one();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// A daemon killed during a write can leave a torn last line (a write of the buffer is cut
-/// at a page, not at a record); end it, so that the first record written now starts a line of
-/// its own instead of being glued to the torn one.
-fn end_torn_line(file: &mut File) -> std::io::Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    if file.metadata()?.len() == 0 {
-        return Ok(());
-    }
-    file.seek(SeekFrom::End(-1))?;
-    let mut last = [0u8];
-    file.read_exact(&mut last)?;
-    if last[0] != b'\n' {
-        // O_APPEND: this lands at the end whatever the read position.
-        file.write_all(b"\n")?;
-    }
-    Ok(())
-}
-
-/// How long the writer lets records gather before writing them: the most a record waits to
-/// reach the file (a graceful shutdown writes everything; a crash loses at most this much).
-const GATHER: std::time::Duration = std::time::Duration::from_millis(10);
-
-/// A drained buffer larger than this is freed rather than kept for the next window.
-const KEPT_CAPACITY: usize = 256 * 1024;
-
-fn write_loop(mut file: File, shared: &Shared, counters: &Counters) {
-    let mut records = Vec::new();
-    let mut out = Vec::new();
-    let mut ts_text = (SystemTime::UNIX_EPOCH, Vec::new());
-    loop {
-        let mut q = shared.queue();
-        while q.records.is_empty() && !q.closed {
-            q = shared.ready.wait(q).unwrap_or_else(|e| e.into_inner());
-        }
-        if q.records.is_empty() {
-            return; // closed, and everything written
-        }
-        if !q.hurry && !q.closed {
-            // Gather: while this thread sleeps, lines queue without waking it, so under load
-            // it costs one wake-up and one write per window, not one per record.
-            drop(q);
-            std::thread::sleep(GATHER);
-            q = shared.queue();
-        }
-        q.hurry = false;
-        std::mem::swap(&mut records, &mut q.records);
-        let upto = q.queued_total;
-        drop(q);
-        let lines = records.len() as u64;
-        for record in records.drain(..) {
-            record.write_line(&mut out, &mut ts_text);
-        }
-        match file.write_all(&out) {
-            Ok(()) => {
-                counters.telemetry_lines.fetch_add(lines, Ordering::Relaxed);
-            }
-            Err(e) => {
-                counters
-                    .telemetry_errors
-                    .fetch_add(lines, Ordering::Relaxed);
-                tracing::warn!(error = %e, lines, "telemetry write failed; records lost");
-            }
-        }
-        out.clear();
-        if out.capacity() > KEPT_CAPACITY {
-            out = Vec::new();
-            records = Vec::new();
-        }
-        shared.queue().done_total = upto;
-        shared.written.notify_all();
-    }
 }
 
 #[cfg(test)]

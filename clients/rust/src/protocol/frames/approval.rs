@@ -1,12 +1,11 @@
 //! The approval frames (`tool-confirmation-*`): Gemini CLI core's tool confirmations carried
-//! with the envelope of questions. This file owns their wire shapes and the checks that need
-//! no daemon state; what the tool call and its details must look like is `crate::approvals`.
+//! with the envelope of questions, in both directions. The parsers in `parse` read them; what
+//! the tool call and its details must look like is `crate::approvals`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::error::{ErrorCode, FrameError};
-use super::frames::{kind, NoUiPolicy, Outcome, ProducerInfo, TimeoutMs, WithdrawReason};
+use super::{NoUiPolicy, Outcome, ProducerInfo, TimeoutMs, WithdrawReason};
 
 /// Longest `message` a UI may type for the agent, in characters.
 pub const MAX_APPROVAL_MESSAGE_CHARS: usize = 4096;
@@ -114,126 +113,6 @@ pub enum Decision {
 pub struct ToolConfirmationResponse {
     pub correlation_id: String,
     pub decision: Decision,
-}
-
-pub(super) fn parse_response(
-    obj: &Map<String, Value>,
-    correlation_id: String,
-) -> Result<ToolConfirmationResponse, FrameError> {
-    let err = |msg: String| {
-        FrameError::new(ErrorCode::InvalidResponse, msg).with_id(Some(&correlation_id))
-    };
-    match obj.get("dismissed") {
-        None | Some(Value::Bool(false)) => {}
-        Some(Value::Bool(true)) => {
-            return Ok(ToolConfirmationResponse {
-                correlation_id,
-                decision: Decision::Dismissed,
-            })
-        }
-        Some(other) => {
-            return Err(err(format!(
-                "dismissed must be a boolean, not {}",
-                kind(other)
-            )))
-        }
-    }
-    let confirmed = match obj.get("confirmed") {
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            return Err(err(format!(
-                "confirmed must be a boolean, not {}",
-                kind(other)
-            )))
-        }
-        None => {
-            return Err(err(
-                "tool-confirmation-response needs \"confirmed\" (or \"dismissed\": true)".into(),
-            ))
-        }
-    };
-    let outcome = match obj.get("outcome") {
-        None => {
-            if confirmed {
-                ToolOutcome::ProceedOnce
-            } else {
-                ToolOutcome::Cancel
-            }
-        }
-        Some(Value::String(s)) => ToolOutcome::parse(s).ok_or_else(|| {
-            err(format!(
-                "outcome must be one of {}, not {:?}",
-                ToolOutcome::names(),
-                truncate(s, 64)
-            ))
-        })?,
-        Some(other) => {
-            return Err(err(format!(
-                "outcome must be a string, not {}",
-                kind(other)
-            )))
-        }
-    };
-    if outcome.confirms() != confirmed {
-        return Err(err(if confirmed {
-            "confirmed is true but outcome is \"cancel\" (cancel denies)".into()
-        } else {
-            format!(
-                "confirmed is false but outcome {:?} approves",
-                outcome.as_str()
-            )
-        }));
-    }
-    let message = match obj.get("message") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.chars().count() <= MAX_APPROVAL_MESSAGE_CHARS => {
-            Some(s.clone())
-        }
-        Some(Value::String(_)) => {
-            return Err(err(format!(
-                "message must be at most {MAX_APPROVAL_MESSAGE_CHARS} characters"
-            )))
-        }
-        Some(other) => {
-            return Err(err(format!(
-                "message must be a string, not {}",
-                kind(other)
-            )))
-        }
-    };
-    let payload = match obj.get("payload") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(p)) => Some(p.clone()),
-        Some(other) => {
-            return Err(err(format!(
-                "payload must be an object, not {}",
-                kind(other)
-            )))
-        }
-    };
-    if outcome == ToolOutcome::ModifyWithEditor {
-        let new_content = payload.as_ref().and_then(|p| p.get("newContent"));
-        if !matches!(new_content, Some(Value::String(_))) {
-            return Err(err(
-                "outcome modify_with_editor needs payload.newContent, a string".into(),
-            ));
-        }
-    }
-    Ok(ToolConfirmationResponse {
-        correlation_id,
-        decision: Decision::Decided {
-            outcome,
-            message,
-            payload,
-        },
-    })
-}
-
-fn truncate(s: &str, max_chars: usize) -> String {
-    match s.char_indices().nth(max_chars) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_owned(),
-    }
 }
 
 /// A pending approval as a UI receives it.

@@ -1,0 +1,93 @@
+//! Frames a client sends the daemon, for clients built on this crate (the daemon reads them
+//! as `Inbound`).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{NoUiPolicy, ToolOutcome};
+
+/// Frames a client sends.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ClientFrame<'a> {
+    Hello {
+        protocol: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client: Option<&'a str>,
+    },
+    Ping {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<Value>,
+    },
+    Stats,
+    Subscribe {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client: Option<&'a str>,
+    },
+    Watch {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client: Option<&'a str>,
+    },
+    #[serde(rename_all = "camelCase")]
+    AskUserRequest {
+        correlation_id: &'a str,
+        questions: &'a Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        no_ui: Option<NoUiPolicy>,
+    },
+    #[serde(rename_all = "camelCase")]
+    AskUserCancel {
+        correlation_id: &'a str,
+    },
+    #[serde(rename_all = "camelCase")]
+    AskUserResponse {
+        correlation_id: &'a str,
+        answers: &'a BTreeMap<usize, String>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        cancelled: bool,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolConfirmationRequest {
+        correlation_id: &'a str,
+        tool_call: &'a Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        server_name: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_annotations: Option<&'a Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        subagent: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        details: Option<&'a Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        outcomes: Option<&'a [ToolOutcome]>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        no_ui: Option<NoUiPolicy>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        context: Option<&'a Value>,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolConfirmationCancel {
+        correlation_id: &'a str,
+    },
+    /// A decision (`confirmed` and `outcome`), or `dismissed: true` with neither.
+    #[serde(rename_all = "camelCase")]
+    ToolConfirmationResponse {
+        correlation_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        confirmed: Option<bool>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        outcome: Option<ToolOutcome>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        payload: Option<&'a Value>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        dismissed: bool,
+    },
+}
