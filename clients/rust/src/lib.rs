@@ -5,7 +5,8 @@
 //!   byte-identical to `@google/gemini-cli-core`, so an agent can check questions before asking;
 //! - [`approvals`]: Gemini CLI core's tool-confirmation rules (the shapes of the tool call and
 //!   its details, the outcomes offered, what the agent is told when nobody approved);
-//! - [`client`]: the async client producers and UIs use.
+//! - [`client`]: the async client producers and UIs use;
+//! - [`trust`]: which daemon a client agrees to talk to (the socket path's owner check).
 //!
 //! The daemon (`askbusd`) and the `askbus` command live in the workspace's root package, which
 //! depends on this crate; an agent author gets the client without the daemon's dependencies.
@@ -15,3 +16,5 @@ pub mod approvals;
 pub mod client;
 pub mod protocol;
 pub mod questions;
+#[cfg(feature = "client")]
+pub mod trust;
