@@ -18,7 +18,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("protocol", &[]),
     ("questions", &["protocol"]),
     ("approvals", &["protocol", "questions"]),
-    ("client", &["protocol"]),
+    ("trust", &[]),
+    ("client", &["protocol", "trust"]),
     ("paths", &[]),
     ("telemetry::record", &["protocol"]),
     (

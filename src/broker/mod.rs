@@ -1,87 +1,46 @@
 //! The broker: pending questions keyed by correlationId, which UIs have seen which, deadlines,
-//! and the outcome of every request. Pure state: it never touches a socket and never awaits;
-//! each operation appends what must be sent (and logged) to an `Effects`, which the caller
+//! and the end of every request. Pure state: it never touches a socket and never awaits; each
+//! operation appends what must be sent (and logged) to an [`Effects`], which the caller
 //! delivers through the connections' bounded queues.
+//!
+//! - [`pending`]: the pending table, the one type that keeps a request and its indexes in step;
+//! - [`peers`]: who each connection is and what it may do;
+//! - [`request`]: a request validated outside the lock;
+//! - [`effects`]: what an operation asks its caller to do;
+//! - this file: the operations, each ending a request through one `finish`.
 
+mod effects;
 mod error;
+mod peers;
+pub mod pending;
+mod request;
 mod stats;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::SystemTime;
 
-use bytes::Bytes;
 use tokio::time::{Duration, Instant};
 
+pub use effects::{Effects, Msg};
 pub use error::BrokerError;
+pub use peers::{PeerId, PeerInfo, Rights, RoleCounts};
+pub use request::ValidRequest;
 pub use stats::{ApprovalStats, BrokerStats};
+
+use peers::{Cursor, Peer};
+use pending::{Pending, PendingTable};
 
 use crate::approvals::{self, ApprovalBody, ValidApproval};
 use crate::protocol::{
-    encode, encode_fast, ApprovalAck, ApprovalResponse, ApprovalWithdrawn, AskUserRequest,
-    AskUserResponse, BusEvent, Decision, FrameError, NoUiPolicy, Outcome, ProducerInfo,
-    ProducerResponse, RequestHead, RequestKind, ServerFrame, TimeoutMs, ToolConfirmationResponse,
-    ToolOutcome, UiInfo, UiRequestRef, WithdrawReason,
+    encode, encode_fast, ApprovalAck, ApprovalResponse, AskUserResponse, BusEventKind, Decision,
+    End, FrameError, NoUiPolicy, Outcome, ProducerResponse, RequestKind, ServerFrame, TimeoutMs,
+    ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
 };
-use crate::questions::{self, question_types, DaemonOutcome, QuestionMeta, ToolResult};
-use crate::telemetry::record::{ApprovalFacts, Record};
+use crate::questions::{self, DaemonOutcome, QuestionMeta, ToolResult};
 
 /// The largest tool result the broker builds for an answer (the response frame stays under
 /// the 16 MiB clients accept).
 pub const MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
-
-/// A connection, as the broker names it.
-pub type PeerId = u64;
-
-/// What the daemon knows of a connected peer (from SO_PEERCRED, the access rules and
-/// `hello`/`subscribe`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PeerInfo {
-    pub client: Option<String>,
-    pub pid: Option<i32>,
-    pub uid: u32,
-    pub gid: u32,
-    /// Supplementary groups (SO_PEERGROUPS), for group rules re-evaluated on reload.
-    pub groups: Vec<u32>,
-    pub rights: Rights,
-}
-
-/// What the access rules let a peer do. Isolation is routing: a UI (or watcher) sees, and
-/// may answer, only questions from producers of its own uid, unless it is an operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rights {
-    pub produce: bool,
-    pub ui: bool,
-    pub operator: bool,
-}
-
-impl Default for Rights {
-    /// A peer of the daemon's own uid: it may do anything but see other users' questions.
-    fn default() -> Self {
-        Rights {
-            produce: true,
-            ui: true,
-            operator: false,
-        }
-    }
-}
-
-impl PeerInfo {
-    /// Whether this peer, as a UI or watcher, may see a question asked by `producer_uid`.
-    fn sees(&self, producer_uid: u32) -> bool {
-        self.rights.ui && (self.rights.operator || self.uid == producer_uid)
-    }
-}
-
-/// Connections by what they do, for the metrics. A peer that did several things counts
-/// once, as the first of: UI, watcher, producer; `idle` ones have done none yet.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RoleCounts {
-    pub producer: usize,
-    pub ui: usize,
-    pub watcher: usize,
-    pub idle: usize,
-}
 
 /// The broker's counts at one moment.
 #[derive(Debug, Clone)]
@@ -116,158 +75,6 @@ impl Default for Limits {
     }
 }
 
-/// An ask-user-request whose questions passed the reference's validation, normalized. Built
-/// outside the broker's lock: validation is the costly part of a request.
-#[derive(Debug)]
-pub struct ValidRequest {
-    correlation_id: String,
-    timeout_ms: Option<TimeoutMs>,
-    no_ui: Option<NoUiPolicy>,
-    /// The normalized questions' JSON text.
-    questions: Box<str>,
-    meta: Vec<QuestionMeta>,
-}
-
-impl ValidRequest {
-    /// Validates and normalizes; on failure returns the error for `Broker::reject`.
-    pub fn check(req: AskUserRequest) -> Result<ValidRequest, (String, BrokerError)> {
-        match questions::check(req.questions) {
-            Ok(normalized) => Ok(ValidRequest {
-                meta: normalized.meta,
-                questions: normalized.questions,
-                correlation_id: req.correlation_id,
-                timeout_ms: req.timeout_ms,
-                no_ui: req.no_ui,
-            }),
-            Err(msg) => Err((req.correlation_id, BrokerError::InvalidQuestions(msg))),
-        }
-    }
-
-    /// The fast path: a request whose plain questions `protocol::parse_fast` read from a
-    /// payload of `payload_len` bytes; `None` leaves it to `parse_inbound` and [`Self::check`].
-    pub fn fast(
-        head: RequestHead,
-        questions: questions::fast::Questions,
-        payload_len: usize,
-    ) -> Option<ValidRequest> {
-        let normalized = questions::fast::check(questions, payload_len)?;
-        Some(ValidRequest {
-            meta: normalized.meta,
-            questions: normalized.questions,
-            correlation_id: head.correlation_id,
-            timeout_ms: head.timeout_ms,
-            no_ui: head.no_ui,
-        })
-    }
-
-    pub fn correlation_id(&self) -> &str {
-        &self.correlation_id
-    }
-
-    /// Debug builds: a request the fast path took from `payload` must be what the reference
-    /// paths (`protocol::parse::reference`, then `questions::normalize`) make of it.
-    #[cfg(debug_assertions)]
-    pub fn assert_reference_agrees(&self, payload: &[u8]) {
-        let frame = crate::protocol::parse::reference::parse(payload);
-        let Ok(crate::protocol::Inbound::AskUserRequest(req)) = frame else {
-            panic!("the fast path took a request the reference refuses: {frame:?}");
-        };
-        let reference = questions::normalize(&req.questions.into_params())
-            .expect("the reference accepts the questions the fast path took");
-        assert!(
-            req.correlation_id == self.correlation_id
-                && req.timeout_ms == self.timeout_ms
-                && req.no_ui == self.no_ui
-                && *reference.questions == *self.questions
-                && reference.meta == self.meta,
-            "the fast path differs from the reference on {}",
-            String::from_utf8_lossy(payload)
-        );
-    }
-}
-
-/// One thing to send to one peer.
-#[derive(Debug, Clone)]
-pub enum Msg {
-    /// An encoded frame (shared, so a broadcast is encoded once).
-    Frame(Bytes),
-    /// An error; encoded (and counted) by whoever delivers it.
-    Error(FrameError),
-}
-
-/// What an operation asks the caller to do, in order.
-#[derive(Debug, Default)]
-pub struct Effects {
-    pub sends: Vec<(PeerId, Msg)>,
-    /// Telemetry records; `ts` and `node` are left for the caller to stamp.
-    pub records: Vec<Record>,
-    /// UIs that have more of the pending table to receive: call `Broker::replay` for each once
-    /// their queue has room.
-    pub replay: Vec<PeerId>,
-    /// Events for the watchers (`Broker::watchers`); `ts` is left for the caller to stamp.
-    pub events: Vec<BusEvent>,
-}
-
-impl Effects {
-    pub fn clear(&mut self) {
-        self.sends.clear();
-        self.records.clear();
-        self.replay.clear();
-        self.events.clear();
-    }
-
-    fn frame(&mut self, to: PeerId, frame: Bytes) {
-        self.sends.push((to, Msg::Frame(frame)));
-    }
-
-    fn error(&mut self, to: PeerId, err: FrameError) {
-        self.sends.push((to, Msg::Error(err)));
-    }
-}
-
-/// How far a UI has got through the pending table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cursor {
-    /// Receiving the replay; every request with a sequence number up to this one was sent.
-    /// Live broadcasts skip it: the replay reaches them in order.
-    CatchingUp(u64),
-    Live,
-}
-
-impl Cursor {
-    fn has_seen(self, seq: u64) -> bool {
-        match self {
-            Cursor::CatchingUp(last) => seq <= last,
-            Cursor::Live => true,
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Peer {
-    info: PeerInfo,
-    /// `Some` once the connection subscribed as a UI.
-    ui: Option<Cursor>,
-    /// Requests this peer asked that are still pending.
-    owned: HashSet<Arc<str>>,
-    /// Whether it ever sent an ask-user-request (its role, for the metrics).
-    asked: bool,
-}
-
-#[derive(Debug)]
-struct Pending {
-    seq: u64,
-    producer: PeerId,
-    producer_info: ProducerInfo,
-    questions: Box<str>,
-    meta: Vec<QuestionMeta>,
-    /// `Some` for an approval (then `questions` and `meta` are empty).
-    approval: Option<Box<ApprovalBody>>,
-    accepted_at: Instant,
-    deadline: Instant,
-    timeout_ms: u64,
-}
-
 /// The broker's whole state.
 #[derive(Debug)]
 pub struct Broker {
@@ -277,15 +84,7 @@ pub struct Broker {
     uis: BTreeSet<PeerId>,
     /// Observers of the bus (`watch`).
     watchers: BTreeSet<PeerId>,
-    pending: HashMap<Arc<str>, Pending>,
-    /// Pending requests per producer uid: the per-uid quota, and what a UI of that uid sees.
-    pending_by_uid: HashMap<u32, usize>,
-    /// Pending requests by arrival: replay order.
-    by_seq: BTreeMap<u64, Arc<str>>,
-    /// Deadlines: one ordered set instead of a timer per request, so 100,000 idle pending
-    /// questions cost no wake-ups until the earliest one is due.
-    deadlines: BTreeSet<(Instant, u64)>,
-    next_seq: u64,
+    pending: PendingTable,
     stats: BrokerStats,
     /// Set by `shutdown`: requests that still arrive are answered `shutdown` at once.
     closed: bool,
@@ -298,11 +97,7 @@ impl Broker {
             peers: HashMap::new(),
             uis: BTreeSet::new(),
             watchers: BTreeSet::new(),
-            pending: HashMap::new(),
-            pending_by_uid: HashMap::new(),
-            by_seq: BTreeMap::new(),
-            deadlines: BTreeSet::new(),
-            next_seq: 1,
+            pending: PendingTable::default(),
             stats: BrokerStats::default(),
             closed: false,
         }
@@ -344,7 +139,7 @@ impl Broker {
 
     /// Peers that asked at least one question still pending.
     pub fn producer_count(&self) -> usize {
-        self.peers.values().filter(|p| !p.owned.is_empty()).count()
+        self.pending.producers()
     }
 
     pub fn connect(&mut self, peer: PeerId, info: PeerInfo) {
@@ -353,7 +148,6 @@ impl Broker {
             Peer {
                 info,
                 ui: None,
-                owned: HashSet::new(),
                 asked: false,
             },
         );
@@ -395,16 +189,15 @@ impl Broker {
         let Some(cursor) = cursor else {
             return;
         };
-        for (&seq, id) in &self.by_seq {
+        for (seq, id, req) in self.pending.iter() {
             if !cursor.has_seen(seq) {
                 break;
             }
-            let req = &self.pending[id];
             let uid = req.producer_info.uid;
             match (before.sees(uid), after.sees(uid)) {
-                (false, true) => fx.frame(peer, encode_ui_request(id, req, now)),
+                (false, true) => fx.frame(peer, req.encode_for_ui(id, now)),
                 (true, false) => {
-                    fx.frame(peer, withdrawn_frame(id, req, WithdrawReason::Withdrawn))
+                    fx.frame(peer, req.encode_withdrawn(id, WithdrawReason::Withdrawn))
                 }
                 _ => {}
             }
@@ -425,37 +218,15 @@ impl Broker {
     /// The connection closed: its pending requests are withdrawn from the UIs. A UI leaving
     /// changes nothing for pending requests; another UI can still answer them.
     pub fn disconnect(&mut self, peer: PeerId, now: Instant, fx: &mut Effects) {
-        let Some(p) = self.peers.remove(&peer) else {
+        if self.peers.remove(&peer).is_none() {
             return;
-        };
+        }
         self.uis.remove(&peer);
         self.watchers.remove(&peer);
-        let mut owned: Vec<_> = p
-            .owned
-            .into_iter()
-            .filter_map(|id| self.pending.get(&id).map(|r| (r.seq, id)))
-            .collect();
-        owned.sort_unstable();
-        for (_, id) in owned {
-            let req = self.remove_pending(&id);
-            self.withdraw(&id, &req, WithdrawReason::ProducerGone, None, fx);
-            self.stats.producer_gone += 1;
-            if req.approval.is_some() {
-                self.stats.approvals.producer_gone += 1;
-            }
-            if !self.watchers.is_empty() {
-                let latency = (now - req.accepted_at).as_millis() as u64;
-                fx.events
-                    .push(event("producer-gone", &id, &req, None, Some(latency), None));
-            }
-            fx.records.push(record(
-                &id,
-                "producer-gone",
-                &req,
-                None,
-                now,
-                Answered::None,
-            ));
+        for id in self.pending.owned_by(peer) {
+            let req = self.take(&id, WithdrawReason::ProducerGone, None, fx);
+            // No one is left to tell: counted and logged like every other end.
+            self.count_end(End::ProducerGone, &id, &req, None, now, None, None, fx);
         }
     }
 
@@ -474,7 +245,7 @@ impl Broker {
         let visible = if p.info.rights.operator {
             self.pending.len()
         } else {
-            self.pending_by_uid.get(&p.info.uid).copied().unwrap_or(0)
+            self.pending.count_of_uid(p.info.uid)
         };
         let p = self.peers.get_mut(&peer).expect("checked above");
         if client.is_some() {
@@ -536,14 +307,13 @@ impl Broker {
         let mut cursor = last;
         let mut sent = 0;
         let mut more = false;
-        for (&seq, id) in self.by_seq.range(last + 1..) {
-            let req = &self.pending[id];
+        for (seq, id, req) in self.pending.after(last) {
             if p.info.sees(req.producer_info.uid) {
                 if sent == max_frames {
                     more = true;
                     break;
                 }
-                fx.frame(peer, encode_ui_request(id, req, now));
+                fx.frame(peer, req.encode_for_ui(id, now));
                 sent += 1;
             }
             cursor = seq;
@@ -600,56 +370,20 @@ impl Broker {
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
-        let code = err.code;
-        self.stats.rejected += 1;
-        let (meta, approval) = match asked {
+        self.stats.count(End::Rejected);
+        let (meta, facts) = match asked {
             Asked::Questions(meta) => (meta, None),
             Asked::Approval(body) => {
-                self.stats.approvals.rejected += 1;
-                (&[][..], Some(approval_facts(body, None)))
+                self.stats.approvals.count(End::Rejected, None);
+                (&[][..], Some(effects::approval_facts(body, None)))
             }
         };
         if !self.watchers.is_empty() {
-            let mut e = BusEvent {
-                event: "rejected".into(),
-                ts: String::new(),
-                correlation_id: id.map(str::to_owned),
-                producer: producer_info(&p.info),
-                ui: None,
-                latency_ms: None,
-                timeout_ms: None,
-                question_types: question_types(meta)
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect(),
-                headers: headers(meta),
-                code: Some(code.as_str().to_owned()),
-                kind: None,
-                tool: None,
-                details_type: None,
-                confirmed: None,
-                outcome: None,
-            };
-            if let Some(facts) = &approval {
-                approval_event(&mut e, facts);
-            }
+            let e = effects::rejected_event(id, err.code, &p.info, meta, facts.as_ref());
             fx.events.push(e);
         }
-        fx.records.push(Record {
-            ts: SystemTime::UNIX_EPOCH,
-            node: None,
-            correlation_id: id.map(str::to_owned),
-            reason: "rejected",
-            code: Some(code),
-            producer: producer_info(&p.info),
-            ui: None,
-            latency_ms: 0,
-            question_types: question_types(meta),
-            dismissed: false,
-            empty_submission: false,
-            answer_count: 0,
-            approval: approval.map(Box::new),
-        });
+        let record = effects::rejected_record(id, err.code, &p.info, meta, facts.as_ref());
+        fx.records.push(record);
         fx.error(peer, err);
     }
 
@@ -687,21 +421,19 @@ impl Broker {
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
-        let producer_info = producer_info(&p.info);
-        let owned = p.owned.len();
+        let producer_info = effects::producer_info(&p.info);
+        let owned = self.pending.count_of_producer(peer);
         let (uid, may_produce) = (p.info.uid, p.info.rights.produce);
         self.peers.get_mut(&peer).expect("checked above").asked = true;
         let refusal = if !may_produce {
             Some(BrokerError::NotAProducer(uid))
-        } else if self.pending.contains_key(id.as_str()) {
+        } else if self.pending.contains(&id) {
             Some(BrokerError::DuplicateCorrelationId(id.clone()))
         } else if owned >= self.limits.max_pending_per_connection {
             Some(BrokerError::TooManyPendingForConnection(
                 self.limits.max_pending_per_connection,
             ))
-        } else if self.pending_by_uid.get(&uid).copied().unwrap_or(0)
-            >= self.limits.max_pending_per_uid
-        {
+        } else if self.pending.count_of_uid(uid) >= self.limits.max_pending_per_uid {
             Some(BrokerError::TooManyPendingForUid {
                 uid,
                 limit: self.limits.max_pending_per_uid,
@@ -726,10 +458,8 @@ impl Broker {
         if approval.is_some() {
             self.stats.approvals.accepted += 1;
         }
-        let seq = self.next_seq;
-        self.next_seq += 1;
         let pending = Pending {
-            seq,
+            seq: self.pending.next_seq(),
             producer: peer,
             producer_info,
             questions,
@@ -740,11 +470,11 @@ impl Broker {
             timeout_ms,
         };
         if self.closed {
-            return self.end_unanswered(&id, pending, Outcome::Shutdown, now, fx);
+            return self.end_unanswered(&id, pending, DaemonOutcome::Shutdown, now, fx);
         }
         let no_ui = no_ui.unwrap_or(self.limits.no_ui);
         if self.uis.is_empty() && no_ui == NoUiPolicy::Reject {
-            return self.end_unanswered(&id, pending, Outcome::NoUi, now, fx);
+            return self.end_unanswered(&id, pending, DaemonOutcome::NoUi, now, fx);
         }
         let id: Arc<str> = Arc::from(id);
         let live: Vec<PeerId> = self
@@ -757,29 +487,22 @@ impl Broker {
             })
             .collect();
         if !live.is_empty() {
-            let frame = encode_ui_request(&id, &pending, now);
+            let frame = pending.encode_for_ui(&id, now);
             for ui in live {
                 fx.frame(ui, frame.clone());
             }
         }
         if !self.watchers.is_empty() {
-            fx.events.push(event(
-                "request",
+            fx.events.push(effects::event(
+                BusEventKind::Request,
                 &id,
                 &pending,
                 None,
                 None,
                 Some(timeout_ms),
+                None,
             ));
         }
-        self.deadlines.insert((pending.deadline, seq));
-        self.by_seq.insert(seq, id.clone());
-        self.peers
-            .get_mut(&peer)
-            .expect("checked above")
-            .owned
-            .insert(id.clone());
-        *self.pending_by_uid.entry(uid).or_default() += 1;
         self.pending.insert(id, pending);
     }
 
@@ -813,9 +536,8 @@ impl Broker {
             );
             return;
         }
-        let req = self.remove_pending(id);
-        self.withdraw(id, &req, WithdrawReason::Withdrawn, None, fx);
-        self.end_unanswered(id, req, Outcome::Withdrawn, now, fx);
+        let req = self.take(id, WithdrawReason::Withdrawn, None, fx);
+        self.end_unanswered(id, req, DaemonOutcome::Withdrawn, now, fx);
     }
 
     /// A UI answers (or dismisses). The first valid answer wins; every other UI that has the
@@ -871,78 +593,63 @@ impl Broker {
             client: ui.info.client.clone(),
             pid: ui.info.pid,
         };
-        let req = self.remove_pending(id);
-        self.withdraw(id, &req, WithdrawReason::Answered, Some(peer), fx);
-        let (outcome, result, answers) = if resp.cancelled {
-            (
-                Outcome::Dismissed,
-                questions::dismissed_result(&req.meta),
-                BTreeMap::new(),
-            )
+        let req = self.take(id, WithdrawReason::Answered, Some(peer), fx);
+        let ending = if resp.cancelled {
+            Ending {
+                outcome: Outcome::Dismissed,
+                result: questions::dismissed_result(&req.meta),
+                answers: BTreeMap::new(),
+                ui: Some(answered_by),
+            }
         } else {
-            let result = questions::answered_result(&req.meta, &resp.answers);
-            (Outcome::Answered, result, resp.answers)
+            Ending {
+                outcome: Outcome::Answered,
+                result: questions::answered_result(&req.meta, &resp.answers),
+                answers: resp.answers,
+                ui: Some(answered_by),
+            }
         };
-        fx.frame(peer, encode_fast::ack(id, outcome));
+        fx.frame(peer, encode_fast::ack(id, ending.outcome));
         self.stats.record_latency(now - req.accepted_at);
-        self.finish_with(
-            id,
-            req,
-            outcome,
-            result,
-            answers,
-            Some(answered_by),
-            now,
-            fx,
-        );
+        self.finish(id, req, ending, now, fx);
     }
 
     /// Times out every request whose deadline is at or before `now`.
     pub fn expire(&mut self, now: Instant, fx: &mut Effects) {
-        while let Some(&(deadline, seq)) = self.deadlines.first() {
-            if deadline > now {
-                break;
-            }
-            let id = self.by_seq[&seq].clone();
-            let req = self.remove_pending(&id);
-            self.withdraw(&id, &req, WithdrawReason::Timeout, None, fx);
-            self.end_unanswered(&id, req, Outcome::Timeout, now, fx);
+        while let Some(id) = self.pending.first_due(now) {
+            let req = self.take(&id, WithdrawReason::Timeout, None, fx);
+            self.end_unanswered(&id, req, DaemonOutcome::Timeout, now, fx);
         }
     }
 
     /// When the next request times out, if any is pending.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|(d, _)| *d)
+        self.pending.next_deadline()
     }
 
     /// Every pending producer gets `shutdown`, every UI `ask-user-withdrawn` `shutdown`.
     pub fn shutdown(&mut self, now: Instant, fx: &mut Effects) {
         self.closed = true;
-        let ids: Vec<Arc<str>> = self.by_seq.values().cloned().collect();
-        for id in ids {
-            let req = self.remove_pending(&id);
-            self.withdraw(&id, &req, WithdrawReason::Shutdown, None, fx);
-            self.end_unanswered(&id, req, Outcome::Shutdown, now, fx);
+        for id in self.pending.ids() {
+            let req = self.take(&id, WithdrawReason::Shutdown, None, fx);
+            self.end_unanswered(&id, req, DaemonOutcome::Shutdown, now, fx);
         }
     }
 
-    fn remove_pending(&mut self, id: &str) -> Pending {
+    /// Takes a pending request out of the table and tells every UI that was sent it (but
+    /// `except`, the one whose answer ended it) that it is gone, with `reason`.
+    fn take(
+        &mut self,
+        id: &str,
+        reason: WithdrawReason,
+        except: Option<PeerId>,
+        fx: &mut Effects,
+    ) -> Pending {
         let req = self
             .pending
             .remove(id)
             .expect("caller checked it is pending");
-        self.by_seq.remove(&req.seq);
-        self.deadlines.remove(&(req.deadline, req.seq));
-        let uid = req.producer_info.uid;
-        if let Some(n) = self.pending_by_uid.get_mut(&uid) {
-            *n -= 1;
-            if *n == 0 {
-                self.pending_by_uid.remove(&uid);
-            }
-        }
-        if let Some(p) = self.peers.get_mut(&req.producer) {
-            p.owned.remove(id);
-        }
+        self.withdraw(id, &req, reason, except, fx);
         req
     }
 
@@ -967,9 +674,66 @@ impl Broker {
             {
                 continue;
             }
-            let frame = frame.get_or_insert_with(|| withdrawn_frame(id, req, reason));
+            let frame = frame.get_or_insert_with(|| req.encode_withdrawn(id, reason));
             fx.frame(ui, frame.clone());
         }
+    }
+
+    /// Sends the producer its one terminal frame, and counts and logs the end.
+    fn finish(&mut self, id: &str, req: Pending, ending: Ending, now: Instant, fx: &mut Effects) {
+        let Ending {
+            outcome,
+            result,
+            answers,
+            ui,
+        } = ending;
+        let answer_count = (outcome == Outcome::Answered).then_some(answers.len());
+        self.count_end(outcome.into(), id, &req, ui, now, answer_count, None, fx);
+        let response = ProducerResponse {
+            correlation_id: id.to_owned(),
+            answers,
+            cancelled: outcome != Outcome::Answered,
+            reason: outcome,
+            result,
+        };
+        fx.frame(req.producer, encode_fast::response(&response));
+    }
+
+    /// Counts a pending request's end and tells the watchers and telemetry.
+    #[allow(clippy::too_many_arguments)]
+    fn count_end(
+        &mut self,
+        end: End,
+        id: &str,
+        req: &Pending,
+        ui: Option<UiInfo>,
+        now: Instant,
+        answer_count: Option<usize>,
+        told: Option<&ApprovalResponse>,
+        fx: &mut Effects,
+    ) {
+        self.stats.count(end);
+        if req.approval.is_some() {
+            let decision = told
+                .filter(|r| r.reason == Outcome::Answered)
+                .map(|r| r.outcome);
+            self.stats.approvals.count(end, decision);
+        }
+        if !self.watchers.is_empty() {
+            let latency = (now - req.accepted_at).as_millis() as u64;
+            let kind = BusEventKind::End(end);
+            fx.events.push(effects::event(
+                kind,
+                id,
+                req,
+                ui.clone(),
+                Some(latency),
+                None,
+                told,
+            ));
+        }
+        fx.records
+            .push(effects::record(id, end, req, ui, now, answer_count, told));
     }
 
     /// A UI decides an approval. The first valid decision wins, as for questions.
@@ -1021,8 +785,7 @@ impl Broker {
             client: ui.info.client.clone(),
             pid: ui.info.pid,
         };
-        let req = self.remove_pending(id);
-        self.withdraw(id, &req, WithdrawReason::Answered, Some(peer), fx);
+        let req = self.take(id, WithdrawReason::Answered, Some(peer), fx);
         let (reason, outcome, message, payload) = match resp.decision {
             Decision::Dismissed => {
                 let message = approvals::daemon_message(Outcome::Dismissed, req.timeout_ms);
@@ -1056,38 +819,33 @@ impl Broker {
         self.finish_approval(req, response, Some(answered_by), now, fx);
     }
 
-    /// Ends a request nobody answered (timeout, no-ui, withdrawn, shutdown): never an
-    /// approval, and the producer is told why.
+    /// Ends a request nobody answered (timeout, no-ui, withdrawn, shutdown): for an approval
+    /// never a confirmation, and its producer is told why.
     fn end_unanswered(
         &mut self,
         id: &str,
         req: Pending,
-        outcome: Outcome,
+        outcome: DaemonOutcome,
         now: Instant,
         fx: &mut Effects,
     ) {
         if req.approval.is_none() {
-            let reason = match outcome {
-                Outcome::Timeout => DaemonOutcome::Timeout,
-                Outcome::NoUi => DaemonOutcome::NoUi,
-                Outcome::Withdrawn => DaemonOutcome::Withdrawn,
-                _ => DaemonOutcome::Shutdown,
-            };
-            let result = questions::daemon_result(&req.meta, reason, req.timeout_ms);
-            return self.finish(id, req, outcome, result, None, now, fx);
+            let ending = Ending::daemon(&req, outcome);
+            return self.finish(id, req, ending, now, fx);
         }
+        let reason = Ending::outcome_of(outcome);
         let response = ApprovalResponse {
             correlation_id: id.to_owned(),
             confirmed: false,
             outcome: ToolOutcome::Cancel,
-            reason: outcome,
-            message: approvals::daemon_message(outcome, req.timeout_ms),
+            reason,
+            message: approvals::daemon_message(reason, req.timeout_ms),
             payload: None,
         };
         self.finish_approval(req, response, None, now, fx);
     }
 
-    /// Sends an approval's producer its one terminal frame and logs the end.
+    /// Sends an approval's producer its one terminal frame, and counts and logs the end.
     fn finish_approval(
         &mut self,
         req: Pending,
@@ -1096,154 +854,12 @@ impl Broker {
         now: Instant,
         fx: &mut Effects,
     ) {
-        let reason = response.reason;
-        self.stats.count_outcome(reason);
-        let decision = (reason == Outcome::Answered).then_some(response.outcome);
-        self.stats.approvals.count_end(reason, decision);
         let id = response.correlation_id.as_str();
-        let facts = approval_facts(req.approval.as_deref(), Some(&response));
-        if !self.watchers.is_empty() {
-            let latency = (now - req.accepted_at).as_millis() as u64;
-            let mut e = event(reason.as_str(), id, &req, ui.clone(), Some(latency), None);
-            approval_event(&mut e, &facts);
-            if !matches!(reason, Outcome::Answered | Outcome::Dismissed) {
-                e.confirmed = None;
-                e.outcome = None;
-            }
-            fx.events.push(e);
-        }
-        let mut rec = record(id, reason.as_str(), &req, ui, now, Answered::None);
-        rec.approval = Some(Box::new(facts));
-        fx.records.push(rec);
+        let end = End::from(response.reason);
+        self.count_end(end, id, &req, ui, now, None, Some(&response), fx);
         let frame = encode(&ServerFrame::ToolConfirmationResponse(response));
         fx.frame(req.producer, frame);
     }
-
-    #[allow(clippy::too_many_arguments)]
-    fn finish(
-        &mut self,
-        id: &str,
-        req: Pending,
-        outcome: Outcome,
-        result: ToolResult,
-        ui: Option<UiInfo>,
-        now: Instant,
-        fx: &mut Effects,
-    ) {
-        self.finish_with(id, req, outcome, result, BTreeMap::new(), ui, now, fx);
-    }
-
-    /// Sends the producer its one terminal frame and logs the outcome.
-    #[allow(clippy::too_many_arguments)]
-    fn finish_with(
-        &mut self,
-        id: &str,
-        req: Pending,
-        outcome: Outcome,
-        result: ToolResult,
-        answers: BTreeMap<usize, String>,
-        ui: Option<UiInfo>,
-        now: Instant,
-        fx: &mut Effects,
-    ) {
-        self.stats.count_outcome(outcome);
-        if !self.watchers.is_empty() {
-            let latency = (now - req.accepted_at).as_millis() as u64;
-            fx.events.push(event(
-                outcome.as_str(),
-                id,
-                &req,
-                ui.clone(),
-                Some(latency),
-                None,
-            ));
-        }
-        let answered = match outcome {
-            Outcome::Answered => Answered::Count(answers.len()),
-            _ => Answered::None,
-        };
-        fx.records
-            .push(record(id, outcome.as_str(), &req, ui, now, answered));
-        let response = ProducerResponse {
-            correlation_id: id.to_owned(),
-            answers,
-            cancelled: outcome != Outcome::Answered,
-            reason: outcome,
-            result,
-        };
-        fx.frame(req.producer, encode_fast::response(&response));
-    }
-}
-
-enum Answered {
-    None,
-    Count(usize),
-}
-
-fn record(
-    id: &str,
-    reason: &'static str,
-    req: &Pending,
-    ui: Option<UiInfo>,
-    now: Instant,
-    answered: Answered,
-) -> Record {
-    let (dismissed, answer_count) = match answered {
-        Answered::None => (true, 0),
-        Answered::Count(n) => (false, n),
-    };
-    Record {
-        ts: SystemTime::UNIX_EPOCH,
-        node: None,
-        correlation_id: Some(id.to_owned()),
-        reason,
-        code: None,
-        producer: req.producer_info.clone(),
-        ui,
-        latency_ms: (now - req.accepted_at).as_millis() as u64,
-        question_types: question_types(&req.meta),
-        dismissed,
-        empty_submission: matches!(answered, Answered::Count(0)),
-        answer_count,
-        approval: req
-            .approval
-            .as_deref()
-            .map(|body| Box::new(approval_facts(Some(body), None))),
-    }
-}
-
-fn event(
-    kind: &str,
-    id: &str,
-    req: &Pending,
-    ui: Option<UiInfo>,
-    latency_ms: Option<u64>,
-    timeout_ms: Option<u64>,
-) -> BusEvent {
-    let mut e = BusEvent {
-        event: kind.to_owned(),
-        ts: String::new(),
-        correlation_id: Some(id.to_owned()),
-        producer: req.producer_info.clone(),
-        ui,
-        latency_ms,
-        timeout_ms,
-        question_types: question_types(&req.meta)
-            .into_iter()
-            .map(str::to_owned)
-            .collect(),
-        headers: headers(&req.meta),
-        code: None,
-        kind: None,
-        tool: None,
-        details_type: None,
-        confirmed: None,
-        outcome: None,
-    };
-    if let Some(body) = req.approval.as_deref() {
-        approval_event(&mut e, &approval_facts(Some(body), None));
-    }
-    e
 }
 
 /// What a request was, for the record and event of its rejection.
@@ -1254,68 +870,35 @@ enum Asked<'a> {
     Approval(Option<&'a ApprovalBody>),
 }
 
-/// An approval's telemetry facts; `response` once the producer was told something.
-fn approval_facts(
-    body: Option<&ApprovalBody>,
-    response: Option<&ApprovalResponse>,
-) -> ApprovalFacts {
-    ApprovalFacts {
-        tool: body.map(|b| b.tool().to_owned()),
-        details_type: body.and_then(ApprovalBody::details_type),
-        confirmed: response.map(|r| r.confirmed),
-        outcome: response.map(|r| r.outcome),
-    }
+/// How a pending request ends, with what its producer is told.
+struct Ending {
+    outcome: Outcome,
+    result: ToolResult,
+    /// An answered request's answers (empty for every other outcome).
+    answers: BTreeMap<usize, String>,
+    /// The UI whose answer or dismissal ended it.
+    ui: Option<UiInfo>,
 }
 
-/// Marks a watcher's event as an approval's.
-fn approval_event(e: &mut BusEvent, facts: &ApprovalFacts) {
-    e.kind = Some("approval".into());
-    e.tool = facts.tool.clone();
-    e.details_type = facts.details_type.map(str::to_owned);
-    e.confirmed = facts.confirmed;
-    e.outcome = facts.outcome;
-}
-
-/// The frame that takes request `req` off a UI's screen.
-fn withdrawn_frame(id: &str, req: &Pending, reason: WithdrawReason) -> Bytes {
-    if req.approval.is_none() {
-        return encode_fast::withdrawn(id, reason);
+impl Ending {
+    /// One of the daemon's own outcomes, which no UI chose.
+    fn daemon(req: &Pending, outcome: DaemonOutcome) -> Ending {
+        Ending {
+            outcome: Ending::outcome_of(outcome),
+            result: questions::daemon_result(&req.meta, outcome, req.timeout_ms),
+            answers: BTreeMap::new(),
+            ui: None,
+        }
     }
-    encode(&ServerFrame::ToolConfirmationWithdrawn(ApprovalWithdrawn {
-        correlation_id: id.to_owned(),
-        reason,
-    }))
-}
 
-/// Each question's header, or `Q<i>` where it has none (as the reference labels answers).
-fn headers(meta: &[QuestionMeta]) -> Vec<String> {
-    meta.iter()
-        .enumerate()
-        .map(|(i, m)| m.header.clone().unwrap_or_else(|| format!("Q{i}")))
-        .collect()
-}
-
-fn producer_info(info: &PeerInfo) -> ProducerInfo {
-    ProducerInfo {
-        client: info.client.clone(),
-        pid: info.pid,
-        uid: info.uid,
+    fn outcome_of(outcome: DaemonOutcome) -> Outcome {
+        match outcome {
+            DaemonOutcome::Timeout => Outcome::Timeout,
+            DaemonOutcome::NoUi => Outcome::NoUi,
+            DaemonOutcome::Withdrawn => Outcome::Withdrawn,
+            DaemonOutcome::Shutdown => Outcome::Shutdown,
+        }
     }
-}
-
-fn encode_ui_request(id: &str, req: &Pending, now: Instant) -> Bytes {
-    let timeout_ms = req.deadline.saturating_duration_since(now).as_millis() as u64;
-    if let Some(body) = &req.approval {
-        let frame = body.ui_frame(id, timeout_ms, &req.producer_info);
-        return encode(&ServerFrame::ToolConfirmationRequest(frame));
-    }
-    UiRequestRef {
-        correlation_id: id,
-        questions: &req.questions,
-        timeout_ms,
-        producer: &req.producer_info,
-    }
-    .encode()
 }
 
 #[cfg(test)]
