@@ -418,9 +418,11 @@ impl Conn<'_> {
             }
             Inbound::Ping { id } => self.reply(encode(&ServerFrame::Pong { id })),
             Inbound::Stats => self.reply(self.hub.stats_frame()),
-            Inbound::Subscribe { client } => self
-                .hub
-                .run_in(&mut self.batch, |b, _, fx| b.subscribe(id, client, fx)),
+            Inbound::Subscribe { client, filter } => {
+                self.hub.run_in(&mut self.batch, |b, _, fx| {
+                    b.subscribe(id, client, filter, fx)
+                })
+            }
             Inbound::Watch { client } => self
                 .hub
                 .run_in(&mut self.batch, |b, _, fx| b.watch(id, client, fx)),
@@ -428,9 +430,9 @@ impl Conn<'_> {
                 Ok(req) => self
                     .hub
                     .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx)),
-                Err((cid, err)) => self
-                    .hub
-                    .run_in(&mut self.batch, |b, _, fx| b.reject(id, &cid, err, fx)),
+                Err((cid, context, err)) => self.hub.run_in(&mut self.batch, |b, _, fx| {
+                    b.reject(id, &cid, context.as_deref(), err, fx)
+                }),
             },
             Inbound::AskUserCancel { correlation_id } => {
                 self.hub.run_in(&mut self.batch, |b, now, fx| {
@@ -444,8 +446,8 @@ impl Conn<'_> {
                 Ok(req) => self.hub.run_in(&mut self.batch, |b, now, fx| {
                     b.ask_approval(id, req, now, fx)
                 }),
-                Err((cid, msg)) => self.hub.run_in(&mut self.batch, |b, _, fx| {
-                    b.reject_approval(id, &cid, msg, fx)
+                Err(r) => self.hub.run_in(&mut self.batch, |b, _, fx| {
+                    b.reject_approval(id, &r.correlation_id, r.context.as_deref(), r.message, fx)
                 }),
             },
             Inbound::ToolConfirmationCancel { correlation_id } => {

@@ -12,7 +12,8 @@ use super::pending::Pending;
 use super::{PeerId, PeerInfo};
 use crate::approvals::ApprovalBody;
 use crate::protocol::{
-    ApprovalResponse, BusEvent, BusEventKind, End, ErrorCode, FrameError, ProducerInfo, UiInfo,
+    ApprovalResponse, BusEvent, BusEventKind, End, ErrorCode, FrameError, ProducerInfo,
+    RequestContext, UiInfo,
 };
 use crate::questions::{question_types, QuestionMeta};
 use crate::telemetry::record::{ApprovalFacts, Record};
@@ -74,6 +75,8 @@ pub(super) fn record(
         reason: end,
         code: None,
         producer: req.producer_info.clone(),
+        agent: context_field(req.context.as_deref(), |c| &c.agent),
+        project: context_field(req.context.as_deref(), |c| &c.project),
         ui,
         latency_ms: (now - req.accepted_at).as_millis() as u64,
         question_types: question_types(&req.meta),
@@ -93,6 +96,7 @@ pub(super) fn rejected_record(
     code: ErrorCode,
     producer: &PeerInfo,
     meta: &[QuestionMeta],
+    context: Option<&RequestContext>,
     approval: Option<&ApprovalFacts>,
 ) -> Record {
     Record {
@@ -102,6 +106,8 @@ pub(super) fn rejected_record(
         reason: End::Rejected,
         code: Some(code),
         producer: producer_info(producer),
+        agent: context_field(context, |c| &c.agent),
+        project: context_field(context, |c| &c.project),
         ui: None,
         latency_ms: 0,
         question_types: question_types(meta),
@@ -128,6 +134,8 @@ pub(super) fn event(
         ts: String::new(),
         correlation_id: Some(id.to_owned()),
         producer: req.producer_info.clone(),
+        agent: context_field(req.context.as_deref(), |c| &c.agent),
+        project: context_field(req.context.as_deref(), |c| &c.project),
         ui,
         latency_ms,
         timeout_ms,
@@ -155,6 +163,7 @@ pub(super) fn rejected_event(
     code: ErrorCode,
     producer: &PeerInfo,
     meta: &[QuestionMeta],
+    context: Option<&RequestContext>,
     approval: Option<&ApprovalFacts>,
 ) -> BusEvent {
     let mut e = BusEvent {
@@ -162,6 +171,8 @@ pub(super) fn rejected_event(
         ts: String::new(),
         correlation_id: id.map(str::to_owned),
         producer: producer_info(producer),
+        agent: context_field(context, |c| &c.agent),
+        project: context_field(context, |c| &c.project),
         ui: None,
         latency_ms: None,
         timeout_ms: None,
@@ -203,6 +214,15 @@ fn approval_event(e: &mut BusEvent, facts: &ApprovalFacts) {
     e.details_type = facts.details_type.map(str::to_owned);
     e.confirmed = facts.confirmed;
     e.outcome = facts.outcome;
+}
+
+/// One field of a request's context, for telemetry and watchers (which carry only `agent` and
+/// `project`).
+fn context_field(
+    context: Option<&RequestContext>,
+    field: fn(&RequestContext) -> &Option<String>,
+) -> Option<String> {
+    context.and_then(|c| field(c).clone())
 }
 
 /// Each question's header, or `Q<i>` where it has none (as the reference labels answers).

@@ -33,8 +33,9 @@ use pending::{Pending, PendingTable};
 use crate::approvals::{self, ApprovalBody, ValidApproval};
 use crate::protocol::{
     encode, encode_fast, ApprovalAck, ApprovalResponse, AskUserResponse, BusEventKind, Decision,
-    End, FrameError, NoUiPolicy, Outcome, ProducerResponse, RequestKind, ServerFrame, TimeoutMs,
-    ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
+    End, FrameError, NoUiPolicy, Outcome, ProducerResponse, RequestContext, RequestKind,
+    ServerFrame, SubscribeFilter, TimeoutMs, ToolConfirmationResponse, ToolOutcome, UiInfo,
+    WithdrawReason,
 };
 use crate::questions::{self, DaemonOutcome, QuestionMeta, ToolResult};
 
@@ -149,6 +150,7 @@ impl Broker {
                 info,
                 ui: None,
                 asked: false,
+                filter: SubscribeFilter::default(),
             },
         );
     }
@@ -194,7 +196,8 @@ impl Broker {
                 break;
             }
             let uid = req.producer_info.uid;
-            match (before.sees(uid), after.sees(uid)) {
+            let wanted = self.peers[&peer].filter.matches(req.context.as_deref());
+            match (before.sees(uid) && wanted, after.sees(uid) && wanted) {
                 (false, true) => fx.frame(peer, req.encode_for_ui(id, now)),
                 (true, false) => {
                     fx.frame(peer, req.encode_withdrawn(id, WithdrawReason::Withdrawn))
@@ -232,7 +235,13 @@ impl Broker {
 
     /// Makes `peer` a UI. It is sent `subscribed` with the pending count now, then (through
     /// `replay`) every pending request oldest first, then live ones.
-    pub fn subscribe(&mut self, peer: PeerId, client: Option<String>, fx: &mut Effects) {
+    pub fn subscribe(
+        &mut self,
+        peer: PeerId,
+        client: Option<String>,
+        filter: SubscribeFilter,
+        fx: &mut Effects,
+    ) {
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
@@ -241,8 +250,23 @@ impl Broker {
             fx.error(peer, FrameError::new(err.code(), err.to_string()));
             return;
         }
-        // The count of what this UI will be replayed: other users' questions stay unseen.
-        let visible = if p.info.rights.operator {
+        // What a UI subscribing again had and no longer asks for leaves its screen.
+        if let Some(cursor) = p.ui.filter(|_| p.filter != filter) {
+            for (seq, id, req) in self.pending.iter() {
+                if cursor.has_seen(seq) && p.shown(req) && !filter.matches(req.context.as_deref()) {
+                    fx.frame(peer, req.encode_withdrawn(id, WithdrawReason::Withdrawn));
+                }
+            }
+        }
+        // The count of what this UI will be replayed: other users' questions stay unseen, and
+        // so do those its filter leaves out.
+        let visible = if !filter.is_empty() {
+            self.pending
+                .iter()
+                .filter(|(_, _, r)| p.info.sees(r.producer_info.uid))
+                .filter(|(_, _, r)| filter.matches(r.context.as_deref()))
+                .count()
+        } else if p.info.rights.operator {
             self.pending.len()
         } else {
             self.pending.count_of_uid(p.info.uid)
@@ -251,6 +275,7 @@ impl Broker {
         if client.is_some() {
             p.info.client = client;
         }
+        p.filter = filter;
         // Subscribing again replays from the start: the UI asked to be brought up to date.
         p.ui = Some(Cursor::CatchingUp(0));
         self.uis.insert(peer);
@@ -303,12 +328,13 @@ impl Broker {
         let Some(Cursor::CatchingUp(last)) = p.ui else {
             return false;
         };
-        // Other users' questions are passed over (the cursor moves past them) unseen.
+        // Other users' questions, and those its filter leaves out, are passed over (the cursor
+        // moves past them) unseen.
         let mut cursor = last;
         let mut sent = 0;
         let mut more = false;
         for (seq, id, req) in self.pending.after(last) {
-            if p.info.sees(req.producer_info.uid) {
+            if p.shown(req) {
                 if sent == max_frames {
                     more = true;
                     break;
@@ -332,31 +358,40 @@ impl Broker {
 
     /// A request failed validation (done outside the broker by `ValidRequest::check`): the
     /// producer gets the error, and the rejection is logged like every other end.
-    pub fn reject(&mut self, peer: PeerId, id: &str, err: BrokerError, fx: &mut Effects) {
-        self.reject_with(
-            peer,
-            Some(id),
-            err.into_frame_error(id),
-            Asked::Questions(&[]),
-            fx,
-        );
+    pub fn reject(
+        &mut self,
+        peer: PeerId,
+        id: &str,
+        context: Option<&RequestContext>,
+        err: BrokerError,
+        fx: &mut Effects,
+    ) {
+        let err = err.into_frame_error(id);
+        self.reject_with(peer, Some(id), err, Asked::Questions(&[]), context, fx);
     }
 
     /// An approval whose tool call, details or outcomes `approvals::check` refused.
-    pub fn reject_approval(&mut self, peer: PeerId, id: &str, message: String, fx: &mut Effects) {
+    pub fn reject_approval(
+        &mut self,
+        peer: PeerId,
+        id: &str,
+        context: Option<&RequestContext>,
+        message: String,
+        fx: &mut Effects,
+    ) {
         let err = BrokerError::InvalidApproval(message).into_frame_error(id);
-        self.reject_with(peer, Some(id), err, Asked::Approval(None), fx);
+        self.reject_with(peer, Some(id), err, Asked::Approval(None), context, fx);
     }
 
-    /// A request refused while parsing its own fields (correlationId, timeoutMs, noUi):
-    /// answered and logged like any rejected request, with the id when it had one.
+    /// A request refused while parsing its own fields (correlationId, timeoutMs, noUi,
+    /// context): answered and logged like any rejected request, with the id when it had one.
     pub fn reject_malformed(&mut self, peer: PeerId, err: FrameError, fx: &mut Effects) {
         let id = err.correlation_id.clone();
         let asked = match err.request {
             Some(RequestKind::Approval) => Asked::Approval(None),
             _ => Asked::Questions(&[]),
         };
-        self.reject_with(peer, id.as_deref(), err, asked, fx);
+        self.reject_with(peer, id.as_deref(), err, asked, None, fx);
     }
 
     fn reject_with(
@@ -365,6 +400,7 @@ impl Broker {
         id: Option<&str>,
         err: FrameError,
         asked: Asked<'_>,
+        context: Option<&RequestContext>,
         fx: &mut Effects,
     ) {
         let Some(p) = self.peers.get(&peer) else {
@@ -378,11 +414,12 @@ impl Broker {
                 (&[][..], Some(effects::approval_facts(body, None)))
             }
         };
+        let facts = facts.as_ref();
         if !self.watchers.is_empty() {
-            let e = effects::rejected_event(id, err.code, &p.info, meta, facts.as_ref());
-            fx.events.push(e);
+            let event = effects::rejected_event(id, err.code, &p.info, meta, context, facts);
+            fx.events.push(event);
         }
-        let record = effects::rejected_record(id, err.code, &p.info, meta, facts.as_ref());
+        let record = effects::rejected_record(id, err.code, &p.info, meta, context, facts);
         fx.records.push(record);
         fx.error(peer, err);
     }
@@ -390,7 +427,7 @@ impl Broker {
     /// A producer asks with a validated request. Exactly one of: an error frame (rejected),
     /// an immediate `no-ui` response, or the request becomes pending and goes to every UI.
     pub fn ask(&mut self, peer: PeerId, req: ValidRequest, now: Instant, fx: &mut Effects) {
-        let envelope = (req.correlation_id, req.timeout_ms, req.no_ui);
+        let envelope = (req.correlation_id, req.timeout_ms, req.no_ui, req.context);
         self.admit(peer, envelope, req.questions, req.meta, None, now, fx);
     }
 
@@ -402,7 +439,7 @@ impl Broker {
         now: Instant,
         fx: &mut Effects,
     ) {
-        let envelope = (req.correlation_id, req.timeout_ms, req.no_ui);
+        let envelope = (req.correlation_id, req.timeout_ms, req.no_ui, req.context);
         let body = Some(Box::new(req.body));
         self.admit(peer, envelope, Box::from(""), Vec::new(), body, now, fx);
     }
@@ -411,7 +448,7 @@ impl Broker {
     fn admit(
         &mut self,
         peer: PeerId,
-        (id, timeout, no_ui): (String, Option<TimeoutMs>, Option<NoUiPolicy>),
+        (id, timeout, no_ui, context): Envelope,
         questions: Box<str>,
         meta: Vec<QuestionMeta>,
         approval: Option<Box<ApprovalBody>>,
@@ -450,7 +487,8 @@ impl Broker {
                 Some(body) => Asked::Approval(Some(body)),
                 None => Asked::Questions(&meta),
             };
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), asked, fx);
+            let err = err.into_frame_error(&id);
+            return self.reject_with(peer, Some(&id), err, asked, context.as_ref(), fx);
         }
         let max = self.limits.max_timeout_ms;
         let timeout_ms = timeout.map_or(self.limits.default_timeout_ms.min(max), |t| t.clamp(max));
@@ -462,6 +500,7 @@ impl Broker {
             seq: self.pending.next_seq(),
             producer: peer,
             producer_info,
+            context: context.map(Box::new),
             questions,
             meta,
             approval,
@@ -473,7 +512,10 @@ impl Broker {
             return self.end_unanswered(&id, pending, DaemonOutcome::Shutdown, now, fx);
         }
         let no_ui = no_ui.unwrap_or(self.limits.no_ui);
-        if self.uis.is_empty() && no_ui == NoUiPolicy::Reject {
+        // "No UI" means none that would be shown it: a UI of another user, or one whose filter
+        // leaves it out, will never answer it.
+        let any_ui = self.uis.iter().any(|ui| self.peers[ui].shown(&pending));
+        if !any_ui && no_ui == NoUiPolicy::Reject {
             return self.end_unanswered(&id, pending, DaemonOutcome::NoUi, now, fx);
         }
         let id: Arc<str> = Arc::from(id);
@@ -483,7 +525,7 @@ impl Broker {
             .copied()
             .filter(|ui| {
                 let p = &self.peers[ui];
-                p.ui == Some(Cursor::Live) && p.info.sees(uid)
+                p.ui == Some(Cursor::Live) && p.shown(&pending)
             })
             .collect();
         if !live.is_empty() {
@@ -561,6 +603,11 @@ impl Broker {
         };
         if !ui.info.sees(req.producer_info.uid) {
             let err = BrokerError::ForeignQuestion(id.to_owned());
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        }
+        if !ui.shown(req) {
+            let err = BrokerError::OutsideFilter(id.to_owned());
             fx.error(peer, err.into_frame_error(id));
             return;
         }
@@ -664,14 +711,10 @@ impl Broker {
         except: Option<PeerId>,
         fx: &mut Effects,
     ) {
-        let (seq, producer_uid) = (req.seq, req.producer_info.uid);
         let mut frame = None;
         for &ui in &self.uis {
             let p = &self.peers[&ui];
-            if Some(ui) == except
-                || !p.ui.is_some_and(|c| c.has_seen(seq))
-                || !p.info.sees(producer_uid)
-            {
+            if Some(ui) == except || !p.ui.is_some_and(|c| c.has_seen(req.seq)) || !p.shown(req) {
                 continue;
             }
             let frame = frame.get_or_insert_with(|| req.encode_withdrawn(id, reason));
@@ -760,6 +803,11 @@ impl Broker {
         };
         if !ui.info.sees(req.producer_info.uid) {
             let err = BrokerError::ForeignQuestion(id.to_owned());
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        }
+        if !ui.shown(req) {
+            let err = BrokerError::OutsideFilter(id.to_owned());
             fx.error(peer, err.into_frame_error(id));
             return;
         }
@@ -869,6 +917,14 @@ enum Asked<'a> {
     /// An approval, with its body once it was known.
     Approval(Option<&'a ApprovalBody>),
 }
+
+/// A request's envelope: correlationId, timeoutMs, noUi and context.
+type Envelope = (
+    String,
+    Option<TimeoutMs>,
+    Option<NoUiPolicy>,
+    Option<RequestContext>,
+);
 
 /// How a pending request ends, with what its producer is told.
 struct Ending {

@@ -13,7 +13,8 @@ use tokio::time::Instant;
 use super::PeerId;
 use crate::approvals::ApprovalBody;
 use crate::protocol::{
-    encode, encode_fast, ApprovalWithdrawn, ProducerInfo, ServerFrame, UiRequestRef, WithdrawReason,
+    encode, encode_fast, ApprovalWithdrawn, ProducerInfo, RequestContext, ServerFrame,
+    UiRequestRef, WithdrawReason,
 };
 use crate::questions::QuestionMeta;
 
@@ -24,6 +25,8 @@ pub struct Pending {
     pub seq: u64,
     pub producer: PeerId,
     pub producer_info: ProducerInfo,
+    /// Who is asking, about what, as the producer said (known fields only).
+    pub context: Option<Box<RequestContext>>,
     /// The normalized questions' JSON text, copied into every UI frame as it is.
     pub questions: Box<str>,
     pub meta: Vec<QuestionMeta>,
@@ -39,7 +42,8 @@ impl Pending {
     pub fn encode_for_ui(&self, id: &str, now: Instant) -> Bytes {
         let timeout_ms = self.deadline.saturating_duration_since(now).as_millis() as u64;
         if let Some(body) = &self.approval {
-            let frame = body.ui_frame(id, timeout_ms, &self.producer_info);
+            let context = self.context.as_deref();
+            let frame = body.ui_frame(id, timeout_ms, &self.producer_info, context);
             return encode(&ServerFrame::ToolConfirmationRequest(frame));
         }
         UiRequestRef {
@@ -47,6 +51,7 @@ impl Pending {
             questions: &self.questions,
             timeout_ms,
             producer: &self.producer_info,
+            context: self.context.as_deref(),
         }
         .encode()
     }
@@ -250,6 +255,7 @@ mod tests {
                 pid: None,
                 uid,
             },
+            context: None,
             questions: "[]".into(),
             meta: Vec::new(),
             approval: None,

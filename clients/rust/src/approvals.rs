@@ -6,7 +6,8 @@
 use serde_json::{Map, Value};
 
 use crate::protocol::{
-    NoUiPolicy, Outcome, TimeoutMs, ToolConfirmationRequest, ToolOutcome, UiApproval,
+    NoUiPolicy, Outcome, RequestContext, TimeoutMs, ToolConfirmationRequest, ToolOutcome,
+    UiApproval,
 };
 
 /// Every `details.type` of the reference, in its declaration order.
@@ -20,12 +21,22 @@ pub const DETAIL_TYPES: [&str; 7] = [
     "exit_plan_mode",
 ];
 
+/// An approval refused by [`check`]: the `invalid-request` message, naming the field, and
+/// what its rejection is logged with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refused {
+    pub correlation_id: String,
+    pub context: Option<Box<RequestContext>>,
+    pub message: String,
+}
+
 /// An approval whose fields passed the checks, ready for the broker.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValidApproval {
     pub correlation_id: String,
     pub timeout_ms: Option<TimeoutMs>,
     pub no_ui: Option<NoUiPolicy>,
+    pub context: Option<RequestContext>,
     pub body: ApprovalBody,
 }
 
@@ -39,7 +50,6 @@ pub struct ApprovalBody {
     pub details: Option<Value>,
     /// The effective list: the producer's with `proceed_once` and `cancel` added, sorted.
     pub outcomes: Vec<ToolOutcome>,
-    pub context: Option<Value>,
 }
 
 impl ApprovalBody {
@@ -60,6 +70,7 @@ impl ApprovalBody {
         correlation_id: &str,
         timeout_ms: u64,
         producer: &crate::protocol::ProducerInfo,
+        context: Option<&RequestContext>,
     ) -> UiApproval {
         UiApproval {
             correlation_id: correlation_id.to_owned(),
@@ -71,18 +82,20 @@ impl ApprovalBody {
             outcomes: self.outcomes.clone(),
             timeout_ms,
             producer: producer.clone(),
-            context: self.context.clone(),
+            context: context.cloned(),
         }
     }
 }
 
-/// Checks a request's tool call, details, outcomes and context in the documented order;
+/// Checks a request's tool call, details and outcomes in the documented order (its envelope,
+/// context included, was checked by the parser);
 /// the error is the `invalid-request` message, naming the field.
-pub fn check(req: ToolConfirmationRequest) -> Result<ValidApproval, (String, String)> {
+pub fn check(req: ToolConfirmationRequest) -> Result<ValidApproval, Refused> {
     let ToolConfirmationRequest {
         correlation_id,
         timeout_ms,
         no_ui,
+        context,
         mut frame,
     } = req;
     match check_body(&mut frame) {
@@ -90,9 +103,14 @@ pub fn check(req: ToolConfirmationRequest) -> Result<ValidApproval, (String, Str
             correlation_id,
             timeout_ms,
             no_ui,
+            context,
             body,
         }),
-        Err(msg) => Err((correlation_id, msg)),
+        Err(message) => Err(Refused {
+            correlation_id,
+            context: context.map(Box::new),
+            message,
+        }),
     }
 }
 
@@ -180,11 +198,6 @@ fn check_body(frame: &mut Map<String, Value>) -> Result<ApprovalBody, String> {
             ))
         }
     };
-    let context = match frame.remove("context") {
-        None | Some(Value::Null) => None,
-        Some(v @ Value::Object(_)) => Some(v),
-        Some(other) => return Err(format!("context must be an object, not {}", kind(&other))),
-    };
     Ok(ApprovalBody {
         tool_call,
         server_name,
@@ -192,7 +205,6 @@ fn check_body(frame: &mut Map<String, Value>) -> Result<ApprovalBody, String> {
         subagent,
         details,
         outcomes,
-        context,
     })
 }
 
@@ -426,7 +438,7 @@ mod tests {
         else {
             panic!("not an approval")
         };
-        check(req).map_err(|(_, msg)| msg)
+        check(req).map_err(|r| r.message)
     }
 
     fn exec() -> Value {
@@ -503,7 +515,6 @@ mod tests {
              "details.commands must be an array of strings, not a string"),
             (|v| v["details"]["systemMessage"] = json!(null),
              "details.systemMessage must be a string, not null"),
-            (|v| v["context"] = json!("ctx"), "context must be an object, not a string"),
         ];
         for (mutate, want) in cases {
             let mut v = exec();

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{NoUiPolicy, Outcome, ProducerInfo, TimeoutMs, WithdrawReason};
+use super::{NoUiPolicy, Outcome, ProducerInfo, RequestContext, TimeoutMs, WithdrawReason};
 
 /// Longest `message` a UI may type for the agent, in characters.
 pub const MAX_APPROVAL_MESSAGE_CHARS: usize = 4096;
@@ -90,6 +90,7 @@ pub struct ToolConfirmationRequest {
     pub correlation_id: String,
     pub timeout_ms: Option<TimeoutMs>,
     pub no_ui: Option<NoUiPolicy>,
+    pub context: Option<RequestContext>,
     /// The whole frame as sent (key order kept).
     pub frame: Map<String, Value>,
 }
@@ -134,8 +135,9 @@ pub struct UiApproval {
     /// Milliseconds left before the request times out, as of sending.
     pub timeout_ms: u64,
     pub producer: ProducerInfo,
+    /// The producer's `context`, as it sent it (known fields only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<Value>,
+    pub context: Option<RequestContext>,
 }
 
 /// The one terminal answer a producer gets for an accepted approval.

@@ -5,6 +5,7 @@
 
 mod approval;
 mod client;
+mod context;
 mod inbound;
 mod outbound;
 
@@ -12,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 pub use approval::*;
 pub use client::ClientFrame;
+pub use context::*;
 pub use inbound::*;
 pub use outbound::*;
 

@@ -8,9 +8,10 @@ use serde_json::{Map, Value};
 
 use crate::protocol::error::{ErrorCode, FrameError, RequestKind};
 use crate::protocol::frames::{
-    question_index, AskUserRequest, AskUserResponse, Decision, Inbound, NoUiPolicy,
-    RequestQuestions, TimeoutMs, ToolConfirmationRequest, ToolConfirmationResponse, ToolOutcome,
-    MAX_APPROVAL_MESSAGE_CHARS, MAX_CLIENT_CHARS,
+    check_context_value, question_index, AskUserRequest, AskUserResponse, Decision, Inbound,
+    NoUiPolicy, RequestContext, RequestQuestions, SubscribeFilter, TimeoutMs,
+    ToolConfirmationRequest, ToolConfirmationResponse, ToolOutcome, MAX_APPROVAL_MESSAGE_CHARS,
+    MAX_CLIENT_CHARS,
 };
 use crate::protocol::{MAX_CORRELATION_ID_CHARS, PROTOCOL_VERSION};
 
@@ -53,6 +54,7 @@ pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
         "stats" => Ok(Inbound::Stats),
         "subscribe" => Ok(Inbound::Subscribe {
             client: client_field(obj)?,
+            filter: filter_field(obj)?,
         }),
         "watch" => Ok(Inbound::Watch {
             client: client_field(obj)?,
@@ -119,11 +121,12 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
     let Value::Object(obj) = &value else {
         unreachable!("checked by parse_inbound")
     };
-    let (correlation_id, timeout_ms, no_ui) = envelope(obj, "ask-user-request")?;
+    let (correlation_id, timeout_ms, no_ui, context) = envelope(obj, "ask-user-request")?;
     Ok(Inbound::AskUserRequest(AskUserRequest {
         correlation_id,
         timeout_ms,
         no_ui,
+        context,
         questions: RequestQuestions::Params(value),
     }))
 }
@@ -132,17 +135,24 @@ fn parse_approval(value: Value) -> Result<Inbound, FrameError> {
     let Value::Object(frame) = value else {
         unreachable!("checked by parse_inbound")
     };
-    let (correlation_id, timeout_ms, no_ui) = envelope(&frame, "tool-confirmation-request")?;
+    let (correlation_id, timeout_ms, no_ui, context) =
+        envelope(&frame, "tool-confirmation-request")?;
     Ok(Inbound::ToolConfirmationRequest(ToolConfirmationRequest {
         correlation_id,
         timeout_ms,
         no_ui,
+        context,
         frame,
     }))
 }
 
 /// The fields every request shares, checked in the documented order.
-type Envelope = (String, Option<TimeoutMs>, Option<NoUiPolicy>);
+type Envelope = (
+    String,
+    Option<TimeoutMs>,
+    Option<NoUiPolicy>,
+    Option<RequestContext>,
+);
 
 fn envelope(obj: &Map<String, Value>, frame: &str) -> Result<Envelope, FrameError> {
     let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, frame)?;
@@ -194,7 +204,34 @@ fn envelope(obj: &Map<String, Value>, frame: &str) -> Result<Envelope, FrameErro
             )))
         }
     };
-    Ok((correlation_id, timeout_ms, no_ui))
+    let context = match obj.get("context") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(map)) => {
+            let field = |name: &'static str| match map.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => check_context_value(name, s).map(|()| Some(s.clone())),
+                Some(other) => Err(format!(
+                    "context.{name} must be a string, not {}",
+                    kind(other)
+                )),
+            };
+            RequestContext {
+                agent: field("agent").map_err(err)?,
+                session: field("session").map_err(err)?,
+                project: field("project").map_err(err)?,
+                cwd: field("cwd").map_err(err)?,
+                title: field("title").map_err(err)?,
+            }
+            .into_option()
+        }
+        Some(other) => {
+            return Err(err(format!(
+                "context must be an object, not {}",
+                kind(other)
+            )))
+        }
+    };
+    Ok((correlation_id, timeout_ms, no_ui, context))
 }
 
 /// A UI's decision on an approval, its shape checked (the outcome's offer is the broker's).
@@ -404,6 +441,49 @@ fn client_field(obj: &Map<String, Value>) -> Result<Option<String>, FrameError> 
             format!("client must be a string, not {}", kind(other)),
         )),
     }
+}
+
+/// A `subscribe`'s `filter`: absent, `null` or `{}` shows the UI everything it may see.
+fn filter_field(obj: &Map<String, Value>) -> Result<SubscribeFilter, FrameError> {
+    let err = |msg: String| FrameError::new(ErrorCode::InvalidFrame, msg);
+    let map = match obj.get("filter") {
+        None | Some(Value::Null) => return Ok(SubscribeFilter::default()),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(err(format!(
+                "filter must be an object, not {}",
+                kind(other)
+            )))
+        }
+    };
+    let mut filter = SubscribeFilter::default();
+    for (key, value) in map {
+        // Unlike the request's context, a filter key this daemon does not know is refused:
+        // ignoring it would show the UI more than it asked for.
+        let Some(slot) = filter.slot(key) else {
+            return Err(err(format!(
+                "filter has no key {:?} (known: {})",
+                truncate(key, 32),
+                SubscribeFilter::KEYS.join(", ")
+            )));
+        };
+        match value {
+            Value::Null => {}
+            Value::String(s) => {
+                check_context_value(SubscribeFilter::key_name(key), s)
+                    .map_err(|m| err(format!("filter.{}", &m["context.".len()..])))?;
+                *slot = Some(s.clone());
+            }
+            other => {
+                return Err(err(format!(
+                    "filter.{} must be a string, not {}",
+                    truncate(key, 32),
+                    kind(other)
+                )))
+            }
+        }
+    }
+    Ok(filter)
 }
 
 fn kind(v: &Value) -> &'static str {
