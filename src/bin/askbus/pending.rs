@@ -47,12 +47,12 @@ pub async fn run(socket: &Path, json: bool) -> Result<ExitCode> {
 fn print_request(r: &UiRequest) -> Result<()> {
     let p = &r.producer;
     println!(
-        "{}  from {} (pid {}, uid {}), {}s left",
+        "{}  from {} (pid {}, uid {}), {} left",
         r.correlation_id,
         p.client.as_deref().unwrap_or("unnamed agent"),
         p.pid.map_or("?".to_string(), |p| p.to_string()),
         p.uid,
-        r.timeout_ms / 1000
+        crate::duration::short(std::time::Duration::from_millis(r.timeout_ms))
     );
     let questions = r
         .questions

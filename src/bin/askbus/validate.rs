@@ -34,7 +34,10 @@ pub fn run(file: Option<PathBuf>, json_out: bool) -> Result<ExitCode> {
                 }
                 println!("{frame}");
             } else {
-                eprintln!("{}", r.message);
+                eprintln!("{}", crate::term::sanitize_lines(&r.message));
+                if let Some(hint) = crate::explain::rejection(&r.message) {
+                    eprintln!("{hint}");
+                }
             }
             Ok(ExitCode::FAILURE)
         }

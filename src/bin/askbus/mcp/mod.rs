@@ -9,6 +9,7 @@ mod call;
 mod server;
 mod tool;
 
+use std::io::IsTerminal;
 use std::path::Path;
 use std::pin::Pin;
 use std::process::ExitCode;
@@ -47,6 +48,20 @@ pub struct McpArgs {
     progress_interval_ms: u64,
 }
 
+/// What `askbus mcp` says when started on a terminal instead of by an MCP client.
+fn terminal_note(socket: &Path) -> String {
+    format!(
+        "askbus mcp: an MCP server on stdin/stdout offering the ask_user tool; its questions go \
+         through askbusd at {} to every askbus UI. It is meant to be started by an MCP client, \
+         not run by hand. To add it:\n  \
+         Claude Code:  claude mcp add --scope user askbus -- askbus mcp\n  \
+         Codex:        codex mcp add askbus -- askbus mcp\n  \
+         Gemini CLI:   in settings.json, \"mcpServers\": {{\"askbus\": {{\"command\": \"askbus\", \"args\": [\"mcp\"], \"timeout\": 900000}}}}\n\
+         See `askbus mcp --help` and the README. Waiting for JSON-RPC on stdin (Ctrl-D ends).",
+        socket.display()
+    )
+}
+
 /// Serves MCP on stdin/stdout until the client closes stdin.
 pub async fn run(socket: &Path, args: McpArgs) -> Result<ExitCode> {
     // stdout carries the protocol, so logs go to stderr, where MCP clients collect them.
@@ -75,6 +90,10 @@ pub async fn run(socket: &Path, args: McpArgs) -> Result<ExitCode> {
         client_gone.clone(),
     );
     tracing::info!(socket = %socket.display(), "serving ask_user over MCP on stdio");
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        // A person ran it by hand: say what it is, then keep serving (typing JSON-RPC works).
+        eprintln!("{}", terminal_note(socket));
+    }
     let (stdin, stdout) = rmcp::transport::stdio();
     let stdin = NoticeEof {
         inner: stdin,

@@ -10,6 +10,7 @@ use askbusd::protocol::{ErrorFrame, Outcome as AckOutcome, UiRequest, WithdrawRe
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::dialog::{Dialog, Outcome};
+use super::scroll::{Move, Scroll};
 
 /// A pending request and the person's progress on it.
 pub struct Entry {
@@ -19,6 +20,8 @@ pub struct Entry {
     pub deadline: Instant,
     /// Shown before a reconnect and not yet confirmed by the new subscription's replay.
     pub stale: bool,
+    /// Which part of a dialog taller than the screen is in view.
+    pub scroll: Scroll,
 }
 
 impl Entry {
@@ -28,6 +31,7 @@ impl Entry {
             deadline: now + Duration::from_millis(request.timeout_ms),
             request,
             stale: false,
+            scroll: Scroll::default(),
         }
     }
 
@@ -75,6 +79,17 @@ pub enum Tone {
 pub struct Notice {
     pub text: String,
     pub tone: Tone,
+    /// When it stops being news and leaves the screen.
+    pub until: Instant,
+}
+
+/// How long a notice stays: long enough to read, short enough not to describe a past state.
+const NOTICE_FOR: Duration = Duration::from_secs(8);
+
+impl Notice {
+    pub fn live(&self, now: Instant) -> bool {
+        now < self.until
+    }
 }
 
 /// A frame the UI must send (or quitting).
@@ -154,6 +169,7 @@ impl App {
         self.notice = Some(Notice {
             text: text.into(),
             tone,
+            until: Instant::now() + NOTICE_FOR,
         });
     }
 
@@ -180,6 +196,9 @@ impl App {
                     for e in &mut self.entries {
                         e.stale = true;
                     }
+                    // The status bar now says disconnected; news of the old connection
+                    // ("Reconnected", "Sending…") would contradict it.
+                    self.notice = None;
                 }
                 self.replay = None;
                 self.conn = Conn::Down {
@@ -307,6 +326,15 @@ impl App {
         self.notice(Tone::Bad, text);
     }
 
+    /// Standard input was a pipe and it ended with `bytes` of text (the asking side's output
+    /// in `askbus ask … | askbus ui`): it is printed when the UI quits.
+    pub fn on_piped_input(&mut self, bytes: usize) {
+        self.notice(
+            Tone::Info,
+            format!("{bytes} bytes arrived on standard input: printed when you quit (q)"),
+        );
+    }
+
     /// A send failed at the socket: the daemon never had the answer.
     pub fn on_send_failed(&mut self, id: &str, error: &str) {
         let whom = self.sent.remove(id).unwrap_or_default();
@@ -349,6 +377,11 @@ impl App {
         }
         let connected = self.conn == Conn::Connected;
         let entry = self.open_entry_mut()?;
+        if let Some(m) = scroll_key(entry, &key, ctrl) {
+            entry.scroll.scroll(m);
+            return None;
+        }
+        entry.scroll.follow();
         let outcome = entry.dialog.handle_key(key);
         let id = entry.id().to_owned();
         let whom = entry.who();
@@ -398,6 +431,28 @@ impl App {
             _ => {}
         }
         None
+    }
+}
+
+/// A key that scrolls the dialog instead of acting on it: PgUp/PgDn always; Home/End unless
+/// a text field has them (then Ctrl+Home/Ctrl+End); ↑ on the first row and ↓ on the last
+/// (or anywhere without a list) while lines are hidden that way, before ↑/↓ wrap around.
+fn scroll_key(entry: &Entry, key: &KeyEvent, ctrl: bool) -> Option<Move> {
+    let editing = entry.dialog.is_editing();
+    let edges = entry.dialog.cursor_edges();
+    let s = &entry.scroll;
+    match key.code {
+        KeyCode::PageUp => Some(Move::PageUp),
+        KeyCode::PageDown => Some(Move::PageDown),
+        KeyCode::Home if ctrl || !editing => Some(Move::Top),
+        KeyCode::End if ctrl || !editing => Some(Move::Bottom),
+        KeyCode::Up if s.hidden_above() && edges.is_none_or(|(first, _)| first) => {
+            Some(Move::LineUp)
+        }
+        KeyCode::Down if s.hidden_below() && edges.is_none_or(|(_, last)| last) => {
+            Some(Move::LineDown)
+        }
+        _ => None,
     }
 }
 
