@@ -196,9 +196,16 @@ impl App {
                     for e in &mut self.entries {
                         e.stale = true;
                     }
-                    // The status bar now says disconnected; news of the old connection
-                    // ("Reconnected", "Sending…") would contradict it.
-                    self.notice = None;
+                    // The status bar now says disconnected; good news of the old connection
+                    // ("Reconnected", "Sending…") would contradict it. Warnings stay (why a
+                    // dialog just closed, say).
+                    if self
+                        .notice
+                        .as_ref()
+                        .is_some_and(|n| matches!(n.tone, Tone::Good | Tone::Info))
+                    {
+                        self.notice = None;
+                    }
                 }
                 self.replay = None;
                 self.conn = Conn::Down {
