@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -13,8 +14,9 @@ use serde::Deserialize;
 use crate::access::{AccessRules, Principals};
 use crate::broker::Limits;
 use crate::metrics::MetricsListen;
+use crate::paths::effective_uid;
 use crate::protocol::NoUiPolicy;
-use crate::server::Config;
+use crate::protocol::DEFAULT_MAX_FRAME_BYTES;
 
 /// The bounds of the numeric settings, shared by the flags and the file.
 pub mod bounds {
@@ -104,10 +106,48 @@ pub struct AccessOptions {
     pub operator_groups: BTreeSet<u32>,
 }
 
+/// Everything the daemon (`server::Daemon`) is configured with, resolved.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    pub socket: PathBuf,
+    /// `None` disables telemetry.
+    pub telemetry: Option<PathBuf>,
+    pub limits: Limits,
+    pub max_frame_bytes: usize,
+    pub max_connections: usize,
+    /// Connections one uid may have at once (dbus-broker's per-user accounting).
+    pub max_connections_per_uid: usize,
+    /// Unsent bytes a connection may have queued before it is dropped as not reading.
+    pub max_queue_bytes: usize,
+    /// How long a frame may take to arrive once it has started.
+    pub frame_timeout: Duration,
+    /// Who may connect, and as what.
+    pub access: AccessRules,
+    /// Where `/metrics` is served, if anywhere.
+    pub metrics_listen: Option<MetricsListen>,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            socket: crate::paths::default_socket_path(),
+            telemetry: Some(crate::paths::default_telemetry_path()),
+            limits: Limits::default(),
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            max_connections: 4096,
+            max_connections_per_uid: 4096,
+            max_queue_bytes: 8 * 1024 * 1024,
+            frame_timeout: Duration::from_secs(10),
+            access: AccessRules::new(effective_uid()),
+            metrics_listen: None,
+        }
+    }
+}
+
 /// Everything askbusd runs with, resolved.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub daemon: Config,
+    pub daemon: DaemonConfig,
     pub log_format: LogFormat,
     pub log_level: String,
     pub threads: Option<usize>,
@@ -249,7 +289,7 @@ impl Options {
     /// The settings, with the defaults for every key no layer set. `own_uid` is the uid the
     /// access rules always allow.
     pub fn resolve(self, own_uid: u32) -> Settings {
-        let d = Config::default();
+        let d = DaemonConfig::default();
         let dl = Limits::default();
         let max_timeout_ms = self.max_timeout_ms.unwrap_or(dl.max_timeout_ms);
         let max_pending_total = self.max_pending.map_or(dl.max_pending_total, as_usize);
@@ -271,7 +311,7 @@ impl Options {
             },
         };
         Settings {
-            daemon: Config {
+            daemon: DaemonConfig {
                 socket: self
                     .socket
                     .unwrap_or_else(crate::paths::default_socket_path),
@@ -624,7 +664,7 @@ operator_groups = [1004]
         assert_eq!(s.limits.max_pending_total, 7);
         assert_eq!(s.max_connections, 9);
         assert_eq!(s.limits.no_ui, NoUiPolicy::Reject);
-        assert_eq!(s.max_queue_bytes, Config::default().max_queue_bytes);
+        assert_eq!(s.max_queue_bytes, DaemonConfig::default().max_queue_bytes);
     }
 
     #[test]

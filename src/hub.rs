@@ -15,9 +15,7 @@ use tokio::sync::Notify;
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::broker::{
-    Broker, BrokerStats, Effects, Limits, Msg, PeerId, PeerInfo, Rights, RoleCounts,
-};
+use crate::broker::{Broker, Effects, Limits, Msg, PeerId, PeerInfo, Rights, Snapshot};
 use crate::metrics::Metrics;
 use crate::outbox::{Batch, Outbox};
 use crate::protocol::{encode, ErrorCode, ServerFrame};
@@ -36,14 +34,6 @@ struct Inner {
     fx: Effects,
     /// The deadline the timer task is sleeping towards.
     armed: Option<Instant>,
-}
-
-/// The broker's counts at one moment.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    pub stats: BrokerStats,
-    pub roles: RoleCounts,
-    pub pending: usize,
 }
 
 /// Everything connections share.
@@ -182,13 +172,13 @@ impl Hub {
 
     /// What the broker knows, for the metrics: outcome counts, roles, pending.
     pub fn snapshot(&self) -> Snapshot {
-        let inner = self.lock();
-        let b = &inner.broker;
-        Snapshot {
-            stats: b.stats().clone(),
-            roles: b.role_counts(),
-            pending: b.pending_len(),
-        }
+        self.lock().broker.snapshot()
+    }
+
+    /// The Prometheus text exposition of every metric, as of now.
+    pub fn render_metrics(&self) -> String {
+        self.metrics
+            .render(&self.snapshot(), &self.counters, self.uptime())
     }
 
     fn deliver(&self, inner: &mut Inner, now: Instant, batch: &mut Batch) {

@@ -248,7 +248,11 @@ fn per_uid_quotas_bound_connections_and_pending() {
     // Alice's one pending question uses her whole pending quota, not Bob's.
     let mut alice = spawn_ask_as(&d, ALICE);
     wait_pending(&d, 1);
-    let second = cli_as(&d, ALICE, &["ask", &reachable().questions, "--timeout-ms", "60000"]);
+    let second = cli_as(
+        &d,
+        ALICE,
+        &["ask", &reachable().questions, "--timeout-ms", "60000"],
+    );
     assert_eq!(second.status.code(), Some(4), "rejected");
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(

@@ -50,7 +50,8 @@ fn help_statuses() -> String {
 #[test]
 fn every_ask_failure_has_its_own_documented_status() {
     let help = help_statuses();
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     for (status, words) in [
         (7, "lost"),
         (8, "protocol error"),
@@ -58,7 +59,10 @@ fn every_ask_failure_has_its_own_documented_status() {
         (64, "usage error"),
         (70, "internal error"),
     ] {
-        assert!(help.contains(&format!("{status} ")), "help lacks {status}:\n{help}");
+        assert!(
+            help.contains(&format!("{status} ")),
+            "help lacks {status}:\n{help}"
+        );
         assert!(help.contains(words), "help lacks {words:?}:\n{help}");
         assert!(
             readme.contains(&format!("| {status} |")),
@@ -80,7 +84,10 @@ fn every_ask_failure_has_its_own_documented_status() {
         .unwrap();
     assert_eq!(code(&missing), 9);
     let err = text(&missing.stderr);
-    assert!(err.contains("cannot read") && err.contains("none.json"), "{err}");
+    assert!(
+        err.contains("cannot read") && err.contains("none.json"),
+        "{err}"
+    );
     assert_eq!(err.matches("os error 2").count(), 1, "{err}");
     let not_json = common::spawn_with_stdin(d.cli().arg("ask"), "{\"questions\": [")
         .wait_with_output()
@@ -103,14 +110,25 @@ fn every_ask_failure_has_its_own_documented_status() {
     // Unreachable: 5, the OS error once, and what to do.
     let nowhere = d
         .cli()
-        .args(["--socket", dir.path().join("no.sock").to_str().unwrap(), "ask"])
+        .args([
+            "--socket",
+            dir.path().join("no.sock").to_str().unwrap(),
+            "ask",
+        ])
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert_eq!(code(&nowhere), 9, "stdin was empty: not JSON, checked before connecting");
+    assert_eq!(
+        code(&nowhere),
+        9,
+        "stdin was empty: not JSON, checked before connecting"
+    );
     let nowhere = common::spawn_with_stdin(
-        d.cli()
-            .args(["--socket", dir.path().join("no.sock").to_str().unwrap(), "ask"]),
+        d.cli().args([
+            "--socket",
+            dir.path().join("no.sock").to_str().unwrap(),
+            "ask",
+        ]),
         ONE,
     )
     .wait_with_output()
@@ -198,7 +216,10 @@ fn every_command_says_the_os_error_once_with_a_hint() {
     watch.kill().unwrap();
     watch.wait().unwrap();
     assert_eq!(first.matches("(os error 2)").count(), 1, "{first}");
-    assert!(first.contains("retrying until it is back. Is askbusd running?"), "{first}");
+    assert!(
+        first.contains("retrying until it is back. Is askbusd running?"),
+        "{first}"
+    );
 }
 
 #[test]
@@ -227,7 +248,10 @@ fn answer_joins_multiselect_picks_and_refuses_them_elsewhere() {
          "options": [{"label": "SQLite", "description": ""}, {"label": "DuckDB", "description": ""}]},
         {"question": "Ship?", "header": "Ship", "type": "yesno"}]});
     let ask = common::spawn_with_stdin(d.cli().args(["ask", "--json"]), &q.to_string());
-    let id = wait_pending(&d, 1)[0]["correlationId"].as_str().unwrap().to_owned();
+    let id = wait_pending(&d, 1)[0]["correlationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let twice = d
         .cli()
         .args(["answer", &id, "--answer", "1=Yes", "--answer", "1=No"])
@@ -241,12 +265,18 @@ fn answer_joins_multiselect_picks_and_refuses_them_elsewhere() {
     );
     let none = d.cli().args(["answer", &id]).output().unwrap();
     assert_eq!(code(&none), 64);
-    assert!(text(&none.stderr).contains("--dismiss"), "{}", text(&none.stderr));
+    assert!(
+        text(&none.stderr).contains("--dismiss"),
+        "{}",
+        text(&none.stderr)
+    );
     let help = d.cli().args(["answer", "--help"]).output().unwrap();
     assert!(text(&help.stdout).contains("'0=SQLite, DuckDB'"));
     let ok = d
         .cli()
-        .args(["answer", &id, "--answer", "0=SQLite", "--answer", "1=Yes", "--answer", "0=DuckDB"])
+        .args([
+            "answer", &id, "--answer", "0=SQLite", "--answer", "1=Yes", "--answer", "0=DuckDB",
+        ])
         .output()
         .unwrap();
     assert_eq!(code(&ok), 0, "{}", text(&ok.stderr));
@@ -277,7 +307,9 @@ fn socket_is_offered_only_where_it_does_something() {
         .unwrap();
     let script = text(&bash.stdout);
     let opts: Vec<&str> = script.lines().filter(|l| l.contains("opts=\"")).collect();
-    assert!(opts.iter().any(|l| l.contains("--timeout-ms") && l.contains("--socket")));
+    assert!(opts
+        .iter()
+        .any(|l| l.contains("--timeout-ms") && l.contains("--socket")));
     for l in &opts {
         if l.contains("bash elvish fish") {
             assert!(!l.contains("--socket"), "completions offers --socket: {l}");
@@ -288,7 +320,10 @@ fn socket_is_offered_only_where_it_does_something() {
             .args([sub, "--help"])
             .output()
             .unwrap();
-        assert!(!text(&help.stdout).contains("--socket"), "{sub} --help offers --socket");
+        assert!(
+            !text(&help.stdout).contains("--socket"),
+            "{sub} --help offers --socket"
+        );
     }
     let man = std::process::Command::new(common::cli_bin())
         .args(["man", "--socket", "/x"])
@@ -319,10 +354,14 @@ fn pending_says_time_left_like_the_ui() {
 #[test]
 fn validate_says_what_is_allowed() {
     for (input, says) in [
-        (r#"[{"question":"Q","header":"H","type":"choice","options":[{"label":"A","description":""}]}]"#,
-         "question 0 (the first): a \"choice\" needs \"options\": 2 to 4"),
-        (r#"[{"question":"Q","header":"H","type":"yesno"},{"question":"Q","header":"H"}]"#,
-         "question 1 (the second): every question needs"),
+        (
+            r#"[{"question":"Q","header":"H","type":"choice","options":[{"label":"A","description":""}]}]"#,
+            "question 0 (the first): a \"choice\" needs \"options\": 2 to 4",
+        ),
+        (
+            r#"[{"question":"Q","header":"H","type":"yesno"},{"question":"Q","header":"H"}]"#,
+            "question 1 (the second): every question needs",
+        ),
         (r#"{"questions":[]}"#, "1 to 4 questions"),
     ] {
         let out = common::spawn_with_stdin(
@@ -332,7 +371,11 @@ fn validate_says_what_is_allowed() {
         .wait_with_output()
         .unwrap();
         assert_eq!(code(&out), 1);
-        assert!(text(&out.stderr).contains(says), "{input}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(says),
+            "{input}: {}",
+            text(&out.stderr)
+        );
     }
 }
 
@@ -343,11 +386,21 @@ async fn ask_on_a_terminal_says_what_it_waits_for() {
     let file = dir.path().join("q.json");
     std::fs::write(&file, ONE).unwrap();
     let sock = d.socket.to_str().unwrap();
-    let args = ["--socket", sock, "ask", "--timeout-ms", "300000", file.to_str().unwrap()];
+    let args = [
+        "--socket",
+        sock,
+        "ask",
+        "--timeout-ms",
+        "300000",
+        file.to_str().unwrap(),
+    ];
     let mut alone = pty::Pty::askbus(&args);
     let screen = alone.wait_for("no UI is connected").await;
     assert!(screen.contains("waiting up to 5m 00s"), "{screen}");
-    assert!(screen.contains("askbus ui") && screen.contains("askbus web"), "{screen}");
+    assert!(
+        screen.contains("askbus ui") && screen.contains("askbus web"),
+        "{screen}"
+    );
     alone.keys("\x03");
     alone.wait_exit().await;
     let (_ui, _) = d.ui().await;
@@ -359,12 +412,17 @@ async fn ask_on_a_terminal_says_what_it_waits_for() {
         .wait_with_output()
         .unwrap();
     assert_eq!(code(&quiet), 2);
-    assert!(!text(&quiet.stderr).contains("waiting"), "{}", text(&quiet.stderr));
+    assert!(
+        !text(&quiet.stderr).contains("waiting"),
+        "{}",
+        text(&quiet.stderr)
+    );
 }
 
 #[test]
 fn the_readme_ready_line_is_what_askbusd_prints() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let sample = readme
         .lines()
         .skip_while(|l| !l.starts_with("$ cargo run --release --bin askbusd"))
@@ -382,14 +440,19 @@ fn the_readme_ready_line_is_what_askbusd_prints() {
             .filter_map(|w| w.split_once('=').map(|(k, _)| k.to_owned()))
             .collect()
     };
-    assert_eq!(shape(sample), shape(&real), "README: {sample}\nreal:   {real}");
+    assert_eq!(
+        shape(sample),
+        shape(&real),
+        "README: {sample}\nreal:   {real}"
+    );
     assert!(sample.contains(" INFO askbusd ready on "), "{sample}");
 }
 
 #[test]
 fn the_examples_validate_and_cover_every_kind_and_field() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let mut seen = std::collections::BTreeSet::new();
     let mut files = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -399,7 +462,10 @@ fn the_examples_validate_and_cover_every_kind_and_field() {
         }
         files += 1;
         let name = path.file_name().unwrap().to_str().unwrap().to_owned();
-        assert!(readme.contains(&format!("(examples/{name})")), "the README does not list {name}");
+        assert!(
+            readme.contains(&format!("(examples/{name})")),
+            "the README does not list {name}"
+        );
         let out = std::process::Command::new(common::cli_bin())
             .arg("validate")
             .arg(&path)
@@ -415,14 +481,22 @@ fn the_examples_validate_and_cover_every_kind_and_field() {
                 }
             }
             if q["options"].as_array().is_some_and(|o| {
-                o.iter().any(|o| !o["description"].as_str().unwrap().is_empty())
+                o.iter()
+                    .any(|o| !o["description"].as_str().unwrap().is_empty())
             }) {
                 seen.insert("description".into());
             }
         }
     }
     assert!(files >= 6);
-    for want in ["choice", "text", "yesno", "multiSelect", "placeholder", "description"] {
+    for want in [
+        "choice",
+        "text",
+        "yesno",
+        "multiSelect",
+        "placeholder",
+        "description",
+    ] {
         assert!(seen.contains(want), "no example uses {want}");
     }
 }
@@ -448,6 +522,12 @@ fn web_says_when_askbusd_is_unreachable() {
     }
     web.kill().unwrap();
     web.wait().unwrap();
-    assert!(said.contains("askbus web: cannot connect to askbusd"), "{said}");
-    assert!(said.contains("none.sock") && said.contains("Start askbusd"), "{said}");
+    assert!(
+        said.contains("askbus web: cannot connect to askbusd"),
+        "{said}"
+    );
+    assert!(
+        said.contains("none.sock") && said.contains("Start askbusd"),
+        "{said}"
+    );
 }

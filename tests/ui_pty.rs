@@ -533,6 +533,56 @@ async fn refuses_without_a_terminal() {
     assert!(out.stdout.is_empty());
 }
 
+/// Bus text full of escape sequences (a prompt-injected agent's question): OSC 52 would write
+/// the clipboard, OSC 0 the window title, CSI 2J clear the screen, BEL ring, the 8-bit CSI
+/// (U+009B) act without an ESC and U+202E reverse the line. None may reach the terminal; each
+/// shows as a visible stand-in, and the answer still carries the label as the agent wrote it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escape_sequences_in_bus_text_never_reach_the_terminal() {
+    let mut s = setup().await;
+    let evil = "\x1b]52;c;cHduZWQ=\x07\x1b]0;pwned-title\x07ZZ\x1b[2J\u{9b}2J\u{202e}gpj.exe";
+    let mut p = producer(&s.daemon.socket, &format!("agent{evil}")).await;
+    let label = format!("L{evil}");
+    ask(
+        &mut p,
+        &format!("id{evil}"),
+        json!([{"question": format!("Q{evil}"), "header": format!("H{evil}"),
+            "type": "choice", "placeholder": format!("P{evil}"),
+            "options": [{"label": label, "description": format!("D{evil}")},
+                        {"label": "Other", "description": ""}]}]),
+    )
+    .await;
+    let screen = s.ui.wait_for("Q␛]52;c;cHduZWQ=").await;
+    for part in [
+        "agent␛]52;c;cHduZWQ=␇",
+        "L␛]52",
+        "D␛]52",
+        "P␛]52",
+        "ZZ␛[2J\u{FFFD}2J\u{FFFD}gpj",
+    ] {
+        assert!(screen.contains(part), "{part:?} missing from\n{screen}");
+    }
+    s.ui.keys(ENTER);
+    let response = p.recv_type("ask-user-response").await;
+    assert_eq!(response["answers"], json!({"0": label}));
+    s.ui.wait_for("No questions pending.").await;
+    let raw = s.ui.raw();
+    let has = |needle: &[u8]| raw.windows(needle.len()).any(|w| w == needle);
+    for needle in [
+        &b"\x1b]52"[..],
+        b"\x1b]0;",
+        b"ZZ\x1b[2J",
+        b"\x07",
+        "\u{9b}".as_bytes(),
+        "\u{202e}".as_bytes(),
+    ] {
+        assert!(!has(needle), "{needle:?} reached the terminal");
+    }
+    let (title, bells) = s.ui.title_and_bells();
+    assert!(!title.contains("pwned"), "the title became {title:?}");
+    assert_eq!(bells, 0);
+}
+
 /// A 4-option multiSelect with descriptions, as agents really send.
 fn platforms() -> Value {
     json!({"question": "Which platforms should the release build for? Pick every one you need; each adds about ten minutes to the release pipeline.",
@@ -558,10 +608,17 @@ async fn every_part_is_reachable_by_keyboard_at_80x24_and_60x20() {
         ask(&mut p, "m", json!([platforms()])).await;
         let screen = ui.wait_for(" Platforms ").await;
         // Something is hidden below, and the screen says so.
-        assert!(screen.contains("more lines below"), "{rows}×{cols}\n{screen}");
+        assert!(
+            screen.contains("more lines below"),
+            "{rows}×{cols}\n{screen}"
+        );
         ui.keys(END);
         let screen = ui.wait_for("Done").await;
-        for part in ["All of the above", "Enter a custom value", "more lines above"] {
+        for part in [
+            "All of the above",
+            "Enter a custom value",
+            "more lines above",
+        ] {
             assert!(screen.contains(part), "{part} at {rows}×{cols}\n{screen}");
         }
         ui.keys(HOME);
@@ -583,6 +640,10 @@ async fn every_part_is_reachable_by_keyboard_at_80x24_and_60x20() {
         ui.wait_for("●    Done").await;
         ui.keys(ENTER);
         let r = p.recv_type("ask-user-response").await;
-        assert_eq!(r["answers"], json!({"0": "Linux x86-64, macOS"}), "{rows}×{cols}");
+        assert_eq!(
+            r["answers"],
+            json!({"0": "Linux x86-64, macOS"}),
+            "{rows}×{cols}"
+        );
     }
 }

@@ -12,6 +12,8 @@ use crate::fail::Failure;
 use askbusd::client::{Ui, UiEvent};
 use askbusd::protocol::Outcome;
 
+use crate::term;
+
 pub async fn run(socket: &Path, id: &str, raw: &[String], dismiss: bool) -> Result<ExitCode> {
     if raw.is_empty() && !dismiss {
         return Err(Failure::new(
@@ -60,7 +62,8 @@ pub async fn run(socket: &Path, id: &str, raw: &[String], dismiss: bool) -> Resu
                 outcome,
             }) if correlation_id == id => {
                 println!(
-                    "{id}: {}",
+                    "{}: {}",
+                    term::sanitize(id),
                     if outcome == Outcome::Dismissed {
                         "dismissed"
                     } else {
@@ -70,11 +73,7 @@ pub async fn run(socket: &Path, id: &str, raw: &[String], dismiss: bool) -> Resu
                 return Ok(ExitCode::SUCCESS);
             }
             Some(UiEvent::Error(e)) if e.correlation_id.as_deref() == Some(id) => {
-                eprintln!(
-                    "askbus: {}: {}",
-                    e.code,
-                    crate::term::sanitize(&e.message)
-                );
+                eprintln!("askbus: {}: {}", e.code, term::sanitize_lines(&e.message));
                 return Ok(ExitCode::FAILURE);
             }
             Some(_) => continue,
@@ -114,12 +113,16 @@ pub fn parse(raw: &[String]) -> Result<BTreeMap<usize, String>> {
 fn check_repeats(raw: &[String], questions: &serde_json::Value) -> Result<()> {
     let mut seen = std::collections::BTreeSet::new();
     for a in raw {
-        let Some(i) = a.split_once('=').and_then(|(k, _)| k.trim().parse::<usize>().ok()) else {
+        let Some(i) = a
+            .split_once('=')
+            .and_then(|(k, _)| k.trim().parse::<usize>().ok())
+        else {
             continue;
         };
         if !seen.insert(i) {
             let q = questions.get(i);
-            let multi = q.and_then(|q| q.get("multiSelect")) == Some(&serde_json::Value::Bool(true));
+            let multi =
+                q.and_then(|q| q.get("multiSelect")) == Some(&serde_json::Value::Bool(true));
             if !multi {
                 bail!(
                     "{} takes one answer, but --answer {i}=… was given more than once (only a \

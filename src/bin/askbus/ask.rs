@@ -14,6 +14,7 @@ use askbusd::client::{new_correlation_id, Ask, ClientError, Connection, Producer
 use askbusd::protocol::{NoUiPolicy, Outcome, ProducerResponse, ServerFrame};
 
 use crate::fail::Failure;
+use crate::term;
 
 /// Exit statuses of `askbus ask`, documented in its help and the README. 0–6 are how the
 /// question ended; 7 and up are failures, so a script never mistakes a crash for a person's
@@ -45,7 +46,8 @@ before the answer, 8 protocol error (askbusd sent something unreadable), 9 the q
 cannot be read or is not JSON, 64 usage error, 70 internal error.";
 
 pub fn read_questions(file: Option<PathBuf>) -> Result<Value> {
-    let text = crate::read_file_or_stdin(file.as_deref()).map_err(|e| Failure::new(exit::BAD_FILE, e))?;
+    let text =
+        crate::read_file_or_stdin(file.as_deref()).map_err(|e| Failure::new(exit::BAD_FILE, e))?;
     let value: Value = serde_json::from_str(&text)
         .context("the questions file is not valid JSON")
         .map_err(|e| Failure::new(exit::BAD_FILE, e))?;
@@ -60,7 +62,7 @@ pub fn read_questions(file: Option<PathBuf>) -> Result<Value> {
 /// The exit status for a client error while asking.
 pub fn status_of(e: &ClientError) -> u8 {
     match e {
-        ClientError::Connect { .. } => exit::UNREACHABLE,
+        ClientError::Connect { .. } | ClientError::Untrusted(_) => exit::UNREACHABLE,
         ClientError::Io(_) | ClientError::Closed => exit::LOST,
         ClientError::Protocol(_) => exit::PROTOCOL,
         ClientError::Rejected(_) => exit::REJECTED,
@@ -88,7 +90,9 @@ pub async fn run(
             eprintln!("{line}");
         }
     }
-    let producer = Producer::connect(socket, Some(client)).await.map_err(failed)?;
+    let producer = Producer::connect(socket, Some(client))
+        .await
+        .map_err(failed)?;
     let id = new_correlation_id();
     let request = Ask {
         questions,
@@ -114,7 +118,8 @@ pub async fn run(
                 eprintln!("{hint}");
             }
             if json {
-                println!("{}", serde_json::to_string(&ServerFrame::Error(e))?);
+                let text = serde_json::to_string(&ServerFrame::Error(e))?;
+                println!("{}", term::json(&text));
             }
             return Ok(ExitCode::from(exit::REJECTED));
         }
@@ -132,7 +137,7 @@ pub async fn run(
     };
     if json {
         let frame = ServerFrame::AskUserResponse(response.clone());
-        println!("{}", crate::term::json(&serde_json::to_string(&frame)?));
+        println!("{}", term::json(&serde_json::to_string(&frame)?));
     } else {
         print_response(&response);
     }
@@ -148,7 +153,10 @@ pub async fn run(
 /// The line a person at a terminal reads while `ask` waits: for how long, and whether any UI
 /// can answer (with the commands that start one). From the welcome and the live counters of
 /// a short-lived second connection.
-async fn waiting_hint(socket: &Path, timeout_ms: Option<u64>) -> Result<Option<String>, ClientError> {
+async fn waiting_hint(
+    socket: &Path,
+    timeout_ms: Option<u64>,
+) -> Result<Option<String>, ClientError> {
     let mut conn = Connection::connect(socket).await?;
     let Ok(ServerFrame::Welcome {
         default_timeout_ms,
@@ -179,16 +187,17 @@ async fn waiting_hint(socket: &Path, timeout_ms: Option<u64>) -> Result<Option<S
             "askbus: waiting up to {wait} for an answer from one of the {n} UIs connected \
              to askbusd. Ctrl-C withdraws the question."
         ),
-        None => format!(
-            "askbus: waiting up to {wait} for an answer. Ctrl-C withdraws the question."
-        ),
+        None => {
+            format!("askbus: waiting up to {wait} for an answer. Ctrl-C withdraws the question.")
+        }
     }))
 }
 
 fn print_response(r: &ProducerResponse) {
     match r.reason {
-        // The reference's own rendering of the answers, as the user would see it.
-        Outcome::Answered => println!("{}", crate::term::sanitize_lines(&r.result.return_display)),
-        _ => eprintln!("{}", crate::term::sanitize_lines(&r.result.llm_content)),
+        // The reference's own rendering of the answers, as the user would see it (the
+        // answers are the UI's text: shown, never obeyed).
+        Outcome::Answered => println!("{}", term::sanitize_lines(&r.result.return_display)),
+        _ => eprintln!("{}", term::sanitize_lines(&r.result.llm_content)),
     }
 }

@@ -5,7 +5,8 @@
 
 const TYPES: &str = r#""type" must be one of "choice", "text", "yesno""#;
 const OPTIONS: &str = r#"a "choice" needs "options": 2 to 4 of {"label": "…", "description": "…"} (the UI adds "Other"; a "yesno" takes none)"#;
-const OPTION: &str = r#"each option is {"label": "non-empty text", "description": "text, may be empty"}"#;
+const OPTION: &str =
+    r#"each option is {"label": "non-empty text", "description": "text, may be empty"}"#;
 const FIELDS: &str = r#"every question needs "question" (its text), "header" (a short label) and "type" ("choice", "text" or "yesno")"#;
 const QUESTIONS: &str = r#""questions" is an array of 1 to 4 questions; the file holds {"questions": [...]} or the array itself"#;
 
@@ -59,7 +60,10 @@ fn locate(message: &str) -> (Option<String>, &str) {
         if let Some(r) = rest.strip_prefix("/options/") {
             let (o, r) = number(r);
             if let Some(o) = o {
-                return (Some(format!("{}, {}", name("question", q), name("option", o))), r);
+                return (
+                    Some(format!("{}, {}", name("question", q), name("option", o))),
+                    r,
+                );
             }
         }
         return (Some(name("question", q)), rest);
@@ -70,7 +74,10 @@ fn locate(message: &str) -> (Option<String>, &str) {
             if let Some(r) = rest.strip_prefix(", option ") {
                 let (o, r) = number(r);
                 if let Some(o) = o.and_then(|o| o.checked_sub(1)) {
-                    return (Some(format!("{}, {}", name("question", q), name("option", o))), r);
+                    return (
+                        Some(format!("{}, {}", name("question", q), name("option", o))),
+                        r,
+                    );
                 }
             }
             return (Some(name("question", q)), rest);
@@ -120,14 +127,30 @@ mod tests {
         );
         let a = rejection("Question 2: type='choice' requires 'options' array with 2-4 items.")
             .unwrap();
-        assert!(a.starts_with("askbus: question 1 (the second): a \"choice\" needs"), "{a}");
-        let b = rejection("Question 1, option 2: 'label' is required and must be a non-empty string.")
-            .unwrap();
-        assert!(b.starts_with("askbus: question 0 (the first), option 1 (the second): each option"), "{b}");
+        assert!(
+            a.starts_with("askbus: question 1 (the second): a \"choice\" needs"),
+            "{a}"
+        );
+        let b =
+            rejection("Question 1, option 2: 'label' is required and must be a non-empty string.")
+                .unwrap();
+        assert!(
+            b.starts_with("askbus: question 0 (the first), option 1 (the second): each option"),
+            "{b}"
+        );
         let c = rejection("params/questions/1/options/0/description must be string").unwrap();
-        assert!(c.starts_with("askbus: question 1 (the second), option 0 (the first): each option"), "{c}");
-        assert!(rejection("params/questions must NOT have more than 4 items").unwrap().contains("1 to 4"));
-        assert!(rejection("params/questions/3/header must be string").unwrap().contains(r#""header" must be a string"#));
+        assert!(
+            c.starts_with("askbus: question 1 (the second), option 0 (the first): each option"),
+            "{c}"
+        );
+        assert!(
+            rejection("params/questions must NOT have more than 4 items")
+                .unwrap()
+                .contains("1 to 4")
+        );
+        assert!(rejection("params/questions/3/header must be string")
+            .unwrap()
+            .contains(r#""header" must be a string"#));
         assert_eq!(rejection("correlationId must not be empty"), None);
     }
 }

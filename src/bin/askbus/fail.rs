@@ -71,14 +71,21 @@ pub fn describe(e: &anyhow::Error) -> (String, Option<&'static str>, u8) {
     for cause in e.chain() {
         if let Some(f) = cause.downcast_ref::<Failure>() {
             code.get_or_insert(f.code);
-            if let Some(ClientError::Connect { source, .. }) = f.error.downcast_ref::<ClientError>() {
+            if let Some(ClientError::Connect { source, .. }) = f.error.downcast_ref::<ClientError>()
+            {
                 hint.get_or_insert(connect_hint(source));
             }
             continue;
         }
-        if let Some(ClientError::Connect { source, .. }) = cause.downcast_ref::<ClientError>() {
-            hint.get_or_insert(connect_hint(source));
-            code.get_or_insert(crate::ask::exit::UNREACHABLE);
+        match cause.downcast_ref::<ClientError>() {
+            Some(ClientError::Connect { source, .. }) => {
+                hint.get_or_insert(connect_hint(source));
+                code.get_or_insert(crate::ask::exit::UNREACHABLE);
+            }
+            Some(ClientError::Untrusted(_)) => {
+                code.get_or_insert(crate::ask::exit::UNREACHABLE);
+            }
+            _ => {}
         }
         let s = cause.to_string();
         // A cause its parent already quoted (`…: No such file or directory (os error 2)`).
@@ -111,11 +118,20 @@ mod tests {
         assert!(text.contains("/x/a.sock"), "{text}");
         assert!(text.contains("Is askbusd running?"), "{text}");
         assert_eq!(code, 5);
-        let wrapped = Failure::new(9, anyhow::Error::from(std::io::Error::from_raw_os_error(libc::EACCES)).context("cannot read q.json"));
+        let wrapped = Failure::new(
+            9,
+            anyhow::Error::from(std::io::Error::from_raw_os_error(libc::EACCES))
+                .context("cannot read q.json"),
+        );
         let (text, code) = report(&anyhow::Error::from(wrapped).context("outer"));
         assert_eq!(code, 9);
-        assert_eq!(text, "outer: cannot read q.json: Permission denied (os error 13)");
-        let plain = Err::<(), _>(std::io::Error::other("boom")).context("x").unwrap_err();
+        assert_eq!(
+            text,
+            "outer: cannot read q.json: Permission denied (os error 13)"
+        );
+        let plain = Err::<(), _>(std::io::Error::other("boom"))
+            .context("x")
+            .unwrap_err();
         assert_eq!(report(&plain), ("x: boom".to_owned(), 1));
     }
 }

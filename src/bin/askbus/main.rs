@@ -20,6 +20,7 @@ mod fail;
 mod mcp;
 mod pending;
 mod schema;
+mod service;
 mod stats;
 mod term;
 mod ui;
@@ -32,7 +33,8 @@ mod web;
 #[command(name = "askbus", version, about, long_about = None)]
 struct Cli {
     /// The daemon's socket [default: $ASKBUS_SOCKET, else $XDG_RUNTIME_DIR/askbus.sock, else
-    /// /run/askbus/askbus.sock for root, else /tmp/askbus-<uid>/askbus.sock]
+    /// /run/askbus/askbus.sock for root, else /tmp/askbus-<uid>/askbus.sock]. Only a daemon
+    /// running as you or root is talked to; name another trusted uid in $ASKBUS_DAEMON_UID
     #[arg(long, global = true, value_name = "PATH", value_parser = clap::value_parser!(PathBuf))]
     socket: Option<PathBuf>,
     #[command(subcommand)]
@@ -76,8 +78,10 @@ enum Command {
     /// with an option's label (or any other text); a multiSelect with its labels joined by
     /// ", " (`--answer '0=SQLite, DuckDB'`, or `--answer 0=SQLite --answer 0=DuckDB`, which
     /// is joined the same way); a yesno with Yes or No.
-    #[command(after_help = "Examples:\n  askbus answer ID --answer 0=PostgreSQL --answer 1=Yes\n  \
-        askbus answer ID --answer '0=SQLite, DuckDB'\n  askbus answer ID --dismiss")]
+    #[command(
+        after_help = "Examples:\n  askbus answer ID --answer 0=PostgreSQL --answer 1=Yes\n  \
+        askbus answer ID --answer '0=SQLite, DuckDB'\n  askbus answer ID --dismiss"
+    )]
     Answer {
         /// The request's correlationId (from `askbus pending`)
         id: String,
@@ -138,12 +142,24 @@ enum Command {
         /// The shell
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff).
-    Man,
+    /// Print the man page (roff), or write every page with --dir.
+    Man {
+        /// Write askbus.1 and one askbus-COMMAND.1 per subcommand into DIR (as packages
+        /// install them) instead of printing askbus.1
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Run askbusd under systemd: install, uninstall or inspect its socket and service units.
+    ///
+    /// The units are the shipped ones (systemd/ in the source) with ExecStart at the installed
+    /// askbusd. `askbus service install` sets up your own bus (socket
+    /// $XDG_RUNTIME_DIR/askbus.sock, every client's default); `--system` one for the machine.
+    Service(service::Args),
     /// Serve the ask_user tool to an MCP client (Claude Code, Codex, Gemini CLI…) on stdio.
     ///
     /// Each tool call is asked through askbusd and answered from any askbus UI. The tool has
-    /// Gemini CLI's ask_user name, description and schema; its text result is the reference's
+    /// Gemini CLI's ask_user description and schema, under the name `ask_person` (Gemini CLI
+    /// drops MCP tools named ask_user in headless mode); its text result is the reference's
     /// llmContent.
     Mcp(mcp::McpArgs),
     /// Print the daemon's live counters.
@@ -169,7 +185,7 @@ enum NoUiArg {
 }
 
 /// Subcommands that never reach the daemon: `--socket` is not offered on them.
-const OFFLINE: [&str; 4] = ["validate", "schema", "completions", "man"];
+const OFFLINE: [&str; 5] = ["validate", "schema", "completions", "man", "service"];
 
 /// The command line as clap sees it: `--socket` before the subcommand, or after it on those
 /// that reach the daemon (not on the offline ones, where it would do nothing).
@@ -223,6 +239,12 @@ fn main() -> ExitCode {
     let command = match cli.command {
         Command::Bench(args) => return bench::main(args, cli.socket),
         Command::BenchRelay => return bench::relay_main(cli.socket),
+        Command::Service(args) => {
+            return service::run(args).unwrap_or_else(|e| {
+                eprintln!("askbus: {e:#}");
+                ExitCode::FAILURE
+            })
+        }
         command => command,
     };
     let socket = cli
@@ -278,7 +300,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         Command::Completions { shell } => {
             completions::completions(shell, clap_command()).map(|()| ExitCode::SUCCESS)
         }
-        Command::Man => completions::man(clap_command()).map(|()| ExitCode::SUCCESS),
+        Command::Man { dir } => completions::man(clap_command(), dir).map(|()| ExitCode::SUCCESS),
         Command::Answer {
             id,
             answers,
@@ -287,7 +309,9 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         Command::Stats { json } => stats::run(&socket, json).await,
         Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Web(args) => web::run(args, socket).await,
-        Command::Bench(_) | Command::BenchRelay => unreachable!("dispatched before the runtime"),
+        Command::Bench(_) | Command::BenchRelay | Command::Service(_) => {
+            unreachable!("dispatched before the runtime")
+        }
     }
 }
 

@@ -98,9 +98,24 @@ pub fn human(s: &Map<String, Value>) -> String {
         num(s.get("telemetryErrors"))
     ));
     const KNOWN: [&str; 18] = [
-        "type", "server", "node", "uptimeMs", "connections", "producers", "uis", "pending",
-        "connectionsTotal", "connectionsRefused", "requests", "outcomes", "latencyMs",
-        "errors", "framesIn", "framesOut", "queueOverflows", "telemetryLines",
+        "type",
+        "server",
+        "node",
+        "uptimeMs",
+        "connections",
+        "producers",
+        "uis",
+        "pending",
+        "connectionsTotal",
+        "connectionsRefused",
+        "requests",
+        "outcomes",
+        "latencyMs",
+        "errors",
+        "framesIn",
+        "framesOut",
+        "queueOverflows",
+        "telemetryLines",
     ];
     for (k, v) in s {
         if KNOWN.contains(&k.as_str()) || k == "telemetryErrors" {
@@ -121,17 +136,25 @@ mod tests {
 
     #[test]
     fn the_golden_stats_frame_reads_as_lines() {
-        let v: Value = serde_json::from_str(include_str!(
-            "../../../proto/examples/server/stats.json"
-        ))
-        .unwrap();
+        let v: Value =
+            serde_json::from_str(include_str!("../../../proto/examples/server/stats.json"))
+                .unwrap();
         let mut m = v.as_object().unwrap().clone();
         m.insert("federation".into(), serde_json::json!({"peers": 2}));
         let text = human(&m);
         assert!(text.starts_with("askbusd/0.1.0 on vm, up 0s\n"), "{text}");
-        assert!(text.contains("pending questions: 0   connections: 5 (2 UIs, 0 producers waiting)"), "{text}");
-        assert!(text.contains("outcomes: answered 1 · dismissed 1 · timeout 0"), "{text}");
-        assert!(text.contains("errors sent: invalid-request 1 · not-pending 1\n"), "{text}");
+        assert!(
+            text.contains("pending questions: 0   connections: 5 (2 UIs, 0 producers waiting)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("outcomes: answered 1 · dismissed 1 · timeout 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("errors sent: invalid-request 1 · not-pending 1\n"),
+            "{text}"
+        );
         assert!(text.contains("p90 209.791"), "{text}");
         assert!(text.contains("federation: peers 2"), "{text}");
         assert!(!text.contains('{'), "{text}");

@@ -76,14 +76,17 @@ pub fn sanitize_lines(s: &str) -> Cow<'_, str> {
 /// JSON text (as serde_json writes it) with every unsafe character that serde leaves raw
 /// (DEL, C1, bidi controls) written as a `\uXXXX` escape: the same JSON value, safe to print.
 /// Such characters can only appear inside JSON strings, where the escape means the same.
+/// C0 controls are left alone: serde escapes them inside strings, and outside strings they
+/// are the pretty printer's own newlines and indentation.
 pub fn json(text: &str) -> Cow<'_, str> {
-    let Some(first) = text.find(is_unsafe) else {
+    let raw_in_json = |c: char| c >= '\u{7f}' && is_unsafe(c);
+    let Some(first) = text.find(raw_in_json) else {
         return Cow::Borrowed(text);
     };
     let mut out = String::with_capacity(text.len() + 16);
     out.push_str(&text[..first]);
     for c in text[first..].chars() {
-        if is_unsafe(c) {
+        if raw_in_json(c) {
             // All of these are in the Basic Multilingual Plane: one escape each.
             out.push_str(&format!("\\u{:04x}", c as u32));
         } else {
@@ -150,9 +153,13 @@ mod tests {
     #[test]
     fn json_escapes_keep_the_value() {
         let v = serde_json::json!({"q": "a\u{9b}2J\u{202E}b\x7f\x1b]52;c;x\x07", "n": 1});
-        let text = serde_json::to_string(&v).unwrap();
-        let safe = json(&text);
-        assert!(!safe.contains(is_unsafe), "{safe}");
-        assert_eq!(serde_json::from_str::<serde_json::Value>(&safe).unwrap(), v);
+        for text in [
+            serde_json::to_string(&v).unwrap(),
+            serde_json::to_string_pretty(&v).unwrap(),
+        ] {
+            let safe = json(&text);
+            assert!(!safe.contains(|c| c != '\n' && is_unsafe(c)), "{safe}");
+            assert_eq!(serde_json::from_str::<serde_json::Value>(&safe).unwrap(), v);
+        }
     }
 }

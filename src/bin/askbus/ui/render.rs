@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
 use ratatui::text::{Line, Span};
@@ -15,7 +16,7 @@ use super::app::{App, Conn, Entry, Tone, View};
 use super::dialog::{Dialog, Kind, Row, Widget};
 use super::encode::Pick;
 use super::scroll::Scroll;
-use crate::term;
+use crate::term::{self, sanitize};
 
 const ACCENT: Color = Color::Cyan;
 const GOOD: Color = Color::Green;
@@ -45,6 +46,19 @@ pub fn draw(frame: &mut Frame, app: &App, now: Instant, socket: &str) {
     match app.open_entry() {
         Some(entry) => dialog(frame, entry, now, main),
         None => list(frame, app, now, main, socket),
+    }
+    scrub(frame.buffer_mut());
+}
+
+/// The last line of defence: no cell reaches the terminal holding a control or bidi
+/// character, whatever path its text took (bus text is sanitized where it is laid out; this
+/// catches what a future change forgets, and text the person pasted).
+fn scrub(buf: &mut Buffer) {
+    for cell in buf.content.iter_mut() {
+        if cell.symbol().contains(crate::term::is_unsafe) {
+            let clean = sanitize(cell.symbol()).into_owned();
+            cell.set_symbol(&clean);
+        }
     }
 }
 
@@ -89,7 +103,10 @@ fn notice_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
             Tone::Warn => WARN,
             Tone::Bad => BAD,
         };
-        spans.push(Span::styled(format!(" {}", n.text), Style::new().fg(color)));
+        spans.push(Span::styled(
+            format!(" {}", sanitize(&n.text)),
+            Style::new().fg(color),
+        ));
     }
     if app.view != View::List {
         let others = app.entries.len().saturating_sub(1);
@@ -434,7 +451,7 @@ fn tabs_line(d: &Dialog, width: usize) -> Line<'static> {
 fn tab_label(header: &str, current: bool) -> Span<'static> {
     if current {
         Span::styled(
-            header.to_owned(),
+            sanitize(header).into_owned(),
             Style::new()
                 .fg(GOOD)
                 .add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
@@ -478,7 +495,7 @@ fn question(d: &Dialog, width: usize, body: &mut Body) {
                 body.cursor = Some((start, prefix.len()));
                 body.push(Line::from(vec![
                     Span::styled(prefix, Style::new().fg(GOOD)),
-                    Span::styled(q.placeholder.clone(), Style::new().fg(DIM)),
+                    Span::styled(sanitize(&q.placeholder).into_owned(), Style::new().fg(DIM)),
                 ]));
             } else {
                 let (rows, (r, c)) = input.layout(width.saturating_sub(prefix.len()));
@@ -552,7 +569,10 @@ fn question(d: &Dialog, width: usize, body: &mut Body) {
                             body.cursor = Some((start, indent));
                         }
                         let mut spans = lead;
-                        spans.push(Span::styled(q.placeholder.clone(), Style::new().fg(DIM)));
+                        spans.push(Span::styled(
+                            sanitize(&q.placeholder).into_owned(),
+                            Style::new().fg(DIM),
+                        ));
                         body.push(Line::from(spans));
                     } else {
                         let (rows, (r, c)) = other.layout(label_w);
@@ -632,7 +652,7 @@ fn review(d: &Dialog, width: usize, body: &mut Body) {
     }
     let start = body.lines.len();
     for (i, q) in d.questions.iter().enumerate() {
-        let lead = format!("{} → ", q.header);
+        let lead = format!("{} → ", sanitize(&q.header));
         let lead_w = lead.width();
         let (text, style) = match answers.get(&i) {
             Some(a) => (a.clone(), Style::new()),
@@ -661,12 +681,14 @@ fn time_left(e: &Entry, now: Instant) -> String {
     }
 }
 
-/// Word-wraps `text` to `width` columns, keeping its line breaks and breaking words that
-/// are longer than a line.
+/// Word-wraps `text` (sanitized line by line, as it may be bus text) to `width` columns,
+/// keeping its line breaks and breaking words that are longer than a line.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let mut out = Vec::new();
     for para in text.split('\n') {
+        // Bus text: escapes become visible stand-ins before anything is measured.
+        let para = sanitize(para);
         let mut line = String::new();
         let mut line_w = 0;
         for word in para.split(' ') {
@@ -701,10 +723,11 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     out
 }
 
-/// Cuts `s` to `width` columns, ending in "…" when cut.
+/// Cuts `s` (sanitized, as it may be bus text) to `width` columns, ending in "…" when cut.
 pub fn truncate(s: &str, width: usize) -> String {
+    let s = sanitize(s);
     if s.width() <= width {
-        return s.to_owned();
+        return s.into_owned();
     }
     let mut out = String::new();
     let mut w = 0;
@@ -728,9 +751,9 @@ mod tests {
     use askbusd::protocol::{ProducerInfo, UiRequest};
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     use ratatui::backend::TestBackend;
-    use std::time::Duration;
     use ratatui::Terminal;
     use serde_json::json;
+    use std::time::Duration;
 
     fn app_with(questions: serde_json::Value) -> App {
         let mut app = App::new();
@@ -804,12 +827,20 @@ mod tests {
             let mut app = app_with(long_multiselect());
             let top = text(&app, w, h);
             assert!(top.contains(" Big "), "{top}");
-            assert!(top.contains("▼ ") && top.contains("more lines below"), "{w}×{h}\n{top}");
+            assert!(
+                top.contains("▼ ") && top.contains("more lines below"),
+                "{w}×{h}\n{top}"
+            );
             assert!(!top.contains("▲"), "{top}");
             // End shows the bottom: All of the above, Other, Done, with a marker above.
             key(&mut app, KeyCode::End);
             let bottom = text(&app, w, h);
-            for part in ["All of the above", "Enter a custom value", "Done", "Finish selection"] {
+            for part in [
+                "All of the above",
+                "Enter a custom value",
+                "Done",
+                "Finish selection",
+            ] {
                 assert!(bottom.contains(part), "{part} at {w}×{h}\n{bottom}");
             }
             assert!(bottom.contains("▲ ") && !bottom.contains("▼"), "{bottom}");
@@ -828,7 +859,14 @@ mod tests {
                 seen.push_str(&text(&app, w, h));
                 key(&mut app, KeyCode::PageDown);
             }
-            for part in ["Line two.", "Line three.", "First", "Second", "Third", "Fourth"] {
+            for part in [
+                "Line two.",
+                "Line three.",
+                "First",
+                "Second",
+                "Third",
+                "Fourth",
+            ] {
                 assert!(seen.contains(part), "{part} never shown at {w}×{h}");
             }
         }
@@ -845,7 +883,10 @@ mod tests {
         key(&mut app, KeyCode::Down);
         let first = text(&app, 60, 20);
         assert!(first.contains("● 1. [ ] First"), "{first}");
-        assert!(first.contains(" Big "), "the header comes back with the first row\n{first}");
+        assert!(
+            first.contains(" Big "),
+            "the header comes back with the first row\n{first}"
+        );
     }
 
     #[test]
@@ -869,9 +910,15 @@ mod tests {
         for w in [60, 40, 30] {
             let screen = text(&app, w, 12);
             let title = screen.lines().nth(1).unwrap();
-            assert!(title.contains("9m 5") && title.contains("s left"), "{w}: {title}");
+            assert!(
+                title.contains("9m 5") && title.contains("s left"),
+                "{w}: {title}"
+            );
             if w >= 40 {
-                assert!(title.contains("a-very") && title.contains("… asks"), "{w}: {title}");
+                assert!(
+                    title.contains("a-very") && title.contains("… asks"),
+                    "{w}: {title}"
+                );
             }
         }
     }
@@ -904,8 +951,13 @@ mod tests {
         let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
         t.draw(|f| draw(f, &app, Instant::now() + Duration::from_secs(60), "/s"))
             .unwrap();
-        let later: String = (0..80).map(|x| t.backend().buffer()[(x, 23)].symbol().to_owned()).collect();
-        assert!(!later.contains("Reconnected"), "a notice a minute old: {later}");
+        let later: String = (0..80)
+            .map(|x| t.backend().buffer()[(x, 23)].symbol().to_owned())
+            .collect();
+        assert!(
+            !later.contains("Reconnected"),
+            "a notice a minute old: {later}"
+        );
     }
 
     #[test]
@@ -927,6 +979,54 @@ mod tests {
         assert_eq!(wrap("abcdefgh", 3), vec!["abc", "def", "gh"]);
         assert_eq!(wrap("", 3), vec![""]);
         assert_eq!(wrap("日本語 です", 6), vec!["日本語", "です"]);
+    }
+
+    #[test]
+    fn escapes_in_bus_text_never_reach_a_cell() {
+        let evil = "\x1b]52;c;cHduZWQ=\x07\x1b]0;title\x07\x1b[2J\u{9b}2J\u{202E}rlo";
+        let mut app = App::new();
+        let now = Instant::now();
+        app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+        app.on_bus(
+            BusUpdate::Event(UiEvent::Request(UiRequest {
+                correlation_id: format!("id{evil}"),
+                questions: json!([
+                    {"question": format!("Q {evil}\nline2"), "header": format!("H{evil}"),
+                     "type": "choice", "placeholder": format!("P{evil}"),
+                     "options": [{"label": format!("L{evil}"), "description": format!("D{evil}")},
+                                 {"label": "ok", "description": ""}]},
+                    {"question": "t", "header": "T", "type": "text", "placeholder": format!("P{evil}")}
+                ]),
+                timeout_ms: 90_000,
+                producer: ProducerInfo {
+                    client: Some(format!("agent{evil}")),
+                    pid: Some(1),
+                    uid: 0,
+                },
+            })),
+            now,
+        );
+        // A lone request opens at once.
+        let dialog = text(&app, 100, 30);
+        app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+        let second = text(&app, 100, 30);
+        app.on_key(KeyEvent::new(KeyCode::Char('l'), KeyModifiers::CONTROL));
+        let list = text(&app, 100, 30);
+        for screen in [&list, &dialog, &second] {
+            // (`text` joins the rows with newlines; the rows themselves hold none.)
+            for row in screen.split('\n') {
+                assert!(!row.contains(crate::term::is_unsafe), "{row:?}");
+            }
+        }
+        // Visibly replaced, not dropped.
+        assert!(list.contains("agent␛]52;c;cHduZWQ=␇"), "{list}");
+        assert!(
+            dialog.contains("Q ␛]52;c;cHduZWQ=␇␛]0;title␇␛[2J\u{FFFD}2J\u{FFFD}rlo"),
+            "{dialog}"
+        );
+        assert!(dialog.contains("L␛]52"), "{dialog}");
+        assert!(dialog.contains("D␛]52"), "{dialog}");
+        assert!(second.contains("P␛]52"), "{second}");
     }
 
     #[test]

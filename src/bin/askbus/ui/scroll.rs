@@ -71,8 +71,21 @@ impl Scroll {
     /// Lays out `total` content lines in `height` rows so that lines `focus.0..focus.1` are
     /// visible (unless scrolled by hand), with `prefer_top` asking for the top of the content
     /// whenever the focus fits there (the first row of a list: show the header above it).
-    pub fn view(&self, total: usize, height: usize, focus: (usize, usize), prefer_top: bool) -> View {
-        let v = layout(total, height, self.top.get(), focus, prefer_top, self.pinned.get());
+    pub fn view(
+        &self,
+        total: usize,
+        height: usize,
+        focus: (usize, usize),
+        prefer_top: bool,
+    ) -> View {
+        let v = layout(
+            total,
+            height,
+            self.top.get(),
+            focus,
+            prefer_top,
+            self.pinned.get(),
+        );
         self.top.set(v.top);
         self.shown.set(v.shown);
         self.max.set(max_top(total, height));
@@ -142,7 +155,15 @@ mod tests {
     #[test]
     fn everything_fits_without_markers() {
         let s = Scroll::default();
-        assert_eq!(s.view(5, 10, (2, 3), false), View { top: 0, shown: 5, above: 0, below: 0 });
+        assert_eq!(
+            s.view(5, 10, (2, 3), false),
+            View {
+                top: 0,
+                shown: 5,
+                above: 0,
+                below: 0
+            }
+        );
         assert!(!s.hidden_above() && !s.hidden_below());
     }
 
@@ -150,7 +171,15 @@ mod tests {
     fn markers_take_rows_and_every_line_is_reachable() {
         let s = Scroll::default();
         // 20 lines in 10 rows: from the top, 9 shown and a "▼ 11 more" row.
-        assert_eq!(s.view(20, 10, (0, 1), true), View { top: 0, shown: 9, above: 0, below: 11 });
+        assert_eq!(
+            s.view(20, 10, (0, 1), true),
+            View {
+                top: 0,
+                shown: 9,
+                above: 0,
+                below: 11
+            }
+        );
         assert!(s.hidden_below());
         s.scroll(Move::PageDown);
         let v = s.view(20, 10, (0, 1), true);
