@@ -17,7 +17,8 @@ const OWN_LAYERS: &[&str] = &["telemetry::record", "metrics::http"];
 const ALLOWED: &[(&str, &[&str])] = &[
     ("protocol", &[]),
     ("questions", &["protocol"]),
-    ("client", &["protocol"]),
+    ("trust", &[]),
+    ("client", &["protocol", "trust"]),
     ("paths", &[]),
     ("telemetry::record", &["protocol"]),
     ("broker", &["protocol", "questions", "telemetry::record"]),
