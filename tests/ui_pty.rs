@@ -506,8 +506,17 @@ async fn ask_piped_into_ui() {
         "**User answered:**\n  Go → yes, but keep the old API"
     );
     assert_eq!(lines.next(), Some("exit=0"));
-    // The UI stays up for the next question.
+    // The UI stays up for the next question, and says the piped output is kept.
     ui.wait_for("No questions pending.").await;
+    ui.wait_for("printed when you quit").await;
+    // Quitting prints what came on the pipe, on the normal screen.
+    ui.keys("q");
+    let screen = ui.wait_for("exit=0").await;
+    assert!(
+        screen.contains("\"type\":\"ask-user-response\""),
+        "{screen}"
+    );
+    assert!(ui.wait_exit().await.success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -131,6 +131,8 @@ pub struct App {
     replay: Option<(u64, HashSet<String>)>,
     /// Who asked each request this UI answered and awaits an ack for.
     sent: HashMap<String, String>,
+    /// Bytes that came on standard input (a pipe), kept to print on quitting.
+    pub piped: Option<usize>,
 }
 
 impl Default for App {
@@ -149,6 +151,7 @@ impl App {
             notice: None,
             replay: None,
             sent: HashMap::new(),
+            piped: None,
         }
     }
 
@@ -337,10 +340,7 @@ impl App {
     /// Standard input was a pipe and it ended with `bytes` of text (the asking side's output
     /// in `askbus ask … | askbus ui`): it is printed when the UI quits.
     pub fn on_piped_input(&mut self, bytes: usize) {
-        self.notice(
-            Tone::Info,
-            format!("{bytes} bytes arrived on standard input: printed when you quit (q)"),
-        );
+        self.piped = Some(bytes);
     }
 
     /// A send failed at the socket: the daemon never had the answer.

@@ -160,6 +160,15 @@ fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socket: &str) {
                 for l in wrap(&format!("Waiting for agents on {socket}"), width) {
                     lines.push(Line::styled(l, Style::new().fg(DIM)));
                 }
+                if let Some(n) = app.piped {
+                    lines.push(Line::raw(""));
+                    let text = format!(
+                        "{n} bytes came on standard input (a pipe): printed when you quit."
+                    );
+                    for l in wrap(&text, width) {
+                        lines.push(Line::styled(l, Style::new().fg(DIM)));
+                    }
+                }
             }
         }
     }
@@ -905,6 +914,7 @@ mod tests {
                     pid: Some(4242),
                     uid: 0,
                 },
+                context: None,
             })),
             now,
         );
