@@ -447,7 +447,7 @@ impl Broker {
                 size: bytes,
                 limit: self.limits.max_pending_bytes_per_uid,
             };
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         if self.pending.len() >= self.limits.max_pending_total {
             let err = BrokerError::TooManyPendingTotal(self.limits.max_pending_total);
