@@ -60,8 +60,15 @@ pub struct Limits {
     pub max_pending_per_connection: usize,
     /// Pending requests all connections of one uid may have (dbus-broker's per-user quota).
     pub max_pending_per_uid: usize,
+    /// Bytes the pending questions of one uid may hold (their normalized text and ids): a
+    /// count alone lets one user pin gigabytes with large questions.
+    pub max_pending_bytes_per_uid: usize,
     pub max_pending_total: usize,
 }
+
+/// The default of [`Limits::max_pending_bytes_per_uid`]: 64 MiB, 64 questions of the largest
+/// frame askbusd accepts by default, thousands of ordinary ones.
+pub const DEFAULT_MAX_PENDING_BYTES_PER_UID: usize = 64 * 1024 * 1024;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -71,6 +78,7 @@ impl Default for Limits {
             no_ui: NoUiPolicy::Wait,
             max_pending_per_connection: 128,
             max_pending_per_uid: 262_144,
+            max_pending_bytes_per_uid: DEFAULT_MAX_PENDING_BYTES_PER_UID,
             max_pending_total: 262_144,
         }
     }
@@ -475,6 +483,8 @@ impl Broker {
                 uid,
                 limit: self.limits.max_pending_per_uid,
             })
+        } else if let Some(err) = self.over_byte_budget(uid, &id, &questions, approval.as_deref()) {
+            Some(err)
         } else if self.pending.len() >= self.limits.max_pending_total {
             Some(BrokerError::TooManyPendingTotal(
                 self.limits.max_pending_total,
@@ -546,6 +556,26 @@ impl Broker {
             ));
         }
         self.pending.insert(id, pending);
+    }
+
+    /// The refusal of a request that would take its uid past `max_pending_bytes_per_uid`.
+    fn over_byte_budget(
+        &self,
+        uid: u32,
+        id: &str,
+        questions: &str,
+        approval: Option<&ApprovalBody>,
+    ) -> Option<BrokerError> {
+        let bytes = pending::bytes_of(id, questions, approval);
+        let uid_bytes = self.pending.bytes_of_uid(uid);
+        (uid_bytes.saturating_add(bytes) > self.limits.max_pending_bytes_per_uid).then_some(
+            BrokerError::TooManyPendingBytesForUid {
+                uid,
+                held: uid_bytes,
+                size: bytes,
+                limit: self.limits.max_pending_bytes_per_uid,
+            },
+        )
     }
 
     /// The producer withdraws a question it asked.

@@ -50,6 +50,8 @@ pub struct ApprovalBody {
     pub details: Option<Value>,
     /// The effective list: the producer's with `proceed_once` and `cancel` added, sorted.
     pub outcomes: Vec<ToolOutcome>,
+    /// The JSON size of what UIs are shown, the memory it holds while pending.
+    pub bytes: usize,
 }
 
 impl ApprovalBody {
@@ -198,6 +200,12 @@ fn check_body(frame: &mut Map<String, Value>) -> Result<ApprovalBody, String> {
             ))
         }
     };
+    let json_len = |v: &Value| serde_json::to_vec(v).map_or(0, |b| b.len());
+    let bytes = json_len(&tool_call)
+        + tool_annotations.as_ref().map_or(0, json_len)
+        + details.as_ref().map_or(0, json_len)
+        + server_name.as_ref().map_or(0, String::len)
+        + subagent.as_ref().map_or(0, String::len);
     Ok(ApprovalBody {
         tool_call,
         server_name,
@@ -205,6 +213,7 @@ fn check_body(frame: &mut Map<String, Value>) -> Result<ApprovalBody, String> {
         subagent,
         details,
         outcomes,
+        bytes,
     })
 }
 
