@@ -14,6 +14,7 @@ use tokio::net::UnixStream;
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+use crate::approvals;
 use crate::broker::{PeerId, PeerInfo, ValidRequest};
 use crate::hub::Hub;
 use crate::outbox::{Batch, Outbox};
@@ -387,7 +388,7 @@ impl Conn<'_> {
         };
         let frame = match parsed {
             Ok(frame) => frame,
-            Err(err) if err.ask_request => {
+            Err(err) if err.request.is_some() => {
                 self.hub
                     .run_in(&mut self.batch, |b, _, fx| b.reject_malformed(id, err, fx));
                 return Next::Continue;
@@ -441,6 +442,22 @@ impl Conn<'_> {
             Inbound::AskUserResponse(resp) => self
                 .hub
                 .run_in(&mut self.batch, |b, now, fx| b.respond(id, resp, now, fx)),
+            Inbound::ToolConfirmationRequest(req) => match approvals::check(req) {
+                Ok(req) => self.hub.run_in(&mut self.batch, |b, now, fx| {
+                    b.ask_approval(id, req, now, fx)
+                }),
+                Err(r) => self.hub.run_in(&mut self.batch, |b, _, fx| {
+                    b.reject_approval(id, &r.correlation_id, r.context.as_deref(), r.message, fx)
+                }),
+            },
+            Inbound::ToolConfirmationCancel { correlation_id } => {
+                self.hub.run_in(&mut self.batch, |b, now, fx| {
+                    b.cancel_approval(id, &correlation_id, now, fx)
+                })
+            }
+            Inbound::ToolConfirmationResponse(resp) => self
+                .hub
+                .run_in(&mut self.batch, |b, now, fx| b.decide(id, resp, now, fx)),
         }
         Next::Continue
     }

@@ -414,6 +414,7 @@ impl Hub {
                 "p99": s.latency_ms(0.99),
                 "max": s.latency_max_ms(),
             },
+            "approvals": approval_stats(&s.approvals),
             "errors": errors,
             "framesIn": get(&c.frames_in),
             "framesOut": get(&c.frames_out),
@@ -423,6 +424,36 @@ impl Hub {
         });
         encode(&frame)
     }
+}
+
+/// The `approvals` object of the stats frame: approvals alone, by reason and decision.
+fn approval_stats(a: &crate::broker::ApprovalStats) -> Value {
+    let outcomes: Map<String, Value> = a
+        .ends()
+        .filter(|(end, _)| *end != End::Rejected)
+        .map(|(end, n)| (end.as_str().to_owned(), json!(n)))
+        .collect();
+    let decisions: Map<String, Value> = a
+        .decisions()
+        .map(|(o, n)| (o.as_str().to_owned(), json!(n)))
+        .collect();
+    json!({
+        "requests": {
+            "accepted": a.accepted,
+            "rejected": a.ended(End::Rejected),
+            "resolved": a.resolved(),
+        },
+        "outcomes": outcomes,
+        "decisions": decisions,
+        "confirmed": a.confirmed,
+        "latencyMs": {
+            "count": a.latency_count(),
+            "p50": a.latency_ms(0.5),
+            "p90": a.latency_ms(0.9),
+            "p99": a.latency_ms(0.99),
+            "max": a.latency_max_ms(),
+        },
+    })
 }
 
 /// Returns free heap pages to the OS (glibc's malloc_trim; other allocators trim themselves or

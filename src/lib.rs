@@ -5,11 +5,13 @@
 //! Layers, each depending only on those above it (`tests/layering.rs` checks every edge):
 //! - [`protocol`]: frames, codec, error codes (depends on nothing else here);
 //! - [`questions`]: ask_user validation, normalization and tool results, as the reference;
+//! - [`approvals`]: what a tool-confirmation request must hold, and the agent's "not approved" texts;
 //! - [`client`]: the async Rust client that producers and UIs use (protocol, and the client
 //!   crate's `trust`: which daemon a client agrees to talk to);
 //! - [`paths`]: where the socket, telemetry and config live by default;
 //! - [`telemetry::record`]: one request's end, as a telemetry line;
-//! - [`broker`]: pending table, routing, deadlines: pure state (protocol, questions, record);
+//! - [`broker`]: pending table, routing, deadlines: pure state (protocol, questions, approvals,
+//!   record);
 //! - [`access`]: who may connect, and as what;
 //! - [`outbox`]: a connection's bounded queue of encoded frames;
 //! - [`telemetry`]: the writer thread and the daemon-wide counters;
@@ -32,7 +34,7 @@
 //! 5. `Hub::deliver` stamps and hands the record to the `TelemetrySink` (written off-thread).
 
 // The client crate's modules, re-exported so `crate::protocol` reads the same inside the daemon.
-pub use askbus::{client, protocol, questions};
+pub use askbus::{approvals, client, protocol, questions};
 
 pub mod access;
 pub mod broker;

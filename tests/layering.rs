@@ -17,11 +17,15 @@ const OWN_LAYERS: &[&str] = &["telemetry::record", "metrics::http"];
 const ALLOWED: &[(&str, &[&str])] = &[
     ("protocol", &[]),
     ("questions", &["protocol"]),
+    ("approvals", &["protocol", "questions"]),
     ("trust", &[]),
     ("client", &["protocol", "trust"]),
     ("paths", &[]),
     ("telemetry::record", &["protocol"]),
-    ("broker", &["protocol", "questions", "telemetry::record"]),
+    (
+        "broker",
+        &["approvals", "protocol", "questions", "telemetry::record"],
+    ),
     ("access", &["broker"]),
     ("outbox", &["protocol"]),
     ("telemetry", &["protocol", "telemetry::record"]),
@@ -40,6 +44,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "connection",
         &[
+            "approvals",
             "broker",
             "hub",
             "outbox",

@@ -8,8 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use askbusd::approvals;
 use askbusd::broker::{BrokerError, Limits};
 use askbusd::hub::Hub;
+use askbusd::protocol::ToolOutcome;
 use askbusd::protocol::{
     encode, parse_inbound, ClientFrame, End, ErrorCode, Inbound, NoUiPolicy, Outcome,
     RequestContext, ServerFrame, SubscribeFilter, UiInfo, WithdrawReason, DEFAULT_MAX_FRAME_BYTES,
@@ -366,6 +368,84 @@ fn schemas_reject_what_the_protocol_forbids() {
         ("telemetry/rejected.json", "rejected without code", |v| {
             v.as_object_mut().unwrap().remove("code");
         }),
+        (
+            "client/tool-confirmation-request.json",
+            "no toolCall",
+            |v| {
+                v.as_object_mut().unwrap().remove("toolCall");
+            },
+        ),
+        (
+            "client/tool-confirmation-request.json",
+            "exec details without rootCommand",
+            |v| {
+                v["details"].as_object_mut().unwrap().remove("rootCommand");
+            },
+        ),
+        (
+            "client/tool-confirmation-request.json",
+            "unknown details type",
+            |v| v["details"]["type"] = json!("shell"),
+        ),
+        (
+            "client/tool-confirmation-request.edit.json",
+            "originalContent a number",
+            |v| v["details"]["originalContent"] = json!(3),
+        ),
+        (
+            "client/tool-confirmation-request.mcp.json",
+            "mcp details without toolName",
+            |v| {
+                v["details"].as_object_mut().unwrap().remove("toolName");
+            },
+        ),
+        (
+            "client/tool-confirmation-request.info.json",
+            "urls not strings",
+            |v| v["details"]["urls"] = json!([1]),
+        ),
+        (
+            "client/tool-confirmation-request.json",
+            "an outcome twice",
+            |v| v["outcomes"] = json!(["cancel", "cancel"]),
+        ),
+        (
+            "client/tool-confirmation-response.json",
+            "confirmed with cancel",
+            |v| v["outcome"] = json!("cancel"),
+        ),
+        (
+            "client/tool-confirmation-response.deny.json",
+            "denied with an approving outcome",
+            |v| v["outcome"] = json!("proceed_once"),
+        ),
+        (
+            "client/tool-confirmation-response.json",
+            "neither confirmed nor dismissed",
+            |v| {
+                v.as_object_mut().unwrap().remove("confirmed");
+            },
+        ),
+        (
+            "server/tool-confirmation-response.timeout.json",
+            "a timeout that approves",
+            |v| {
+                v["confirmed"] = json!(true);
+                v["outcome"] = json!("proceed_once");
+            },
+        ),
+        (
+            "server/tool-confirmation-response.no-ui.json",
+            "no-ui without a message",
+            |v| {
+                v.as_object_mut().unwrap().remove("message");
+            },
+        ),
+        (
+            "server/tool-confirmation-request.json",
+            "outcomes without cancel",
+            |v| v["outcomes"] = json!(["proceed_once"]),
+        ),
     ];
     let index: BTreeMap<String, String> =
         examples().into_iter().map(|e| (e.file, e.schema)).collect();
@@ -391,6 +471,11 @@ fn client_examples_are_accepted_or_refused_as_indexed() {
             Inbound::AskUserRequest(req) => questions::check(req.questions.clone())
                 .map(|_| frame.clone())
                 .map_err(|msg| askbusd::protocol::FrameError::new(ErrorCode::InvalidRequest, msg)),
+            Inbound::ToolConfirmationRequest(req) => approvals::check(req.clone())
+                .map(|_| frame.clone())
+                .map_err(|r| {
+                    askbusd::protocol::FrameError::new(ErrorCode::InvalidRequest, r.message)
+                }),
             _ => Ok(frame),
         });
         match (accepted, verdict) {
@@ -406,6 +491,18 @@ fn client_examples_are_accepted_or_refused_as_indexed() {
                         | ("ask-user-request", Inbound::AskUserRequest(_))
                         | ("ask-user-cancel", Inbound::AskUserCancel { .. })
                         | ("ask-user-response", Inbound::AskUserResponse(_))
+                        | (
+                            "tool-confirmation-request",
+                            Inbound::ToolConfirmationRequest(_)
+                        )
+                        | (
+                            "tool-confirmation-cancel",
+                            Inbound::ToolConfirmationCancel { .. }
+                        )
+                        | (
+                            "tool-confirmation-response",
+                            Inbound::ToolConfirmationResponse(_)
+                        )
                 );
                 if !same {
                     failures.push(format!("{}: parsed as {frame:?}", ex.file));
@@ -831,6 +928,7 @@ fn telemetry_records_match_their_schema() {
         dismissed: false,
         empty_submission: false,
         answer_count: 2,
+        approval: None,
     };
     let value = serde_json::to_value(&record).unwrap();
     assert_eq!(schema_errors(&v, &value), Vec::<String>::new());
@@ -1077,4 +1175,156 @@ fn bus_events_describe_the_example_request() {
         expected.insert(o.as_str());
     }
     assert_eq!(events, expected);
+}
+
+/// The approval examples agree with the code: the rules of `approvals`, the producer's
+/// messages, and the Rust client writes the client examples exactly.
+#[test]
+fn approval_examples_agree_with_the_code() {
+    let request = example("client/tool-confirmation-request.json");
+    let id = request["correlationId"].as_str().unwrap();
+    let timeout_ms = request["timeoutMs"].as_u64().unwrap();
+    let Inbound::ToolConfirmationRequest(parsed) =
+        parse_inbound(&serde_json::to_vec(&request).unwrap()).unwrap()
+    else {
+        panic!("an approval")
+    };
+    let valid = approvals::check(parsed).unwrap();
+    let ui = example("server/tool-confirmation-request.json");
+    let ServerFrame::ToolConfirmationRequest(got) = serde_json::from_value(ui.clone()).unwrap()
+    else {
+        panic!("a UI approval")
+    };
+    let want = valid
+        .body
+        .ui_frame(id, got.timeout_ms, &got.producer, valid.context.as_ref());
+    assert_eq!(got, want, "the UI is shown what the producer sent");
+
+    for reason in [
+        Outcome::Dismissed,
+        Outcome::Timeout,
+        Outcome::NoUi,
+        Outcome::Withdrawn,
+        Outcome::Shutdown,
+    ] {
+        let file = format!("server/tool-confirmation-response.{}.json", reason.as_str());
+        let v = example(&file);
+        assert_eq!(v["correlationId"], id, "{file}");
+        assert_eq!(v["confirmed"], false, "{file}");
+        assert_eq!(v["outcome"], "cancel", "{file}");
+        assert_eq!(
+            v["message"].as_str(),
+            approvals::daemon_message(reason, timeout_ms).as_deref(),
+            "{file}"
+        );
+    }
+    let deny = example("client/tool-confirmation-response.deny.json");
+    let denied = example("server/tool-confirmation-response.denied.json");
+    assert_eq!(denied["message"], deny["message"]);
+
+    let invalid = example("client/tool-confirmation-request.invalid.json");
+    let Inbound::ToolConfirmationRequest(parsed) =
+        parse_inbound(&serde_json::to_vec(&invalid).unwrap()).unwrap()
+    else {
+        panic!("an approval")
+    };
+    let refused = approvals::check(parsed).unwrap_err();
+    let err = example("server/error.invalid-request.tool-confirmation.json");
+    assert_eq!(err["message"], refused.message.as_str());
+    assert_eq!(err["correlationId"], refused.correlation_id.as_str());
+
+    let outcomes = [
+        ToolOutcome::ProceedOnce,
+        ToolOutcome::ProceedAlways,
+        ToolOutcome::Cancel,
+    ];
+    let message = deny["message"].as_str().unwrap();
+    let cases = [
+        (
+            "client/tool-confirmation-request.json",
+            ClientFrame::ToolConfirmationRequest {
+                correlation_id: id,
+                tool_call: &request["toolCall"],
+                server_name: None,
+                tool_annotations: None,
+                subagent: None,
+                details: Some(&request["details"]),
+                outcomes: Some(&outcomes),
+                timeout_ms: Some(timeout_ms),
+                no_ui: None,
+                context: None,
+            },
+        ),
+        (
+            "client/tool-confirmation-request.no-ui-reject.json",
+            ClientFrame::ToolConfirmationRequest {
+                correlation_id: id,
+                tool_call: &request["toolCall"],
+                server_name: None,
+                tool_annotations: None,
+                subagent: None,
+                details: Some(&request["details"]),
+                outcomes: Some(&outcomes),
+                timeout_ms: Some(timeout_ms),
+                no_ui: Some(NoUiPolicy::Reject),
+                context: None,
+            },
+        ),
+        (
+            "client/tool-confirmation-cancel.json",
+            ClientFrame::ToolConfirmationCancel { correlation_id: id },
+        ),
+        (
+            "client/tool-confirmation-response.json",
+            ClientFrame::ToolConfirmationResponse {
+                correlation_id: id,
+                confirmed: Some(true),
+                outcome: Some(ToolOutcome::ProceedOnce),
+                message: None,
+                payload: None,
+                dismissed: false,
+            },
+        ),
+        (
+            "client/tool-confirmation-response.deny.json",
+            ClientFrame::ToolConfirmationResponse {
+                correlation_id: id,
+                confirmed: Some(false),
+                outcome: Some(ToolOutcome::Cancel),
+                message: Some(message),
+                payload: None,
+                dismissed: false,
+            },
+        ),
+        (
+            "client/tool-confirmation-response.dismissed.json",
+            ClientFrame::ToolConfirmationResponse {
+                correlation_id: id,
+                confirmed: None,
+                outcome: None,
+                message: None,
+                payload: None,
+                dismissed: true,
+            },
+        ),
+    ];
+    for (file, frame) in cases {
+        let sent: Value = serde_json::from_slice(&encode(&frame)).unwrap();
+        assert_eq!(sent, example(file), "{file}");
+    }
+    let common = load("schema/common.schema.json");
+    let names: Vec<&str> = common["$defs"]["toolConfirmationOutcome"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(names, ToolOutcome::ALL.map(ToolOutcome::as_str));
+    let types: Vec<&str> = common["$defs"]["confirmationDetails"]["properties"]["type"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(types, approvals::DETAIL_TYPES);
 }

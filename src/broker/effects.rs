@@ -10,11 +10,13 @@ use tokio::time::Instant;
 
 use super::pending::Pending;
 use super::{PeerId, PeerInfo};
+use crate::approvals::ApprovalBody;
 use crate::protocol::{
-    BusEvent, BusEventKind, End, ErrorCode, FrameError, ProducerInfo, RequestContext, UiInfo,
+    ApprovalResponse, BusEvent, BusEventKind, End, ErrorCode, FrameError, ProducerInfo,
+    RequestContext, UiInfo,
 };
 use crate::questions::{question_types, QuestionMeta};
-use crate::telemetry::record::Record;
+use crate::telemetry::record::{ApprovalFacts, Record};
 
 /// One thing to send to one peer.
 #[derive(Debug, Clone)]
@@ -56,7 +58,7 @@ impl Effects {
 }
 
 /// The telemetry record of a pending request's end. `answers` is the number of answers of an
-/// answered request (`None` for every other end).
+/// answered request (`None` for every other end); `told`, what an approval's producer was told.
 pub(super) fn record(
     id: &str,
     end: End,
@@ -64,6 +66,7 @@ pub(super) fn record(
     ui: Option<UiInfo>,
     now: Instant,
     answers: Option<usize>,
+    told: Option<&ApprovalResponse>,
 ) -> Record {
     Record {
         ts: SystemTime::UNIX_EPOCH,
@@ -80,6 +83,10 @@ pub(super) fn record(
         dismissed: answers.is_none(),
         empty_submission: answers == Some(0),
         answer_count: answers.unwrap_or(0),
+        approval: req
+            .approval
+            .as_deref()
+            .map(|body| Box::new(approval_facts(Some(body), told))),
     }
 }
 
@@ -90,6 +97,7 @@ pub(super) fn rejected_record(
     producer: &PeerInfo,
     meta: &[QuestionMeta],
     context: Option<&RequestContext>,
+    approval: Option<&ApprovalFacts>,
 ) -> Record {
     Record {
         ts: SystemTime::UNIX_EPOCH,
@@ -106,6 +114,7 @@ pub(super) fn rejected_record(
         dismissed: false,
         empty_submission: false,
         answer_count: 0,
+        approval: approval.cloned().map(Box::new),
     }
 }
 
@@ -118,8 +127,9 @@ pub(super) fn event(
     ui: Option<UiInfo>,
     latency_ms: Option<u64>,
     timeout_ms: Option<u64>,
+    told: Option<&ApprovalResponse>,
 ) -> BusEvent {
-    BusEvent {
+    let mut e = BusEvent {
         event: kind,
         ts: String::new(),
         correlation_id: Some(id.to_owned()),
@@ -135,7 +145,16 @@ pub(super) fn event(
             .collect(),
         headers: headers(&req.meta),
         code: None,
+        kind: None,
+        tool: None,
+        details_type: None,
+        confirmed: None,
+        outcome: None,
+    };
+    if let Some(body) = req.approval.as_deref() {
+        approval_event(&mut e, &approval_facts(Some(body), told));
     }
+    e
 }
 
 /// A watcher's event about a request refused before it became pending.
@@ -145,8 +164,9 @@ pub(super) fn rejected_event(
     producer: &PeerInfo,
     meta: &[QuestionMeta],
     context: Option<&RequestContext>,
+    approval: Option<&ApprovalFacts>,
 ) -> BusEvent {
-    BusEvent {
+    let mut e = BusEvent {
         event: BusEventKind::End(End::Rejected),
         ts: String::new(),
         correlation_id: id.map(str::to_owned),
@@ -162,7 +182,38 @@ pub(super) fn rejected_event(
             .collect(),
         headers: headers(meta),
         code: Some(code.as_str().to_owned()),
+        kind: None,
+        tool: None,
+        details_type: None,
+        confirmed: None,
+        outcome: None,
+    };
+    if let Some(facts) = approval {
+        approval_event(&mut e, facts);
     }
+    e
+}
+
+/// An approval's telemetry facts; `told` once its producer was told something.
+pub(super) fn approval_facts(
+    body: Option<&ApprovalBody>,
+    told: Option<&ApprovalResponse>,
+) -> ApprovalFacts {
+    ApprovalFacts {
+        tool: body.map(|b| b.tool().to_owned()),
+        details_type: body.and_then(ApprovalBody::details_type),
+        confirmed: told.map(|r| r.confirmed),
+        outcome: told.map(|r| r.outcome),
+    }
+}
+
+/// Marks a watcher's event as an approval's.
+fn approval_event(e: &mut BusEvent, facts: &ApprovalFacts) {
+    e.kind = Some("approval".into());
+    e.tool = facts.tool.clone();
+    e.details_type = facts.details_type.map(str::to_owned);
+    e.confirmed = facts.confirmed;
+    e.outcome = facts.outcome;
 }
 
 /// One field of a request's context, for telemetry and watchers (which carry only `agent` and

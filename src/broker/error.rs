@@ -1,6 +1,6 @@
 //! Why the broker refuses an operation, and the one mapping of those reasons to wire codes.
 
-use crate::protocol::{ErrorCode, FrameError};
+use crate::protocol::{ErrorCode, FrameError, RequestKind, ToolOutcome};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BrokerError {
@@ -43,12 +43,29 @@ pub enum BrokerError {
     AnswerOutOfRange { index: usize, count: usize },
     #[error("these answers would make a tool result of up to {size} bytes; the limit is {limit}")]
     ResultTooLarge { size: usize, limit: usize },
+    /// `approvals::check`'s message, naming the field.
+    #[error("{0}")]
+    InvalidApproval(String),
+    /// A response of the other kind: `kind` is what the pending request is.
+    #[error("correlationId {id:?} is {}", match kind {
+        RequestKind::Approval => "a tool confirmation; answer it with tool-confirmation-response",
+        RequestKind::Question => "a question; answer it with ask-user-response",
+    })]
+    WrongKind { id: String, kind: RequestKind },
+    #[error("outcome {outcome} is not offered by this request (it offers {})",
+        offered.iter().map(|o| o.as_str()).collect::<Vec<_>>().join(", "))]
+    OutcomeNotOffered {
+        outcome: ToolOutcome,
+        offered: Vec<ToolOutcome>,
+    },
 }
 
 impl BrokerError {
     pub fn code(&self) -> ErrorCode {
         match self {
-            BrokerError::InvalidQuestions(_) => ErrorCode::InvalidRequest,
+            BrokerError::InvalidQuestions(_) | BrokerError::InvalidApproval(_) => {
+                ErrorCode::InvalidRequest
+            }
             BrokerError::DuplicateCorrelationId(_) => ErrorCode::DuplicateCorrelationId,
             BrokerError::TooManyPendingForConnection(_)
             | BrokerError::TooManyPendingForUid { .. }
@@ -60,9 +77,10 @@ impl BrokerError {
             | BrokerError::OutsideFilter(_) => ErrorCode::Forbidden,
             BrokerError::NotPending(_) => ErrorCode::NotPending,
             BrokerError::NotSubscribed => ErrorCode::NotSubscribed,
-            BrokerError::AnswerOutOfRange { .. } | BrokerError::ResultTooLarge { .. } => {
-                ErrorCode::InvalidResponse
-            }
+            BrokerError::AnswerOutOfRange { .. }
+            | BrokerError::ResultTooLarge { .. }
+            | BrokerError::WrongKind { .. }
+            | BrokerError::OutcomeNotOffered { .. } => ErrorCode::InvalidResponse,
         }
     }
 

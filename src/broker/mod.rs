@@ -25,14 +25,17 @@ pub use effects::{Effects, Msg};
 pub use error::BrokerError;
 pub use peers::{PeerId, PeerInfo, Rights, RoleCounts};
 pub use request::ValidRequest;
-pub use stats::BrokerStats;
+pub use stats::{ApprovalStats, BrokerStats};
 
 use peers::{Cursor, Peer};
 use pending::{Pending, PendingTable};
 
+use crate::approvals::{self, ApprovalBody, ValidApproval};
 use crate::protocol::{
-    encode, encode_fast, AskUserResponse, BusEventKind, End, FrameError, NoUiPolicy, Outcome,
-    ProducerResponse, RequestContext, ServerFrame, SubscribeFilter, UiInfo, WithdrawReason,
+    encode, encode_fast, ApprovalAck, ApprovalResponse, AskUserResponse, BusEventKind, Decision,
+    End, FrameError, NoUiPolicy, Outcome, ProducerResponse, RequestContext, RequestKind,
+    ServerFrame, SubscribeFilter, TimeoutMs, ToolConfirmationResponse, ToolOutcome, UiInfo,
+    WithdrawReason,
 };
 use crate::questions::{self, DaemonOutcome, QuestionMeta, ToolResult};
 
@@ -205,7 +208,7 @@ impl Broker {
             match (before.sees(uid) && wanted, after.sees(uid) && wanted) {
                 (false, true) => fx.frame(peer, req.encode_for_ui(id, now)),
                 (true, false) => {
-                    fx.frame(peer, encode_fast::withdrawn(id, WithdrawReason::Withdrawn))
+                    fx.frame(peer, req.encode_withdrawn(id, WithdrawReason::Withdrawn))
                 }
                 _ => {}
             }
@@ -234,7 +237,7 @@ impl Broker {
         for id in self.pending.owned_by(peer) {
             let req = self.take(&id, WithdrawReason::ProducerGone, None, fx);
             // No one is left to tell: counted and logged like every other end.
-            self.count_end(End::ProducerGone, &id, &req, None, now, None, fx);
+            self.count_end(End::ProducerGone, &id, &req, None, now, None, None, fx);
         }
     }
 
@@ -259,7 +262,7 @@ impl Broker {
         if let Some(cursor) = p.ui.filter(|_| p.filter != filter) {
             for (seq, id, req) in self.pending.iter() {
                 if cursor.has_seen(seq) && p.shown(req) && !filter.matches(req.context.as_deref()) {
-                    fx.frame(peer, encode_fast::withdrawn(id, WithdrawReason::Withdrawn));
+                    fx.frame(peer, req.encode_withdrawn(id, WithdrawReason::Withdrawn));
                 }
             }
         }
@@ -372,14 +375,31 @@ impl Broker {
         fx: &mut Effects,
     ) {
         let err = err.into_frame_error(id);
-        self.reject_with(peer, Some(id), err, &[], context, fx);
+        self.reject_with(peer, Some(id), err, Asked::Questions(&[]), context, fx);
     }
 
-    /// An ask-user-request refused while parsing its own fields (correlationId, timeoutMs,
-    /// noUi): answered and logged like any rejected request, with the id when it had one.
+    /// An approval whose tool call, details or outcomes `approvals::check` refused.
+    pub fn reject_approval(
+        &mut self,
+        peer: PeerId,
+        id: &str,
+        context: Option<&RequestContext>,
+        message: String,
+        fx: &mut Effects,
+    ) {
+        let err = BrokerError::InvalidApproval(message).into_frame_error(id);
+        self.reject_with(peer, Some(id), err, Asked::Approval(None), context, fx);
+    }
+
+    /// A request refused while parsing its own fields (correlationId, timeoutMs, noUi,
+    /// context): answered and logged like any rejected request, with the id when it had one.
     pub fn reject_malformed(&mut self, peer: PeerId, err: FrameError, fx: &mut Effects) {
         let id = err.correlation_id.clone();
-        self.reject_with(peer, id.as_deref(), err, &[], None, fx);
+        let asked = match err.request {
+            Some(RequestKind::Approval) => Asked::Approval(None),
+            _ => Asked::Questions(&[]),
+        };
+        self.reject_with(peer, id.as_deref(), err, asked, None, fx);
     }
 
     fn reject_with(
@@ -387,7 +407,7 @@ impl Broker {
         peer: PeerId,
         id: Option<&str>,
         err: FrameError,
-        meta: &[QuestionMeta],
+        asked: Asked<'_>,
         context: Option<&RequestContext>,
         fx: &mut Effects,
     ) {
@@ -395,11 +415,19 @@ impl Broker {
             return;
         };
         self.stats.count(End::Rejected);
+        let (meta, facts) = match asked {
+            Asked::Questions(meta) => (meta, None),
+            Asked::Approval(body) => {
+                self.stats.approvals.count(End::Rejected, None);
+                (&[][..], Some(effects::approval_facts(body, None)))
+            }
+        };
+        let facts = facts.as_ref();
         if !self.watchers.is_empty() {
-            let event = effects::rejected_event(id, err.code, &p.info, meta, context);
+            let event = effects::rejected_event(id, err.code, &p.info, meta, context, facts);
             fx.events.push(event);
         }
-        let record = effects::rejected_record(id, err.code, &p.info, meta, context);
+        let record = effects::rejected_record(id, err.code, &p.info, meta, context, facts);
         fx.records.push(record);
         fx.error(peer, err);
     }
@@ -407,6 +435,34 @@ impl Broker {
     /// A producer asks with a validated request. Exactly one of: an error frame (rejected),
     /// an immediate `no-ui` response, or the request becomes pending and goes to every UI.
     pub fn ask(&mut self, peer: PeerId, req: ValidRequest, now: Instant, fx: &mut Effects) {
+        let envelope = (req.correlation_id, req.timeout_ms, req.no_ui, req.context);
+        self.admit(peer, envelope, req.questions, req.meta, None, now, fx);
+    }
+
+    /// A producer asks for an approval: as `ask`, with the same quotas, deadlines and ends.
+    pub fn ask_approval(
+        &mut self,
+        peer: PeerId,
+        req: ValidApproval,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
+        let envelope = (req.correlation_id, req.timeout_ms, req.no_ui, req.context);
+        let body = Some(Box::new(req.body));
+        self.admit(peer, envelope, Box::from(""), Vec::new(), body, now, fx);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn admit(
+        &mut self,
+        peer: PeerId,
+        (id, timeout, no_ui, context): Envelope,
+        questions: Box<str>,
+        meta: Vec<QuestionMeta>,
+        approval: Option<Box<ApprovalBody>>,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
@@ -414,72 +470,63 @@ impl Broker {
         let owned = self.pending.count_of_producer(peer);
         let (uid, may_produce) = (p.info.uid, p.info.rights.produce);
         self.peers.get_mut(&peer).expect("checked above").asked = true;
-        let id = req.correlation_id;
-        let meta = req.meta;
-        let ctx = req.context.as_ref();
-        if !may_produce {
-            let err = BrokerError::NotAProducer(uid);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
-        }
-        if self.pending.contains(&id) {
-            let err = BrokerError::DuplicateCorrelationId(id.clone());
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
-        }
-        if owned >= self.limits.max_pending_per_connection {
-            let err =
-                BrokerError::TooManyPendingForConnection(self.limits.max_pending_per_connection);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
-        }
-        let of_uid = self.pending.count_of_uid(uid);
-        if of_uid >= self.limits.max_pending_per_uid {
-            let err = BrokerError::TooManyPendingForUid {
+        let refusal = if !may_produce {
+            Some(BrokerError::NotAProducer(uid))
+        } else if self.pending.contains(&id) {
+            Some(BrokerError::DuplicateCorrelationId(id.clone()))
+        } else if owned >= self.limits.max_pending_per_connection {
+            Some(BrokerError::TooManyPendingForConnection(
+                self.limits.max_pending_per_connection,
+            ))
+        } else if self.pending.count_of_uid(uid) >= self.limits.max_pending_per_uid {
+            Some(BrokerError::TooManyPendingForUid {
                 uid,
                 limit: self.limits.max_pending_per_uid,
+            })
+        } else if let Some(err) = self.over_byte_budget(uid, &id, &questions, approval.as_deref()) {
+            Some(err)
+        } else if self.pending.len() >= self.limits.max_pending_total {
+            Some(BrokerError::TooManyPendingTotal(
+                self.limits.max_pending_total,
+            ))
+        } else {
+            None
+        };
+        if let Some(err) = refusal {
+            let asked = match &approval {
+                Some(body) => Asked::Approval(Some(body)),
+                None => Asked::Questions(&meta),
             };
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
-        }
-        let bytes = pending::bytes_of(&id, &req.questions);
-        let uid_bytes = self.pending.bytes_of_uid(uid);
-        if uid_bytes.saturating_add(bytes) > self.limits.max_pending_bytes_per_uid {
-            let err = BrokerError::TooManyPendingBytesForUid {
-                uid,
-                held: uid_bytes,
-                size: bytes,
-                limit: self.limits.max_pending_bytes_per_uid,
-            };
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
-        }
-        if self.pending.len() >= self.limits.max_pending_total {
-            let err = BrokerError::TooManyPendingTotal(self.limits.max_pending_total);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
+            let err = err.into_frame_error(&id);
+            return self.reject_with(peer, Some(&id), err, asked, context.as_ref(), fx);
         }
         let max = self.limits.max_timeout_ms;
-        let timeout_ms = req
-            .timeout_ms
-            .map_or(self.limits.default_timeout_ms.min(max), |t| t.clamp(max));
+        let timeout_ms = timeout.map_or(self.limits.default_timeout_ms.min(max), |t| t.clamp(max));
         self.stats.accepted += 1;
+        if approval.is_some() {
+            self.stats.approvals.accepted += 1;
+        }
         let pending = Pending {
             seq: self.pending.next_seq(),
             producer: peer,
             producer_info,
-            context: req.context.map(Box::new),
-            questions: req.questions,
+            context: context.map(Box::new),
+            questions,
             meta,
+            approval,
             accepted_at: now,
             deadline: now + Duration::from_millis(timeout_ms),
             timeout_ms,
         };
         if self.closed {
-            let ending = Ending::daemon(&pending, DaemonOutcome::Shutdown);
-            return self.finish(&id, pending, ending, now, fx);
+            return self.end_unanswered(&id, pending, DaemonOutcome::Shutdown, now, fx);
         }
-        let no_ui = req.no_ui.unwrap_or(self.limits.no_ui);
+        let no_ui = no_ui.unwrap_or(self.limits.no_ui);
         // "No UI" means none that would be shown it: a UI of another user, or one whose filter
         // leaves it out, will never answer it.
         let any_ui = self.uis.iter().any(|ui| self.peers[ui].shown(&pending));
         if !any_ui && no_ui == NoUiPolicy::Reject {
-            let ending = Ending::daemon(&pending, DaemonOutcome::NoUi);
-            return self.finish(&id, pending, ending, now, fx);
+            return self.end_unanswered(&id, pending, DaemonOutcome::NoUi, now, fx);
         }
         let id: Arc<str> = Arc::from(id);
         let live: Vec<PeerId> = self
@@ -505,14 +552,54 @@ impl Broker {
                 None,
                 None,
                 Some(timeout_ms),
+                None,
             ));
         }
         self.pending.insert(id, pending);
     }
 
+    /// The refusal of a request that would take its uid past `max_pending_bytes_per_uid`.
+    fn over_byte_budget(
+        &self,
+        uid: u32,
+        id: &str,
+        questions: &str,
+        approval: Option<&ApprovalBody>,
+    ) -> Option<BrokerError> {
+        let bytes = pending::bytes_of(id, questions, approval);
+        let uid_bytes = self.pending.bytes_of_uid(uid);
+        (uid_bytes.saturating_add(bytes) > self.limits.max_pending_bytes_per_uid).then_some(
+            BrokerError::TooManyPendingBytesForUid {
+                uid,
+                held: uid_bytes,
+                size: bytes,
+                limit: self.limits.max_pending_bytes_per_uid,
+            },
+        )
+    }
+
     /// The producer withdraws a question it asked.
     pub fn cancel(&mut self, peer: PeerId, id: &str, now: Instant, fx: &mut Effects) {
-        let owned = self.pending.get(id).is_some_and(|r| r.producer == peer);
+        self.cancel_kind(peer, id, RequestKind::Question, now, fx);
+    }
+
+    /// The producer withdraws an approval it asked.
+    pub fn cancel_approval(&mut self, peer: PeerId, id: &str, now: Instant, fx: &mut Effects) {
+        self.cancel_kind(peer, id, RequestKind::Approval, now, fx);
+    }
+
+    /// `kind` names the cancel frame the producer sent: it withdraws only its own kind.
+    fn cancel_kind(
+        &mut self,
+        peer: PeerId,
+        id: &str,
+        kind: RequestKind,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
+        let owned = self.pending.get(id).is_some_and(|r| {
+            r.producer == peer && r.approval.is_some() == (kind == RequestKind::Approval)
+        });
         if !owned {
             // Another producer's question is "not pending" for this one: nothing leaks.
             fx.error(
@@ -522,8 +609,7 @@ impl Broker {
             return;
         }
         let req = self.take(id, WithdrawReason::Withdrawn, None, fx);
-        let ending = Ending::daemon(&req, DaemonOutcome::Withdrawn);
-        self.finish(id, req, ending, now, fx);
+        self.end_unanswered(id, req, DaemonOutcome::Withdrawn, now, fx);
     }
 
     /// A UI answers (or dismisses). The first valid answer wins; every other UI that has the
@@ -552,6 +638,14 @@ impl Broker {
         }
         if !ui.shown(req) {
             let err = BrokerError::OutsideFilter(id.to_owned());
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        }
+        if req.approval.is_some() {
+            let err = BrokerError::WrongKind {
+                id: id.to_owned(),
+                kind: RequestKind::Approval,
+            };
             fx.error(peer, err.into_frame_error(id));
             return;
         }
@@ -601,8 +695,7 @@ impl Broker {
     pub fn expire(&mut self, now: Instant, fx: &mut Effects) {
         while let Some(id) = self.pending.first_due(now) {
             let req = self.take(&id, WithdrawReason::Timeout, None, fx);
-            let ending = Ending::daemon(&req, DaemonOutcome::Timeout);
-            self.finish(&id, req, ending, now, fx);
+            self.end_unanswered(&id, req, DaemonOutcome::Timeout, now, fx);
         }
     }
 
@@ -616,8 +709,7 @@ impl Broker {
         self.closed = true;
         for id in self.pending.ids() {
             let req = self.take(&id, WithdrawReason::Shutdown, None, fx);
-            let ending = Ending::daemon(&req, DaemonOutcome::Shutdown);
-            self.finish(&id, req, ending, now, fx);
+            self.end_unanswered(&id, req, DaemonOutcome::Shutdown, now, fx);
         }
     }
 
@@ -655,7 +747,7 @@ impl Broker {
             if Some(ui) == except || !p.ui.is_some_and(|c| c.has_seen(req.seq)) || !p.shown(req) {
                 continue;
             }
-            let frame = frame.get_or_insert_with(|| encode_fast::withdrawn(id, reason));
+            let frame = frame.get_or_insert_with(|| req.encode_withdrawn(id, reason));
             fx.frame(ui, frame.clone());
         }
     }
@@ -669,7 +761,7 @@ impl Broker {
             ui,
         } = ending;
         let answer_count = (outcome == Outcome::Answered).then_some(answers.len());
-        self.count_end(outcome.into(), id, &req, ui, now, answer_count, fx);
+        self.count_end(outcome.into(), id, &req, ui, now, answer_count, None, fx);
         let response = ProducerResponse {
             correlation_id: id.to_owned(),
             answers,
@@ -690,9 +782,16 @@ impl Broker {
         ui: Option<UiInfo>,
         now: Instant,
         answer_count: Option<usize>,
+        told: Option<&ApprovalResponse>,
         fx: &mut Effects,
     ) {
         self.stats.count(end);
+        if req.approval.is_some() {
+            let decision = told
+                .filter(|r| r.reason == Outcome::Answered)
+                .map(|r| r.outcome);
+            self.stats.approvals.count(end, decision);
+        }
         if !self.watchers.is_empty() {
             let latency = (now - req.accepted_at).as_millis() as u64;
             let kind = BusEventKind::End(end);
@@ -703,12 +802,159 @@ impl Broker {
                 ui.clone(),
                 Some(latency),
                 None,
+                told,
             ));
         }
         fx.records
-            .push(effects::record(id, end, req, ui, now, answer_count));
+            .push(effects::record(id, end, req, ui, now, answer_count, told));
+    }
+
+    /// A UI decides an approval. The first valid decision wins, as for questions.
+    pub fn decide(
+        &mut self,
+        peer: PeerId,
+        resp: ToolConfirmationResponse,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
+        let id = resp.correlation_id.as_str();
+        let Some(ui) = self.peers.get(&peer).filter(|p| p.ui.is_some()) else {
+            fx.error(peer, BrokerError::NotSubscribed.into_frame_error(id));
+            return;
+        };
+        if !ui.info.rights.ui {
+            fx.error(peer, BrokerError::NotAUi(ui.info.uid).into_frame_error(id));
+            return;
+        }
+        let Some(req) = self.pending.get(id) else {
+            let err = BrokerError::NotPending(id.to_owned());
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        };
+        if !ui.info.sees(req.producer_info.uid) {
+            let err = BrokerError::ForeignQuestion(id.to_owned());
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        }
+        if !ui.shown(req) {
+            let err = BrokerError::OutsideFilter(id.to_owned());
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        }
+        let Some(body) = &req.approval else {
+            let err = BrokerError::WrongKind {
+                id: id.to_owned(),
+                kind: RequestKind::Question,
+            };
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        };
+        if let Decision::Decided { outcome, .. } = &resp.decision {
+            if !body.outcomes.contains(outcome) {
+                let err = BrokerError::OutcomeNotOffered {
+                    outcome: *outcome,
+                    offered: body.outcomes.clone(),
+                };
+                fx.error(peer, err.into_frame_error(id));
+                return;
+            }
+        }
+        let answered_by = UiInfo {
+            client: ui.info.client.clone(),
+            pid: ui.info.pid,
+        };
+        let req = self.take(id, WithdrawReason::Answered, Some(peer), fx);
+        let (reason, outcome, message, payload) = match resp.decision {
+            Decision::Dismissed => {
+                let message = approvals::daemon_message(Outcome::Dismissed, req.timeout_ms);
+                (Outcome::Dismissed, ToolOutcome::Cancel, message, None)
+            }
+            Decision::Decided {
+                outcome,
+                message,
+                payload,
+            } => (Outcome::Answered, outcome, message, payload),
+        };
+        let confirmed = reason == Outcome::Answered && outcome.confirms();
+        let ack = ServerFrame::ToolConfirmationAck(ApprovalAck {
+            correlation_id: id.to_owned(),
+            reason,
+            confirmed,
+            outcome,
+        });
+        fx.frame(peer, encode(&ack));
+        let latency = now - req.accepted_at;
+        self.stats.record_latency(latency);
+        self.stats.approvals.record_latency(latency);
+        let response = ApprovalResponse {
+            correlation_id: id.to_owned(),
+            confirmed,
+            outcome,
+            reason,
+            message,
+            payload,
+        };
+        self.finish_approval(req, response, Some(answered_by), now, fx);
+    }
+
+    /// Ends a request nobody answered (timeout, no-ui, withdrawn, shutdown): for an approval
+    /// never a confirmation, and its producer is told why.
+    fn end_unanswered(
+        &mut self,
+        id: &str,
+        req: Pending,
+        outcome: DaemonOutcome,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
+        if req.approval.is_none() {
+            let ending = Ending::daemon(&req, outcome);
+            return self.finish(id, req, ending, now, fx);
+        }
+        let reason = Ending::outcome_of(outcome);
+        let response = ApprovalResponse {
+            correlation_id: id.to_owned(),
+            confirmed: false,
+            outcome: ToolOutcome::Cancel,
+            reason,
+            message: approvals::daemon_message(reason, req.timeout_ms),
+            payload: None,
+        };
+        self.finish_approval(req, response, None, now, fx);
+    }
+
+    /// Sends an approval's producer its one terminal frame, and counts and logs the end.
+    fn finish_approval(
+        &mut self,
+        req: Pending,
+        response: ApprovalResponse,
+        ui: Option<UiInfo>,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
+        let id = response.correlation_id.as_str();
+        let end = End::from(response.reason);
+        self.count_end(end, id, &req, ui, now, None, Some(&response), fx);
+        let frame = encode(&ServerFrame::ToolConfirmationResponse(response));
+        fx.frame(req.producer, frame);
     }
 }
+
+/// What a request was, for the record and event of its rejection.
+#[derive(Clone, Copy)]
+enum Asked<'a> {
+    Questions(&'a [QuestionMeta]),
+    /// An approval, with its body once it was known.
+    Approval(Option<&'a ApprovalBody>),
+}
+
+/// A request's envelope: correlationId, timeoutMs, noUi and context.
+type Envelope = (
+    String,
+    Option<TimeoutMs>,
+    Option<NoUiPolicy>,
+    Option<RequestContext>,
+);
 
 /// How a pending request ends, with what its producer is told.
 struct Ending {
@@ -724,15 +970,19 @@ impl Ending {
     /// One of the daemon's own outcomes, which no UI chose.
     fn daemon(req: &Pending, outcome: DaemonOutcome) -> Ending {
         Ending {
-            outcome: match outcome {
-                DaemonOutcome::Timeout => Outcome::Timeout,
-                DaemonOutcome::NoUi => Outcome::NoUi,
-                DaemonOutcome::Withdrawn => Outcome::Withdrawn,
-                DaemonOutcome::Shutdown => Outcome::Shutdown,
-            },
+            outcome: Ending::outcome_of(outcome),
             result: questions::daemon_result(&req.meta, outcome, req.timeout_ms),
             answers: BTreeMap::new(),
             ui: None,
+        }
+    }
+
+    fn outcome_of(outcome: DaemonOutcome) -> Outcome {
+        match outcome {
+            DaemonOutcome::Timeout => Outcome::Timeout,
+            DaemonOutcome::NoUi => Outcome::NoUi,
+            DaemonOutcome::Withdrawn => Outcome::Withdrawn,
+            DaemonOutcome::Shutdown => Outcome::Shutdown,
         }
     }
 }

@@ -11,13 +11,17 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::PeerId;
-use crate::protocol::{ProducerInfo, RequestContext, UiRequestRef};
+use crate::approvals::ApprovalBody;
+use crate::protocol::{
+    encode, encode_fast, ApprovalWithdrawn, ProducerInfo, RequestContext, ServerFrame,
+    UiRequestRef, WithdrawReason,
+};
 use crate::questions::QuestionMeta;
 
 /// What a pending request counts against its uid's byte budget: its normalized questions'
-/// text and its correlationId, the bytes it keeps alive while pending.
-pub fn bytes_of(id: &str, questions: &str) -> usize {
-    id.len() + questions.len()
+/// text (or an approval's body) and its correlationId, the bytes it keeps alive while pending.
+pub fn bytes_of(id: &str, questions: &str, approval: Option<&ApprovalBody>) -> usize {
+    id.len() + questions.len() + approval.map_or(0, |a| a.bytes)
 }
 
 /// One pending request.
@@ -32,6 +36,8 @@ pub struct Pending {
     /// The normalized questions' JSON text, copied into every UI frame as it is.
     pub questions: Box<str>,
     pub meta: Vec<QuestionMeta>,
+    /// `Some` for an approval (then `questions` and `meta` are empty).
+    pub approval: Option<Box<ApprovalBody>>,
     pub accepted_at: Instant,
     pub deadline: Instant,
     pub timeout_ms: u64,
@@ -40,14 +46,31 @@ pub struct Pending {
 impl Pending {
     /// The request as a UI receives it now (its timeout counts down).
     pub fn encode_for_ui(&self, id: &str, now: Instant) -> Bytes {
+        let timeout_ms = self.deadline.saturating_duration_since(now).as_millis() as u64;
+        if let Some(body) = &self.approval {
+            let context = self.context.as_deref();
+            let frame = body.ui_frame(id, timeout_ms, &self.producer_info, context);
+            return encode(&ServerFrame::ToolConfirmationRequest(frame));
+        }
         UiRequestRef {
             correlation_id: id,
             questions: &self.questions,
-            timeout_ms: self.deadline.saturating_duration_since(now).as_millis() as u64,
+            timeout_ms,
             producer: &self.producer_info,
             context: self.context.as_deref(),
         }
         .encode()
+    }
+
+    /// The frame that takes it off a UI's screen.
+    pub fn encode_withdrawn(&self, id: &str, reason: WithdrawReason) -> Bytes {
+        if self.approval.is_none() {
+            return encode_fast::withdrawn(id, reason);
+        }
+        encode(&ServerFrame::ToolConfirmationWithdrawn(ApprovalWithdrawn {
+            correlation_id: id.to_owned(),
+            reason,
+        }))
     }
 }
 
@@ -105,7 +128,7 @@ impl PendingTable {
         self.deadlines.insert((req.deadline, req.seq));
         *self.by_uid.entry(req.producer_info.uid).or_default() += 1;
         *self.bytes_by_uid.entry(req.producer_info.uid).or_default() +=
-            bytes_of(&id, &req.questions);
+            bytes_of(&id, &req.questions, req.approval.as_deref());
         self.by_producer
             .entry(req.producer)
             .or_default()
@@ -126,7 +149,7 @@ impl PendingTable {
             }
         }
         if let Some(b) = self.bytes_by_uid.get_mut(&uid) {
-            *b = b.saturating_sub(bytes_of(id, &req.questions));
+            *b = b.saturating_sub(bytes_of(id, &req.questions, req.approval.as_deref()));
             if *b == 0 {
                 self.bytes_by_uid.remove(&uid);
             }
@@ -237,7 +260,8 @@ impl PendingTable {
         let mut bytes: HashMap<u32, usize> = HashMap::new();
         for (id, req) in &self.entries {
             *uids.entry(req.producer_info.uid).or_default() += 1;
-            *bytes.entry(req.producer_info.uid).or_default() += bytes_of(id, &req.questions);
+            *bytes.entry(req.producer_info.uid).or_default() +=
+                bytes_of(id, &req.questions, req.approval.as_deref());
         }
         assert_eq!(uids, self.by_uid);
         assert_eq!(bytes, self.bytes_by_uid, "bytes_by_uid");
@@ -261,6 +285,7 @@ mod tests {
             context: None,
             questions: "[]".into(),
             meta: Vec::new(),
+            approval: None,
             accepted_at: at,
             deadline: at + Duration::from_millis(ms),
             timeout_ms: ms,

@@ -4,7 +4,7 @@
 use hdrhistogram::Histogram;
 use tokio::time::Duration;
 
-use crate::protocol::End;
+use crate::protocol::{End, ToolOutcome};
 
 #[derive(Debug, Clone)]
 pub struct BrokerStats {
@@ -13,6 +13,90 @@ pub struct BrokerStats {
     ends: [u64; End::COUNT],
     /// Time from acceptance to a UI's answer or dismissal, in microseconds.
     latency_us: Histogram<u64>,
+    /// The approvals among all of the above.
+    pub approvals: ApprovalStats,
+}
+
+/// Counts of approvals alone (the counts of [`BrokerStats`] include them).
+#[derive(Debug, Clone)]
+pub struct ApprovalStats {
+    pub accepted: u64,
+    /// Approvals by how they ended, indexed by [`End::index`].
+    ends: [u64; End::COUNT],
+    /// The UIs' outcomes of answered approvals, in [`ToolOutcome::ALL`]'s order.
+    decisions: [u64; 7],
+    /// Approvals whose producer was told `confirmed: true`.
+    pub confirmed: u64,
+    latency_us: Histogram<u64>,
+}
+
+impl Default for ApprovalStats {
+    fn default() -> Self {
+        ApprovalStats {
+            accepted: 0,
+            ends: [0; End::COUNT],
+            decisions: [0; 7],
+            confirmed: 0,
+            latency_us: Histogram::new_with_bounds(1, 86_400_000_000, 3)
+                .expect("static histogram bounds are valid"),
+        }
+    }
+}
+
+impl ApprovalStats {
+    /// Counts an approval's end; `decision` is the UI's outcome of an answered one.
+    pub(super) fn count(&mut self, end: End, decision: Option<ToolOutcome>) {
+        self.ends[end.index()] += 1;
+        if let Some(d) = decision {
+            let i = ToolOutcome::ALL.iter().position(|o| *o == d).unwrap_or(0);
+            self.decisions[i] += 1;
+            if d.confirms() {
+                self.confirmed += 1;
+            }
+        }
+    }
+
+    pub(super) fn record_latency(&mut self, d: Duration) {
+        self.latency_us
+            .saturating_record(d.as_micros().max(1) as u64);
+    }
+
+    pub fn ended(&self, end: End) -> u64 {
+        self.ends[end.index()]
+    }
+
+    /// Every end with its count, in [`End::ALL`]'s order.
+    pub fn ends(&self) -> impl Iterator<Item = (End, u64)> + '_ {
+        End::ALL.into_iter().map(|e| (e, self.ended(e)))
+    }
+
+    /// Every outcome a UI chose with its count, in [`ToolOutcome::ALL`]'s order.
+    pub fn decisions(&self) -> impl Iterator<Item = (ToolOutcome, u64)> + '_ {
+        ToolOutcome::ALL.into_iter().zip(self.decisions)
+    }
+
+    pub fn resolved(&self) -> u64 {
+        self.ends()
+            .filter(|(e, _)| *e != End::Rejected)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    pub fn latency_count(&self) -> u64 {
+        self.latency_us.len()
+    }
+
+    /// The decision latency at quantile `q` (0..=1), in milliseconds.
+    pub fn latency_ms(&self, q: f64) -> f64 {
+        if self.latency_us.is_empty() {
+            return 0.0;
+        }
+        self.latency_us.value_at_quantile(q) as f64 / 1000.0
+    }
+
+    pub fn latency_max_ms(&self) -> f64 {
+        self.latency_us.max() as f64 / 1000.0
+    }
 }
 
 impl Default for BrokerStats {
@@ -23,6 +107,7 @@ impl Default for BrokerStats {
             // One microsecond to one day at 3 significant digits: a few tens of KiB, once.
             latency_us: Histogram::new_with_bounds(1, 86_400_000_000, 3)
                 .expect("static histogram bounds are valid"),
+            approvals: ApprovalStats::default(),
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use crate::protocol::{End, ErrorCode, ProducerInfo, UiInfo};
+use crate::protocol::{End, ErrorCode, ProducerInfo, ToolOutcome, UiInfo};
 
 /// One request's end, with the reference tool's ask_user metrics. The `Serialize` derive is
 /// the specification of the line; [`Record::write_line`] writes the same bytes, faster (tested).
@@ -43,6 +43,43 @@ pub struct Record {
     pub empty_submission: bool,
     #[serde(rename = "answer_count")]
     pub answer_count: usize,
+    /// Set for approvals, whose line has its own shape (`write_line`).
+    #[serde(skip)]
+    pub approval: Option<Box<ApprovalFacts>>,
+}
+
+/// What an approval's record says beyond the fields every record has.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalFacts {
+    /// `toolCall.name`; `None` for a request rejected before it was known.
+    pub tool: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details_type: Option<&'static str>,
+    /// What the producer was told (absent for `rejected` and `producer-gone`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<ToolOutcome>,
+}
+
+/// An approval's telemetry line: the common fields, `kind`, then its facts.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ApprovalLine<'a> {
+    ts: String,
+    node: Option<&'a str>,
+    kind: &'static str,
+    correlation_id: Option<&'a str>,
+    reason: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    code: Option<&'static str>,
+    producer: &'a ProducerInfo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ui: Option<&'a UiInfo>,
+    latency_ms: u64,
+    #[serde(flatten)]
+    facts: &'a ApprovalFacts,
 }
 
 impl Record {
@@ -51,6 +88,23 @@ impl Record {
     /// `ts_text` caches the last timestamp formatted (records of one burst share theirs).
     pub fn write_line(&self, out: &mut Vec<u8>, ts_text: &mut (SystemTime, Vec<u8>)) {
         use crate::protocol::json::{write_i64, write_str, write_u64};
+        if let Some(facts) = &self.approval {
+            let line = ApprovalLine {
+                ts: humantime::format_rfc3339_millis(self.ts).to_string(),
+                node: self.node.as_deref(),
+                kind: "approval",
+                correlation_id: self.correlation_id.as_deref(),
+                reason: self.reason.as_str(),
+                code: self.code.map(ErrorCode::as_str),
+                producer: &self.producer,
+                ui: self.ui.as_ref(),
+                latency_ms: self.latency_ms,
+                facts,
+            };
+            serde_json::to_writer(&mut *out, &line).expect("an approval line serializes");
+            out.push(b'\n');
+            return;
+        }
         if ts_text.1.is_empty() || ts_text.0 != self.ts {
             ts_text.0 = self.ts;
             ts_text.1.clear();
@@ -166,6 +220,7 @@ mod tests {
             dismissed: false,
             empty_submission: true,
             answer_count: 0,
+            approval: None,
         };
         let bare = Record {
             node: None,

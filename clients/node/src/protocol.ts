@@ -189,6 +189,71 @@ export interface StatsFrame {
   [counter: string]: unknown;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Approvals: Gemini CLI core's tool confirmations (proto/PROTOCOL.md, "Approval frames").
+
+/** `ToolConfirmationOutcome` of @google/gemini-cli-core, in its order. */
+export const TOOL_OUTCOMES = [
+  "proceed_once",
+  "proceed_always",
+  "proceed_always_and_save",
+  "proceed_always_server",
+  "proceed_always_tool",
+  "modify_with_editor",
+  "cancel",
+] as const;
+export type ToolOutcome = (typeof TOOL_OUTCOMES)[number];
+
+/** The reference's `FunctionCall`. */
+export interface ToolCall {
+  name: string;
+  args?: Record<string, unknown>;
+  id?: string;
+  [key: string]: unknown;
+}
+
+/** The reference's `SerializableConfirmationDetails` (kept as sent; unknown keys allowed). */
+export type ConfirmationDetails = { type: string; title: string; systemMessage?: string; [key: string]: unknown };
+
+/** To UIs: an approval to decide. */
+export interface UiApprovalFrame {
+  type: "tool-confirmation-request";
+  correlationId: string;
+  toolCall: ToolCall;
+  serverName?: string;
+  toolAnnotations?: Record<string, unknown>;
+  subagent?: string;
+  details?: ConfirmationDetails;
+  /** What the UI may offer; always holds proceed_once and cancel. */
+  outcomes: ToolOutcome[];
+  timeoutMs: number;
+  producer: ProducerInfo;
+  context?: Record<string, unknown>;
+}
+export interface ApprovalWithdrawnFrame {
+  type: "tool-confirmation-withdrawn";
+  correlationId: string;
+  reason: WithdrawReason;
+}
+export interface ApprovalAckFrame {
+  type: "tool-confirmation-ack";
+  correlationId: string;
+  reason: "answered" | "dismissed";
+  confirmed: boolean;
+  outcome: ToolOutcome;
+}
+/** To producers: the one terminal answer to an approval. `confirmed` is true only when a UI
+ * approved; every other end is `confirmed: false`, `outcome: "cancel"`, with `message` saying why. */
+export interface ApprovalResponseFrame {
+  type: "tool-confirmation-response";
+  correlationId: string;
+  confirmed: boolean;
+  outcome: ToolOutcome;
+  reason: Outcome;
+  message?: string;
+  payload?: Record<string, unknown>;
+}
+
 export type ServerFrame =
   | WelcomeFrame
   | PongFrame
@@ -200,7 +265,11 @@ export type ServerFrame =
   | ErrorFrame
   | WatchingFrame
   | BusEventFrame
-  | StatsFrame;
+  | StatsFrame
+  | UiApprovalFrame
+  | ApprovalWithdrawnFrame
+  | ApprovalAckFrame
+  | ApprovalResponseFrame;
 
 // ---------------------------------------------------------------------------------------------
 // Frames a client sends.
@@ -245,6 +314,45 @@ export interface AnswerFrame {
   cancelled?: boolean;
 }
 
+export interface ApprovalRequestFrame {
+  type: "tool-confirmation-request";
+  correlationId: string;
+  toolCall: ToolCall;
+  serverName?: string;
+  toolAnnotations?: Record<string, unknown>;
+  subagent?: string;
+  details?: ConfirmationDetails;
+  outcomes?: ToolOutcome[];
+  timeoutMs?: number;
+  noUi?: NoUiPolicy;
+  context?: Record<string, unknown>;
+}
+export interface ApprovalCancelFrame {
+  type: "tool-confirmation-cancel";
+  correlationId: string;
+}
+export interface DecisionFrame {
+  type: "tool-confirmation-response";
+  correlationId: string;
+  confirmed?: boolean;
+  outcome?: ToolOutcome;
+  message?: string;
+  payload?: Record<string, unknown>;
+  dismissed?: boolean;
+}
+
+/** The optional fields of an approval request. */
+export interface ApprovalOptions {
+  serverName?: string;
+  toolAnnotations?: Record<string, unknown>;
+  subagent?: string;
+  details?: ConfirmationDetails;
+  outcomes?: ToolOutcome[];
+  timeoutMs?: number;
+  noUi?: NoUiPolicy;
+  context?: Record<string, unknown>;
+}
+
 export type ClientFrame =
   | HelloFrame
   | PingFrame
@@ -253,7 +361,10 @@ export type ClientFrame =
   | WatchFrame
   | AskFrame
   | CancelFrame
-  | AnswerFrame;
+  | AnswerFrame
+  | ApprovalRequestFrame
+  | ApprovalCancelFrame
+  | DecisionFrame;
 
 /** Client frames, built with exactly the fields the protocol defines (optional ones omitted). */
 export const frames = {
@@ -290,6 +401,26 @@ export const frames = {
   },
   dismiss(correlationId: string): AnswerFrame {
     return { type: "ask-user-response", correlationId, answers: {}, cancelled: true };
+  },
+  confirm(correlationId: string, toolCall: ToolCall, options: ApprovalOptions = {}): ApprovalRequestFrame {
+    const f: ApprovalRequestFrame = { type: "tool-confirmation-request", correlationId, toolCall };
+    for (const key of ["serverName", "toolAnnotations", "subagent", "details", "outcomes", "timeoutMs", "noUi", "context"] as const) {
+      if (options[key] !== undefined) (f as any)[key] = options[key];
+    }
+    return f;
+  },
+  cancelApproval(correlationId: string): ApprovalCancelFrame {
+    return { type: "tool-confirmation-cancel", correlationId };
+  },
+  /** A decision: `cancel` denies, any other outcome approves. */
+  decide(correlationId: string, outcome: ToolOutcome, message?: string, payload?: Record<string, unknown>): DecisionFrame {
+    const f: DecisionFrame = { type: "tool-confirmation-response", correlationId, confirmed: outcome !== "cancel", outcome };
+    if (message !== undefined) f.message = message;
+    if (payload !== undefined) f.payload = payload;
+    return f;
+  },
+  dismissApproval(correlationId: string): DecisionFrame {
+    return { type: "tool-confirmation-response", correlationId, dismissed: true };
   },
 };
 

@@ -95,6 +95,32 @@ test("error examples map to their AskbusError subclasses", () => {
   }
 });
 
+/** The approval examples, as this package builds them. */
+function approvalFrames(): Record<string, ClientFrame> {
+  const built: Record<string, ClientFrame> = {};
+  for (const name of ["", ".edit", ".mcp", ".info", ".no-ui-reject", ".invalid"]) {
+    const f = example(`client/tool-confirmation-request${name}.json`);
+    built[`tool-confirmation-request${name}.json`] = frames.confirm(f.correlationId, f.toolCall, {
+      serverName: f.serverName,
+      details: f.details,
+      outcomes: f.outcomes,
+      timeoutMs: f.timeoutMs,
+      noUi: f.noUi,
+    });
+  }
+  const id = example("client/tool-confirmation-request.json").correlationId;
+  built["tool-confirmation-cancel.json"] = frames.cancelApproval(id);
+  built["tool-confirmation-response.json"] = frames.decide(id, "proceed_once");
+  built["tool-confirmation-response.always.json"] = frames.decide(id, "proceed_always");
+  built["tool-confirmation-response.deny.json"] = frames.decide(
+    id,
+    "cancel",
+    example("client/tool-confirmation-response.deny.json").message,
+  );
+  built["tool-confirmation-response.dismissed.json"] = frames.dismissApproval(id);
+  return built;
+}
+
 test("client frames this package builds equal the client examples", () => {
   const req = example("client/ask-user-request.json");
   const ctxReq = example("client/ask-user-request.context.json");
@@ -121,6 +147,7 @@ test("client frames this package builds equal the client examples", () => {
     "ask-user-cancel.json": frames.cancel(req.correlationId),
     "ask-user-response.json": frames.answer(req.correlationId, { "0": "PostgreSQL", "1": "Yes" }),
     "ask-user-response.dismissed.json": frames.dismiss(req.correlationId),
+    ...approvalFrames(),
   };
   const clientFiles = index.examples.filter((e) => e.direction === "client").map((e) => e.file.split("/").at(-1)!);
   // hello with protocol 2 is the one example this client never sends (it speaks protocol 1).

@@ -92,6 +92,33 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
         return {"type": "stats", **parsed.counters}
     if isinstance(parsed, _frames.Watching):
         return {"type": "watching"}
+    if isinstance(parsed, _frames.ApprovalRequest):
+        out = {"type": "tool-confirmation-request", "correlationId": parsed.correlation_id,
+               "toolCall": parsed.tool_call, "outcomes": parsed.outcomes,
+               "timeoutMs": parsed.timeout_ms, "producer": producer(parsed.producer)}
+        for key, value in (("serverName", parsed.server_name),
+                           ("toolAnnotations", parsed.tool_annotations),
+                           ("subagent", parsed.subagent), ("details", parsed.details),
+                           ("context", parsed.context.to_wire() if parsed.context else None)):
+            if value is not None:
+                out[key] = value
+        return out
+    if isinstance(parsed, _frames.ApprovalWithdrawn):
+        return {"type": "tool-confirmation-withdrawn", "correlationId": parsed.correlation_id,
+                "reason": parsed.reason}
+    if isinstance(parsed, _frames.ApprovalAck):
+        return {"type": "tool-confirmation-ack", "correlationId": parsed.correlation_id,
+                "reason": parsed.reason, "confirmed": parsed.confirmed,
+                "outcome": parsed.outcome}
+    if isinstance(parsed, askbus.types.ApprovalResponse):
+        out = {"type": "tool-confirmation-response", "correlationId": parsed.correlation_id,
+               "confirmed": parsed.confirmed, "outcome": parsed.outcome,
+               "reason": parsed.reason}
+        if parsed.message is not None:
+            out["message"] = parsed.message
+        if parsed.payload is not None:
+            out["payload"] = parsed.payload
+        return out
     if isinstance(parsed, BusEvent):
         out = {"type": "bus-event", "event": parsed.event, "ts": parsed.ts,
                "correlationId": parsed.correlation_id, "producer": producer(parsed.producer),
@@ -101,7 +128,9 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
                          **({"client": parsed.ui.client} if parsed.ui.client else {})}
         for key, value in (("latencyMs", parsed.latency_ms), ("timeoutMs", parsed.timeout_ms),
                            ("code", parsed.code), ("agent", parsed.agent),
-                           ("project", parsed.project)):
+                           ("project", parsed.project), ("kind", parsed.kind),
+                           ("tool", parsed.tool), ("detailsType", parsed.details_type),
+                           ("confirmed", parsed.confirmed), ("outcome", parsed.outcome)):
             if value is not None:
                 out[key] = value
         return out
@@ -135,6 +164,14 @@ class GoldenFramesTest(unittest.TestCase):
             "ask-user-cancel": lambda f: _frames.ask_user_cancel(f["correlationId"]),
             "ask-user-response": lambda f: _frames.ask_user_response(
                 f["correlationId"], f.get("answers", {}), f.get("cancelled", False)),
+            "tool-confirmation-request": lambda f: _frames.tool_confirmation_request(
+                f["correlationId"], f["toolCall"], f.get("details"), f.get("outcomes"),
+                f.get("timeoutMs"), f.get("noUi"), f.get("serverName"), f.get("context")),
+            "tool-confirmation-cancel": lambda f: _frames.tool_confirmation_cancel(
+                f["correlationId"]),
+            "tool-confirmation-response": lambda f: _frames.tool_confirmation_response(
+                f["correlationId"], f.get("confirmed"), f.get("outcome"), f.get("message"),
+                f.get("payload"), f.get("dismissed", False)),
         }
         entries = [e for e in index() if e["direction"] == "client"]
         self.assertEqual({e["type"] for e in entries}, set(builders))

@@ -10,7 +10,16 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import DaemonError, ProtocolError, error_for_code
 from .types import (
-    CONTEXT_FIELDS, Answers, BusEvent, ProducerInfo, RequestContext, Response, ToolResult, UiInfo,
+    CONTEXT_FIELDS,
+    TOOL_OUTCOMES,
+    Answers,
+    ApprovalResponse,
+    BusEvent,
+    ProducerInfo,
+    RequestContext,
+    Response,
+    ToolResult,
+    UiInfo,
     Welcome,
 )
 
@@ -129,6 +138,67 @@ def ask_user_response(
     return frame
 
 
+def tool_confirmation_request(
+    correlation_id: str,
+    tool_call: Mapping[str, Any],
+    details: Optional[Mapping[str, Any]] = None,
+    outcomes: Optional[Sequence[str]] = None,
+    timeout_ms: Optional[int] = None,
+    no_ui: Optional[str] = None,
+    server_name: Optional[str] = None,
+    context: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    frame: Dict[str, Any] = {
+        "type": "tool-confirmation-request",
+        "correlationId": correlation_id,
+        "toolCall": dict(tool_call),
+    }
+    if server_name is not None:
+        frame["serverName"] = server_name
+    if details is not None:
+        frame["details"] = dict(details)
+    if outcomes is not None:
+        frame["outcomes"] = list(outcomes)
+    if timeout_ms is not None:
+        frame["timeoutMs"] = timeout_ms
+    if no_ui is not None:
+        frame["noUi"] = no_ui
+    if context is not None:
+        frame["context"] = dict(context)
+    return frame
+
+
+def tool_confirmation_cancel(correlation_id: str) -> Dict[str, Any]:
+    return {"type": "tool-confirmation-cancel", "correlationId": correlation_id}
+
+
+def tool_confirmation_response(
+    correlation_id: str,
+    confirmed: Optional[bool] = None,
+    outcome: Optional[str] = None,
+    message: Optional[str] = None,
+    payload: Optional[Mapping[str, Any]] = None,
+    dismissed: bool = False,
+) -> Dict[str, Any]:
+    """A decision (``confirmed`` and ``outcome``), or ``dismissed=True`` with neither."""
+    frame: Dict[str, Any] = {"type": "tool-confirmation-response", "correlationId": correlation_id}
+    if dismissed:
+        frame["dismissed"] = True
+        return frame
+    if confirmed is None:
+        raise ValueError("a decision needs confirmed (or dismissed=True)")
+    frame["confirmed"] = confirmed
+    if outcome is not None:
+        if outcome not in TOOL_OUTCOMES:
+            raise ValueError(f"outcome must be one of {', '.join(TOOL_OUTCOMES)}, not {outcome!r}")
+        frame["outcome"] = outcome
+    if message is not None:
+        frame["message"] = message
+    if payload is not None:
+        frame["payload"] = dict(payload)
+    return frame
+
+
 def check_correlation_id(correlation_id: object) -> str:
     """The daemon's own rules for a correlationId. Checked before sending because the daemon
     cannot say which request a bad id belonged to, so its error could reach no caller."""
@@ -194,6 +264,39 @@ class Ack:
 
 
 @dataclass(frozen=True)
+class ApprovalRequest:
+    """An approval as a UI receives it: the producer's fields as sent (``details`` is Gemini
+    CLI core's ``SerializableConfirmationDetails``), the outcomes it may offer, ms left."""
+
+    correlation_id: str
+    tool_call: Dict[str, Any]
+    outcomes: List[str]
+    timeout_ms: int
+    producer: ProducerInfo
+    server_name: Optional[str] = None
+    tool_annotations: Optional[Dict[str, Any]] = None
+    subagent: Optional[str] = None
+    details: Optional[Dict[str, Any]] = None
+    context: Optional[RequestContext] = None
+
+
+@dataclass(frozen=True)
+class ApprovalWithdrawn:
+    correlation_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ApprovalAck:
+    """This UI's decision won: ``reason`` is answered or dismissed, with what was recorded."""
+
+    correlation_id: str
+    reason: str
+    confirmed: bool
+    outcome: str
+
+
+@dataclass(frozen=True)
 class Stats:
     counters: Dict[str, Any]
 
@@ -225,6 +328,10 @@ ServerFrame = Union[
     Stats,
     Watching,
     BusEvent,
+    ApprovalRequest,
+    ApprovalWithdrawn,
+    ApprovalAck,
+    ApprovalResponse,
     Unknown,
 ]
 
@@ -356,6 +463,40 @@ def parse_bus_event(frame: Mapping[str, Any]) -> BusEvent:
         code=_optional(frame, "code", str),
         agent=_optional(frame, "agent", str),
         project=_optional(frame, "project", str),
+        kind=_optional(frame, "kind", str),
+        tool=_optional(frame, "tool", str),
+        details_type=_optional(frame, "detailsType", str),
+        confirmed=_optional(frame, "confirmed", bool),
+        outcome=_optional(frame, "outcome", str),
+    )
+
+
+def parse_approval_request(frame: Mapping[str, Any]) -> ApprovalRequest:
+    outcomes = _strings(frame, "outcomes")
+    if any(o not in TOOL_OUTCOMES for o in outcomes):
+        raise ProtocolError("askbusd sent a tool-confirmation-request with an unknown outcome")
+    return ApprovalRequest(
+        correlation_id=_field(frame, "correlationId", str),
+        tool_call=_field(frame, "toolCall", dict),
+        outcomes=outcomes,
+        timeout_ms=_field(frame, "timeoutMs", int),
+        producer=parse_producer(_field(frame, "producer", dict)),
+        server_name=_optional(frame, "serverName", str),
+        tool_annotations=_optional(frame, "toolAnnotations", dict),
+        subagent=_optional(frame, "subagent", str),
+        details=_optional(frame, "details", dict),
+        context=parse_context(frame.get("context")),
+    )
+
+
+def parse_approval_response(frame: Mapping[str, Any]) -> ApprovalResponse:
+    return ApprovalResponse(
+        correlation_id=_field(frame, "correlationId", str),
+        confirmed=_field(frame, "confirmed", bool),
+        outcome=_choice(frame, "outcome", TOOL_OUTCOMES),  # type: ignore[arg-type]
+        reason=_choice(frame, "reason", _RESPONSE_REASONS),  # type: ignore[arg-type]
+        message=_optional(frame, "message", str),
+        payload=_optional(frame, "payload", dict),
     )
 
 
@@ -391,4 +532,20 @@ def parse_server_frame(frame: Dict[str, Any]) -> ServerFrame:
         return Watching()
     if kind == "bus-event":
         return parse_bus_event(frame)
+    if kind == "tool-confirmation-request":
+        return parse_approval_request(frame)
+    if kind == "tool-confirmation-withdrawn":
+        return ApprovalWithdrawn(
+            correlation_id=_field(frame, "correlationId", str),
+            reason=_choice(frame, "reason", _WITHDRAW_REASONS),
+        )
+    if kind == "tool-confirmation-ack":
+        return ApprovalAck(
+            correlation_id=_field(frame, "correlationId", str),
+            reason=_choice(frame, "reason", _ACK_OUTCOMES),
+            confirmed=_field(frame, "confirmed", bool),
+            outcome=_choice(frame, "outcome", TOOL_OUTCOMES),
+        )
+    if kind == "tool-confirmation-response":
+        return parse_approval_response(frame)
     return Unknown(type=kind, frame=frame)

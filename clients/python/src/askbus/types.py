@@ -93,6 +93,46 @@ class Response:
         raise outcome_error(self)
 
 
+#: Gemini CLI core's ``ToolConfirmationOutcome``, in its order.
+ToolOutcome = Literal[
+    "proceed_once",
+    "proceed_always",
+    "proceed_always_and_save",
+    "proceed_always_server",
+    "proceed_always_tool",
+    "modify_with_editor",
+    "cancel",
+]
+TOOL_OUTCOMES = (
+    "proceed_once",
+    "proceed_always",
+    "proceed_always_and_save",
+    "proceed_always_server",
+    "proceed_always_tool",
+    "modify_with_editor",
+    "cancel",
+)
+
+
+@dataclass(frozen=True)
+class ApprovalResponse:
+    """The one terminal answer to an approval (``tool-confirmation-response``).
+
+    ``confirmed`` is true only when a UI approved (``reason == "answered"`` and an outcome
+    other than ``cancel``); every other end is ``confirmed=False``, ``outcome="cancel"``, and
+    ``message`` says why. For ``answered`` the ``message`` is what the person typed, if
+    anything. Hand ``confirmed``/``outcome``/``payload`` to the agent, ``message`` as the
+    reason it is told.
+    """
+
+    correlation_id: str
+    confirmed: bool
+    outcome: ToolOutcome
+    reason: Reason
+    message: Optional[str] = None
+    payload: Optional[Dict[str, Any]] = None
+
+
 @dataclass(frozen=True)
 class ProducerInfo:
     """Who asked, as the daemon tells UIs: the name the producer announced (if any), and the
@@ -206,6 +246,14 @@ class BusEvent:
     #: The request's ``context.agent`` and ``context.project``, when it carried them.
     agent: Optional[str] = None
     project: Optional[str] = None
+    #: ``"approval"`` for approvals, ``None`` for questions.
+    kind: Optional[str] = None
+    #: Approvals: ``toolCall.name`` and ``details.type``; on answered/dismissed, what the
+    #: producer was told.
+    tool: Optional[str] = None
+    details_type: Optional[str] = None
+    confirmed: Optional[bool] = None
+    outcome: Optional[str] = None
 
 
 R = TypeVar("R")

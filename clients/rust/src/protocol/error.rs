@@ -90,6 +90,15 @@ impl fmt::Display for ErrorCode {
     }
 }
 
+/// The kinds of request a producer can make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequestKind {
+    /// `ask-user-request`: questions.
+    Question,
+    /// `tool-confirmation-request`: an approval.
+    Approval,
+}
+
 /// A frame the daemon refuses, with what the peer is told.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
@@ -98,9 +107,9 @@ pub struct FrameError {
     pub message: String,
     /// The offending frame's correlationId, when it had a usable one.
     pub correlation_id: Option<String>,
-    /// The frame was an ask-user-request: its rejection is logged like any other end of a
-    /// request.
-    pub ask_request: bool,
+    /// The frame was a request (of this kind): its rejection is logged like any other end of
+    /// a request.
+    pub request: Option<RequestKind>,
 }
 
 impl FrameError {
@@ -109,7 +118,7 @@ impl FrameError {
             code,
             message: message.into(),
             correlation_id: None,
-            ask_request: false,
+            request: None,
         }
     }
 

@@ -306,7 +306,7 @@ pub fn daemon_result(meta: &[QuestionMeta], outcome: DaemonOutcome, timeout_ms: 
 
 /// Milliseconds as seconds with no trailing zeros, in integer arithmetic so no float
 /// rounding can creep into the text.
-fn format_seconds(ms: u64) -> String {
+pub fn format_seconds(ms: u64) -> String {
     let (secs, frac) = (ms / 1000, ms % 1000);
     if frac == 0 {
         secs.to_string()

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{NoUiPolicy, RequestContext, SubscribeFilter};
+use super::{NoUiPolicy, RequestContext, SubscribeFilter, ToolOutcome};
 
 /// Frames a client sends.
 #[derive(Debug, Clone, Serialize)]
@@ -54,6 +54,46 @@ pub enum ClientFrame<'a> {
         answers: &'a BTreeMap<usize, String>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolConfirmationRequest {
+        correlation_id: &'a str,
+        tool_call: &'a Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        server_name: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_annotations: Option<&'a Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        subagent: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        details: Option<&'a Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        outcomes: Option<&'a [ToolOutcome]>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        no_ui: Option<NoUiPolicy>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        context: Option<&'a Value>,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolConfirmationCancel {
+        correlation_id: &'a str,
+    },
+    /// A decision (`confirmed` and `outcome`), or `dismissed: true` with neither.
+    #[serde(rename_all = "camelCase")]
+    ToolConfirmationResponse {
+        correlation_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        confirmed: Option<bool>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        outcome: Option<ToolOutcome>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        payload: Option<&'a Value>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        dismissed: bool,
     },
 }
 

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::{NoUiPolicy, RequestContext, SubscribeFilter};
+use super::{
+    NoUiPolicy, RequestContext, SubscribeFilter, ToolConfirmationRequest, ToolConfirmationResponse,
+};
 
 /// A frame a peer sent, after the checks that need no daemon state.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +36,12 @@ pub enum Inbound {
         correlation_id: String,
     },
     AskUserResponse(AskUserResponse),
+    /// An approval to ask; its tool call and details are checked by `approvals::check`.
+    ToolConfirmationRequest(ToolConfirmationRequest),
+    ToolConfirmationCancel {
+        correlation_id: String,
+    },
+    ToolConfirmationResponse(ToolConfirmationResponse),
 }
 
 /// An ask-user-request whose own fields are valid; `questions` is not yet validated.

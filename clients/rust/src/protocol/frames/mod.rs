@@ -3,6 +3,7 @@
 //! encode and to decode), and what a client sends ([`client`]); plus the words both directions
 //! share (policies, outcomes, reasons).
 
+mod approval;
 mod client;
 mod context;
 mod inbound;
@@ -10,6 +11,7 @@ mod outbound;
 
 use serde::{Deserialize, Serialize};
 
+pub use approval::*;
 pub use client::ClientFrame;
 pub use context::*;
 pub use inbound::*;

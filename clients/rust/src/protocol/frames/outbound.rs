@@ -9,7 +9,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{question_index, End, Outcome, RequestContext, WithdrawReason};
+use super::{
+    question_index, ApprovalAck, ApprovalResponse, ApprovalWithdrawn, End, Outcome, RequestContext,
+    ToolOutcome, UiApproval, WithdrawReason,
+};
 use crate::protocol::error::FrameError;
 
 /// Who asked, as UIs are told.
@@ -59,6 +62,20 @@ pub struct BusEvent {
     /// The error code (`rejected` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// `approval` for approvals; absent for questions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Approvals: `toolCall.name` (absent when rejected before it was known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Approvals: `details.type`, when there were details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details_type: Option<String>,
+    /// Approvals answered or dismissed: what the producer was told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmed: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<ToolOutcome>,
 }
 
 /// What a watcher event reports: a request's arrival or its [`End`]. A client reads an event
@@ -254,6 +271,14 @@ pub enum ServerFrame {
     },
     /// To producers: the terminal answer.
     AskUserResponse(ProducerResponse),
+    /// To UIs: an approval to decide.
+    ToolConfirmationRequest(UiApproval),
+    /// To UIs: an approval is no longer pending.
+    ToolConfirmationWithdrawn(ApprovalWithdrawn),
+    /// To the UI whose decision won.
+    ToolConfirmationAck(ApprovalAck),
+    /// To producers: the terminal answer to an approval.
+    ToolConfirmationResponse(ApprovalResponse),
     Error(ErrorFrame),
     /// Live counters; fields documented in proto/PROTOCOL.md.
     Stats(Map<String, Value>),

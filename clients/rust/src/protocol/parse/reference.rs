@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::protocol::error::{ErrorCode, FrameError};
+use crate::protocol::error::{ErrorCode, FrameError, RequestKind};
 use crate::protocol::frames::{
-    check_context_value, question_index, AskUserRequest, AskUserResponse, Inbound, NoUiPolicy,
-    RequestContext, RequestQuestions, SubscribeFilter, TimeoutMs, MAX_CLIENT_CHARS,
+    check_context_value, question_index, AskUserRequest, AskUserResponse, Decision, Inbound,
+    NoUiPolicy, RequestContext, RequestQuestions, SubscribeFilter, TimeoutMs,
+    ToolConfirmationRequest, ToolConfirmationResponse, ToolOutcome, MAX_APPROVAL_MESSAGE_CHARS,
+    MAX_CLIENT_CHARS,
 };
 use crate::protocol::{MAX_CORRELATION_ID_CHARS, PROTOCOL_VERSION};
 
@@ -58,9 +60,26 @@ pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
             client: client_field(obj)?,
         }),
         "ask-user-request" => parse_request(value).map_err(|mut e| {
-            e.ask_request = true;
+            e.request = Some(RequestKind::Question);
             e
         }),
+        "tool-confirmation-request" => parse_approval(value).map_err(|mut e| {
+            e.request = Some(RequestKind::Approval);
+            e
+        }),
+        "tool-confirmation-cancel" => {
+            let correlation_id =
+                correlation_id(obj, ErrorCode::InvalidRequest, "tool-confirmation-cancel")?;
+            Ok(Inbound::ToolConfirmationCancel { correlation_id })
+        }
+        "tool-confirmation-response" => {
+            let id = correlation_id(
+                obj,
+                ErrorCode::InvalidResponse,
+                "tool-confirmation-response",
+            )?;
+            parse_decision(obj, id).map(Inbound::ToolConfirmationResponse)
+        }
         "ask-user-cancel" => {
             let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, "ask-user-cancel")?;
             Ok(Inbound::AskUserCancel { correlation_id })
@@ -102,7 +121,41 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
     let Value::Object(obj) = &value else {
         unreachable!("checked by parse_inbound")
     };
-    let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, "ask-user-request")?;
+    let (correlation_id, timeout_ms, no_ui, context) = envelope(obj, "ask-user-request")?;
+    Ok(Inbound::AskUserRequest(AskUserRequest {
+        correlation_id,
+        timeout_ms,
+        no_ui,
+        context,
+        questions: RequestQuestions::Params(value),
+    }))
+}
+
+fn parse_approval(value: Value) -> Result<Inbound, FrameError> {
+    let Value::Object(frame) = value else {
+        unreachable!("checked by parse_inbound")
+    };
+    let (correlation_id, timeout_ms, no_ui, context) =
+        envelope(&frame, "tool-confirmation-request")?;
+    Ok(Inbound::ToolConfirmationRequest(ToolConfirmationRequest {
+        correlation_id,
+        timeout_ms,
+        no_ui,
+        context,
+        frame,
+    }))
+}
+
+/// The fields every request shares, checked in the documented order.
+type Envelope = (
+    String,
+    Option<TimeoutMs>,
+    Option<NoUiPolicy>,
+    Option<RequestContext>,
+);
+
+fn envelope(obj: &Map<String, Value>, frame: &str) -> Result<Envelope, FrameError> {
+    let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, frame)?;
     let err = |msg: String| {
         FrameError::new(ErrorCode::InvalidRequest, msg).with_id(Some(&correlation_id))
     };
@@ -178,13 +231,121 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
             )))
         }
     };
-    Ok(Inbound::AskUserRequest(AskUserRequest {
+    Ok((correlation_id, timeout_ms, no_ui, context))
+}
+
+/// A UI's decision on an approval, its shape checked (the outcome's offer is the broker's).
+fn parse_decision(
+    obj: &Map<String, Value>,
+    correlation_id: String,
+) -> Result<ToolConfirmationResponse, FrameError> {
+    let err = |msg: String| {
+        FrameError::new(ErrorCode::InvalidResponse, msg).with_id(Some(&correlation_id))
+    };
+    match obj.get("dismissed") {
+        None | Some(Value::Bool(false)) => {}
+        Some(Value::Bool(true)) => {
+            return Ok(ToolConfirmationResponse {
+                correlation_id,
+                decision: Decision::Dismissed,
+            })
+        }
+        Some(other) => {
+            return Err(err(format!(
+                "dismissed must be a boolean, not {}",
+                kind(other)
+            )))
+        }
+    }
+    let confirmed = match obj.get("confirmed") {
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(err(format!(
+                "confirmed must be a boolean, not {}",
+                kind(other)
+            )))
+        }
+        None => {
+            return Err(err(
+                "tool-confirmation-response needs \"confirmed\" (or \"dismissed\": true)".into(),
+            ))
+        }
+    };
+    let outcome = match obj.get("outcome") {
+        None => {
+            if confirmed {
+                ToolOutcome::ProceedOnce
+            } else {
+                ToolOutcome::Cancel
+            }
+        }
+        Some(Value::String(s)) => ToolOutcome::parse(s).ok_or_else(|| {
+            err(format!(
+                "outcome must be one of {}, not {:?}",
+                ToolOutcome::names(),
+                truncate(s, 64)
+            ))
+        })?,
+        Some(other) => {
+            return Err(err(format!(
+                "outcome must be a string, not {}",
+                kind(other)
+            )))
+        }
+    };
+    if outcome.confirms() != confirmed {
+        return Err(err(if confirmed {
+            "confirmed is true but outcome is \"cancel\" (cancel denies)".into()
+        } else {
+            format!(
+                "confirmed is false but outcome {:?} approves",
+                outcome.as_str()
+            )
+        }));
+    }
+    let message = match obj.get("message") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.chars().count() <= MAX_APPROVAL_MESSAGE_CHARS => {
+            Some(s.clone())
+        }
+        Some(Value::String(_)) => {
+            return Err(err(format!(
+                "message must be at most {MAX_APPROVAL_MESSAGE_CHARS} characters"
+            )))
+        }
+        Some(other) => {
+            return Err(err(format!(
+                "message must be a string, not {}",
+                kind(other)
+            )))
+        }
+    };
+    let payload = match obj.get("payload") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(p)) => Some(p.clone()),
+        Some(other) => {
+            return Err(err(format!(
+                "payload must be an object, not {}",
+                kind(other)
+            )))
+        }
+    };
+    if outcome == ToolOutcome::ModifyWithEditor {
+        let new_content = payload.as_ref().and_then(|p| p.get("newContent"));
+        if !matches!(new_content, Some(Value::String(_))) {
+            return Err(err(
+                "outcome modify_with_editor needs payload.newContent, a string".into(),
+            ));
+        }
+    }
+    Ok(ToolConfirmationResponse {
         correlation_id,
-        timeout_ms,
-        no_ui,
-        context,
-        questions: RequestQuestions::Params(value),
-    }))
+        decision: Decision::Decided {
+            outcome,
+            message,
+            payload,
+        },
+    })
 }
 
 fn parse_response(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
