@@ -6,7 +6,8 @@
 
 mod common;
 
-use std::process::{Child, Output};
+use std::io::Write;
+use std::process::{Child, Output, Stdio};
 
 use common::{rt, spawn_with_stdin, Daemon, Raw};
 use serde_json::{json, Value};
@@ -290,4 +291,38 @@ fn a_write_is_shown_as_a_diff() {
     let e = ended(child.wait_with_output().unwrap());
     assert_eq!(e.code, 0);
     assert_eq!(e.stdout, Some(json!({"decision": "allow"})));
+}
+
+#[test]
+fn a_wrong_command_line_blocks_instead_of_exiting_with_usage() {
+    // Gemini CLI runs the tool on any exit status but 0 with a decision or 2.
+    let d = Daemon::start();
+    for args in [
+        &["gemini", "--timout-ms", "5"][..],
+        &["gemini", "--fallback", "maybe"],
+        &["cursor"],
+    ] {
+        // The hook exits before reading its input: a write that finds the pipe closed is fine.
+        let mut child = d
+            .cli()
+            .arg("hook")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = gemini_input("ls");
+        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+        let e = ended(child.wait_with_output().unwrap());
+        assert_eq!(e.code, 2, "{args:?}: {}", e.stderr);
+        assert!(
+            e.stderr.contains("the tool call was not approved"),
+            "{}",
+            e.stderr
+        );
+    }
+    // Other commands keep their usage status.
+    let out = d.cli().args(["ask", "--bogus"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
 }

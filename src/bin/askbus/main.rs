@@ -242,10 +242,17 @@ fn main() -> ExitCode {
             let _ = e.print();
             // Help and --version are not errors; a wrong command line has its own status,
             // apart from every outcome of `askbus ask`.
-            return if e.use_stderr() {
-                ExitCode::from(ask::exit::USAGE)
-            } else {
+            return if !e.use_stderr() {
                 ExitCode::SUCCESS
+            } else if hook::invoked() {
+                // An agent runs the tool on any status but 2 (Gemini CLI) or asks as usual
+                // (Claude Code, Codex): a hook's wrong command line must block instead.
+                eprintln!(
+                    "askbus hook: the tool call was not approved (fix the hook's command line)"
+                );
+                ExitCode::from(hook::EXIT_BLOCK)
+            } else {
+                ExitCode::from(ask::exit::USAGE)
             };
         }
     };

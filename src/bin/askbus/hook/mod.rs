@@ -26,8 +26,23 @@ use askbusd::protocol::{
     PROTOCOL_VERSION,
 };
 
-pub use agent::Agent;
+pub use agent::{Agent, EXIT_BLOCK};
 use agent::{Event, Output, Request, Verdict};
+
+/// Whether this process's command line is `askbus [--socket PATH] hook …`, for the usage
+/// error path, which runs before the command line is understood.
+pub fn invoked() -> bool {
+    let mut args = std::env::args_os().skip(1);
+    while let Some(arg) = args.next() {
+        let arg = arg.to_string_lossy();
+        if arg == "--socket" {
+            args.next();
+        } else if !arg.starts_with('-') {
+            return arg == "hook";
+        }
+    }
+    false
+}
 
 use crate::NoUiArg;
 
