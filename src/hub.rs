@@ -16,8 +16,10 @@ use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::broker::{
-    Broker, BrokerStats, Effects, Limits, Msg, PeerId, PeerInfo, Rights, RoleCounts,
+    Broker, BrokerStats, Effects, FedOut, FedPolicy, Limits, Msg, PeerId, PeerInfo, Rights,
+    RoleCounts,
 };
+use crate::federation::FedLink;
 use crate::metrics::Metrics;
 use crate::outbox::{Batch, Outbox};
 use crate::protocol::{encode, ErrorCode, ServerFrame};
@@ -36,6 +38,8 @@ struct Inner {
     fx: Effects,
     /// The deadline the timer task is sleeping towards.
     armed: Option<Instant>,
+    /// Where federation effects go, when federated.
+    fed: Option<FedLink>,
 }
 
 /// The broker's counts at one moment.
@@ -44,6 +48,19 @@ pub struct Snapshot {
     pub stats: BrokerStats,
     pub roles: RoleCounts,
     pub pending: usize,
+    /// When federated.
+    pub federation: Option<FedSummary>,
+}
+
+/// Federation state at one moment (`stats`, metrics, `STATUS=`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FedSummary {
+    pub connected: bool,
+    pub nodes: usize,
+    pub remote_pending: usize,
+    pub shared_pending: usize,
+    pub rtt_us: u64,
+    pub reconnects: u64,
 }
 
 /// Everything connections share.
@@ -76,6 +93,7 @@ impl Hub {
                 outboxes: HashMap::new(),
                 fx: Effects::default(),
                 armed: None,
+                fed: None,
             }),
             timer: Notify::new(),
             activity: AtomicU64::new(0),
@@ -153,6 +171,21 @@ impl Hub {
         self.deliver(inner, now, batch);
     }
 
+    /// Federates the broker: its effects for other nodes go to `link`'s bounded queue.
+    pub fn federate(&self, policy: FedPolicy, link: FedLink) {
+        let mut inner = self.lock_to_change();
+        inner.broker.set_federation(Some(policy));
+        inner.fed = Some(link);
+    }
+
+    /// A new sharing policy (reload); `None` when the daemon is not federated.
+    pub fn set_fed_policy(&self, policy: FedPolicy) {
+        let mut inner = self.lock_to_change();
+        if inner.fed.is_some() {
+            inner.broker.set_federation(Some(policy));
+        }
+    }
+
     pub fn set_limits(&self, limits: Limits) {
         self.run(|b, _, _| b.set_limits(limits));
     }
@@ -188,6 +221,18 @@ impl Hub {
             stats: b.stats().clone(),
             roles: b.role_counts(),
             pending: b.pending_len(),
+            federation: inner.fed.as_ref().map(|link| {
+                let (remote_pending, shared_pending) = b.federated_counts();
+                let s = &link.status;
+                FedSummary {
+                    connected: s.connected(),
+                    nodes: s.nodes().len(),
+                    remote_pending,
+                    shared_pending,
+                    rtt_us: s.rtt_us.load(Ordering::Relaxed),
+                    reconnects: s.reconnects.load(Ordering::Relaxed),
+                }
+            }),
         }
     }
 
@@ -235,10 +280,40 @@ impl Hub {
                     outbox.want_replay();
                 }
             }
+            if !inner.fx.federation.is_empty() {
+                let outs = std::mem::take(&mut inner.fx.federation);
+                for out in outs {
+                    let refused = match &inner.fed {
+                        Some(link) => link.send(out),
+                        None => None,
+                    };
+                    // A queue too full for an answer: the UI is told at once, never left
+                    // waiting for an ack (shares and ends are resent by the resync).
+                    if let Some(FedOut::Forward(f)) = refused {
+                        let err = crate::federation::unreachable(
+                            &f.response.correlation_id,
+                            "this node's federation queue is full",
+                        );
+                        inner.broker.forwarded(
+                            f.ui,
+                            &f.response.correlation_id,
+                            Err(err),
+                            &mut inner.fx,
+                        );
+                    }
+                }
+                if !inner.fx.sends.is_empty() {
+                    continue;
+                }
+            }
             if !inner.fx.records.is_empty() || !inner.fx.events.is_empty() {
                 let at = SystemTime::now();
+                let node = inner.broker.federation().map(|f| f.node.to_string());
                 for mut event in inner.fx.events.drain(..) {
                     event.ts = timestamp(at);
+                    if event.node.is_none() {
+                        event.node.clone_from(&node);
+                    }
                     let uid = event.producer.uid;
                     let frame = encode(&ServerFrame::BusEvent(event));
                     for watcher in inner.broker.watchers_of(uid) {
@@ -433,6 +508,11 @@ impl Hub {
             "telemetryLines": get(&c.telemetry_lines),
             "telemetryErrors": get(&c.telemetry_errors),
         });
+        let mut frame = frame;
+        if let Some(link) = &inner.fed {
+            let (remote, shared) = b.federated_counts();
+            frame["federation"] = link.status.to_json(remote, shared);
+        }
         encode(&frame)
     }
 }

@@ -44,6 +44,8 @@ pub struct Config {
     pub access: AccessRules,
     /// Where `/metrics` is served, if anywhere.
     pub metrics_listen: Option<MetricsListen>,
+    /// Federation over NATS, when `--nats` is given.
+    pub federation: Option<crate::federation::FederationConfig>,
 }
 
 impl Default for Config {
@@ -59,6 +61,7 @@ impl Default for Config {
             frame_timeout: Duration::from_secs(10),
             access: AccessRules::new(effective_uid()),
             metrics_listen: None,
+            federation: None,
         }
     }
 }
@@ -135,6 +138,24 @@ impl Control {
         if config.metrics_listen != self.started.metrics_listen {
             restart.push("metrics_listen");
         }
+        // What is shared and shown changes at once; the connection itself takes a restart.
+        match (&config.federation, &self.started.federation) {
+            (Some(new), Some(old)) => {
+                self.hub.set_fed_policy(new.policy());
+                let same_link = crate::federation::FederationConfig {
+                    share: old.share,
+                    share_users: old.share_users.clone(),
+                    accept: old.accept,
+                    accept_nodes: old.accept_nodes.clone(),
+                    ..new.clone()
+                };
+                if &same_link != old {
+                    restart.push("federation");
+                }
+            }
+            (None, None) => {}
+            _ => restart.push("nats"),
+        }
         restart
     }
 
@@ -205,12 +226,11 @@ impl Daemon {
             .as_ref()
             .map(MetricsServer::bind)
             .transpose()?;
-        let hub = Arc::new(Hub::new(
-            config.limits.clone(),
-            sink.clone(),
-            counters,
-            &node_name(),
-        ));
+        let node = match &config.federation {
+            Some(f) => f.node.clone(),
+            None => node_name(),
+        };
+        let hub = Arc::new(Hub::new(config.limits.clone(), sink.clone(), counters, &node));
         let live = Arc::new(RwLock::new(Arc::new(Live::of(&config))));
         Ok(Daemon {
             config,

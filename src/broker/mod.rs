@@ -4,6 +4,7 @@
 //! delivers through the connections' bounded queues.
 
 mod error;
+mod remote;
 mod stats;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -14,6 +15,7 @@ use bytes::Bytes;
 use tokio::time::{Duration, Instant};
 
 pub use error::BrokerError;
+pub use remote::{FedOut, FedPolicy, Forward, RemoteQuestion, SharedEnd, SharedQuestion};
 pub use stats::BrokerStats;
 
 use crate::protocol::{
@@ -175,6 +177,8 @@ pub struct Effects {
     pub replay: Vec<PeerId>,
     /// Events for the watchers (`Broker::watchers`); `ts` is left for the caller to stamp.
     pub events: Vec<BusEvent>,
+    /// What the federation task must tell the other nodes (empty without federation).
+    pub federation: Vec<FedOut>,
 }
 
 impl Effects {
@@ -183,6 +187,7 @@ impl Effects {
         self.records.clear();
         self.replay.clear();
         self.events.clear();
+        self.federation.clear();
     }
 
     fn frame(&mut self, to: PeerId, frame: Bytes) {
@@ -233,6 +238,11 @@ struct Pending {
     accepted_at: Instant,
     deadline: Instant,
     timeout_ms: u64,
+    /// Federation: the node a remote question was asked on (`None`: asked here). A remote
+    /// question's `producer` is `REMOTE` and its deadline the origin's plus a grace.
+    origin: Option<Arc<str>>,
+    /// Federation: a local question the other nodes were told about.
+    shared: bool,
 }
 
 /// The broker's whole state.
@@ -256,6 +266,10 @@ pub struct Broker {
     stats: BrokerStats,
     /// Set by `shutdown`: requests that still arrive are answered `shutdown` at once.
     closed: bool,
+    /// Set when the daemon is federated.
+    fed: Option<FedPolicy>,
+    /// How many of `pending` are remote (they count against no local limit).
+    remote_len: usize,
 }
 
 impl Broker {
@@ -272,6 +286,8 @@ impl Broker {
             next_seq: 1,
             stats: BrokerStats::default(),
             closed: false,
+            fed: None,
+            remote_len: 0,
         }
     }
 
@@ -360,7 +376,7 @@ impl Broker {
             let req = &self.pending[id];
             let uid = req.producer_info.uid;
             match (before.sees(uid), after.sees(uid)) {
-                (false, true) => fx.frame(peer, encode_ui_request(id, req, now)),
+                (false, true) => fx.frame(peer, self.ui_frame(id, req, now)),
                 (true, false) => fx.frame(peer, hot::withdrawn(id, WithdrawReason::Withdrawn)),
                 _ => {}
             }
@@ -394,14 +410,8 @@ impl Broker {
         owned.sort_unstable();
         for (_, id) in owned {
             let req = self.remove_pending(&id);
-            self.withdraw(
-                &id,
-                req.seq,
-                req.producer_info.uid,
-                WithdrawReason::ProducerGone,
-                None,
-                fx,
-            );
+            self.withdraw(&id, &req, WithdrawReason::ProducerGone, None, None, fx);
+            self.ended_shared(&id, &req, "producer-gone", None, fx);
             self.stats.producer_gone += 1;
             if !self.watchers.is_empty() {
                 let latency = (now - req.accepted_at).as_millis() as u64;
@@ -503,7 +513,7 @@ impl Broker {
                     more = true;
                     break;
                 }
-                fx.frame(peer, encode_ui_request(id, req, now));
+                fx.frame(peer, self.ui_frame(id, req, now));
                 sent += 1;
             }
             cursor = seq;
@@ -561,6 +571,7 @@ impl Broker {
                     .collect(),
                 headers: headers(meta),
                 code: Some(code.as_str().to_owned()),
+                node: None,
             });
         }
         fx.records.push(Record {
@@ -605,7 +616,8 @@ impl Broker {
                 BrokerError::TooManyPendingForConnection(self.limits.max_pending_per_connection);
             return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
-        let of_uid = self.pending_by_uid.get(&uid).copied().unwrap_or(0);
+        let of_uid = self.pending_by_uid.get(&uid).copied().unwrap_or(0)
+            - self.remote_pending_of(uid);
         if of_uid >= self.limits.max_pending_per_uid {
             let err = BrokerError::TooManyPendingForUid {
                 uid,
@@ -613,7 +625,7 @@ impl Broker {
             };
             return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
-        if self.pending.len() >= self.limits.max_pending_total {
+        if self.pending.len() - self.remote_len >= self.limits.max_pending_total {
             let err = BrokerError::TooManyPendingTotal(self.limits.max_pending_total);
             return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
@@ -633,6 +645,8 @@ impl Broker {
             accepted_at: now,
             deadline: now + Duration::from_millis(timeout_ms),
             timeout_ms,
+            origin: None,
+            shared: false,
         };
         if self.closed {
             let result =
@@ -647,6 +661,8 @@ impl Broker {
             return;
         }
         let id: Arc<str> = Arc::from(id);
+        let mut pending = pending;
+        self.share(&id, &mut pending, fx);
         let live: Vec<PeerId> = self
             .uis
             .iter()
@@ -657,7 +673,7 @@ impl Broker {
             })
             .collect();
         if !live.is_empty() {
-            let frame = encode_ui_request(&id, &pending, now);
+            let frame = self.ui_frame(&id, &pending, now);
             for ui in live {
                 fx.frame(ui, frame.clone());
             }
@@ -695,14 +711,7 @@ impl Broker {
             return;
         }
         let req = self.remove_pending(id);
-        self.withdraw(
-            id,
-            req.seq,
-            req.producer_info.uid,
-            WithdrawReason::Withdrawn,
-            None,
-            fx,
-        );
+        self.withdraw(id, &req, WithdrawReason::Withdrawn, None, None, fx);
         let result = questions::daemon_result(&req.meta, DaemonOutcome::Withdrawn, req.timeout_ms);
         self.finish(id, req, Outcome::Withdrawn, result, None, now, fx);
     }
@@ -732,6 +741,7 @@ impl Broker {
             return;
         }
         let count = req.meta.len();
+        let remote = req.origin.clone();
         if !resp.cancelled {
             if let Some((&index, _)) = resp.answers.iter().find(|(&i, _)| i >= count) {
                 let err = BrokerError::AnswerOutOfRange { index, count };
@@ -751,14 +761,19 @@ impl Broker {
         let answered_by = UiInfo {
             client: ui.info.client.clone(),
             pid: ui.info.pid,
+            node: self.fed.as_ref().map(|f| f.node.to_string()),
         };
+        if let Some(origin) = remote {
+            // The origin decides; this UI learns the outcome from its reply.
+            return self.forward(peer, origin, resp, answered_by, fx);
+        }
         let req = self.remove_pending(id);
         self.withdraw(
             id,
-            req.seq,
-            req.producer_info.uid,
+            &req,
             WithdrawReason::Answered,
             Some(peer),
+            Some(&answered_by),
             fx,
         );
         let (outcome, result, answers) = if resp.cancelled {
@@ -793,14 +808,11 @@ impl Broker {
             }
             let id = self.by_seq[&seq].clone();
             let req = self.remove_pending(&id);
-            self.withdraw(
-                &id,
-                req.seq,
-                req.producer_info.uid,
-                WithdrawReason::Timeout,
-                None,
-                fx,
-            );
+            self.withdraw(&id, &req, WithdrawReason::Timeout, None, None, fx);
+            if req.origin.is_some() {
+                // Its origin's end never came (it is checked a grace after the deadline).
+                continue;
+            }
             let result =
                 questions::daemon_result(&req.meta, DaemonOutcome::Timeout, req.timeout_ms);
             self.finish(&id, req, Outcome::Timeout, result, None, now, fx);
@@ -818,14 +830,10 @@ impl Broker {
         let ids: Vec<Arc<str>> = self.by_seq.values().cloned().collect();
         for id in ids {
             let req = self.remove_pending(&id);
-            self.withdraw(
-                &id,
-                req.seq,
-                req.producer_info.uid,
-                WithdrawReason::Shutdown,
-                None,
-                fx,
-            );
+            self.withdraw(&id, &req, WithdrawReason::Shutdown, None, None, fx);
+            if req.origin.is_some() {
+                continue;
+            }
             let result =
                 questions::daemon_result(&req.meta, DaemonOutcome::Shutdown, req.timeout_ms);
             self.finish(&id, req, Outcome::Shutdown, result, None, now, fx);
@@ -839,6 +847,9 @@ impl Broker {
             .expect("caller checked it is pending");
         self.by_seq.remove(&req.seq);
         self.deadlines.remove(&(req.deadline, req.seq));
+        if req.origin.is_some() {
+            self.remote_len -= 1;
+        }
         let uid = req.producer_info.uid;
         if let Some(n) = self.pending_by_uid.get_mut(&uid) {
             *n -= 1;
@@ -858,12 +869,13 @@ impl Broker {
     fn withdraw(
         &self,
         id: &str,
-        seq: u64,
-        producer_uid: u32,
+        req: &Pending,
         reason: WithdrawReason,
         except: Option<PeerId>,
+        answered_by: Option<&UiInfo>,
         fx: &mut Effects,
     ) {
+        let (seq, producer_uid) = (req.seq, req.producer_info.uid);
         let mut frame = None;
         for &ui in &self.uis {
             let p = &self.peers[&ui];
@@ -873,7 +885,8 @@ impl Broker {
             {
                 continue;
             }
-            let frame = frame.get_or_insert_with(|| hot::withdrawn(id, reason));
+            let frame =
+                frame.get_or_insert_with(|| self.withdrawn_frame(id, req, reason, answered_by));
             fx.frame(ui, frame.clone());
         }
     }
@@ -906,6 +919,7 @@ impl Broker {
         fx: &mut Effects,
     ) {
         self.stats.count_outcome(outcome);
+        self.ended_shared(id, &req, outcome.as_str(), ui.as_ref(), fx);
         if !self.watchers.is_empty() {
             let latency = (now - req.accepted_at).as_millis() as u64;
             fx.events.push(event(
@@ -993,6 +1007,7 @@ fn event(
             .collect(),
         headers: headers(&req.meta),
         code: None,
+        node: req.origin.as_deref().map(str::to_owned),
     }
 }
 
@@ -1012,12 +1027,13 @@ fn producer_info(info: &PeerInfo) -> ProducerInfo {
     }
 }
 
-fn encode_ui_request(id: &str, req: &Pending, now: Instant) -> Bytes {
+fn encode_ui_request(id: &str, req: &Pending, now: Instant, node: Option<&str>) -> Bytes {
     UiRequestRef {
         correlation_id: id,
         questions: &req.questions,
         timeout_ms: req.deadline.saturating_duration_since(now).as_millis() as u64,
         producer: &req.producer_info,
+        node,
     }
     .encode()
 }

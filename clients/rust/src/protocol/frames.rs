@@ -488,6 +488,10 @@ pub struct UiInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
     pub pid: Option<i32>,
+    /// Federation: the node the UI is connected to (absent for a local UI of a daemon
+    /// without federation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// One thing that happened on the bus, as watchers see it: who and how long, never the
@@ -516,6 +520,9 @@ pub struct BusEvent {
     /// The error code (`rejected` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// Federation: the question's origin node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// The tool result handed to the model, as carried on the wire.
@@ -559,6 +566,9 @@ pub struct UiRequest {
     /// Milliseconds left before the request times out, as of sending.
     pub timeout_ms: u64,
     pub producer: ProducerInfo,
+    /// Federation: the node the question was asked on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// The daemon's encoding of a `UiRequest`: the questions stay the JSON text they were
@@ -570,6 +580,8 @@ pub struct UiRequestRef<'a> {
     pub questions: &'a str,
     pub timeout_ms: u64,
     pub producer: &'a ProducerInfo,
+    /// Federation: the origin node (written last, as `UiRequest` serializes it).
+    pub node: Option<&'a str>,
 }
 
 impl UiRequestRef<'_> {
@@ -584,6 +596,10 @@ impl UiRequestRef<'_> {
             out.extend_from_slice(self.timeout_ms.to_string().as_bytes());
             out.extend_from_slice(br#","producer":"#);
             serde_json::to_writer(&mut *out, self.producer).expect("ProducerInfo serializes");
+            if let Some(node) = self.node {
+                out.extend_from_slice(br#","node":"#);
+                super::hot::write_str(out, node);
+            }
             out.push(b'}');
         })
     }
@@ -876,6 +892,7 @@ mod tests {
                 questions,
                 timeout_ms: 5,
                 producer: &producer,
+                node: Some("n\u{e9}\"1"),
             }
             .encode();
             let owned = ServerFrame::AskUserRequest(UiRequest {
@@ -883,6 +900,7 @@ mod tests {
                 questions: serde_json::from_str(questions).unwrap(),
                 timeout_ms: 5,
                 producer,
+                node: Some("n\u{e9}\"1".into()),
             });
             assert_eq!(by_ref, crate::protocol::encode(&owned));
         }
@@ -891,6 +909,7 @@ mod tests {
             questions,
             timeout_ms: 5,
             producer: &ProducerInfo::default(),
+            node: None,
         }
         .encode();
         let back: ServerFrame = serde_json::from_slice(&by_ref).unwrap();

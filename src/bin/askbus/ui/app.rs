@@ -418,6 +418,7 @@ mod tests {
                 pid: Some(7),
                 uid: 0,
             },
+            node: None,
         }
     }
 

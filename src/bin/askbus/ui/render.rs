@@ -699,6 +699,7 @@ mod tests {
                     pid: Some(1),
                     uid: 0,
                 },
+                node: None,
             })),
             now,
         );
