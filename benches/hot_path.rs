@@ -208,6 +208,7 @@ fn bench_encode(c: &mut Criterion) {
         questions: &questions,
         timeout_ms: ui.timeout_ms,
         producer: &producer,
+        node: None,
     };
     assert_eq!(
         ui_ref.encode(),

@@ -13,8 +13,8 @@ use serde::Deserialize;
 use std::time::Duration;
 
 use crate::access::{AccessRules, Principals};
-use crate::federation::{self, FederationConfig, ShareUsers};
 use crate::broker::Limits;
+use crate::federation::{self, FederationConfig, ShareUsers};
 use crate::metrics::MetricsListen;
 use crate::protocol::NoUiPolicy;
 use crate::server::Config;

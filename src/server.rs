@@ -230,7 +230,12 @@ impl Daemon {
             Some(f) => f.node.clone(),
             None => node_name(),
         };
-        let hub = Arc::new(Hub::new(config.limits.clone(), sink.clone(), counters, &node));
+        let hub = Arc::new(Hub::new(
+            config.limits.clone(),
+            sink.clone(),
+            counters,
+            &node,
+        ));
         let live = Arc::new(RwLock::new(Arc::new(Live::of(&config))));
         Ok(Daemon {
             config,

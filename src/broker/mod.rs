@@ -616,8 +616,8 @@ impl Broker {
                 BrokerError::TooManyPendingForConnection(self.limits.max_pending_per_connection);
             return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
-        let of_uid = self.pending_by_uid.get(&uid).copied().unwrap_or(0)
-            - self.remote_pending_of(uid);
+        let of_uid =
+            self.pending_by_uid.get(&uid).copied().unwrap_or(0) - self.remote_pending_of(uid);
         if of_uid >= self.limits.max_pending_per_uid {
             let err = BrokerError::TooManyPendingForUid {
                 uid,

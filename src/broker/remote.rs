@@ -11,8 +11,8 @@ use bytes::Bytes;
 use tokio::time::{Duration, Instant};
 
 use super::{
-    encode_ui_request, event, Broker, BrokerError, Cursor, Effects, Pending,
-    PeerId, ValidRequest, MAX_RESULT_BYTES,
+    encode_ui_request, event, Broker, BrokerError, Cursor, Effects, PeerId, Pending, ValidRequest,
+    MAX_RESULT_BYTES,
 };
 use crate::protocol::{
     encode_with, hot, AskUserResponse, FrameError, Outcome, ProducerInfo, WithdrawReason,
@@ -294,6 +294,7 @@ impl Broker {
 
     /// A remote question ended on its origin: withdrawn here with the same reason, except
     /// from the local UI whose answer won (`winner`), which learns it from its ack.
+    #[allow(clippy::too_many_arguments)]
     pub fn remote_end(
         &mut self,
         origin: &str,
@@ -335,15 +336,7 @@ impl Broker {
             .cloned()
             .collect();
         for id in ids {
-            self.remote_end(
-                node,
-                &id,
-                WithdrawReason::ProducerGone,
-                None,
-                None,
-                now,
-                fx,
-            );
+            self.remote_end(node, &id, WithdrawReason::ProducerGone, None, None, now, fx);
         }
     }
 
@@ -366,7 +359,13 @@ impl Broker {
     }
 
     /// The origin's decision on an answer a local UI forwarded (or why it never got there).
-    pub fn forwarded(&mut self, ui: PeerId, id: &str, decision: Result<Outcome, FrameError>, fx: &mut Effects) {
+    pub fn forwarded(
+        &mut self,
+        ui: PeerId,
+        id: &str,
+        decision: Result<Outcome, FrameError>,
+        fx: &mut Effects,
+    ) {
         if !self.peers.contains_key(&ui) {
             return;
         }

@@ -170,8 +170,7 @@ impl FederationConfig {
             s.parse::<async_nats::ServerAddr>()
                 .map_err(|e| FederationError::Invalid(format!("bad NATS URL {s:?}: {e}")))?;
         }
-        Ok(o
-            .name(format!("askbusd {}", self.node))
+        Ok(o.name(format!("askbusd {}", self.node))
             .retry_on_initial_connect()
             .max_reconnects(None)
             .request_timeout(Some(self.answer_timeout))

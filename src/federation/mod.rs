@@ -268,13 +268,8 @@ impl Task {
             tokio::select! {
                 _ = stop.cancelled() => break,
                 ev = ev_rx.recv() => match ev {
-                    Some(async_nats::Event::Connected) => {
-                        if !this.status.connected() || session.is_none() {
-                            if session.is_some() || this.status.reconnects.load(Ordering::Relaxed) > 0 {
-                                this.status.reconnects.fetch_add(1, Ordering::Relaxed);
-                            }
-                            need_setup = true;
-                        }
+                    Some(async_nats::Event::Connected) if !this.status.connected() || session.is_none() => {
+                        need_setup = true;
                     }
                     Some(async_nats::Event::Disconnected) => {
                         this.status.connected.store(false, Ordering::Relaxed);
@@ -326,7 +321,8 @@ impl Task {
         if this.status.connected() {
             while let Ok(out) = rx.try_recv() {
                 if !matches!(out, FedOut::Forward(_)) {
-                    this.handle_out(out, &js, &client, true, &perm_tx, &mut ended_offline).await;
+                    this.handle_out(out, &js, &client, true, &perm_tx, &mut ended_offline)
+                        .await;
                 }
             }
             if let Ok(nodes) = js.get_key_value(this.nodes_bucket()).await {
@@ -667,7 +663,10 @@ impl Task {
         }
         match e.operation {
             kv::Operation::Put => {
-                let new = presence.alive.insert(node.clone(), Instant::now()).is_none();
+                let new = presence
+                    .alive
+                    .insert(node.clone(), Instant::now())
+                    .is_none();
                 if new {
                     tracing::info!(node, "federation: node joined");
                     self.publish_nodes(presence);
@@ -698,7 +697,11 @@ impl Task {
             .collect();
         for node in gone {
             presence.alive.remove(&node);
-            tracing::warn!(node, timeout_ms = self.node_timeout.as_millis() as u64, "federation: node not heard from; its questions are withdrawn");
+            tracing::warn!(
+                node,
+                timeout_ms = self.node_timeout.as_millis() as u64,
+                "federation: node not heard from; its questions are withdrawn"
+            );
             self.hub.run(|b, now, fx| b.node_gone(&node, now, fx));
         }
         self.publish_nodes(presence);

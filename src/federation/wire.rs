@@ -39,7 +39,13 @@ pub fn question(node: &str, q: &SharedQuestion, deadline_ms: u64) -> Vec<u8> {
     out.extend_from_slice(q.questions.as_bytes());
     out.extend_from_slice(br#","producer":"#);
     serde_json::to_writer(&mut out, &q.producer).expect("ProducerInfo serializes");
-    out.extend_from_slice(format!(r#","timeoutMs":{},"deadlineMs":{deadline_ms}}}"#, q.timeout_ms).as_bytes());
+    out.extend_from_slice(
+        format!(
+            r#","timeoutMs":{},"deadlineMs":{deadline_ms}}}"#,
+            q.timeout_ms
+        )
+        .as_bytes(),
+    );
     out
 }
 
@@ -172,9 +178,7 @@ pub fn answer_request(resp: &AskUserResponse, by: &UiInfo, peer: PeerId) -> Vec<
 
 /// An answer another node sent: the response (checked as a UI's would be), who answered, and
 /// their connection there.
-pub fn parse_answer(
-    bytes: &[u8],
-) -> Result<(AskUserResponse, UiInfo, Option<PeerId>), FrameError> {
+pub fn parse_answer(bytes: &[u8]) -> Result<(AskUserResponse, UiInfo, Option<PeerId>), FrameError> {
     let resp = match parse_inbound(bytes)? {
         Inbound::AskUserResponse(r) => r,
         _ => {
@@ -259,7 +263,10 @@ mod tests {
     fn malformed_entries_and_answers_are_refused() {
         assert!(parse_entry(b"not json").is_none());
         assert!(parse_entry(br#"{"correlationId":"x"}"#).is_none());
-        assert!(parse_answer(br#"{"type":"ask-user-response","correlationId":"x","answers":{"a":"b"}}"#).is_err());
+        assert!(parse_answer(
+            br#"{"type":"ask-user-response","correlationId":"x","answers":{"a":"b"}}"#
+        )
+        .is_err());
         let (resp, by, peer) = parse_answer(
             br#"{"type":"ask-user-response","correlationId":"x","answers":{"0":"b"},"ui":{"node":"B","pid":3,"peer":9}}"#,
         )
