@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use askbusd::broker::{Broker, Effects, Limits, Msg, PeerId, PeerInfo, ValidRequest};
 use askbusd::protocol::{
-    self, codec, encode, hot, AskUserRequest, AskUserResponse, Inbound, OnePass, ProducerInfo,
-    ServerFrame, UiRequest, UiRequestRef,
+    self, codec, encode, encode_fast, AskUserRequest, AskUserResponse, FastFrame, Inbound,
+    ProducerInfo, ServerFrame, UiRequest, UiRequestRef,
 };
-use askbusd::questions::PlainQuestions;
+use askbusd::questions::fast::Questions as PlainQuestions;
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use serde_json::{json, Value};
@@ -120,19 +120,19 @@ fn mixed4() -> Value {
 }
 
 /// What `Conn::handle` does with a plain ask-user-request's payload before the broker takes
-/// it: one pass over the frame and its questions.
+/// it: the fast path over the frame and its questions.
 fn decode_request(payload: &[u8]) -> ValidRequest {
-    match protocol::parse_one_pass::<PlainQuestions>(payload) {
-        Some(OnePass::Request(head, questions)) => {
-            ValidRequest::from_plain(head, questions, payload.len()).expect("questions are plain")
+    match protocol::parse_fast::<PlainQuestions>(payload) {
+        Some(FastFrame::Request(head, questions)) => {
+            ValidRequest::fast(head, questions, payload.len()).expect("questions are plain")
         }
         _ => panic!("not a plain ask-user-request"),
     }
 }
 
-/// The general path, which every request the one pass does not take goes through (and which
+/// The reference path, which every request the fast path does not take goes through (and which
 /// words every error): the frame, then its questions' text read again.
-fn decode_request_general(payload: &[u8]) -> ValidRequest {
+fn decode_request_reference(payload: &[u8]) -> ValidRequest {
     match protocol::parse_inbound(payload) {
         Ok(Inbound::AskUserRequest(req)) => ValidRequest::check(req).expect("questions are valid"),
         other => panic!("not a valid ask-user-request: {other:?}"),
@@ -164,9 +164,9 @@ fn bench_decode(c: &mut Criterion) {
         decode_request(payload);
         g.throughput(Throughput::Bytes(payload.len() as u64));
         g.bench_function(*name, |b| b.iter(|| decode_request(black_box(payload))));
-        decode_request_general(payload);
+        decode_request_reference(payload);
         g.bench_function(format!("general/{name}"), |b| {
-            b.iter(|| decode_request_general(black_box(payload)))
+            b.iter(|| decode_request_reference(black_box(payload)))
         });
     }
     g.finish();
@@ -228,7 +228,7 @@ fn bench_encode(c: &mut Criterion) {
         panic!("not a response")
     };
     assert_eq!(
-        hot::response(producer_response),
+        encode_fast::response(producer_response),
         compact(&golden_resp),
         "the hand-written response is the golden frame"
     );
@@ -236,7 +236,7 @@ fn bench_encode(c: &mut Criterion) {
     let mut g = c.benchmark_group("encode");
     g.bench_function("ui_request", |b| b.iter(|| black_box(&ui_ref).encode()));
     g.bench_function("producer_response", |b| {
-        b.iter(|| hot::response(black_box(producer_response)))
+        b.iter(|| encode_fast::response(black_box(producer_response)))
     });
     g.bench_function("producer_response/serde", |b| {
         b.iter(|| encode(black_box(&resp)))

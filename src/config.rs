@@ -6,18 +6,18 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use std::time::Duration;
-
 use crate::access::{AccessRules, Principals};
 use crate::broker::Limits;
-use crate::federation::{self, FederationConfig, ShareUsers};
+use crate::federation::config::{self as federation_config, FederationConfig, ShareUsers};
 use crate::metrics::MetricsListen;
+use crate::paths::effective_uid;
 use crate::protocol::NoUiPolicy;
-use crate::server::Config;
+use crate::protocol::DEFAULT_MAX_FRAME_BYTES;
 
 /// The bounds of the numeric settings, shared by the flags and the file.
 pub mod bounds {
@@ -148,10 +148,51 @@ pub struct AccessOptions {
     pub operator_groups: BTreeSet<u32>,
 }
 
+/// Everything the daemon (`server::Daemon`) is configured with, resolved.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    pub socket: PathBuf,
+    /// `None` disables telemetry.
+    pub telemetry: Option<PathBuf>,
+    pub limits: Limits,
+    pub max_frame_bytes: usize,
+    pub max_connections: usize,
+    /// Connections one uid may have at once (dbus-broker's per-user accounting).
+    pub max_connections_per_uid: usize,
+    /// Unsent bytes a connection may have queued before it is dropped as not reading.
+    pub max_queue_bytes: usize,
+    /// How long a frame may take to arrive once it has started.
+    pub frame_timeout: Duration,
+    /// Who may connect, and as what.
+    pub access: AccessRules,
+    /// Where `/metrics` is served, if anywhere.
+    pub metrics_listen: Option<MetricsListen>,
+    /// Federation over NATS, when `--nats` is given.
+    pub federation: Option<FederationConfig>,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            socket: crate::paths::default_socket_path(),
+            telemetry: Some(crate::paths::default_telemetry_path()),
+            limits: Limits::default(),
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            max_connections: 4096,
+            max_connections_per_uid: 4096,
+            max_queue_bytes: 8 * 1024 * 1024,
+            frame_timeout: Duration::from_secs(10),
+            access: AccessRules::new(effective_uid()),
+            metrics_listen: None,
+            federation: None,
+        }
+    }
+}
+
 /// Everything askbusd runs with, resolved.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    pub daemon: Config,
+    pub daemon: DaemonConfig,
     pub log_format: LogFormat,
     pub log_level: String,
     pub threads: Option<usize>,
@@ -296,7 +337,7 @@ impl Options {
     /// The settings, with the defaults for every key no layer set. `own_uid` is the uid the
     /// access rules always allow.
     pub fn resolve(self, own_uid: u32) -> Settings {
-        let d = Config::default();
+        let d = DaemonConfig::default();
         let dl = Limits::default();
         let max_timeout_ms = self.max_timeout_ms.unwrap_or(dl.max_timeout_ms);
         let max_pending_total = self.max_pending.map_or(dl.max_pending_total, as_usize);
@@ -318,7 +359,7 @@ impl Options {
             },
         };
         Settings {
-            daemon: Config {
+            daemon: DaemonConfig {
                 socket: self
                     .socket
                     .unwrap_or_else(crate::paths::default_socket_path),
@@ -359,11 +400,11 @@ impl Options {
                     FederationConfig {
                         servers,
                         node: self.node.unwrap_or_else(|| {
-                            federation::config::default_node(&crate::server::node_name())
+                            federation_config::default_node(&crate::server::node_name())
                         }),
                         prefix: f
                             .prefix
-                            .unwrap_or_else(|| federation::config::DEFAULT_PREFIX.into()),
+                            .unwrap_or_else(|| federation_config::DEFAULT_PREFIX.into()),
                         creds_file: f.creds_file,
                         nkey_seed_file: f.nkey_seed_file,
                         token_file: f.token_file,
@@ -539,7 +580,7 @@ pub fn split_servers(s: &str) -> Vec<String> {
 
 fn node_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
-    if !federation::config::valid_node(&s) {
+    if !federation_config::valid_node(&s) {
         return Err(de::Error::custom(format!(
             "node name {s:?} must be 1 to 64 of A-Z a-z 0-9 - _"
         )));
@@ -549,7 +590,7 @@ fn node_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error
 
 fn node_names<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BTreeSet<String>>, D::Error> {
     let v = Vec::<String>::deserialize(d)?;
-    if let Some(bad) = v.iter().find(|s| !federation::config::valid_node(s)) {
+    if let Some(bad) = v.iter().find(|s| !federation_config::valid_node(s)) {
         return Err(de::Error::custom(format!(
             "node name {bad:?} must be 1 to 64 of A-Z a-z 0-9 - _"
         )));
@@ -559,7 +600,7 @@ fn node_names<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BTreeSet<String>
 
 fn prefix<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
-    if !federation::config::valid_prefix(&s) {
+    if !federation_config::valid_prefix(&s) {
         return Err(de::Error::custom(format!(
             "prefix {s:?} must be 1 to 32 of A-Z a-z 0-9 - _"
         )));
@@ -762,7 +803,7 @@ operator_groups = [1004]
         assert_eq!(s.limits.max_pending_total, 7);
         assert_eq!(s.max_connections, 9);
         assert_eq!(s.limits.no_ui, NoUiPolicy::Reject);
-        assert_eq!(s.max_queue_bytes, Config::default().max_queue_bytes);
+        assert_eq!(s.max_queue_bytes, DaemonConfig::default().max_queue_bytes);
     }
 
     #[test]

@@ -18,10 +18,10 @@ use crate::broker::{PeerId, PeerInfo, ValidRequest};
 use crate::hub::Hub;
 use crate::outbox::{Batch, Outbox};
 use crate::protocol::{
-    self, encode, split_frame, ErrorCode, FrameError, Inbound, OnePass, ServerFrame, Split,
+    self, encode, split_frame, ErrorCode, FastFrame, FrameError, Inbound, ServerFrame, Split,
     LENGTH_PREFIX_BYTES,
 };
-use crate::questions::PlainQuestions;
+use crate::questions;
 use crate::telemetry::Counters;
 
 /// Settings every connection reads.
@@ -361,12 +361,16 @@ impl Conn<'_> {
 
     fn handle(&mut self, payload: &[u8]) -> Next {
         let id = self.id;
-        // The frames every question costs are read in one pass; the rest (and anything unusual
-        // about those) take the general path, which words every error.
-        let parsed = match protocol::parse_one_pass::<PlainQuestions>(payload) {
-            Some(OnePass::Request(head, questions)) => {
-                match ValidRequest::from_plain(head, questions, payload.len()) {
+        // The frames every question costs take the fast path (frame and questions in one
+        // pass); the rest, and anything unusual about those, take `parse_inbound` and
+        // `ValidRequest::check`, whose reference paths word every error. Debug builds check
+        // every fast result against the reference.
+        let parsed = match protocol::parse_fast::<questions::fast::Questions>(payload) {
+            Some(FastFrame::Request(head, questions)) => {
+                match ValidRequest::fast(head, questions, payload.len()) {
                     Some(req) => {
+                        #[cfg(debug_assertions)]
+                        req.assert_reference_agrees(payload);
                         self.hub
                             .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx));
                         return Next::Continue;
@@ -374,7 +378,11 @@ impl Conn<'_> {
                     None => protocol::parse_inbound(payload),
                 }
             }
-            Some(OnePass::Frame(frame)) => Ok(frame),
+            Some(FastFrame::Other(frame)) => {
+                #[cfg(debug_assertions)]
+                protocol::parse::assert_reference_agrees(payload, &frame);
+                Ok(frame)
+            }
             None => protocol::parse_inbound(payload),
         };
         let frame = match parsed {

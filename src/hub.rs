@@ -16,10 +16,9 @@ use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::broker::{
-    Broker, BrokerStats, Effects, FedOut, FedPolicy, Limits, Msg, PeerId, PeerInfo, Rights,
-    RoleCounts,
+    Broker, Effects, FedOut, FedPolicy, Limits, Msg, PeerId, PeerInfo, Rights, Snapshot,
 };
-use crate::federation::FedLink;
+use crate::federation::link::FedLink;
 use crate::metrics::Metrics;
 use crate::outbox::{Batch, Outbox};
 use crate::protocol::{encode, ErrorCode, ServerFrame};
@@ -40,16 +39,6 @@ struct Inner {
     armed: Option<Instant>,
     /// Where federation effects go, when federated.
     fed: Option<FedLink>,
-}
-
-/// The broker's counts at one moment.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    pub stats: BrokerStats,
-    pub roles: RoleCounts,
-    pub pending: usize,
-    /// When federated.
-    pub federation: Option<FedSummary>,
 }
 
 /// Federation state at one moment (`stats`, metrics, `STATUS=`).
@@ -215,25 +204,29 @@ impl Hub {
 
     /// What the broker knows, for the metrics: outcome counts, roles, pending.
     pub fn snapshot(&self) -> Snapshot {
+        self.lock().broker.snapshot()
+    }
+
+    /// Federation state, when federated.
+    pub fn fed_summary(&self) -> Option<FedSummary> {
         let inner = self.lock();
-        let b = &inner.broker;
-        Snapshot {
-            stats: b.stats().clone(),
-            roles: b.role_counts(),
-            pending: b.pending_len(),
-            federation: inner.fed.as_ref().map(|link| {
-                let (remote_pending, shared_pending) = b.federated_counts();
-                let s = &link.status;
-                FedSummary {
-                    connected: s.connected(),
-                    nodes: s.nodes().len(),
-                    remote_pending,
-                    shared_pending,
-                    rtt_us: s.rtt_us.load(Ordering::Relaxed),
-                    reconnects: s.reconnects.load(Ordering::Relaxed),
-                }
-            }),
-        }
+        let link = inner.fed.as_ref()?;
+        let (remote_pending, shared_pending) = inner.broker.federated_counts();
+        let s = &link.status;
+        Some(FedSummary {
+            connected: s.connected(),
+            nodes: s.nodes().len(),
+            remote_pending,
+            shared_pending,
+            rtt_us: s.rtt_us.load(Ordering::Relaxed),
+            reconnects: s.reconnects.load(Ordering::Relaxed),
+        })
+    }
+
+    /// The Prometheus text exposition of every metric, as of now.
+    pub fn render_metrics(&self) -> String {
+        self.metrics
+            .render(&self.snapshot(), &self.counters, self.uptime())
     }
 
     fn deliver(&self, inner: &mut Inner, now: Instant, batch: &mut Batch) {
@@ -290,7 +283,7 @@ impl Hub {
                     // A queue too full for an answer: the UI is told at once, never left
                     // waiting for an ack (shares and ends are resent by the resync).
                     if let Some(FedOut::Forward(f)) = refused {
-                        let err = crate::federation::unreachable(
+                        let err = crate::federation::link::unreachable(
                             &f.response.correlation_id,
                             "this node's federation queue is full",
                         );

@@ -2,14 +2,33 @@
 //! `ask-user-request` / `ask-user-response` messages between agent processes (producers) and
 //! UI frontends (subscribers) over a Unix socket.
 //!
-//! Layers, each depending only on those above it:
+//! Layers, each depending only on those above it (`tests/layering.rs` checks every edge):
 //! - [`protocol`]: frames, codec, error codes (depends on nothing else here);
 //! - [`questions`]: ask_user validation, normalization and tool results, as the reference;
-//! - [`broker`]: pending table, routing, deadlines: pure state;
-//! - [`hub`], [`outbox`], [`connection`], [`server`]: the daemon's I/O around the broker;
-//! - [`access`], [`config`], [`metrics`], [`systemd`]: running askbusd as a service (access
-//!   rules and quotas, the config file, Prometheus metrics, sd_notify and socket activation);
-//! - [`client`]: the async Rust client that producers and UIs use.
+//! - [`client`]: the async Rust client that producers and UIs use (protocol only);
+//! - [`paths`]: where the socket, telemetry and config live by default;
+//! - [`telemetry::record`]: one request's end, as a telemetry line;
+//! - [`broker`]: pending table, routing, deadlines: pure state (protocol, questions, record);
+//! - [`access`]: who may connect, and as what;
+//! - [`outbox`]: a connection's bounded queue of encoded frames;
+//! - [`telemetry`]: the writer thread and the daemon-wide counters;
+//! - [`metrics`]: the Prometheus registry (reads broker snapshots and counters);
+//! - [`hub`]: the broker behind a lock, delivering its effects into outboxes;
+//! - [`connection`]: one peer's reads and writes; [`metrics::http`]: the `/metrics` endpoint;
+//! - [`config`]: the config file, resolved into a [`config::DaemonConfig`];
+//! - [`server`]: the accept loop, reloads and shutdown; [`systemd`]: sd_notify and sockets.
+//!
+//! One question through the code:
+//! 1. `connection::Conn::handle` reads the frame: `protocol::parse_fast` and
+//!    `questions::fast::check` (else `protocol::parse_inbound` and `ValidRequest::check`, the
+//!    reference paths, which word every error) make a `broker::ValidRequest`;
+//! 2. `Hub::run_in` locks the broker; `Broker::ask` puts it in the `PendingTable` and returns
+//!    `Effects` (the request encoded once by `UiRequestRef::encode` for every live UI);
+//! 3. `Hub::deliver` copies each frame into the peer's bounded `Outbox`; `Batch::flush` writes;
+//! 4. a UI's answer comes back the same way to `Broker::respond`, which takes it out of the
+//!    table and `finish`es it with an `End`: `encode_fast::response` to the producer, an ack
+//!    to the UI, withdrawals to the other UIs, a `telemetry::Record` and a watcher event;
+//! 5. `Hub::deliver` stamps and hands the record to the `TelemetrySink` (written off-thread).
 
 // The client crate's modules, re-exported so `crate::protocol` reads the same inside the daemon.
 pub use askbus::{client, protocol, questions};

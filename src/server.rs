@@ -14,57 +14,18 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::access::{peer_groups, AccessRules, UidConnections};
-use crate::broker::{Limits, PeerInfo, Rights};
+use crate::broker::{PeerInfo, Rights};
+use crate::config::DaemonConfig;
 use crate::connection::{self, ConnectionConfig};
 use crate::hub::Hub;
-use crate::metrics::{MetricsError, MetricsListen, MetricsServer};
-use crate::paths::{effective_uid, prepare_socket_path, SocketPathError};
-use crate::protocol::{ErrorCode, FrameError, DEFAULT_MAX_FRAME_BYTES};
+use crate::metrics::http::{MetricsError, MetricsServer};
+use crate::metrics::MetricsListen;
+use crate::paths::{prepare_socket_path, SocketPathError};
+use crate::protocol::{ErrorCode, FrameError};
 use crate::telemetry::{Counters, TelemetrySink, TelemetryWriter};
 
 /// How long connections get to flush their last frames at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_millis(1500);
-
-/// Everything the daemon is configured with.
-#[derive(Debug, Clone)]
-pub struct Config {
-    pub socket: PathBuf,
-    /// `None` disables telemetry.
-    pub telemetry: Option<PathBuf>,
-    pub limits: Limits,
-    pub max_frame_bytes: usize,
-    pub max_connections: usize,
-    /// Connections one uid may have at once (dbus-broker's per-user accounting).
-    pub max_connections_per_uid: usize,
-    /// Unsent bytes a connection may have queued before it is dropped as not reading.
-    pub max_queue_bytes: usize,
-    /// How long a frame may take to arrive once it has started.
-    pub frame_timeout: Duration,
-    /// Who may connect, and as what.
-    pub access: AccessRules,
-    /// Where `/metrics` is served, if anywhere.
-    pub metrics_listen: Option<MetricsListen>,
-    /// Federation over NATS, when `--nats` is given.
-    pub federation: Option<crate::federation::FederationConfig>,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            socket: crate::paths::default_socket_path(),
-            telemetry: Some(crate::paths::default_telemetry_path()),
-            limits: Limits::default(),
-            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
-            max_connections: 4096,
-            max_connections_per_uid: 4096,
-            max_queue_bytes: 8 * 1024 * 1024,
-            frame_timeout: Duration::from_secs(10),
-            access: AccessRules::new(effective_uid()),
-            metrics_listen: None,
-            federation: None,
-        }
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -94,7 +55,7 @@ struct Live {
 }
 
 impl Live {
-    fn of(config: &Config) -> Live {
+    fn of(config: &DaemonConfig) -> Live {
         Live {
             access: config.access.clone(),
             max_connections: config.max_connections,
@@ -116,14 +77,14 @@ pub struct Control {
     hub: Arc<Hub>,
     live: Arc<RwLock<Arc<Live>>>,
     /// What the daemon was started with: the keys only a restart can change.
-    started: Arc<Config>,
+    started: Arc<DaemonConfig>,
 }
 
 impl Control {
     /// New limits and timeouts apply to requests from now on, new access rules to every
     /// connected peer at once, connection limits and frame/queue sizes to new connections.
     /// Returns the keys that changed but take a restart (the listening sockets, telemetry).
-    pub fn apply(&self, config: &Config) -> Vec<&'static str> {
+    pub fn apply(&self, config: &DaemonConfig) -> Vec<&'static str> {
         self.hub.set_limits(config.limits.clone());
         *self.live.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(Live::of(config));
         let rules = config.access.clone();
@@ -142,7 +103,7 @@ impl Control {
         match (&config.federation, &self.started.federation) {
             (Some(new), Some(old)) => {
                 self.hub.set_fed_policy(new.policy());
-                let same_link = crate::federation::FederationConfig {
+                let same_link = crate::federation::config::FederationConfig {
                     share: old.share,
                     share_users: old.share_users.clone(),
                     accept: old.accept,
@@ -166,7 +127,7 @@ impl Control {
 
 /// A bound daemon, ready to `run`.
 pub struct Daemon {
-    config: Config,
+    config: DaemonConfig,
     listener: UnixListener,
     /// Whether we created the socket file (and so remove it at exit).
     owns_socket: bool,
@@ -180,7 +141,7 @@ pub struct Daemon {
 impl Daemon {
     /// Binds the configured socket (mode 0600), refusing to replace anything but a stale
     /// socket. Must be called inside a tokio runtime.
-    pub fn bind(config: Config) -> Result<Daemon, DaemonError> {
+    pub fn bind(config: DaemonConfig) -> Result<Daemon, DaemonError> {
         prepare_socket_path(&config.socket)?;
         // The umask makes the socket 0600 from the moment it exists: no window in which
         // another user could connect before a chmod.
@@ -198,7 +159,7 @@ impl Daemon {
     /// Serves an already-bound listener (e.g. inherited from systemd); `owns_socket` says
     /// whether to remove the socket file at exit.
     pub fn from_std(
-        config: Config,
+        config: DaemonConfig,
         std_listener: StdUnixListener,
         owns_socket: bool,
     ) -> Result<Daemon, DaemonError> {

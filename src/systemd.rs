@@ -112,7 +112,7 @@ pub fn status_line(hub: &Hub) -> String {
         connections,
         if connections == 1 { "" } else { "s" },
     );
-    if let Some(f) = snap.federation {
+    if let Some(f) = hub.fed_summary() {
         if f.connected {
             line.push_str(&format!(
                 "; NATS connected, {} other node{}, {} remote pending, rtt {:.1} ms",

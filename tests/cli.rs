@@ -225,3 +225,122 @@ fn every_subcommand_has_help() {
         assert!(help.contains(flag), "askbusd --help lacks {flag}");
     }
 }
+
+/// Bus text a prompt-injected agent (or a hostile UI) wrote, full of terminal escapes.
+const EVIL: &str =
+    "\x1b]52;c;cHduZWQ=\x07\x1b]0;pwned\x07\x1b[2J\u{9b}2J\u{202e}\u{2066}\u{200f}\x7f";
+
+/// No byte that drives a terminal, and no bidi control, in `out` (which may hold newlines).
+fn assert_inert(what: &str, out: &[u8]) {
+    let s = text(out);
+    for c in s.chars().filter(|c| *c != '\n') {
+        assert!(
+            !(c.is_control()
+                || matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')),
+            "{what} printed {c:?}: {s:?}"
+        );
+    }
+}
+
+/// `pending`, `pending --json`, `watch`, `watch --json`, `answer` and `ask` print bus data: none
+/// of them lets an escape sequence or a bidi control through, and each shows it visibly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bus_text_never_drives_the_terminal() {
+    let d = Daemon::start();
+    let mut watch = d
+        .cli()
+        .arg("watch")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut watch_json = d
+        .cli()
+        .args(["watch", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for w in [&mut watch, &mut watch_json] {
+        let mut err = std::io::BufReader::new(w.stderr.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        assert!(line.contains("watching"), "{line}");
+    }
+    let mut p = d.connect().await;
+    p.send(json!({"type": "hello", "protocol": 1, "client": format!("agent{EVIL}")}))
+        .await;
+    p.recv_type("welcome").await;
+    let id = format!("id{EVIL}");
+    let label = format!("L{EVIL}");
+    p.send(
+        json!({"type": "ask-user-request", "correlationId": id, "questions": [
+        {"question": format!("Q{EVIL}\nsecond line{EVIL}"), "header": format!("H{EVIL}"),
+         "type": "choice", "options": [{"label": label, "description": format!("D{EVIL}")},
+                                       {"label": "b", "description": ""}]}]}),
+    )
+    .await;
+    let pending = tokio::task::block_in_place(|| wait_pending(&d, 1));
+    assert_eq!(
+        pending[0]["correlationId"],
+        id.as_str(),
+        "the JSON keeps the value"
+    );
+
+    let human = d.cli().arg("pending").output().unwrap();
+    assert_inert("pending", &human.stdout);
+    let listing = text(&human.stdout);
+    for part in [
+        "id␛]52;c;cHduZWQ=␇",
+        "agent␛]52;c;cHduZWQ=␇␛]0;pwned␇",
+        "Q␛]52;c;cHduZWQ=␇␛]0;pwned␇␛[2J\u{fffd}2J\u{fffd}\u{fffd}\u{fffd}␡",
+        "\n      second line␛",
+        "- L␛",
+        ": D␛",
+    ] {
+        assert!(listing.contains(part), "{part:?} not in {listing}");
+    }
+    let json_out = d.cli().args(["pending", "--json"]).output().unwrap();
+    assert_inert("pending --json", &json_out.stdout);
+
+    for (w, what) in [(&mut watch, "watch"), (&mut watch_json, "watch --json")] {
+        let mut out = std::io::BufReader::new(w.stdout.take().unwrap());
+        let mut line = String::new();
+        tokio::task::block_in_place(|| std::io::BufRead::read_line(&mut out, &mut line)).unwrap();
+        assert!(line.contains("request"), "{what}: {line}");
+        assert_inert(what, line.as_bytes());
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+
+    let answer = d
+        .cli()
+        .args(["answer", &id, "--answer", &format!("0={label}")])
+        .output()
+        .unwrap();
+    assert_eq!(code(&answer), 0, "{}", text(&answer.stderr));
+    assert_inert("answer", &answer.stdout);
+    let response = p.recv_type("ask-user-response").await;
+    assert_eq!(
+        response["answers"]["0"],
+        label.as_str(),
+        "answers carry the raw text"
+    );
+
+    // `ask` prints the UI's answer: a hostile UI's escapes stay inert too.
+    let (mut ui, _) = d.ui().await;
+    let ask = spawn_ask(&d, &[], QUESTIONS);
+    let req = ui.recv_type("ask-user-request").await;
+    let cid = req["correlationId"].as_str().unwrap();
+    ui.send(json!({"type": "ask-user-response", "correlationId": cid,
+        "answers": {"0": format!("A{EVIL}"), "1": "Yes"}}))
+        .await;
+    let out = tokio::task::block_in_place(|| ask.wait_with_output()).unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    assert_inert("ask", &out.stdout);
+    assert!(
+        text(&out.stdout).contains("Database → A␛]52"),
+        "{}",
+        text(&out.stdout)
+    );
+}

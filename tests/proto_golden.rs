@@ -12,10 +12,10 @@ use askbusd::broker::{BrokerError, Limits};
 use askbusd::hub::Hub;
 use askbusd::protocol::{
     encode, parse_inbound, ClientFrame, ErrorCode, Inbound, NoUiPolicy, Outcome, ServerFrame,
-    WithdrawReason, DEFAULT_MAX_FRAME_BYTES, MAX_CORRELATION_ID_CHARS, PROTOCOL_VERSION,
+    UiInfo, WithdrawReason, DEFAULT_MAX_FRAME_BYTES, MAX_CORRELATION_ID_CHARS, PROTOCOL_VERSION,
 };
 use askbusd::questions::{self, DaemonOutcome};
-use askbusd::telemetry::{Counters, Record, TelemetrySink, UiInfo};
+use askbusd::telemetry::{Counters, Record, TelemetrySink};
 use jsonschema::{Resource, Validator};
 use serde_json::{json, Value};
 

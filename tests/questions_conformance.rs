@@ -6,10 +6,8 @@
 use std::collections::BTreeMap;
 
 use askbusd::protocol::RequestQuestions;
-use askbusd::questions::{
-    answered_result, check, check_request, dismissed_result, meta, normalize, normalize_plain,
-    validate,
-};
+use askbusd::questions::fast::{check_request, normalize as normalize_plain};
+use askbusd::questions::{answered_result, check, dismissed_result, meta, normalize, validate};
 use serde_json::Value;
 
 fn load(name: &str) -> Vec<Value> {
@@ -59,10 +57,10 @@ fn validation_agrees_with_reference() {
     );
 }
 
-/// The daemon's one-pass shortcut must say exactly what the tree path says wherever it
-/// speaks, and must speak for most of the valid cases (else it is not a shortcut).
+/// The daemon's fast path must say exactly what the reference says wherever it
+/// speaks, and must speak for most of the valid cases (else it is not worth having).
 #[test]
-fn one_pass_path_agrees_with_the_tree_path() {
+fn fast_path_agrees_with_the_reference() {
     let cases = load("ask_user_reference_cases.json");
     let (mut taken, mut valid, mut taken_in_frames) = (0, 0, 0);
     for (n, case) in cases.iter().enumerate() {
@@ -80,14 +78,15 @@ fn one_pass_path_agrees_with_the_tree_path() {
             taken_in_frames += 1;
             let tree = tree
                 .as_ref()
-                .unwrap_or_else(|e| panic!("case {n}: frame pass accepted, tree: {e}"));
+                .unwrap_or_else(|e| panic!("case {n}: fast frame path accepted, reference: {e}"));
             assert_eq!(one.questions, tree.questions, "case {n}");
             assert_eq!(one.meta, tree.meta, "case {n}");
             assert_eq!(head.correlation_id, id);
         }
         if let Some(plain) = normalize_plain(&questions.to_string()) {
             taken += 1;
-            let tree = tree.unwrap_or_else(|e| panic!("case {n}: shortcut accepted, tree: {e}"));
+            let tree =
+                tree.unwrap_or_else(|e| panic!("case {n}: fast path accepted, reference: {e}"));
             assert_eq!(plain.questions, tree.questions, "case {n}");
             assert_eq!(plain.meta, tree.meta, "case {n}");
         }
@@ -100,14 +99,14 @@ fn one_pass_path_agrees_with_the_tree_path() {
             (a, b) => panic!("case {n}: check {a:?}, normalize {b:?}"),
         }
     }
-    println!("one-pass shortcut took {taken} of {valid} valid cases");
+    println!("fast path took {taken} of {valid} valid cases");
     assert_eq!(
         taken_in_frames, taken,
         "the whole-frame pass must take what the questions pass takes"
     );
     assert!(
         taken * 2 > valid,
-        "the shortcut took only {taken} of {valid}"
+        "the fast path took only {taken} of {valid}"
     );
 }
 

@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use askbusd::protocol::RequestQuestions;
+use askbusd::questions::fast::normalize as normalize_plain;
 use askbusd::questions::{
-    answered_result, check, dismissed_result, js_trim, meta, normalize, normalize_plain, validate,
+    answered_result, check, dismissed_result, js_trim, meta, normalize, validate,
 };
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
@@ -204,9 +205,9 @@ fn check_accepted(params: &Value) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// Wherever the one-pass shortcut accepts, it gives the tree path's bytes and facts; and
-/// `check` (shortcut, else tree) always agrees with the tree path.
-fn shortcut_agrees(params: &Value) -> Result<(), TestCaseError> {
+/// Wherever the fast path accepts, it gives the reference's bytes and facts; and
+/// `check` (fast, else the reference) always agrees with the reference.
+fn fast_agrees(params: &Value) -> Result<(), TestCaseError> {
     let Some(questions) = params.get("questions") else {
         return Ok(());
     };
@@ -218,7 +219,7 @@ fn shortcut_agrees(params: &Value) -> Result<(), TestCaseError> {
     if let Some(plain) = normalize_plain(&text) {
         let Ok(tree) = &tree else {
             return Err(TestCaseError::fail(format!(
-                "shortcut accepted {text}: {tree:?}"
+                "fast path accepted {text}: {tree:?}"
             )));
         };
         prop_assert_eq!(&plain.questions, &tree.questions);
@@ -237,8 +238,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
-    fn one_pass_shortcut_agrees_with_tree(params in arb_params()) {
-        shortcut_agrees(&params)?;
+    fn one_pass_fast_agrees_with_tree(params in arb_params()) {
+        fast_agrees(&params)?;
     }
 
     #[test]

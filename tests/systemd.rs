@@ -33,10 +33,10 @@ fn staged_units(kind: &str) -> tempfile::TempDir {
     for unit in ["askbusd.socket", "askbusd.service"] {
         let text = std::fs::read_to_string(units_dir().join(kind).join(unit)).unwrap();
         assert!(
-            unit.ends_with(".socket") || text.contains("ExecStart=/usr/local/bin/askbusd"),
+            unit.ends_with(".socket") || text.contains("ExecStart=/usr/bin/askbusd"),
             "{kind}/{unit}: ExecStart moved; update this test"
         );
-        let text = text.replace("/usr/local/bin/askbusd", common::daemon_bin());
+        let text = text.replace("/usr/bin/askbusd", common::daemon_bin());
         std::fs::write(dir.path().join(unit), text).unwrap();
     }
     dir

@@ -532,3 +532,53 @@ async fn refuses_without_a_terminal() {
     assert!(err.contains("standard output is not a terminal"), "{err}");
     assert!(out.stdout.is_empty());
 }
+
+/// Bus text full of escape sequences (a prompt-injected agent's question): OSC 52 would write
+/// the clipboard, OSC 0 the window title, CSI 2J clear the screen, BEL ring, the 8-bit CSI
+/// (U+009B) act without an ESC and U+202E reverse the line. None may reach the terminal; each
+/// shows as a visible stand-in, and the answer still carries the label as the agent wrote it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escape_sequences_in_bus_text_never_reach_the_terminal() {
+    let mut s = setup().await;
+    let evil = "\x1b]52;c;cHduZWQ=\x07\x1b]0;pwned-title\x07ZZ\x1b[2J\u{9b}2J\u{202e}gpj.exe";
+    let mut p = producer(&s.daemon.socket, &format!("agent{evil}")).await;
+    let label = format!("L{evil}");
+    ask(
+        &mut p,
+        &format!("id{evil}"),
+        json!([{"question": format!("Q{evil}"), "header": format!("H{evil}"),
+            "type": "choice", "placeholder": format!("P{evil}"),
+            "options": [{"label": label, "description": format!("D{evil}")},
+                        {"label": "Other", "description": ""}]}]),
+    )
+    .await;
+    let screen = s.ui.wait_for("Q␛]52;c;cHduZWQ=").await;
+    for part in [
+        "agent␛]52;c;cHduZWQ=␇",
+        "L␛]52",
+        "D␛]52",
+        "P␛]52",
+        "ZZ␛[2J\u{FFFD}2J\u{FFFD}gpj",
+    ] {
+        assert!(screen.contains(part), "{part:?} missing from\n{screen}");
+    }
+    s.ui.keys(ENTER);
+    let response = p.recv_type("ask-user-response").await;
+    assert_eq!(response["answers"], json!({"0": label}));
+    s.ui.wait_for("No questions pending.").await;
+    let raw = s.ui.raw();
+    let has = |needle: &[u8]| raw.windows(needle.len()).any(|w| w == needle);
+    for needle in [
+        &b"\x1b]52"[..],
+        b"\x1b]0;",
+        b"ZZ\x1b[2J",
+        b"\x07",
+        "\u{9b}".as_bytes(),
+        "\u{202e}".as_bytes(),
+    ] {
+        assert!(!has(needle), "{needle:?} reached the terminal");
+    }
+    let (title, bells) = s.ui.title_and_bells();
+    assert!(!title.contains("pwned"), "the title became {title:?}");
+    assert_eq!(bells, 0);
+}

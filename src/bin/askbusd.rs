@@ -9,11 +9,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
 
+use askbusd::config::DaemonConfig;
 use askbusd::config::{self, bounds, LogFormat, Options, Settings, Telemetry};
 use askbusd::metrics::MetricsListen;
 use askbusd::paths::effective_uid;
 use askbusd::protocol::NoUiPolicy;
-use askbusd::server::{Config, Control, Daemon};
+use askbusd::server::{Control, Daemon};
 use askbusd::systemd;
 
 /// Brokers ask-user questions between agent processes and UI frontends over a Unix socket.
@@ -107,6 +108,9 @@ struct Args {
     /// This node's name among the federated ones (A-Z a-z 0-9 - _) [default: the host name]
     #[arg(long, value_name = "NAME", value_parser = node_arg)]
     node: Option<String>,
+    /// Print the man page (roff) and exit; packages install it as askbusd.1
+    #[arg(long, hide = true)]
+    man: bool,
 }
 
 fn node_arg(s: &str) -> Result<String, String> {
@@ -194,6 +198,20 @@ impl Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.man {
+        let mut page = Vec::new();
+        let cmd = <Args as clap::CommandFactory>::command();
+        return match clap_mangen::Man::new(cmd)
+            .render(&mut page)
+            .and_then(|()| std::io::Write::write_all(&mut std::io::stdout().lock(), &page))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("askbusd: cannot print the man page: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if args.check_config {
         // The federation's credential and TLS files are read as a start would read them.
         let federation = match args.settings() {
@@ -367,7 +385,7 @@ fn reload(args: &Args, control: &Control, log: &LogReload, started: &Settings) {
     systemd::ready(&systemd::status_line(control.hub()));
 }
 
-fn log_limits(c: &Config, file: Option<&Path>) {
+fn log_limits(c: &DaemonConfig, file: Option<&Path>) {
     let l = &c.limits;
     tracing::info!(
         config = %file.map(|p| p.display().to_string()).unwrap_or_else(|| "none".into()),

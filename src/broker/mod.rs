@@ -19,12 +19,12 @@ pub use remote::{FedOut, FedPolicy, Forward, RemoteQuestion, SharedEnd, SharedQu
 pub use stats::BrokerStats;
 
 use crate::protocol::{
-    encode, hot, AskUserRequest, AskUserResponse, BusEvent, FrameError, NoUiPolicy, Outcome,
-    ProducerInfo, ProducerResponse, RequestHead, ResultPayload, ServerFrame, TimeoutMs,
+    encode, encode_fast, AskUserRequest, AskUserResponse, BusEvent, FrameError, NoUiPolicy,
+    Outcome, ProducerInfo, ProducerResponse, RequestHead, ServerFrame, TimeoutMs, UiInfo,
     UiRequestRef, WithdrawReason,
 };
 use crate::questions::{self, question_types, DaemonOutcome, QuestionMeta, ToolResult};
-use crate::telemetry::{Record, UiInfo};
+use crate::telemetry::record::Record;
 
 /// The largest tool result the broker builds for an answer (the response frame stays under
 /// the 16 MiB clients accept).
@@ -83,6 +83,14 @@ pub struct RoleCounts {
     pub idle: usize,
 }
 
+/// The broker's counts at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub stats: BrokerStats,
+    pub roles: RoleCounts,
+    pub pending: usize,
+}
+
 /// The limits and defaults that apply to new requests; replaceable at run time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
@@ -135,14 +143,14 @@ impl ValidRequest {
         }
     }
 
-    /// The one-pass path: a request whose plain questions `protocol::parse_one_pass` read
-    /// from a payload of `payload_len` bytes; `None` leaves it to `parse_inbound` and `check`.
-    pub fn from_plain(
+    /// The fast path: a request whose plain questions `protocol::parse_fast` read from a
+    /// payload of `payload_len` bytes; `None` leaves it to `parse_inbound` and [`Self::check`].
+    pub fn fast(
         head: RequestHead,
-        questions: questions::PlainQuestions,
+        questions: questions::fast::Questions,
         payload_len: usize,
     ) -> Option<ValidRequest> {
-        let normalized = questions::check_plain(questions, payload_len)?;
+        let normalized = questions::fast::check(questions, payload_len)?;
         Some(ValidRequest {
             meta: normalized.meta,
             questions: normalized.questions,
@@ -154,6 +162,27 @@ impl ValidRequest {
 
     pub fn correlation_id(&self) -> &str {
         &self.correlation_id
+    }
+
+    /// Debug builds: a request the fast path took from `payload` must be what the reference
+    /// paths (`protocol::parse::reference`, then `questions::normalize`) make of it.
+    #[cfg(debug_assertions)]
+    pub fn assert_reference_agrees(&self, payload: &[u8]) {
+        let frame = crate::protocol::parse::reference::parse(payload);
+        let Ok(crate::protocol::Inbound::AskUserRequest(req)) = frame else {
+            panic!("the fast path took a request the reference refuses: {frame:?}");
+        };
+        let reference = questions::normalize(&req.questions.into_params())
+            .expect("the reference accepts the questions the fast path took");
+        assert!(
+            req.correlation_id == self.correlation_id
+                && req.timeout_ms == self.timeout_ms
+                && req.no_ui == self.no_ui
+                && *reference.questions == *self.questions
+                && reference.meta == self.meta,
+            "the fast path differs from the reference on {}",
+            String::from_utf8_lossy(payload)
+        );
     }
 }
 
@@ -304,6 +333,15 @@ impl Broker {
         &self.stats
     }
 
+    /// The counts at this moment, for the metrics.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            stats: self.stats.clone(),
+            roles: self.role_counts(),
+            pending: self.pending_len(),
+        }
+    }
+
     pub fn pending_len(&self) -> usize {
         self.pending.len()
     }
@@ -377,7 +415,9 @@ impl Broker {
             let uid = req.producer_info.uid;
             match (before.sees(uid), after.sees(uid)) {
                 (false, true) => fx.frame(peer, self.ui_frame(id, req, now)),
-                (true, false) => fx.frame(peer, hot::withdrawn(id, WithdrawReason::Withdrawn)),
+                (true, false) => {
+                    fx.frame(peer, encode_fast::withdrawn(id, WithdrawReason::Withdrawn))
+                }
                 _ => {}
             }
         }
@@ -786,7 +826,7 @@ impl Broker {
             let result = questions::answered_result(&req.meta, &resp.answers);
             (Outcome::Answered, result, resp.answers)
         };
-        fx.frame(peer, hot::ack(id, outcome));
+        fx.frame(peer, encode_fast::ack(id, outcome));
         self.stats.record_latency(now - req.accepted_at);
         self.finish_with(
             id,
@@ -942,13 +982,9 @@ impl Broker {
             answers,
             cancelled: outcome != Outcome::Answered,
             reason: outcome,
-            result: ResultPayload {
-                llm_content: result.llm_content,
-                return_display: result.return_display,
-                data: result.data,
-            },
+            result,
         };
-        fx.frame(req.producer, hot::response(&response));
+        fx.frame(req.producer, encode_fast::response(&response));
     }
 }
 

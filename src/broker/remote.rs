@@ -15,10 +15,10 @@ use super::{
     MAX_RESULT_BYTES,
 };
 use crate::protocol::{
-    encode_with, hot, AskUserResponse, FrameError, Outcome, ProducerInfo, WithdrawReason,
+    encode_fast, encode_with, json, AskUserResponse, FrameError, Outcome, ProducerInfo, UiInfo,
+    WithdrawReason,
 };
 use crate::questions;
-use crate::telemetry::UiInfo;
 
 /// The `producer` of a remote question: no connection has this id (they start at 1).
 pub const REMOTE: PeerId = 0;
@@ -136,16 +136,16 @@ impl Broker {
         answered_by: Option<&UiInfo>,
     ) -> Bytes {
         let Some(f) = &self.fed else {
-            return hot::withdrawn(id, reason);
+            return encode_fast::withdrawn(id, reason);
         };
         let node = req.origin.as_deref().unwrap_or(&f.node);
         encode_with(|out| {
             out.extend_from_slice(br#"{"type":"ask-user-withdrawn","correlationId":"#);
-            hot::write_str(out, id);
+            json::write_str(out, id);
             out.extend_from_slice(br#","reason":""#);
             out.extend_from_slice(reason.as_str().as_bytes());
             out.extend_from_slice(br#"","node":"#);
-            hot::write_str(out, node);
+            json::write_str(out, node);
             if let Some(by) = answered_by {
                 out.extend_from_slice(br#","answeredBy":"#);
                 serde_json::to_writer(&mut *out, by).expect("UiInfo serializes");
@@ -370,7 +370,7 @@ impl Broker {
             return;
         }
         match decision {
-            Ok(outcome) => fx.frame(ui, hot::ack(id, outcome)),
+            Ok(outcome) => fx.frame(ui, encode_fast::ack(id, outcome)),
             Err(err) => fx.error(ui, err),
         }
     }

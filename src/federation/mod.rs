@@ -7,11 +7,12 @@
 //! are answers decided by the broker like a local UI's.
 
 pub mod config;
+pub mod link;
 mod wire;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use async_nats::jetstream::{self, kv};
@@ -22,6 +23,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use config::{FederationConfig, FederationError, ShareUsers};
+pub use link::{unreachable, FedLink, FedStatus};
 use wire::{AnswerReply, Entry, NodeBeat};
 
 use crate::broker::{FedOut, Forward, RemoteQuestion, SharedEnd, SharedQuestion};
@@ -36,74 +38,6 @@ const ENDED_TTL: Duration = Duration::from_secs(600);
 
 /// Slack on a question's entry TTL beyond its deadline.
 const ENTRY_SLACK: Duration = Duration::from_secs(5);
-
-/// The error a UI gets for an answer that cannot reach its origin.
-pub fn unreachable(id: &str, why: &str) -> FrameError {
-    FrameError::new(
-        ErrorCode::OriginUnreachable,
-        format!("the answer was not delivered ({why}); the question is still pending"),
-    )
-    .with_id(Some(id))
-}
-
-/// Federation state for `stats`, the metrics and `STATUS=`.
-#[derive(Debug, Default)]
-pub struct FedStatus {
-    pub node: String,
-    pub connected: AtomicBool,
-    pub reconnects: AtomicU64,
-    pub rtt_us: AtomicU64,
-    pub forwarded: AtomicU64,
-    pub forward_errors: AtomicU64,
-    pub nodes: Mutex<Vec<String>>,
-}
-
-impl FedStatus {
-    pub fn connected(&self) -> bool {
-        self.connected.load(Ordering::Relaxed)
-    }
-
-    pub fn nodes(&self) -> Vec<String> {
-        self.nodes.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    pub fn to_json(&self, remote_pending: usize, shared_pending: usize) -> Value {
-        json!({
-            "connected": self.connected(),
-            "node": self.node,
-            "nodes": self.nodes(),
-            "remotePending": remote_pending,
-            "sharedPending": shared_pending,
-            "rttUs": self.rtt_us.load(Ordering::Relaxed),
-            "reconnects": self.reconnects.load(Ordering::Relaxed),
-            "forwarded": self.forwarded.load(Ordering::Relaxed),
-            "forwardErrors": self.forward_errors.load(Ordering::Relaxed),
-        })
-    }
-}
-
-/// The broker's end of the queue to the federation task.
-pub struct FedLink {
-    tx: mpsc::Sender<FedOut>,
-    /// Set when a share or an end did not fit: the task republishes and reconciles.
-    resync: Arc<AtomicBool>,
-    pub status: Arc<FedStatus>,
-}
-
-impl FedLink {
-    /// Queues `out` without waiting; returns it if it did not fit.
-    pub fn send(&self, out: FedOut) -> Option<FedOut> {
-        match self.tx.try_send(out) {
-            Ok(()) => None,
-            Err(mpsc::error::TrySendError::Full(out) | mpsc::error::TrySendError::Closed(out)) => {
-                if !matches!(out, FedOut::Forward(_)) {
-                    self.resync.store(true, Ordering::Relaxed);
-                }
-                Some(out)
-            }
-        }
-    }
-}
 
 /// Starts federating `hub` as `cfg` says; the task runs until `stop`, then tells the other
 /// nodes what ended meanwhile and leaves.
@@ -120,11 +54,7 @@ pub async fn start(
     let resync = Arc::new(AtomicBool::new(false));
     hub.federate(
         cfg.policy(),
-        FedLink {
-            tx,
-            resync: resync.clone(),
-            status: status.clone(),
-        },
+        FedLink::new(tx, resync.clone(), status.clone()),
     );
     let options = cfg.connect_options().await?;
     let task = Task {

@@ -11,10 +11,9 @@ use serde_json::{json, Map, Value};
 
 use crate::broker::{PeerId, SharedEnd, SharedQuestion, ValidRequest};
 use crate::protocol::{
-    parse_inbound, AskUserResponse, ErrorCode, FrameError, Inbound, Outcome, ProducerInfo,
+    parse_inbound, AskUserResponse, ErrorCode, FrameError, Inbound, Outcome, ProducerInfo, UiInfo,
     WithdrawReason,
 };
-use crate::telemetry::UiInfo;
 
 /// A question's key in the pending bucket: its node, then its id in unpadded base64url (KV
 /// keys allow only `[-/_=.A-Za-z0-9]`).

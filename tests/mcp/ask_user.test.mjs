@@ -61,19 +61,21 @@ const ui = async () => {
   return u;
 };
 const request = (u) => u.take((f) => f.type === 'ask-user-request', 'an ask-user-request');
+// The default name: not the reference's `ask_user`, which Gemini CLI drops in headless mode.
+const TOOL = 'ask_person';
 const callAskUser = (m, args, options) =>
-  m.client.callTool({ name: 'ask_user', arguments: args }, undefined, options);
+  m.client.callTool({ name: TOOL, arguments: args }, undefined, options);
 
 test('the definition file is the reference ASK_USER_DEFINITION, byte for byte', async () => {
   assert.equal(await readFile(TOOL_FILE, 'utf8'), `${JSON.stringify(REFERENCE, null, 2)}\n`);
 });
 
-test('tools/list returns the reference name, description and schema, byte for byte', async () => {
+test('tools/list returns the reference description and schema, byte for byte, as ask_person', async () => {
   const m = await mcp();
   const listed = await m.client.listTools();
   assert.deepEqual(
     listed.tools.map((t) => t.name),
-    ['ask_user'],
+    [TOOL],
   );
   // As sent on the wire, before the SDK's parsing: key order and every byte of text count.
   const wire = m.raw.find((msg) => Array.isArray(msg.result?.tools));
@@ -82,12 +84,40 @@ test('tools/list returns the reference name, description and schema, byte for by
     JSON.stringify(wire.result.tools),
     JSON.stringify([
       {
-        name: REFERENCE.name,
+        name: TOOL,
         description: REFERENCE.description,
         inputSchema: REFERENCE.parametersJsonSchema,
       },
     ]),
   );
+});
+
+test('--tool-name serves the tool under another name, and only under it', async () => {
+  const u = await ui();
+  const m = await mcp({ args: ['--tool-name', 'ask_user'] });
+  const listed = await m.client.listTools();
+  assert.deepEqual(
+    listed.tools.map((t) => t.name),
+    ['ask_user'],
+  );
+  await assert.rejects(
+    m.client.callTool({ name: TOOL, arguments: NAME }),
+    (e) => /unknown tool "ask_person"; this server has only "ask_user"/.test(e.message),
+  );
+  const call = m.client.callTool({ name: 'ask_user', arguments: NAME });
+  const req = await request(u);
+  u.send({ type: 'ask-user-response', correlationId: req.correlationId, answers: { 0: 'askbus' } });
+  assert.equal((await deadline(call, 'the answer')).content[0].text, '{"answers":{"0":"askbus"}}');
+});
+
+test('--tool-name refuses a name no model API takes', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const { CLI } = await import('./helpers.mjs');
+  for (const bad of ['', 'ask user', '9lives', 'x'.repeat(65)]) {
+    const r = spawnSync(CLI, ['mcp', '--socket', bus.socket, '--tool-name', bad], { encoding: 'utf8', input: '' });
+    assert.equal(r.status, 2, `${JSON.stringify(bad)}: ${r.stderr}`);
+    assert.match(r.stderr, /a tool name is 1 to 64 characters/);
+  }
 });
 
 test('an answer comes back as the reference llmContent; the UI is told which MCP client asks', async () => {
@@ -324,7 +354,7 @@ test('--structured-content adds the outcome as structuredContent; the text stays
 
 test('progress notifications keep a long wait alive for clients that reset their timeout on progress', async () => {
   const u = await ui();
-  const m = await mcp({ args: ['--progress-interval-ms', '100'] });
+  const m = await mcp({ args: ['--progress-interval-ms', '100', '--timeout-ms', '90000'] });
   const progress = [];
   const call = callAskUser(m, NAME, {
     timeout: 500,
@@ -339,4 +369,28 @@ test('progress notifications keep a long wait alive for clients that reset their
   assert.ok(progress.length >= 5, `progress notifications: ${progress.length}`);
   assert.equal(progress[0].message, 'Waiting for the user to answer');
   for (let i = 1; i < progress.length; i++) assert.ok(progress[i].progress > progress[i - 1].progress);
+  // The total is the question's timeout in seconds, the unit of `progress` (seconds waited).
+  for (const p of progress) assert.equal(p.total, 90);
+});
+
+test("progress totals are the daemon's default timeout, clamped to its maximum", async () => {
+  await bus.stop();
+  bus = await startDaemon({ args: ['--default-timeout-ms', '70000', '--max-timeout-ms', '80000'] });
+  for (const [args, total] of [
+    [[], 70],
+    [['--timeout-ms', '900000'], 80],
+  ]) {
+    const u = await ui();
+    const m = await mcp({ args: ['--progress-interval-ms', '50', ...args] });
+    let progressed;
+    const progress = new Promise((resolve) => {
+      progressed = resolve;
+    });
+    const call = callAskUser(m, NAME, { onprogress: (p) => progressed(p) });
+    const req = await request(u);
+    const first = await deadline(progress, 'a progress notification');
+    u.send({ type: 'ask-user-response', correlationId: req.correlationId, answers: { 0: 'x' } });
+    await deadline(call, 'the answer');
+    assert.equal(first.total, total);
+  }
 });

@@ -29,6 +29,9 @@ pub const CTRL_L: &str = "\x0c";
 pub struct Pty {
     /// The emulated screen, and when output last arrived.
     screen: Arc<Mutex<(vt100::Parser, Instant)>>,
+    /// Every byte the program wrote to the terminal, for tests that check what never
+    /// reaches it (escape sequences from bus data).
+    raw: Arc<Mutex<Vec<u8>>>,
     writer: Box<dyn Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
     _master: Box<dyn portable_pty::MasterPty + Send>,
@@ -67,12 +70,15 @@ impl Pty {
         let writer = pair.master.take_writer().expect("pty writer");
         let screen = Arc::new(Mutex::new((vt100::Parser::new(24, 80, 0), Instant::now())));
         let s = screen.clone();
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let r = raw.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 8192];
             while let Ok(n) = reader.read(&mut buf) {
                 if n == 0 {
                     break;
                 }
+                r.lock().unwrap().extend_from_slice(&buf[..n]);
                 let mut s = s.lock().unwrap();
                 s.0.process(&buf[..n]);
                 s.1 = Instant::now();
@@ -80,6 +86,7 @@ impl Pty {
         });
         Pty {
             screen,
+            raw,
             writer,
             child,
             _master: pair.master,
@@ -89,6 +96,20 @@ impl Pty {
     /// The pid of the program in the terminal.
     pub fn pid(&self) -> u32 {
         self.child.process_id().expect("a running child has a pid")
+    }
+
+    /// Every byte written to the terminal so far.
+    pub fn raw(&self) -> Vec<u8> {
+        self.raw.lock().unwrap().clone()
+    }
+
+    /// The window title and the count of audible bells, as the terminal saw them.
+    pub fn title_and_bells(&self) -> (String, usize) {
+        let s = self.screen.lock().unwrap();
+        (
+            s.0.screen().title().to_owned(),
+            s.0.screen().audible_bell_count(),
+        )
     }
 
     /// The screen's text, row by row.

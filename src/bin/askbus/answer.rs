@@ -10,6 +10,8 @@ use anyhow::{anyhow, bail, Result};
 use askbusd::client::{Ui, UiEvent};
 use askbusd::protocol::Outcome;
 
+use crate::term;
+
 pub async fn run(socket: &Path, id: &str, raw: &[String], dismiss: bool) -> Result<ExitCode> {
     let mut answers = BTreeMap::new();
     for a in raw {
@@ -39,7 +41,8 @@ pub async fn run(socket: &Path, id: &str, raw: &[String], dismiss: bool) -> Resu
                 outcome,
             }) if correlation_id == id => {
                 println!(
-                    "{id}: {}",
+                    "{}: {}",
+                    term::sanitize(id),
                     if outcome == Outcome::Dismissed {
                         "dismissed"
                     } else {
@@ -49,7 +52,7 @@ pub async fn run(socket: &Path, id: &str, raw: &[String], dismiss: bool) -> Resu
                 return Ok(ExitCode::SUCCESS);
             }
             Some(UiEvent::Error(e)) if e.correlation_id.as_deref() == Some(id) => {
-                eprintln!("askbus: {}: {}", e.code, e.message);
+                eprintln!("askbus: {}: {}", e.code, term::sanitize_lines(&e.message));
                 return Ok(ExitCode::FAILURE);
             }
             Some(_) => continue,

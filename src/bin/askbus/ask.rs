@@ -10,6 +10,8 @@ use serde_json::Value;
 use askbusd::client::{new_correlation_id, Ask, ClientError, Producer};
 use askbusd::protocol::{NoUiPolicy, Outcome, ProducerResponse, ServerFrame};
 
+use crate::term;
+
 /// Exit statuses of `askbus ask`, documented in its help.
 pub mod exit {
     pub const DISMISSED: u8 = 1;
@@ -64,9 +66,10 @@ pub async fn run(
     let response = match response {
         Ok(r) => r,
         Err(ClientError::Rejected(e)) => {
-            eprintln!("{}", e.message);
+            eprintln!("{}", term::sanitize_lines(&e.message));
             if json {
-                println!("{}", serde_json::to_string(&ServerFrame::Error(e))?);
+                let text = serde_json::to_string(&ServerFrame::Error(e))?;
+                println!("{}", term::json(&text));
             }
             return Ok(ExitCode::from(exit::REJECTED));
         }
@@ -74,7 +77,7 @@ pub async fn run(
     };
     if json {
         let frame = ServerFrame::AskUserResponse(response.clone());
-        println!("{}", serde_json::to_string(&frame)?);
+        println!("{}", term::json(&serde_json::to_string(&frame)?));
     } else {
         print_response(&response);
     }
@@ -89,8 +92,9 @@ pub async fn run(
 
 fn print_response(r: &ProducerResponse) {
     match r.reason {
-        // The reference's own rendering of the answers, as the user would see it.
-        Outcome::Answered => println!("{}", r.result.return_display),
-        _ => eprintln!("{}", r.result.llm_content),
+        // The reference's own rendering of the answers, as the user would see it (the
+        // answers are the UI's text: shown, never obeyed).
+        Outcome::Answered => println!("{}", term::sanitize_lines(&r.result.return_display)),
+        _ => eprintln!("{}", term::sanitize_lines(&r.result.llm_content)),
     }
 }

@@ -18,6 +18,8 @@ mod completions;
 mod mcp;
 mod pending;
 mod schema;
+mod service;
+mod term;
 mod ui;
 mod validate;
 mod watch;
@@ -128,12 +130,24 @@ enum Command {
         /// The shell
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff).
-    Man,
+    /// Print the man page (roff), or write every page with --dir.
+    Man {
+        /// Write askbus.1 and one askbus-COMMAND.1 per subcommand into DIR (as packages
+        /// install them) instead of printing askbus.1
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// Run askbusd under systemd: install, uninstall or inspect its socket and service units.
+    ///
+    /// The units are the shipped ones (systemd/ in the source) with ExecStart at the installed
+    /// askbusd. `askbus service install` sets up your own bus (socket
+    /// $XDG_RUNTIME_DIR/askbus.sock, every client's default); `--system` one for the machine.
+    Service(service::Args),
     /// Serve the ask_user tool to an MCP client (Claude Code, Codex, Gemini CLI…) on stdio.
     ///
     /// Each tool call is asked through askbusd and answered from any askbus UI. The tool has
-    /// Gemini CLI's ask_user name, description and schema; its text result is the reference's
+    /// Gemini CLI's ask_user description and schema, under the name `ask_person` (Gemini CLI
+    /// drops MCP tools named ask_user in headless mode); its text result is the reference's
     /// llmContent.
     Mcp(mcp::McpArgs),
     /// Print the daemon's live counters.
@@ -165,6 +179,12 @@ fn main() -> ExitCode {
     let command = match cli.command {
         Command::Bench(args) => return bench::main(args, cli.socket),
         Command::BenchRelay => return bench::relay_main(cli.socket),
+        Command::Service(args) => {
+            return service::run(args).unwrap_or_else(|e| {
+                eprintln!("askbus: {e:#}");
+                ExitCode::FAILURE
+            })
+        }
         command => command,
     };
     let socket = cli
@@ -187,7 +207,8 @@ fn main() -> ExitCode {
             let unreachable = e
                 .downcast_ref::<ClientError>()
                 .is_some_and(|c| matches!(c, ClientError::Connect { .. }));
-            eprintln!("askbus: {e:#}");
+            // Errors may quote what the daemon (or a peer) said.
+            eprintln!("askbus: {}", term::sanitize_lines(&format!("{e:#}")));
             if unreachable {
                 ExitCode::from(ask::exit::UNREACHABLE)
             } else {
@@ -222,9 +243,8 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             completions::completions(shell, <Cli as clap::CommandFactory>::command())
                 .map(|()| ExitCode::SUCCESS)
         }
-        Command::Man => {
-            completions::man(<Cli as clap::CommandFactory>::command()).map(|()| ExitCode::SUCCESS)
-        }
+        Command::Man { dir } => completions::man(<Cli as clap::CommandFactory>::command(), dir)
+            .map(|()| ExitCode::SUCCESS),
         Command::Answer {
             id,
             answers,
@@ -232,15 +252,18 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         } => answer::run(&socket, &id, &answers, dismiss).await,
         Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Web(args) => web::run(args, socket).await,
-        Command::Bench(_) | Command::BenchRelay => unreachable!("dispatched before the runtime"),
+        Command::Bench(_) | Command::BenchRelay | Command::Service(_) => {
+            unreachable!("dispatched before the runtime")
+        }
         Command::Stats { json } => {
             let mut conn = Connection::connect(&socket).await?;
             let stats = conn.stats().await?;
-            if json {
-                println!("{}", serde_json::to_string(&stats)?);
+            let text = if json {
+                serde_json::to_string(&stats)?
             } else {
-                println!("{}", serde_json::to_string_pretty(&stats)?);
-            }
+                serde_json::to_string_pretty(&stats)?
+            };
+            println!("{}", term::json(&text));
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -10,6 +10,8 @@ use serde_json::Value;
 use askbusd::client::{Ui, UiEvent};
 use askbusd::protocol::{ServerFrame, UiRequest};
 
+use crate::term::{self, sanitize, sanitize_lines};
+
 pub async fn run(socket: &Path, json: bool) -> Result<ExitCode> {
     let mut ui = Ui::subscribe(
         socket,
@@ -32,7 +34,8 @@ pub async fn run(socket: &Path, json: bool) -> Result<ExitCode> {
             .into_iter()
             .map(ServerFrame::AskUserRequest)
             .collect();
-        println!("{}", serde_json::to_string_pretty(&frames)?);
+        let text = serde_json::to_string_pretty(&frames)?;
+        println!("{}", term::json(&text));
         return Ok(ExitCode::SUCCESS);
     }
     if requests.is_empty() {
@@ -48,8 +51,8 @@ fn print_request(r: &UiRequest) -> Result<()> {
     let p = &r.producer;
     println!(
         "{}  from {} (pid {}, uid {}), {}s left",
-        r.correlation_id,
-        p.client.as_deref().unwrap_or("unnamed agent"),
+        sanitize(&r.correlation_id),
+        sanitize(p.client.as_deref().unwrap_or("unnamed agent")),
         p.pid.map_or("?".to_string(), |p| p.to_string()),
         p.uid,
         r.timeout_ms / 1000
@@ -60,9 +63,9 @@ fn print_request(r: &UiRequest) -> Result<()> {
         .map(Vec::as_slice)
         .unwrap_or_default();
     for (i, q) in questions.iter().enumerate() {
-        let header = q.get("header").and_then(Value::as_str).unwrap_or("");
-        let text = q.get("question").and_then(Value::as_str).unwrap_or("");
-        let ty = q.get("type").and_then(Value::as_str).unwrap_or("");
+        let header = sanitize(q.get("header").and_then(Value::as_str).unwrap_or(""));
+        let text = sanitize_lines(q.get("question").and_then(Value::as_str).unwrap_or(""));
+        let ty = sanitize(q.get("type").and_then(Value::as_str).unwrap_or(""));
         let multi = q
             .get("multiSelect")
             .and_then(Value::as_bool)
@@ -70,7 +73,7 @@ fn print_request(r: &UiRequest) -> Result<()> {
         let kind = if multi {
             format!("{ty}, several")
         } else {
-            ty.to_owned()
+            ty.to_string()
         };
         println!(
             "  [{i}] {header} ({kind}): {}",
@@ -80,8 +83,8 @@ fn print_request(r: &UiRequest) -> Result<()> {
             println!("      - Yes\n      - No");
         } else if let Some(options) = q.get("options").and_then(Value::as_array) {
             for o in options {
-                let label = o.get("label").and_then(Value::as_str).unwrap_or("");
-                let desc = o.get("description").and_then(Value::as_str).unwrap_or("");
+                let label = sanitize(o.get("label").and_then(Value::as_str).unwrap_or(""));
+                let desc = sanitize(o.get("description").and_then(Value::as_str).unwrap_or(""));
                 if desc.is_empty() {
                     println!("      - {label}");
                 } else {

@@ -23,7 +23,8 @@ pub fn run(file: Option<PathBuf>, json_out: bool) -> Result<ExitCode> {
     let value: Value = serde_json::from_str(&text).context("the file is not valid JSON")?;
     match check(&text, value) {
         Ok(normalized) => {
-            println!("{}", serde_json::to_string_pretty(&normalized)?);
+            let text = serde_json::to_string_pretty(&normalized)?;
+            println!("{}", crate::term::json(&text));
             Ok(ExitCode::SUCCESS)
         }
         Err(r) => {
@@ -32,9 +33,9 @@ pub fn run(file: Option<PathBuf>, json_out: bool) -> Result<ExitCode> {
                 if let Some(id) = r.correlation_id {
                     frame["correlationId"] = json!(id);
                 }
-                println!("{frame}");
+                println!("{}", crate::term::json(&frame.to_string()));
             } else {
-                eprintln!("{}", r.message);
+                eprintln!("{}", crate::term::sanitize_lines(&r.message));
             }
             Ok(ExitCode::FAILURE)
         }

@@ -11,6 +11,8 @@ use anyhow::Result;
 use askbusd::client::{ClientError, Watcher};
 use askbusd::protocol::{BusEvent, ServerFrame};
 
+use crate::term;
+
 const CLIENT: &str = concat!("askbus-watch/", env!("CARGO_PKG_VERSION"));
 
 pub async fn run(socket: &Path, json: bool) -> Result<ExitCode> {
@@ -40,7 +42,8 @@ async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
                     match watcher.next().await {
                         Ok(Some(event)) => {
                             let text = if json {
-                                serde_json::to_string(&ServerFrame::BusEvent(event))?
+                                term::json(&serde_json::to_string(&ServerFrame::BusEvent(event))?)
+                                    .into_owned()
                             } else {
                                 line(&event)
                             };
@@ -63,7 +66,11 @@ async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
             // A daemon that refuses a watcher (a newer one with other rules) will not change
             // its mind: say why and stop instead of retrying forever.
             Err(ClientError::Rejected(e)) => {
-                eprintln!("askbus watch: askbusd refused: {}: {}", e.code, e.message);
+                eprintln!(
+                    "askbus watch: askbusd refused: {}: {}",
+                    e.code,
+                    term::sanitize(&e.message)
+                );
                 return Ok(ExitCode::FAILURE);
             }
             Err(e) => {
@@ -75,7 +82,10 @@ async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
             .saturating_mul(1 << failures.min(5))
             .min(Duration::from_secs(5));
         if !was_down {
-            eprintln!("askbus watch: {why}; retrying until it is back");
+            eprintln!(
+                "askbus watch: {}; retrying until it is back",
+                term::sanitize(&why)
+            );
             was_down = true;
         }
         tokio::time::sleep(wait).await;
@@ -83,7 +93,12 @@ async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
 }
 
 /// One event as a line for people: time (UTC), event, correlationId, who, and what it means.
+/// Every field is bus data (names, ids, headers), so the line is sanitized whole.
 pub fn line(e: &BusEvent) -> String {
+    term::sanitize(&raw_line(e)).into_owned()
+}
+
+fn raw_line(e: &BusEvent) -> String {
     let time =
         e.ts.split_once('T')
             .map_or(e.ts.as_str(), |(_, t)| t)

@@ -4,6 +4,7 @@ use std::cell::RefCell;
 
 use bytes::Bytes;
 use serde::Serialize;
+#[cfg(feature = "codec")]
 use tokio_util::codec::LengthDelimitedCodec;
 
 /// The daemon's default cap on one frame's payload (1 MiB).
@@ -12,6 +13,7 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 1_048_576;
 /// Size of the length prefix in front of every frame.
 pub const LENGTH_PREFIX_BYTES: usize = 4;
 
+#[cfg(feature = "codec")]
 /// The codec every askbus peer uses. The length is checked against `max_frame_bytes` before any
 /// buffer for the payload is allocated, so a hostile prefix cannot make a peer allocate.
 pub fn codec(max_frame_bytes: usize) -> LengthDelimitedCodec {
@@ -86,13 +88,14 @@ pub fn encode_with(write: impl FnOnce(&mut Vec<u8>)) -> Bytes {
 /// The largest scratch buffer a thread keeps between frames.
 const SCRATCH_KEPT_BYTES: usize = 64 * 1024;
 
+#[cfg(feature = "codec")]
 /// Whether a codec error means the peer announced a frame longer than the limit.
 pub fn is_frame_too_large(err: &std::io::Error) -> bool {
     err.get_ref()
         .is_some_and(|inner| inner.is::<tokio_util::codec::LengthDelimitedCodecError>())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "codec"))]
 mod tests {
     use super::*;
     use tokio_util::codec::Decoder;

@@ -2,20 +2,35 @@
 //!
 //! This module depends on nothing else in the crate, so clients, the daemon and tools can share
 //! it, and the spec in `proto/PROTOCOL.md` can be checked against one place.
+//!
+//! What a client uses: [`ClientFrame`] (what it sends), [`ServerFrame`] (what it receives),
+//! [`ErrorCode`], [`encode`] and the codec. The rest is public for the daemon (`askbusd`), the
+//! conformance tests and the fuzz targets, which read frames as the daemon does:
+//! - [`Inbound`] and [`parse_inbound`]: a frame a peer sent, as the daemon reads it;
+//!   [`parse::reference`] decides every frame, [`parse::fast`] is an optimisation of it;
+//! - [`encode_fast`] and [`UiRequestRef`]: fast encoders of the frames every question costs,
+//!   whose reference is [`encode`] of the same [`ServerFrame`];
+//! - [`json`]: the JSON string and integer writer those encoders share.
+//!
+//! Internal dependencies form a DAG: `codec`, `error` ← `frames` ← `parse`; `json` ←
+//! `encode_fast` → `frames`.
 
 mod codec;
+pub mod encode_fast;
 mod error;
-mod fast;
 mod frames;
-pub mod hot;
+pub mod json;
+pub mod parse;
 
+#[cfg(feature = "codec")]
+pub use codec::{codec, is_frame_too_large};
 pub use codec::{
-    codec, encode, encode_with, is_frame_too_large, split_frame, Split, DEFAULT_MAX_FRAME_BYTES,
-    LENGTH_PREFIX_BYTES,
+    encode, encode_with, split_frame, Split, DEFAULT_MAX_FRAME_BYTES, LENGTH_PREFIX_BYTES,
 };
 pub use error::{ErrorCode, FrameError};
-pub use fast::{parse_one_pass, OnePass, RequestHead};
 pub use frames::*;
+pub use parse::fast::{parse_fast, FastFrame, RequestHead};
+pub use parse::parse_inbound;
 
 /// The protocol number carried by `hello` and `welcome`.
 pub const PROTOCOL_VERSION: u64 = 1;

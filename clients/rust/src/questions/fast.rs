@@ -1,12 +1,13 @@
-//! The hot path of validation and normalization: one pass of serde over the `questions` text
-//! straight to the normalized JSON UIs receive, for questions of the plain shape nearly every
-//! request has (only the schema's own keys, each once, with the schema's types).
+//! The fast path of validation and normalization, an optimisation of [`super::reference`]:
+//! one pass of serde over the `questions` text straight to the normalized JSON UIs receive,
+//! for questions of the plain shape nearly every request has (only the schema's own keys, each
+//! once, with the schema's types).
 //!
-//! Like the protocol's shortcut it only ever accepts: a questions array it cannot prove valid
-//! (anything the schema or the value checks would reject, and anything unusual that they would
-//! accept, such as extra keys, which normalization passes through) makes it give up, and the
-//! `Value`-based path in `questions` decides and words the error. On what it accepts it writes
-//! the very bytes that path would (keys in their order, the same escaping).
+//! Like the protocol's fast parser it only ever accepts: a questions array it cannot prove
+//! valid (anything the schema or the value checks would reject, and anything unusual that they
+//! would accept, such as extra keys, which normalization passes through) makes it give up, and
+//! the reference decides and words the error. On what it accepts it writes the very bytes the
+//! reference would (keys in their order, the same escaping); debug builds assert it.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -15,6 +16,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use super::{js_trim, unescape, Normalized, QuestionMeta, QuestionType};
+use crate::protocol::{parse_fast, FastFrame, RequestHead};
 
 /// A string, borrowed from the input where it holds no escapes.
 struct Str<'a>(Cow<'a, str>);
@@ -211,7 +213,7 @@ fn is_valid(questions: &[Question]) -> bool {
 }
 
 fn push_str(out: &mut Vec<u8>, s: &str) {
-    crate::protocol::hot::write_str(out, s);
+    crate::protocol::json::write_str(out, s);
 }
 
 fn push_key(out: &mut Vec<u8>, first: &mut bool, key: &str) {
@@ -295,14 +297,39 @@ fn write_question(out: &mut Vec<u8>, q: &Question) {
 }
 
 /// The normalized questions and their facts, if `text` (a `questions` value) is a plain,
-/// valid questions array; `None` leaves it to [`super::normalize`].
-pub(super) fn validate_json(text: &str) -> Option<Normalized> {
-    validated(serde_json::from_str(text).ok()?, text.len())
+/// valid questions array (then exactly what [`super::normalize`] gives); `None` leaves it to
+/// the reference.
+pub fn normalize(text: &str) -> Option<Normalized> {
+    check(serde_json::from_str(text).ok()?, text.len())
 }
 
-/// The normalized questions and their facts, if `questions` (read from about `text_len` bytes)
-/// are valid; `None` leaves them to [`super::normalize`].
-pub(super) fn validated(Questions(questions): Questions, text_len: usize) -> Option<Normalized> {
+/// The whole fast path for one frame: `Some` for an `ask-user-request` with plain, valid
+/// questions (what `parse_inbound` and [`super::check`] make of it), `None` for anything else.
+pub fn check_request(payload: &[u8]) -> Option<(RequestHead, Normalized)> {
+    match parse_fast::<Questions>(payload)? {
+        FastFrame::Request(head, questions) => Some((head, check(questions, payload.len())?)),
+        FastFrame::Other(_) => None,
+    }
+}
+
+/// Debug builds: what the fast path made of a request must be what the reference makes of its
+/// `params`.
+#[cfg(debug_assertions)]
+pub fn assert_agrees(fast: &Normalized, params: &serde_json::Value) {
+    match super::normalize(params) {
+        Ok(reference) => assert!(
+            reference.questions == fast.questions && reference.meta == fast.meta,
+            "fast questions differ from the reference for {params}:\n fast: {}\n  ref: {}",
+            fast.questions,
+            reference.questions
+        ),
+        Err(e) => panic!("the fast path took questions the reference refuses ({e}): {params}"),
+    }
+}
+
+/// The normalized questions and their facts, if `questions` (read by [`parse_fast`] from a
+/// payload of about `text_len` bytes) are valid; `None` leaves them to the reference.
+pub fn check(Questions(questions): Questions, text_len: usize) -> Option<Normalized> {
     if !is_valid(&questions) {
         return None;
     }

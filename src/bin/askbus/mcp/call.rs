@@ -6,6 +6,7 @@
 //! calls is simply reconnected to, and a call that ends for any reason takes nothing else down.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -97,14 +98,24 @@ pub fn client_name(name: &str, version: &str) -> Option<String> {
     Some(full.chars().take(MAX_CLIENT_CHARS).collect())
 }
 
+/// How long the daemon will wait for the question: the policy's timeout, else the daemon's
+/// default, clamped to its maximum (as the daemon itself decides it).
+pub fn effective_timeout_ms(policy: Policy, default_ms: u64, max_ms: u64) -> u64 {
+    policy.timeout_ms.unwrap_or(default_ms).min(max_ms)
+}
+
 /// Asks once and waits for the end. When `cancel` fires, the question is withdrawn and the
 /// daemon's confirmation (reason `withdrawn`, or the answer that won the race) is returned.
+/// Once the daemon has welcomed the connection, `timeout_ms` holds how long the question may
+/// wait (for progress notifications' `total`).
 pub async fn ask(
     socket: &Path,
     client: Option<&str>,
     request: Bytes,
     correlation_id: &str,
     cancel: &CancellationToken,
+    policy: Policy,
+    timeout_ms: &OnceLock<u64>,
 ) -> Result<Ended, CallError> {
     let lost = |source| CallError::Lost {
         path: socket.to_owned(),
@@ -115,6 +126,17 @@ pub async fn ask(
         other => lost(other),
     })?;
     match conn.hello(client).await {
+        Ok(ServerFrame::Welcome {
+            default_timeout_ms,
+            max_timeout_ms,
+            ..
+        }) => {
+            let _ = timeout_ms.set(effective_timeout_ms(
+                policy,
+                default_timeout_ms,
+                max_timeout_ms,
+            ));
+        }
         Ok(_) => {}
         Err(ClientError::Rejected(frame)) => {
             return Err(CallError::Hello {
@@ -213,6 +235,20 @@ mod tests {
         );
         assert_eq!(f["timeoutMs"], 1500);
         assert_eq!(f["noUi"], "reject");
+    }
+
+    #[test]
+    fn effective_timeouts() {
+        let p = |timeout_ms| Policy {
+            timeout_ms,
+            no_ui: None,
+        };
+        assert_eq!(effective_timeout_ms(p(None), 600_000, 86_400_000), 600_000);
+        assert_eq!(
+            effective_timeout_ms(p(Some(1500)), 600_000, 86_400_000),
+            1500
+        );
+        assert_eq!(effective_timeout_ms(p(Some(u64::MAX)), 600_000, 9000), 9000);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! `askbus mcp`: a Model Context Protocol server on stdio exposing Gemini CLI's `ask_user`
-//! tool, so any MCP agent (Claude Code, Codex, Cursor, Gemini CLI…) asks its questions through
+//! tool (as `ask_person` by default, see `tool`), so any MCP agent (Claude Code, Codex, Cursor, Gemini CLI…) asks its questions through
 //! askbusd and they reach the same UIs as every other producer's.
 //!
 //! `tool` owns the tool's definition, `call` one call's exchange with the daemon, `server`
@@ -45,6 +45,10 @@ pub struct McpArgs {
     /// progress (a progressToken); 0 sends none
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     progress_interval_ms: u64,
+    /// The tool's name. Not `ask_user` by default: Gemini CLI drops an MCP tool of that name
+    /// in headless and ACP modes (with its own ask_user)
+    #[arg(long, value_name = "NAME", default_value = tool::DEFAULT_NAME, value_parser = tool::check_name)]
+    tool_name: String,
 }
 
 /// Serves MCP on stdin/stdout until the client closes stdin.
@@ -73,8 +77,9 @@ pub async fn run(socket: &Path, args: McpArgs) -> Result<ExitCode> {
         args.structured_content,
         progress_every,
         client_gone.clone(),
+        &args.tool_name,
     );
-    tracing::info!(socket = %socket.display(), "serving ask_user over MCP on stdio");
+    tracing::info!(socket = %socket.display(), tool = %args.tool_name, "serving ask_user over MCP on stdio");
     let (stdin, stdout) = rmcp::transport::stdio();
     let stdin = NoticeEof {
         inner: stdin,

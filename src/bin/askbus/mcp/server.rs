@@ -1,7 +1,8 @@
-//! The MCP server: one tool, `ask_user`, whose calls are asked through askbusd. Maps each
-//! way a call can end onto an MCP tool result.
+//! The MCP server: one tool, Gemini CLI's `ask_user` under the name `--tool-name` gives, whose
+//! calls are asked through askbusd. Maps each way a call can end onto an MCP tool result.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -43,6 +44,7 @@ impl AskUserServer {
         structured_content: bool,
         progress_every: Option<Duration>,
         client_gone: CancellationToken,
+        tool_name: &str,
     ) -> Self {
         AskUserServer {
             socket,
@@ -50,7 +52,7 @@ impl AskUserServer {
             structured_content,
             progress_every,
             client_gone,
-            tool: tool::ask_user(),
+            tool: tool::ask_user(tool_name),
         }
     }
 
@@ -65,7 +67,16 @@ impl AskUserServer {
         let id = new_correlation_id();
         let request = call::request_frame(&id, arguments, self.policy);
         let withdraw = CancellationToken::new();
-        let asked = call::ask(&self.socket, client.as_deref(), request, &id, &withdraw);
+        let timeout_ms = OnceLock::new();
+        let asked = call::ask(
+            &self.socket,
+            client.as_deref(),
+            request,
+            &id,
+            &withdraw,
+            self.policy,
+            &timeout_ms,
+        );
         tokio::pin!(asked);
         // Progress keeps clients that reset their request timeout on progress waiting for
         // as long as the person takes; only clients that asked for it (a progressToken) get it.
@@ -83,10 +94,14 @@ impl AskUserServer {
                 _ = self.client_gone.cancelled(), if !withdraw.is_cancelled() => withdraw.cancel(),
                 _ = async { ticks.as_mut().expect("guarded").tick().await }, if ticks.is_some() => {
                     let token = progress_token.clone().expect("ticks only with a token");
-                    // Seconds waited, to the millisecond: strictly increasing, as MCP requires.
+                    // Seconds waited, to the millisecond: strictly increasing, as MCP requires;
+                    // out of the seconds the question may wait, so clients draw a real bar.
                     let waited = started.elapsed().as_millis() as f64 / 1000.0;
-                    let note = ProgressNotificationParam::new(token, waited)
+                    let mut note = ProgressNotificationParam::new(token, waited)
                         .with_message(PROGRESS_MESSAGE);
+                    if let Some(ms) = timeout_ms.get() {
+                        note = note.with_total(*ms as f64 / 1000.0);
+                    }
                     // A client gone or not listening is no reason to stop waiting.
                     if let Err(e) = context.peer.notify_progress(note).await {
                         tracing::debug!(error = %e, "cannot send progress");
@@ -153,12 +168,11 @@ impl ServerHandler for AskUserServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if request.name != tool::NAME {
+        if request.name != self.tool.name {
             return Err(McpError::invalid_params(
                 format!(
                     "unknown tool {:?}; this server has only {:?}",
-                    request.name,
-                    tool::NAME
+                    request.name, self.tool.name
                 ),
                 None,
             ));

@@ -42,10 +42,11 @@ impl Entry {
 }
 
 pub fn who(r: &UiRequest) -> String {
-    let name = r.producer.client.as_deref().unwrap_or("unnamed agent");
+    // The client name is the producer's to choose: shown, never obeyed.
+    let name = crate::term::sanitize(r.producer.client.as_deref().unwrap_or("unnamed agent"));
     match r.producer.pid {
         Some(pid) => format!("{name} (pid {pid})"),
-        None => name.to_owned(),
+        None => name.into_owned(),
     }
 }
 

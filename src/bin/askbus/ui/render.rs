@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style, Stylize};
 use ratatui::text::{Line, Span};
@@ -14,6 +15,7 @@ use unicode_width::UnicodeWidthStr;
 use super::app::{App, Conn, Entry, Tone, View};
 use super::dialog::{Dialog, Kind, Row, Widget};
 use super::encode::Pick;
+use crate::term::sanitize;
 
 const ACCENT: Color = Color::Cyan;
 const GOOD: Color = Color::Green;
@@ -43,6 +45,19 @@ pub fn draw(frame: &mut Frame, app: &App, now: Instant, socket: &str) {
     match app.open_entry() {
         Some(entry) => dialog(frame, entry, now, main),
         None => list(frame, app, now, main, socket),
+    }
+    scrub(frame.buffer_mut());
+}
+
+/// The last line of defence: no cell reaches the terminal holding a control or bidi
+/// character, whatever path its text took (bus text is sanitized where it is laid out; this
+/// catches what a future change forgets, and text the person pasted).
+fn scrub(buf: &mut Buffer) {
+    for cell in buf.content.iter_mut() {
+        if cell.symbol().contains(crate::term::is_unsafe) {
+            let clean = sanitize(cell.symbol()).into_owned();
+            cell.set_symbol(&clean);
+        }
     }
 }
 
@@ -87,7 +102,10 @@ fn notice_bar(frame: &mut Frame, app: &App, area: Rect) {
             Tone::Warn => WARN,
             Tone::Bad => BAD,
         };
-        spans.push(Span::styled(format!(" {}", n.text), Style::new().fg(color)));
+        spans.push(Span::styled(
+            format!(" {}", sanitize(&n.text)),
+            Style::new().fg(color),
+        ));
     }
     if app.view != View::List {
         let others = app.entries.len().saturating_sub(1);
@@ -379,7 +397,7 @@ fn tabs_line(d: &Dialog, width: usize) -> Line<'static> {
 fn tab_label(header: &str, current: bool) -> Span<'static> {
     if current {
         Span::styled(
-            header.to_owned(),
+            sanitize(header).into_owned(),
             Style::new()
                 .fg(GOOD)
                 .add_modifier(Modifier::BOLD | Modifier::UNDERLINED),
@@ -423,7 +441,7 @@ fn question(d: &Dialog, width: usize, body: &mut Body) {
                 body.cursor = Some((start, prefix.len()));
                 body.push(Line::from(vec![
                     Span::styled(prefix, Style::new().fg(GOOD)),
-                    Span::styled(q.placeholder.clone(), Style::new().fg(DIM)),
+                    Span::styled(sanitize(&q.placeholder).into_owned(), Style::new().fg(DIM)),
                 ]));
             } else {
                 let (rows, (r, c)) = input.layout(width.saturating_sub(prefix.len()));
@@ -497,7 +515,10 @@ fn question(d: &Dialog, width: usize, body: &mut Body) {
                             body.cursor = Some((start, indent));
                         }
                         let mut spans = lead;
-                        spans.push(Span::styled(q.placeholder.clone(), Style::new().fg(DIM)));
+                        spans.push(Span::styled(
+                            sanitize(&q.placeholder).into_owned(),
+                            Style::new().fg(DIM),
+                        ));
                         body.push(Line::from(spans));
                     } else {
                         let (rows, (r, c)) = other.layout(label_w);
@@ -577,7 +598,7 @@ fn review(d: &Dialog, width: usize, body: &mut Body) {
     }
     let start = body.lines.len();
     for (i, q) in d.questions.iter().enumerate() {
-        let lead = format!("{} → ", q.header);
+        let lead = format!("{} → ", sanitize(&q.header));
         let lead_w = lead.width();
         let (text, style) = match answers.get(&i) {
             Some(a) => (a.clone(), Style::new()),
@@ -615,12 +636,14 @@ pub fn short_duration(d: Duration) -> String {
     }
 }
 
-/// Word-wraps `text` to `width` columns, keeping its line breaks and breaking words that
-/// are longer than a line.
+/// Word-wraps `text` (sanitized line by line, as it may be bus text) to `width` columns,
+/// keeping its line breaks and breaking words that are longer than a line.
 pub fn wrap(text: &str, width: usize) -> Vec<String> {
     let width = width.max(1);
     let mut out = Vec::new();
     for para in text.split('\n') {
+        // Bus text: escapes become visible stand-ins before anything is measured.
+        let para = sanitize(para);
         let mut line = String::new();
         let mut line_w = 0;
         for word in para.split(' ') {
@@ -655,10 +678,11 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     out
 }
 
-/// Cuts `s` to `width` columns, ending in "…" when cut.
+/// Cuts `s` (sanitized, as it may be bus text) to `width` columns, ending in "…" when cut.
 pub fn truncate(s: &str, width: usize) -> String {
+    let s = sanitize(s);
     if s.width() <= width {
-        return s.to_owned();
+        return s.into_owned();
     }
     let mut out = String::new();
     let mut w = 0;
@@ -767,6 +791,55 @@ mod tests {
         assert_eq!(wrap("abcdefgh", 3), vec!["abc", "def", "gh"]);
         assert_eq!(wrap("", 3), vec![""]);
         assert_eq!(wrap("日本語 です", 6), vec!["日本語", "です"]);
+    }
+
+    #[test]
+    fn escapes_in_bus_text_never_reach_a_cell() {
+        let evil = "\x1b]52;c;cHduZWQ=\x07\x1b]0;title\x07\x1b[2J\u{9b}2J\u{202E}rlo";
+        let mut app = App::new();
+        let now = Instant::now();
+        app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+        app.on_bus(
+            BusUpdate::Event(UiEvent::Request(UiRequest {
+                correlation_id: format!("id{evil}"),
+                questions: json!([
+                    {"question": format!("Q {evil}\nline2"), "header": format!("H{evil}"),
+                     "type": "choice", "placeholder": format!("P{evil}"),
+                     "options": [{"label": format!("L{evil}"), "description": format!("D{evil}")},
+                                 {"label": "ok", "description": ""}]},
+                    {"question": "t", "header": "T", "type": "text", "placeholder": format!("P{evil}")}
+                ]),
+                timeout_ms: 90_000,
+                producer: ProducerInfo {
+                    client: Some(format!("agent{evil}")),
+                    pid: Some(1),
+                    uid: 0,
+                },
+                node: None,
+            })),
+            now,
+        );
+        // A lone request opens at once.
+        let dialog = text(&app, 100, 30);
+        app.on_key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE));
+        let second = text(&app, 100, 30);
+        app.on_key(KeyEvent::new(KeyCode::Char('l'), KeyModifiers::CONTROL));
+        let list = text(&app, 100, 30);
+        for screen in [&list, &dialog, &second] {
+            // (`text` joins the rows with newlines; the rows themselves hold none.)
+            for row in screen.split('\n') {
+                assert!(!row.contains(crate::term::is_unsafe), "{row:?}");
+            }
+        }
+        // Visibly replaced, not dropped.
+        assert!(list.contains("agent␛]52;c;cHduZWQ=␇"), "{list}");
+        assert!(
+            dialog.contains("Q ␛]52;c;cHduZWQ=␇␛]0;title␇␛[2J\u{FFFD}2J\u{FFFD}rlo"),
+            "{dialog}"
+        );
+        assert!(dialog.contains("L␛]52"), "{dialog}");
+        assert!(dialog.contains("D␛]52"), "{dialog}");
+        assert!(second.contains("P␛]52"), "{second}");
     }
 
     #[test]

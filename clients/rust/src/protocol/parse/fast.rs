@@ -1,13 +1,13 @@
-//! A one-pass reader for the two frames every question costs (`ask-user-request` from
-//! producers, `ask-user-response` from UIs): serde reads them straight into their fields,
-//! borrowing from the payload, instead of building a `Value` tree and walking it.
+//! The fast parser of the two frames every question costs (`ask-user-request` from producers,
+//! `ask-user-response` from UIs): serde reads them straight into their fields, borrowing from
+//! the payload, instead of building a `Value` tree and walking it.
 //!
-//! It is only a shortcut. It accepts a frame only when every field it reads is present with
-//! the plain shape the full parser would accept, and then yields exactly what the full parser
-//! would; anything else (a wrong type, a duplicate key, a null, an escaped `type`, a value the
-//! full parser rejects) makes it give up, and the full parser in `frames` decides, with its
-//! own error message. So no error wording lives here, and the two cannot disagree on a frame
-//! that is accepted.
+//! It is an optimisation of [`super::reference`], which decides. It accepts a frame only when
+//! every field it reads is present with the plain shape the reference would accept, and then
+//! yields exactly what the reference would; anything else (a wrong type, a duplicate key, a
+//! null, an escaped `type`, a value the reference rejects) makes it give up, and the reference
+//! decides, with its own error message. So no error wording lives here, and the two cannot
+//! disagree on a frame that is accepted (debug builds assert it on every frame).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -17,13 +17,15 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::frames::{question_index, AskUserRequest, AskUserResponse, RequestQuestions};
-use super::frames::{Inbound, NoUiPolicy, TimeoutMs};
-use super::MAX_CORRELATION_ID_CHARS;
+use crate::protocol::frames::{
+    question_index, AskUserRequest, AskUserResponse, Inbound, NoUiPolicy, RequestQuestions,
+    TimeoutMs,
+};
+use crate::protocol::MAX_CORRELATION_ID_CHARS;
 
-/// The fields of both hot-path frames; unknown keys are skipped, as the full parser skips them.
+/// The fields of both frames this parser takes; unknown keys are skipped, as the reference skips them.
 /// `Q` is what `questions` is read as: its text, or (for [`parse_request`]) the caller's own
-/// one-pass reading of it.
+/// fast reading of it.
 #[derive(Deserialize)]
 #[serde(bound(deserialize = "Q: Deserialize<'de>"))]
 struct Envelope<'a, Q> {
@@ -44,7 +46,7 @@ struct Envelope<'a, Q> {
 }
 
 /// A field that, when present, must hold a `T` (not `null`): serde's own `Option` would read
-/// `null` as absent, where the full parser reports it.
+/// `null` as absent, where the reference reports it.
 fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
 }
@@ -54,7 +56,7 @@ fn absent<Q>() -> Option<Q> {
 }
 
 /// `answers`: canonical question indices to strings. The last of duplicate keys wins, as in
-/// the full parser's map.
+/// the reference's map.
 struct Answers(BTreeMap<usize, String>);
 
 impl<'de> Deserialize<'de> for Answers {
@@ -87,7 +89,7 @@ pub struct RequestHead {
     pub no_ui: Option<NoUiPolicy>,
 }
 
-/// The envelope's request fields, if the full parser would accept them as they are.
+/// The envelope's request fields, if the reference would accept them as they are.
 fn request_head<Q>(env: &Envelope<'_, Q>) -> Option<RequestHead> {
     let id = &env.correlation_id;
     if env.ty != "ask-user-request"
@@ -112,45 +114,45 @@ fn request_head<Q>(env: &Envelope<'_, Q>) -> Option<RequestHead> {
     })
 }
 
-/// What [`parse_one_pass`] read.
+/// What [`parse_fast`] read.
 #[derive(Debug)]
-pub enum OnePass<Q> {
+pub enum FastFrame<Q> {
     /// An `ask-user-request`, its questions read as the caller's `Q`.
     Request(RequestHead, Q),
     /// An `ask-user-response`.
-    Frame(Inbound),
+    Other(Inbound),
 }
 
-/// The hot frames in one pass: an `ask-user-request` with its `questions` read straight into
-/// the caller's `Q` (which may borrow from the payload), or an `ask-user-response`; exactly the
-/// frames [`parse`] accepts, provided `Q` reads the questions. `None` leaves the frame to
-/// [`super::parse_inbound`].
-pub fn parse_one_pass<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<OnePass<Q>> {
+/// The two frames every question costs, fast: an `ask-user-request` with its `questions` read
+/// straight into the caller's `Q` (which may borrow from the payload), or an
+/// `ask-user-response`; exactly the frames [`parse`] accepts, provided `Q` reads the questions.
+/// `None` leaves the frame to [`super::parse_inbound`].
+pub fn parse_fast<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<FastFrame<Q>> {
     let env: Envelope<Q> = serde_json::from_slice(payload).ok()?;
     match env.ty {
         "ask-user-request" => {
             let head = request_head(&env)?;
-            Some(OnePass::Request(head, env.questions?))
+            Some(FastFrame::Request(head, env.questions?))
         }
-        _ => response(env).map(OnePass::Frame),
+        _ => response(env).map(FastFrame::Other),
     }
 }
 
-/// The frame, if it is an `ask-user-request` or `ask-user-response` the full parser would
-/// accept as it is; `None` leaves the frame to the full parser.
-pub(super) fn parse(payload: &[u8]) -> Option<Inbound> {
-    match parse_one_pass::<&RawValue>(payload)? {
-        OnePass::Request(head, questions) => Some(Inbound::AskUserRequest(AskUserRequest {
+/// The frame, if it is an `ask-user-request` or `ask-user-response` the reference would
+/// accept as it is; `None` leaves the frame to the reference.
+pub fn parse(payload: &[u8]) -> Option<Inbound> {
+    match parse_fast::<&RawValue>(payload)? {
+        FastFrame::Request(head, questions) => Some(Inbound::AskUserRequest(AskUserRequest {
             correlation_id: head.correlation_id,
             timeout_ms: head.timeout_ms,
             no_ui: head.no_ui,
             questions: RequestQuestions::Raw(questions.to_owned()),
         })),
-        OnePass::Frame(frame) => Some(frame),
+        FastFrame::Other(frame) => Some(frame),
     }
 }
 
-/// The envelope as an `ask-user-response`, if it is one the full parser accepts as it is.
+/// The envelope as an `ask-user-response`, if it is one the reference accepts as it is.
 fn response<Q>(env: Envelope<'_, Q>) -> Option<Inbound> {
     match env.ty {
         "ask-user-response" => {
@@ -177,12 +179,12 @@ fn response<Q>(env: Envelope<'_, Q>) -> Option<Inbound> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::frames::parse_full;
+    use crate::protocol::parse::reference;
 
-    /// Every frame the shortcut accepts must come out exactly as the full parser has it.
+    /// Every frame the fast parser accepts must come out exactly as the reference has it.
     fn agrees(frame: &str) -> bool {
         let fast = parse(frame.as_bytes());
-        let full = parse_full(frame.as_bytes());
+        let full = reference::parse(frame.as_bytes());
         if let Some(fast) = &fast {
             assert_eq!(Ok(fast), full.as_ref(), "{frame}");
         }

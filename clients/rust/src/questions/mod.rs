@@ -8,16 +8,18 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::protocol::{AskUserData, RequestQuestions, ResultData};
 
-mod fast;
+pub mod fast;
 mod js;
+mod reference;
 mod schema;
 
 pub use js::{js_trim, js_utf16_len};
+use reference::unescape;
+pub use reference::{normalize, validate};
 
 /// The three question types the reference accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,14 +78,8 @@ impl DaemonOutcome {
     }
 }
 
-/// What the model is handed: the reference's `ToolResult` as the wire carries it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolResult {
-    pub llm_content: String,
-    pub return_display: String,
-    pub data: ResultData,
-}
+/// What the model is handed: the reference's `ToolResult`, as the wire carries it.
+pub type ToolResult = crate::protocol::ResultPayload;
 
 /// The reference's own wording for a dismissed dialog.
 pub const DISMISSED_LLM_CONTENT: &str = "User dismissed ask_user dialog without answering.";
@@ -115,165 +111,26 @@ pub mod daemon_text {
 
 /// Validated questions as the broker keeps them: the normalized JSON UIs receive, and the
 /// per-question facts results are built from.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Normalized {
     /// JSON text, written by the daemon itself.
     pub questions: Box<str>,
     pub meta: Vec<QuestionMeta>,
 }
 
-/// Validates and normalizes a request's questions: in one pass over their text when they
-/// have the plain shape, else through [`normalize`] (which words any error).
+/// Validates and normalizes a request's questions: the daemon's one entry. The fast path
+/// ([`fast::normalize`]) takes questions of the plain shape in one pass over their text; the
+/// reference ([`normalize`]) takes the rest and words any error. Debug builds run the
+/// reference beside every request the fast path takes and assert they agree.
 pub fn check(questions: RequestQuestions) -> Result<Normalized, String> {
     if let RequestQuestions::Raw(raw) = &questions {
-        if let Some(valid) = normalize_plain(raw.get()) {
+        if let Some(valid) = fast::normalize(raw.get()) {
+            #[cfg(debug_assertions)]
+            fast::assert_agrees(&valid, &questions.into_params());
             return Ok(valid);
         }
     }
     normalize(&questions.into_params())
-}
-
-/// Questions of the plain shape, as `protocol::parse_one_pass` reads them straight out of a
-/// request (borrowing from its payload).
-pub use fast::Questions as PlainQuestions;
-
-/// Validates and normalizes plain questions read from a payload of `payload_len` bytes; `None`
-/// leaves the request to the full path (`protocol::parse_inbound`, then [`check`]), which gives
-/// the same result for everything this accepts, and words every error.
-pub fn check_plain(questions: PlainQuestions, payload_len: usize) -> Option<Normalized> {
-    fast::validated(questions, payload_len)
-}
-
-/// The whole one-pass path for one frame: `Some` for an `ask-user-request` with plain, valid
-/// questions (what the full path would make of it), `None` for anything else.
-pub fn check_request(payload: &[u8]) -> Option<(crate::protocol::RequestHead, Normalized)> {
-    match crate::protocol::parse_one_pass::<PlainQuestions>(payload)? {
-        crate::protocol::OnePass::Request(head, questions) => {
-            Some((head, check_plain(questions, payload.len())?))
-        }
-        crate::protocol::OnePass::Frame(_) => None,
-    }
-}
-
-/// The one-pass shortcut alone: `Some` only for a plain, valid `questions` text (then exactly
-/// what [`normalize`] gives), `None` for everything it leaves to [`normalize`].
-pub fn normalize_plain(questions_json: &str) -> Option<Normalized> {
-    fast::validate_json(questions_json)
-}
-
-/// [`validate`], with the normalized questions serialized and their facts taken.
-pub fn normalize(params: &Value) -> Result<Normalized, String> {
-    let normalized = validate(params)?;
-    Ok(Normalized {
-        meta: meta(&normalized),
-        questions: serde_json::to_string(&normalized)
-            .expect("normalized questions serialize")
-            .into_boxed_str(),
-    })
-}
-
-/// Validates `params` (an object holding `questions`) as the reference's `build(params)` does
-/// and returns the normalized `questions` array, or the reference's exact error message.
-pub fn validate(params: &Value) -> Result<Vec<Value>, String> {
-    let questions = schema::check(params)?;
-    check_values(questions)?;
-    Ok(questions.iter().map(normalize_question).collect())
-}
-
-/// The reference's `validateToolParamValues`, run only once the schema has passed, so the
-/// shapes it relies on (objects, arrays, strings) are already guaranteed.
-fn check_values(questions: &[Value]) -> Result<(), String> {
-    for (i, q) in questions.iter().enumerate() {
-        let n = i + 1;
-        let options = q.get("options").and_then(Value::as_array);
-        if q.get("type").and_then(Value::as_str) == Some("choice") {
-            match options {
-                Some(opts) if opts.len() >= 2 => {
-                    if opts.len() > 4 {
-                        return Err(format!(
-                            "Question {n}: 'options' array must have at most 4 items."
-                        ));
-                    }
-                }
-                _ => {
-                    return Err(format!(
-                        "Question {n}: type='choice' requires 'options' array with 2-4 items."
-                    ))
-                }
-            }
-        }
-        for (j, opt) in options.into_iter().flatten().enumerate() {
-            let m = j + 1;
-            let label_ok = opt
-                .get("label")
-                .and_then(Value::as_str)
-                .is_some_and(|l| !js_trim(l).is_empty());
-            if !label_ok {
-                return Err(format!(
-                    "Question {n}, option {m}: 'label' is required and must be a non-empty string."
-                ));
-            }
-            // Unreachable behind the schema (which requires a string description), but kept
-            // so this check stays the reference's even if the schema stage ever loosens.
-            if !opt.get("description").is_some_and(Value::is_string) {
-                return Err(format!(
-                    "Question {n}, option {m}: 'description' is required and must be a string."
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Models often double-escape newlines; the reference turns the literal two-character
-/// escapes back into real newlines. Two passes, like its two chained `replace` calls.
-fn unescape(s: &str) -> String {
-    s.replace("\\r\\n", "\n").replace("\\n", "\n")
-}
-
-/// The reference's `createInvocation` mapping of one question. Overwritten keys keep their
-/// place and unknown keys pass through untouched.
-fn normalize_question(q: &Value) -> Value {
-    let Some(src) = q.as_object() else {
-        return q.clone();
-    };
-    let mut out = src.clone();
-    if let Some(Value::String(s)) = src.get("question") {
-        out.insert("question".into(), Value::String(unescape(s)));
-    }
-    // JS truthiness: an empty string is left as it is.
-    for key in ["header", "placeholder"] {
-        if let Some(Value::String(s)) = src.get(key) {
-            if !s.is_empty() {
-                out.insert(key.into(), Value::String(unescape(s)));
-            }
-        }
-    }
-    if let Some(Value::Array(opts)) = src.get("options") {
-        let normalized = opts.iter().map(normalize_option).collect();
-        out.insert("options".into(), Value::Array(normalized));
-    }
-    Value::Object(out)
-}
-
-fn normalize_option(opt: &Value) -> Value {
-    let mut out: Map<String, Value> = opt.as_object().cloned().unwrap_or_default();
-    if let Some(Value::String(l)) = opt.get("label") {
-        out.insert("label".into(), Value::String(unescape(l)));
-    }
-    let description = match opt.get("description") {
-        Some(Value::String(d)) => {
-            let t = js_trim(d);
-            if t.is_empty() {
-                String::new()
-            } else {
-                unescape(t)
-            }
-        }
-        _ => String::new(),
-    };
-    out.insert("description".into(), Value::String(description));
-    Value::Object(out)
 }
 
 /// The per-question facts of an already validated and normalized questions array.

@@ -1,0 +1,53 @@
+//! Frames a client sends the daemon, for clients built on this crate (the daemon reads them
+//! as `Inbound`).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::NoUiPolicy;
+
+/// Frames a client sends.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ClientFrame<'a> {
+    Hello {
+        protocol: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client: Option<&'a str>,
+    },
+    Ping {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<Value>,
+    },
+    Stats,
+    Subscribe {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client: Option<&'a str>,
+    },
+    Watch {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        client: Option<&'a str>,
+    },
+    #[serde(rename_all = "camelCase")]
+    AskUserRequest {
+        correlation_id: &'a str,
+        questions: &'a Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        no_ui: Option<NoUiPolicy>,
+    },
+    #[serde(rename_all = "camelCase")]
+    AskUserCancel {
+        correlation_id: &'a str,
+    },
+    #[serde(rename_all = "camelCase")]
+    AskUserResponse {
+        correlation_id: &'a str,
+        answers: &'a BTreeMap<usize, String>,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        cancelled: bool,
+    },
+}

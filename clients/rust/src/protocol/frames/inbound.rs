@@ -1,0 +1,106 @@
+//! Frames peers send the daemon, as the parsers in `super::super::parse` yield them: each
+//! frame's own fields checked, the questions of a request not yet validated.
+
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::NoUiPolicy;
+
+/// A frame a peer sent, after the checks that need no daemon state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inbound {
+    Hello {
+        protocol: u64,
+        client: Option<String>,
+    },
+    Ping {
+        /// `Some(Value::Null)` when the peer sent `"id": null`: echoed as sent.
+        id: Option<Value>,
+    },
+    Stats,
+    Subscribe {
+        client: Option<String>,
+    },
+    /// Observe the bus (ops): every request's arrival and end, without question text.
+    Watch {
+        client: Option<String>,
+    },
+    AskUserRequest(AskUserRequest),
+    AskUserCancel {
+        correlation_id: String,
+    },
+    AskUserResponse(AskUserResponse),
+}
+
+/// An ask-user-request whose own fields are valid; `questions` is not yet validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AskUserRequest {
+    pub correlation_id: String,
+    pub timeout_ms: Option<TimeoutMs>,
+    pub no_ui: Option<NoUiPolicy>,
+    pub questions: RequestQuestions,
+}
+
+/// A request's questions as they arrived, for the reference's validation.
+#[derive(Debug, Clone)]
+pub enum RequestQuestions {
+    /// The JSON text of the frame's `questions` value, from a frame whose own fields were all
+    /// plain (the hot path reads them without building a tree).
+    Raw(Box<RawValue>),
+    /// The whole frame: it is the `params` object the reference tool validates, so a missing
+    /// `questions` is reported exactly as the reference reports it.
+    Params(Value),
+}
+
+impl RequestQuestions {
+    /// The `params` object the reference validates. Of a raw frame only `questions` is kept:
+    /// validation reads nothing else of `params`.
+    pub fn into_params(self) -> Value {
+        match self {
+            RequestQuestions::Params(params) => params,
+            RequestQuestions::Raw(raw) => {
+                // The text was read as JSON once already, so it reads again.
+                let questions: Value =
+                    serde_json::from_str(raw.get()).expect("raw questions are valid JSON");
+                let mut params = Map::new();
+                params.insert("questions".to_owned(), questions);
+                Value::Object(params)
+            }
+        }
+    }
+}
+
+/// Equal when they hold the same `questions` (what validation reads), however they arrived.
+impl PartialEq for RequestQuestions {
+    fn eq(&self, other: &Self) -> bool {
+        let questions = |q: &Self| q.clone().into_params().get("questions").cloned();
+        questions(self) == questions(other)
+    }
+}
+
+/// A requested timeout: a positive integer, possibly beyond what `u64` holds (then clamped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutMs {
+    Ms(u64),
+    /// An integral value too large for u64: clamps to the daemon's maximum.
+    Huge,
+}
+
+impl TimeoutMs {
+    pub fn clamp(self, max: u64) -> u64 {
+        match self {
+            TimeoutMs::Ms(ms) => ms.min(max),
+            TimeoutMs::Huge => max,
+        }
+    }
+}
+
+/// A UI's answer, with its shape checked; whether its indices fit the request is the broker's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskUserResponse {
+    pub correlation_id: String,
+    pub answers: BTreeMap<usize, String>,
+    pub cancelled: bool,
+}

@@ -1,0 +1,299 @@
+//! Frames the daemon sends. One definition serves the daemon (encode) and clients (decode):
+//! the `Serialize` derives here are the specification of the bytes on the wire, which the
+//! daemon's fast encoders (`super::super::encode_fast`) must equal.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{question_index, Outcome, WithdrawReason};
+use crate::protocol::error::FrameError;
+
+/// Who asked, as UIs are told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ProducerInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    pub pid: Option<i32>,
+    pub uid: u32,
+}
+
+/// The UI whose answer ended a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UiInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    pub pid: Option<i32>,
+    /// Federation: the node the UI is connected to (absent for a local UI of a daemon
+    /// without federation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+}
+
+/// One thing that happened on the bus, as watchers see it: who and how long, never the
+/// question text or the answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BusEvent {
+    /// `request` (accepted), an outcome (`answered`, `dismissed`, `timeout`, `no-ui`,
+    /// `withdrawn`, `shutdown`), `producer-gone`, or `rejected`.
+    pub event: String,
+    /// RFC 3339 UTC.
+    pub ts: String,
+    /// `None` for a request refused before it had a usable correlationId.
+    pub correlation_id: Option<String>,
+    pub producer: ProducerInfo,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<UiInfo>,
+    /// Time since the request was accepted (ends only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+    /// The request's timeout (`request` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    pub question_types: Vec<String>,
+    pub headers: Vec<String>,
+    /// The error code (`rejected` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Federation: the question's origin node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+}
+
+/// The tool result handed to the model, as carried on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultPayload {
+    pub llm_content: String,
+    pub return_display: String,
+    pub data: ResultData,
+}
+
+/// A result's `data`: the reference's `{"ask_user": {...}}` metrics, typed so a response is
+/// written without building a tree. The fields keep the reference's key order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultData {
+    pub ask_user: AskUserData,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskUserData {
+    pub question_types: Vec<Cow<'static, str>>,
+    pub dismissed: bool,
+    /// Answered results only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub empty_submission: Option<bool>,
+    /// Answered results only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_count: Option<u64>,
+    /// The daemon's own outcomes only (`timeout`, `no-ui`, `withdrawn`, `shutdown`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Cow<'static, str>>,
+}
+
+/// A pending question as a UI receives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UiRequest {
+    pub correlation_id: String,
+    /// The normalized questions.
+    pub questions: Value,
+    /// Milliseconds left before the request times out, as of sending.
+    pub timeout_ms: u64,
+    pub producer: ProducerInfo,
+    /// Federation: the node the question was asked on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+}
+
+/// The daemon's encoding of a `UiRequest`: the questions stay the JSON text they were
+/// normalized to, so a broadcast or a replay never re-serializes (nor re-reads) them.
+#[derive(Debug)]
+pub struct UiRequestRef<'a> {
+    pub correlation_id: &'a str,
+    /// JSON text the daemon wrote itself (the normalized questions), copied in as it is.
+    pub questions: &'a str,
+    pub timeout_ms: u64,
+    pub producer: &'a ProducerInfo,
+    /// Federation: the origin node (written last, as `UiRequest` serializes it).
+    pub node: Option<&'a str>,
+}
+
+/// The one terminal answer a producer gets for an accepted request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProducerResponse {
+    pub correlation_id: String,
+    #[serde(deserialize_with = "index_keyed")]
+    pub answers: BTreeMap<usize, String>,
+    pub cancelled: bool,
+    pub reason: Outcome,
+    pub result: ResultPayload,
+}
+
+/// Reads `{"0": "…"}` into index keys. Written by hand because serde cannot turn string keys
+/// into integers once an internally tagged enum has buffered the frame.
+fn index_keyed<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<usize, String>, D::Error> {
+    let raw = BTreeMap::<String, String>::deserialize(d)?;
+    raw.into_iter()
+        .map(|(k, v)| match question_index(&k) {
+            Some(i) => Ok((i, v)),
+            None => Err(serde::de::Error::custom(format!(
+                "answers key {k:?} is not a question index"
+            ))),
+        })
+        .collect()
+}
+
+/// An error the daemon reports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorFrame {
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
+}
+
+impl From<&FrameError> for ErrorFrame {
+    fn from(e: &FrameError) -> Self {
+        ErrorFrame {
+            code: e.code.as_str().to_owned(),
+            message: e.message.clone(),
+            correlation_id: e.correlation_id.clone(),
+        }
+    }
+}
+
+/// Every frame the daemon sends.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum ServerFrame {
+    #[serde(rename_all = "camelCase")]
+    Welcome {
+        protocol: u64,
+        server: String,
+        max_frame_bytes: u64,
+        default_timeout_ms: u64,
+        max_timeout_ms: u64,
+    },
+    Pong {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<Value>,
+    },
+    Subscribed {
+        pending: u64,
+    },
+    /// To watchers: events follow.
+    Watching {},
+    /// To watchers.
+    BusEvent(BusEvent),
+    /// To UIs: a question to answer.
+    AskUserRequest(UiRequest),
+    /// To UIs: a question is no longer pending.
+    #[serde(rename_all = "camelCase")]
+    AskUserWithdrawn {
+        correlation_id: String,
+        reason: WithdrawReason,
+    },
+    /// To the UI whose answer won: the producer is being sent it.
+    #[serde(rename_all = "camelCase")]
+    AskUserAck {
+        correlation_id: String,
+        outcome: Outcome,
+    },
+    /// To producers: the terminal answer.
+    AskUserResponse(ProducerResponse),
+    Error(ErrorFrame),
+    /// Live counters; fields documented in proto/PROTOCOL.md.
+    Stats(Map<String, Value>),
+    /// A frame type this client version does not know (additive protocol changes).
+    #[serde(other)]
+    Unknown,
+}
+
+impl ServerFrame {
+    pub fn error(e: &FrameError) -> ServerFrame {
+        ServerFrame::Error(ErrorFrame::from(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::*;
+
+    #[test]
+    fn server_frames_round_trip() {
+        let f = ServerFrame::AskUserWithdrawn {
+            correlation_id: "c".into(),
+            reason: WithdrawReason::ProducerGone,
+        };
+        let text = String::from_utf8(crate::protocol::encode(&f).to_vec()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"type":"ask-user-withdrawn","correlationId":"c","reason":"producer-gone"}"#
+        );
+        let back: ServerFrame = serde_json::from_str(&text).unwrap();
+        assert!(matches!(back, ServerFrame::AskUserWithdrawn { .. }));
+        let unknown: ServerFrame = serde_json::from_str(r#"{"type":"future","x":1}"#).unwrap();
+        assert!(matches!(unknown, ServerFrame::Unknown));
+        let questions = r#"[{"question":"Q?","header":"H","type":"text"}]"#;
+        for (id, producer) in [
+            (
+                "c",
+                ProducerInfo {
+                    client: Some("a/1".into()),
+                    pid: Some(7),
+                    uid: 1000,
+                },
+            ),
+            (
+                "q\"\u{e9}\n",
+                ProducerInfo {
+                    client: None,
+                    pid: None,
+                    uid: 0,
+                },
+            ),
+        ] {
+            let by_ref = UiRequestRef {
+                correlation_id: id,
+                questions,
+                timeout_ms: 5,
+                producer: &producer,
+                node: Some("n\u{e9}\"1"),
+            }
+            .encode();
+            let owned = ServerFrame::AskUserRequest(UiRequest {
+                correlation_id: id.into(),
+                questions: serde_json::from_str(questions).unwrap(),
+                timeout_ms: 5,
+                producer,
+                node: Some("n\u{e9}\"1".into()),
+            });
+            assert_eq!(by_ref, crate::protocol::encode(&owned));
+        }
+        let by_ref = UiRequestRef {
+            correlation_id: "c",
+            questions,
+            timeout_ms: 5,
+            producer: &ProducerInfo::default(),
+            node: None,
+        }
+        .encode();
+        let back: ServerFrame = serde_json::from_slice(&by_ref).unwrap();
+        assert!(matches!(back, ServerFrame::AskUserRequest(r) if r.timeout_ms == 5));
+        let resp = br#"{"type":"ask-user-response","correlationId":"c","answers":{"1":"b","0":"a"},"cancelled":false,"reason":"answered","result":{"llmContent":"","returnDisplay":"","data":{"ask_user":{"question_types":["text","text"],"dismissed":false,"empty_submission":false,"answer_count":2}}}}"#;
+        let ServerFrame::AskUserResponse(r) = serde_json::from_slice(resp).unwrap() else {
+            panic!()
+        };
+        assert_eq!(r.answers[&1], "b");
+        assert!(matches!(unknown, ServerFrame::Unknown));
+    }
+}

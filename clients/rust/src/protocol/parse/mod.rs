@@ -1,0 +1,139 @@
+//! Reading a frame a peer sent. [`reference`] decides every frame and words every error;
+//! [`fast`] is an optimisation of it for the two frames every question costs, which may only
+//! accept what the reference accepts and must then yield the same. [`parse_inbound`] is the
+//! daemon's one entry: fast first, the reference for whatever fast leaves; debug builds run the
+//! reference beside every frame fast takes and assert they agree.
+
+pub mod fast;
+pub mod reference;
+
+use super::error::FrameError;
+use super::frames::Inbound;
+
+/// Parses one frame's payload. Errors carry the code and message the peer is sent.
+pub fn parse_inbound(payload: &[u8]) -> Result<Inbound, FrameError> {
+    match fast::parse(payload) {
+        Some(frame) => {
+            #[cfg(debug_assertions)]
+            assert_reference_agrees(payload, &frame);
+            Ok(frame)
+        }
+        None => reference::parse(payload),
+    }
+}
+
+/// Debug builds: a frame the fast parser took must be what the reference makes of `payload`.
+#[cfg(debug_assertions)]
+pub fn assert_reference_agrees(payload: &[u8], fast: &Inbound) {
+    assert_eq!(
+        reference::parse(payload).as_ref(),
+        Ok(fast),
+        "the fast parser differs from the reference on {}",
+        String::from_utf8_lossy(payload)
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::*;
+
+    fn code_of(payload: &[u8]) -> ErrorCode {
+        parse_inbound(payload).unwrap_err().code
+    }
+
+    #[test]
+    fn rejects_non_json_and_non_objects() {
+        assert_eq!(code_of(b""), ErrorCode::InvalidJson);
+        assert_eq!(code_of(b"{"), ErrorCode::InvalidJson);
+        assert_eq!(code_of(b"\xff\xfe"), ErrorCode::InvalidJson);
+        assert_eq!(code_of(b"[1]"), ErrorCode::InvalidFrame);
+        assert_eq!(code_of(b"{\"type\":3}"), ErrorCode::InvalidFrame);
+        assert_eq!(code_of(b"{}"), ErrorCode::InvalidFrame);
+        assert_eq!(code_of(b"{\"type\":\"welcome\"}"), ErrorCode::UnknownType);
+    }
+
+    #[test]
+    fn key_order_and_whitespace_do_not_matter() {
+        let a = parse_inbound(br#"{"type":"ping","id":7}"#).unwrap();
+        let b = parse_inbound(b" {\n \"id\" : 7 ,\t\"type\" : \"ping\" } ").unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn hello_protocol_checked() {
+        assert!(matches!(
+            parse_inbound(br#"{"type":"hello","protocol":1,"client":"t/1"}"#).unwrap(),
+            Inbound::Hello {
+                protocol: 1,
+                client: Some(_)
+            }
+        ));
+        assert_eq!(
+            code_of(br#"{"type":"hello","protocol":2}"#),
+            ErrorCode::UnsupportedProtocol
+        );
+        assert!(parse_inbound(br#"{"type":"hello","protocol":1.0}"#).is_ok());
+        assert_eq!(
+            code_of(br#"{"type":"hello","protocol":"1"}"#),
+            ErrorCode::UnsupportedProtocol
+        );
+        assert_eq!(code_of(br#"{"type":"hello"}"#), ErrorCode::InvalidFrame);
+    }
+
+    #[test]
+    fn request_fields_checked_before_questions() {
+        let e = parse_inbound(br#"{"type":"ask-user-request","questions":[]}"#).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidRequest);
+        let long = "x".repeat(129);
+        let frame = format!(r#"{{"type":"ask-user-request","correlationId":"{long}"}}"#);
+        assert_eq!(code_of(frame.as_bytes()), ErrorCode::InvalidRequest);
+        let ok128 = "é".repeat(128);
+        let frame = format!(r#"{{"type":"ask-user-request","correlationId":"{ok128}"}}"#);
+        assert!(parse_inbound(frame.as_bytes()).is_ok());
+        for bad in ["0", "-5", "1.5", "\"10\"", "null"] {
+            let f =
+                format!(r#"{{"type":"ask-user-request","correlationId":"a","timeoutMs":{bad}}}"#);
+            let e = parse_inbound(f.as_bytes()).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidRequest, "{bad}");
+            assert_eq!(e.correlation_id.as_deref(), Some("a"));
+        }
+        let f = br#"{"type":"ask-user-request","correlationId":"a","timeoutMs":1e30}"#;
+        let Inbound::AskUserRequest(r) = parse_inbound(f).unwrap() else {
+            panic!()
+        };
+        assert_eq!(r.timeout_ms.unwrap().clamp(99), 99);
+        for (text, ms) in [("5000.0", 5000), ("1.0", 1), ("2e3", 2000)] {
+            let f =
+                format!(r#"{{"type":"ask-user-request","correlationId":"a","timeoutMs":{text}}}"#);
+            let Inbound::AskUserRequest(r) = parse_inbound(f.as_bytes()).unwrap() else {
+                panic!()
+            };
+            assert_eq!(r.timeout_ms, Some(TimeoutMs::Ms(ms)), "{text}");
+        }
+        let f = br#"{"type":"ask-user-request","correlationId":"a","noUi":"maybe"}"#;
+        assert_eq!(code_of(f), ErrorCode::InvalidRequest);
+    }
+
+    #[test]
+    fn response_shape_checked() {
+        let ok = br#"{"type":"ask-user-response","correlationId":"a","answers":{"1":"x","0":"y"}}"#;
+        let Inbound::AskUserResponse(r) = parse_inbound(ok).unwrap() else {
+            panic!()
+        };
+        assert_eq!(r.answers.keys().copied().collect::<Vec<_>>(), vec![0, 1]);
+        for bad in [
+            r#"{"type":"ask-user-response","correlationId":"a"}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":[]}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{"01":"x"}}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{"a":"x"}}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{"0":1}}"#,
+            r#"{"type":"ask-user-response","correlationId":"a","answers":{},"cancelled":"yes"}"#,
+            r#"{"type":"ask-user-response","answers":{}}"#,
+        ] {
+            assert_eq!(code_of(bad.as_bytes()), ErrorCode::InvalidResponse, "{bad}");
+        }
+        let dismiss = br#"{"type":"ask-user-response","correlationId":"a","cancelled":true}"#;
+        assert!(parse_inbound(dismiss).is_ok());
+    }
+}

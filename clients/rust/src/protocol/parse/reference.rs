@@ -1,0 +1,272 @@
+//! The reference parser: it decides every frame. It reads the payload into a JSON tree and
+//! checks each field, wording every error a peer is sent; `super::fast` may only take frames
+//! this parser accepts, and must then yield the same `Inbound`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::protocol::error::{ErrorCode, FrameError};
+use crate::protocol::frames::{
+    question_index, AskUserRequest, AskUserResponse, Inbound, NoUiPolicy, RequestQuestions,
+    TimeoutMs, MAX_CLIENT_CHARS,
+};
+use crate::protocol::{MAX_CORRELATION_ID_CHARS, PROTOCOL_VERSION};
+
+/// Parses one frame's payload. Errors carry the code and message the peer is sent.
+pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
+    let value: Value = serde_json::from_slice(payload).map_err(|e| {
+        let msg = if payload.is_empty() {
+            "frame is empty; expected a JSON object".to_owned()
+        } else {
+            format!("frame is not valid JSON: {e}")
+        };
+        FrameError::new(ErrorCode::InvalidJson, msg)
+    })?;
+    let Value::Object(obj) = &value else {
+        return Err(FrameError::new(
+            ErrorCode::InvalidFrame,
+            format!("frame must be a JSON object, not {}", kind(&value)),
+        ));
+    };
+    let ty = match obj.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(other) => {
+            return Err(FrameError::new(
+                ErrorCode::InvalidFrame,
+                format!("frame field \"type\" must be a string, not {}", kind(other)),
+            ))
+        }
+        None => {
+            return Err(FrameError::new(
+                ErrorCode::InvalidFrame,
+                "frame has no \"type\" field",
+            ))
+        }
+    };
+    match ty {
+        "hello" => parse_hello(obj),
+        "ping" => Ok(Inbound::Ping {
+            id: obj.get("id").cloned(),
+        }),
+        "stats" => Ok(Inbound::Stats),
+        "subscribe" => Ok(Inbound::Subscribe {
+            client: client_field(obj)?,
+        }),
+        "watch" => Ok(Inbound::Watch {
+            client: client_field(obj)?,
+        }),
+        "ask-user-request" => parse_request(value).map_err(|mut e| {
+            e.ask_request = true;
+            e
+        }),
+        "ask-user-cancel" => {
+            let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, "ask-user-cancel")?;
+            Ok(Inbound::AskUserCancel { correlation_id })
+        }
+        "ask-user-response" => parse_response(obj),
+        other => Err(FrameError::new(
+            ErrorCode::UnknownType,
+            format!("unknown frame type {:?}", truncate(other, 64)),
+        )),
+    }
+}
+
+fn parse_hello(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
+    let client = client_field(obj)?;
+    let protocol = match obj.get("protocol") {
+        // 1.0 is the integer 1 to JSON (and to the schema), whatever the sender's number type.
+        Some(Value::Number(n)) if n.as_f64() == Some(PROTOCOL_VERSION as f64) => PROTOCOL_VERSION,
+        Some(other) => {
+            return Err(FrameError::new(
+                ErrorCode::UnsupportedProtocol,
+                format!(
+                    "protocol {} is not supported; this daemon speaks protocol {}",
+                    truncate(&other.to_string(), 32),
+                    PROTOCOL_VERSION
+                ),
+            ))
+        }
+        None => {
+            return Err(FrameError::new(
+                ErrorCode::InvalidFrame,
+                "hello must carry \"protocol\": 1",
+            ))
+        }
+    };
+    Ok(Inbound::Hello { protocol, client })
+}
+
+fn parse_request(value: Value) -> Result<Inbound, FrameError> {
+    let Value::Object(obj) = &value else {
+        unreachable!("checked by parse_inbound")
+    };
+    let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, "ask-user-request")?;
+    let err = |msg: String| {
+        FrameError::new(ErrorCode::InvalidRequest, msg).with_id(Some(&correlation_id))
+    };
+    let timeout_ms = match obj.get("timeoutMs") {
+        None => None,
+        Some(Value::Number(n)) => {
+            if let Some(ms) = n.as_u64() {
+                if ms == 0 {
+                    return Err(err("timeoutMs must be at least 1".into()));
+                }
+                Some(TimeoutMs::Ms(ms))
+            } else if n.as_i64().is_some() {
+                return Err(err(format!("timeoutMs must be at least 1, not {n}")));
+            } else {
+                // Floats: only integral values are timeouts (`5000.0` is 5000 ms, as Python's
+                // json writes a float); those past u64 clamp to the max.
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                if f.fract() != 0.0 || !f.is_finite() {
+                    return Err(err(format!("timeoutMs must be an integer, not {n}")));
+                }
+                if f < 1.0 {
+                    return Err(err(format!("timeoutMs must be at least 1, not {n}")));
+                }
+                // `u64::MAX as f64` rounds up to 2^64, so below it the cast is exact.
+                if f < u64::MAX as f64 {
+                    Some(TimeoutMs::Ms(f as u64))
+                } else {
+                    Some(TimeoutMs::Huge)
+                }
+            }
+        }
+        Some(other) => {
+            return Err(err(format!(
+                "timeoutMs must be an integer number of milliseconds, not {}",
+                kind(other)
+            )))
+        }
+    };
+    let no_ui = match obj.get("noUi") {
+        None => None,
+        Some(Value::String(s)) if NoUiPolicy::parse(s).is_some() => NoUiPolicy::parse(s),
+        Some(other) => {
+            return Err(err(format!(
+                "noUi must be \"wait\" or \"reject\", not {}",
+                truncate(&other.to_string(), 64)
+            )))
+        }
+    };
+    Ok(Inbound::AskUserRequest(AskUserRequest {
+        correlation_id,
+        timeout_ms,
+        no_ui,
+        questions: RequestQuestions::Params(value),
+    }))
+}
+
+fn parse_response(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
+    let correlation_id = correlation_id(obj, ErrorCode::InvalidResponse, "ask-user-response")?;
+    let err = |msg: String| {
+        FrameError::new(ErrorCode::InvalidResponse, msg).with_id(Some(&correlation_id))
+    };
+    let cancelled = match obj.get("cancelled") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(err(format!(
+                "cancelled must be a boolean, not {}",
+                kind(other)
+            )))
+        }
+    };
+    let mut answers = BTreeMap::new();
+    match obj.get("answers") {
+        // A dismissal carries no answers; the seed's UI still sends `answers: {}`.
+        None if cancelled => {}
+        None => return Err(err("ask-user-response needs an \"answers\" object".into())),
+        Some(Value::Object(map)) => {
+            for (key, v) in map {
+                let Some(index) = question_index(key) else {
+                    return Err(err(format!(
+                        "answers key {:?} is not a question index (\"0\", \"1\", …)",
+                        truncate(key, 32)
+                    )));
+                };
+                let Value::String(s) = v else {
+                    return Err(err(format!(
+                        "answers[{key:?}] must be a string, not {}",
+                        kind(v)
+                    )));
+                };
+                answers.insert(index, s.clone());
+            }
+        }
+        Some(other) => {
+            return Err(err(format!(
+                "answers must be an object keyed by question index, not {}",
+                kind(other)
+            )))
+        }
+    }
+    Ok(Inbound::AskUserResponse(AskUserResponse {
+        correlation_id,
+        answers,
+        cancelled,
+    }))
+}
+
+fn correlation_id(
+    obj: &Map<String, Value>,
+    code: ErrorCode,
+    frame: &str,
+) -> Result<String, FrameError> {
+    match obj.get("correlationId") {
+        Some(Value::String(id)) => {
+            if id.is_empty() {
+                Err(FrameError::new(code, "correlationId must not be empty"))
+            } else if id.chars().count() > MAX_CORRELATION_ID_CHARS {
+                Err(FrameError::new(
+                    code,
+                    format!("correlationId must be at most {MAX_CORRELATION_ID_CHARS} characters"),
+                ))
+            } else {
+                Ok(id.clone())
+            }
+        }
+        Some(other) => Err(FrameError::new(
+            code,
+            format!("correlationId must be a string, not {}", kind(other)),
+        )),
+        None => Err(FrameError::new(
+            code,
+            format!("{frame} needs a string \"correlationId\""),
+        )),
+    }
+}
+
+fn client_field(obj: &Map<String, Value>) -> Result<Option<String>, FrameError> {
+    match obj.get("client") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.chars().count() <= MAX_CLIENT_CHARS => Ok(Some(s.clone())),
+        Some(Value::String(_)) => Err(FrameError::new(
+            ErrorCode::InvalidFrame,
+            format!("client must be at most {MAX_CLIENT_CHARS} characters"),
+        )),
+        Some(other) => Err(FrameError::new(
+            ErrorCode::InvalidFrame,
+            format!("client must be a string, not {}", kind(other)),
+        )),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn truncate(s: &str, max_chars: usize) -> String {
+    match s.char_indices().nth(max_chars) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
