@@ -223,18 +223,20 @@ fn b_and_c_race_on_many_questions_one_winner_and_one_terminal_frame_each() {
         for i in 0..N {
             producer.send(choice_request(&format!("r-{i}"))).await;
         }
-        // Each UI answers every question it is shown; it counts acks.
+        // Each UI answers every question it is shown, and is told the fate of every answer:
+        // an ack, or not-pending (the other node won).
         async fn racer(mut ui: Raw, label: &'static str) -> (Raw, Vec<String>) {
             let mut won = Vec::new();
-            let mut settled = 0;
-            while settled < N {
+            let (mut settled, mut sent, mut refused) = (0, 0, 0);
+            while settled < N || won.len() + refused < sent {
                 let Some(f) = ui.recv_within(Duration::from_secs(10)).await else {
-                    panic!("{label}: stuck after {settled} settled, {} won", won.len());
+                    panic!("{label}: stuck after {settled} settled, {sent} sent, {} won, {refused} refused", won.len());
                 };
                 match f["type"].as_str().unwrap() {
                     "ask-user-request" => {
                         let id = f["correlationId"].as_str().unwrap();
                         ui.send(answer(id, json!({"0": label}))).await;
+                        sent += 1;
                     }
                     "ask-user-ack" => {
                         won.push(f["correlationId"].as_str().unwrap().to_owned());
@@ -244,10 +246,14 @@ fn b_and_c_race_on_many_questions_one_winner_and_one_terminal_frame_each() {
                         assert_eq!(f["reason"], "answered", "{f}");
                         settled += 1;
                     }
-                    "error" => assert_eq!(f["code"], "not-pending", "{f}"),
+                    "error" => {
+                        assert_eq!(f["code"], "not-pending", "{f}");
+                        refused += 1;
+                    }
                     _ => panic!("unexpected {f}"),
                 }
             }
+            assert_eq!(sent, N, "{label} was shown every question once");
             (ui, won)
         }
         let (rb, rc) = tokio::join!(racer(ui_b, "B"), racer(ui_c, "C"));
