@@ -71,6 +71,45 @@ pub fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// Refuses a socket directory another user could use to swap the socket, as tmux and
+/// ssh-agent do: a symlink (`/tmp/askbus-1000` pointing at someone's directory), a
+/// directory owned by anyone but `uid` or root, or one writable by group or others (the
+/// sticky bit does not help: another user can still plant a socket first).
+pub fn check_socket_dir(dir: &Path, uid: u32) -> Result<(), SocketPathError> {
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| SocketPathError::Io {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let unsafe_dir = |why: String| SocketPathError::UnsafeDir {
+        dir: dir.to_owned(),
+        why,
+    };
+    if meta.file_type().is_symlink() {
+        return Err(unsafe_dir("is a symlink".into()));
+    }
+    if !meta.is_dir() {
+        return Err(unsafe_dir("is not a directory".into()));
+    }
+    if meta.uid() != uid && meta.uid() != 0 {
+        return Err(unsafe_dir(format!(
+            "is owned by uid {}, not by askbusd's uid {uid}",
+            meta.uid()
+        )));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(unsafe_dir(format!(
+            "is writable by {} (mode {mode:04o})",
+            if mode & 0o002 != 0 {
+                "others"
+            } else {
+                "its group"
+            }
+        )));
+    }
+    Ok(())
+}
+
 /// Why the daemon cannot take a socket path.
 #[derive(Debug, thiserror::Error)]
 pub enum SocketPathError {
@@ -80,26 +119,37 @@ pub enum SocketPathError {
     Symlink(PathBuf),
     #[error("another askbusd is already serving {0}")]
     InUse(PathBuf),
+    /// The socket's directory could let another user swap the socket (or plant one first).
+    #[error(
+        "refusing the socket directory {dir}: it {why}, so another user could replace the \
+         socket; use a directory only you own and can write (mkdir -m 0700 DIR), or remove \
+         it and let askbusd create it"
+    )]
+    UnsafeDir { dir: PathBuf, why: String },
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
 }
 
-/// Makes `path` ready to bind: creates its directory (0700) when missing, removes a stale
-/// socket left by a dead daemon, and refuses anything else that stands there.
+/// Makes `path` ready to bind: creates its directory (0700) when missing, refuses a
+/// directory another user could write in (see [`check_socket_dir`]), removes a stale socket
+/// left by a dead daemon, and refuses anything else that stands there.
 pub fn prepare_socket_path(path: &Path) -> Result<(), SocketPathError> {
     let io_err = |source| SocketPathError::Io {
         path: path.to_owned(),
         source,
     };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.exists() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(io_err)?;
-        }
+    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => dir,
+        None => Path::new("."),
+    };
+    if std::fs::symlink_metadata(dir).is_err() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io_err)?;
     }
+    check_socket_dir(dir, effective_uid())?;
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),

@@ -7,7 +7,12 @@
 import { createConnection, type Socket } from "node:net";
 
 import { AskbusError, ConnectionClosed, DaemonUnreachable, ProtocolError } from "./errors.js";
+import { checkSocket } from "./trust.js";
 import { encodeFrame, FrameDecoder, parseServerFrame, type ClientFrame, type ServerFrame } from "./protocol.js";
+
+/** How long a connect refused with EAGAIN (a full accept queue) or ECONNREFUSED (a daemon
+ * restarting) is retried. */
+export const CONNECT_RETRY_MS = 1000;
 
 export interface ConnectionHandlers {
   frame(frame: ServerFrame): void;
@@ -40,7 +45,28 @@ export class Connection {
   ) {}
 
   /** Connects to `path`; rejects with DaemonUnreachable naming the path when nobody answers. */
-  static open(path: string, handlers: ConnectionHandlers): Promise<Connection> {
+  static async open(path: string, handlers: ConnectionHandlers): Promise<Connection> {
+    checkSocket(path);
+    const deadline = Date.now() + CONNECT_RETRY_MS;
+    let pause = 10;
+    for (;;) {
+      try {
+        return await Connection.openOnce(path, handlers);
+      } catch (e) {
+        // A full accept queue (another user flooding the daemon) or a daemon restarting:
+        // retry briefly, as the Rust and Python clients do.
+        const code = ((e as AskbusError).cause as NodeJS.ErrnoException | undefined)?.code;
+        if ((code === "EAGAIN" || code === "ECONNREFUSED") && Date.now() + pause < deadline) {
+          await new Promise((r) => setTimeout(r, pause));
+          pause = Math.min(pause * 2, 200);
+          continue;
+        }
+        throw e;
+      }
+    }
+  }
+
+  private static openOnce(path: string, handlers: ConnectionHandlers): Promise<Connection> {
     return new Promise((resolve, reject) => {
       const socket = createConnection({ path });
       const onConnectError = (err: NodeJS.ErrnoException) => {

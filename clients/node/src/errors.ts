@@ -73,6 +73,21 @@ export class DaemonUnreachable extends AskbusError {
   }
 }
 
+/** The socket is another user's (see trust.ts): the client refuses to talk to that daemon.
+ * Set ASKBUS_DAEMON_UID to the daemon's uid to trust a shared bus run by another account. */
+export class UntrustedDaemon extends DaemonUnreachable {
+  readonly daemonUid: number;
+  constructor(socketPath: string, why: string, daemonUid: number) {
+    super(
+      socketPath,
+      `refusing it: ${why}, not you (uid ${process.geteuid?.() ?? "?"}) or root, so another user ` +
+        `may have taken the socket path; if this is a shared bus you trust, set ASKBUS_DAEMON_UID=${daemonUid}`,
+    );
+    (this as { code: string }).code = "untrusted-daemon";
+    this.daemonUid = daemonUid;
+  }
+}
+
 /** The connection ended (closed by this client, or lost with no way to recover what was in flight). */
 export class ConnectionClosed extends AskbusError {
   constructor(message = "the connection to askbusd is closed", correlationId?: string) {

@@ -41,6 +41,35 @@ pub enum ClientError {
     /// The daemon answered with an error frame.
     #[error("{}: {}", .0.code, .0.message)]
     Rejected(ErrorFrame),
+    /// The socket is served by a daemon of another uid (see [`crate::trust`]).
+    #[error(transparent)]
+    Untrusted(#[from] crate::trust::UntrustedDaemon),
+}
+
+/// How long a connect refused for a full accept queue (`EAGAIN`) or a socket nobody listens
+/// on for the moment (`ECONNREFUSED`, a daemon restarting) is retried.
+pub const CONNECT_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// `connect`, retried briefly (10 ms doubling to 200 ms, for [`CONNECT_RETRY`]) while the
+/// daemon is too busy to accept (a flood of connections by another user fills its queue)
+/// or restarting. A missing socket fails at once.
+async fn connect_retrying(path: &Path) -> std::io::Result<UnixStream> {
+    let deadline = tokio::time::Instant::now() + CONNECT_RETRY;
+    let mut pause = std::time::Duration::from_millis(10);
+    loop {
+        match UnixStream::connect(path).await {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::ConnectionRefused
+                ) && tokio::time::Instant::now() + pause < deadline =>
+            {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_millis(200));
+            }
+            r => return r,
+        }
+    }
 }
 
 /// A raw frame connection to the daemon.
@@ -51,12 +80,13 @@ pub struct Connection {
 
 impl Connection {
     pub async fn connect(path: &Path) -> Result<Connection, ClientError> {
-        let stream = UnixStream::connect(path)
+        let stream = connect_retrying(path)
             .await
             .map_err(|source| ClientError::Connect {
                 path: path.to_owned(),
                 source,
             })?;
+        crate::trust::check_daemon(&stream, path)?;
         let (rd, wr) = stream.into_split();
         Ok(Connection {
             reader: FramedRead::new(rd, codec(MAX_INBOUND_FRAME)),

@@ -30,7 +30,8 @@ mod web;
 #[command(name = "askbus", version, about, long_about = None)]
 struct Cli {
     /// The daemon's socket [default: $ASKBUS_SOCKET, else $XDG_RUNTIME_DIR/askbus.sock, else
-    /// /run/askbus/askbus.sock for root, else /tmp/askbus-<uid>/askbus.sock]
+    /// /run/askbus/askbus.sock for root, else /tmp/askbus-<uid>/askbus.sock]. Only a daemon
+    /// running as you or root is talked to; name another trusted uid in $ASKBUS_DAEMON_UID
     #[arg(long, global = true, value_name = "PATH")]
     socket: Option<PathBuf>,
     #[command(subcommand)]
@@ -204,9 +205,9 @@ fn main() -> ExitCode {
     match rt.block_on(run(command, socket)) {
         Ok(code) => code,
         Err(e) => {
-            let unreachable = e
-                .downcast_ref::<ClientError>()
-                .is_some_and(|c| matches!(c, ClientError::Connect { .. }));
+            let unreachable = e.downcast_ref::<ClientError>().is_some_and(|c| {
+                matches!(c, ClientError::Connect { .. } | ClientError::Untrusted(_))
+            });
             // Errors may quote what the daemon (or a peer) said.
             eprintln!("askbus: {}", term::sanitize_lines(&format!("{e:#}")));
             if unreachable {

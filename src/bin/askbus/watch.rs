@@ -73,6 +73,11 @@ async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
                 );
                 return Ok(ExitCode::FAILURE);
             }
+            // Another uid's daemon on the socket: reconnecting will not make it ours.
+            Err(e @ ClientError::Untrusted(_)) => {
+                eprintln!("askbus watch: {}", term::sanitize(&e.to_string()));
+                return Ok(ExitCode::FAILURE);
+            }
             Err(e) => {
                 failures = failures.saturating_add(1);
                 e.to_string()

@@ -7,9 +7,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Dict, Mapping, Optional
 
-from . import _frames
+from . import _frames, _trust
 from .errors import ConnectionLost, DaemonUnreachable, ProtocolError
 from .types import Welcome
+
+#: How long a connect refused for a full accept queue (EAGAIN) or a socket nobody listens on
+#: for the moment (ECONNREFUSED) is retried, as the Rust and Node clients do.
+CONNECT_RETRY_S = 1.0
 
 
 class Connection:
@@ -28,13 +32,33 @@ class Connection:
 
     @classmethod
     async def open(cls, socket_path: str) -> Connection:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CONNECT_RETRY_S
+        pause = 0.01
+        while True:
+            try:
+                reader, writer = await asyncio.open_unix_connection(socket_path)
+                break
+            except (BlockingIOError, ConnectionRefusedError) as e:
+                # A full accept queue (another user flooding the daemon) or a daemon
+                # restarting: retry briefly before giving up.
+                if loop.time() + pause < deadline:
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, 0.2)
+                    continue
+                raise DaemonUnreachable(
+                    socket_path, f"cannot reach askbusd at {socket_path}: {e.strerror or e}"
+                ) from e
+            except OSError as e:
+                detail = e.strerror or str(e)
+                raise DaemonUnreachable(
+                    socket_path, f"cannot reach askbusd at {socket_path}: {detail}"
+                ) from e
         try:
-            reader, writer = await asyncio.open_unix_connection(socket_path)
-        except OSError as e:
-            detail = e.strerror or str(e)
-            raise DaemonUnreachable(
-                socket_path, f"cannot reach askbusd at {socket_path}: {detail}"
-            ) from e
+            _trust.check_daemon(writer.get_extra_info("socket"), socket_path)
+        except BaseException:
+            writer.close()
+            raise
         return cls(reader, writer, socket_path)
 
     @property

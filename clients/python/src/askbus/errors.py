@@ -9,6 +9,7 @@ Hierarchy::
     │   ├── DuplicateCorrelationId, TooManyPending, NotPending, NotSubscribed,
     │   │   InvalidResponse, FrameTooLarge, FrameTimeout, ...
     ├── DaemonUnreachable             .socket_path: nothing answers there
+    │   └── UntrustedDaemon           .daemon_uid: another uid's daemon listens there
     ├── ConnectionLost                the connection dropped and could not be resumed
     ├── ProtocolError                 askbusd sent something this client cannot read
     └── NotAnswered                   raised by Response.raise_for_outcome(); .response
@@ -17,6 +18,7 @@ Hierarchy::
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Dict, Optional, Type
 
 if TYPE_CHECKING:
@@ -191,6 +193,23 @@ class DaemonUnreachable(AskbusError):
             correlation_id=correlation_id,
         )
         self.socket_path = socket_path
+
+
+class UntrustedDaemon(DaemonUnreachable):
+    """The daemon at ``socket_path`` runs as another uid (``daemon_uid``) than this process or
+    root: another user may have taken the socket path, so the client refuses to talk to it.
+    Set ``ASKBUS_DAEMON_UID`` to that uid to trust a shared bus run by another account."""
+
+    code = "untrusted-daemon"
+
+    def __init__(self, socket_path: str, daemon_uid: int) -> None:
+        super().__init__(
+            socket_path,
+            f"refusing askbusd at {socket_path}: it runs as uid {daemon_uid}, not as you "
+            f"(uid {os.geteuid()}) or root, so another user may have taken the socket path; "
+            f"if this is a shared bus you trust, set ASKBUS_DAEMON_UID={daemon_uid}",
+        )
+        self.daemon_uid = daemon_uid
 
 
 class ConnectionLost(AskbusError):
