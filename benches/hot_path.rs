@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use askbusd::broker::{Broker, Effects, Limits, Msg, PeerId, PeerInfo, ValidRequest};
 use askbusd::protocol::{
-    self, codec, encode, encode_fast, AskUserRequest, AskUserResponse, FastFrame, Inbound,
+    self, codec, encode, encode_fast, AskUserRequest, AskUserResponse, End, FastFrame, Inbound,
     ProducerInfo, ServerFrame, UiRequest, UiRequestRef,
 };
 use askbusd::questions::fast::Questions as PlainQuestions;
@@ -421,10 +421,10 @@ fn bench_broker(c: &mut Criterion) {
         (1, 1),
         "ack and result"
     );
-    assert_eq!(t.broker.stats().answered, 1);
+    assert_eq!(t.broker.stats().ended(End::Answered), 1);
     g.bench_function("resolve", |b| {
         b.iter_custom(|iters| {
-            let before = t.broker.stats().answered;
+            let before = t.broker.stats().ended(End::Answered);
             let d = chunked(
                 &mut t,
                 iters,
@@ -433,7 +433,7 @@ fn bench_broker(c: &mut Criterion) {
                 |_, _| {},
             );
             assert_eq!(
-                t.broker.stats().answered - before,
+                t.broker.stats().ended(End::Answered) - before,
                 iters,
                 "every answer won"
             );
@@ -460,10 +460,10 @@ fn bench_broker(c: &mut Criterion) {
         (1, 1),
         "withdrawn and result"
     );
-    assert_eq!(t.broker.stats().timeout, 1);
+    assert_eq!(t.broker.stats().ended(End::Timeout), 1);
     g.bench_function("expire", |b| {
         b.iter_custom(|iters| {
-            let before = t.broker.stats().timeout;
+            let before = t.broker.stats().ended(End::Timeout);
             let d = chunked(
                 &mut t,
                 iters,
@@ -472,7 +472,7 @@ fn bench_broker(c: &mut Criterion) {
                 |_, _| {},
             );
             assert_eq!(
-                t.broker.stats().timeout - before,
+                t.broker.stats().ended(End::Timeout) - before,
                 iters,
                 "one expiry per call"
             );

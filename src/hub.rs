@@ -21,7 +21,7 @@ use crate::broker::{
 use crate::federation::link::FedLink;
 use crate::metrics::Metrics;
 use crate::outbox::{Batch, Outbox};
-use crate::protocol::{encode, ErrorCode, ServerFrame};
+use crate::protocol::{encode, End, ErrorCode, ServerFrame};
 use crate::telemetry::{timestamp, Counters, TelemetrySink};
 
 /// How many replayed requests a catching-up UI is handed per step.
@@ -321,7 +321,7 @@ impl Hub {
                 for mut record in inner.fx.records.drain(..) {
                     tracing::debug!(
                         correlation_id = record.correlation_id,
-                        reason = record.reason,
+                        reason = record.reason.as_str(),
                         code = record.code.map(|c| c.as_str()),
                         latency_ms = record.latency_ms,
                         pid = record.producer.pid,
@@ -329,7 +329,7 @@ impl Hub {
                         ui_pid = record.ui.as_ref().and_then(|u| u.pid),
                         "request ended"
                     );
-                    if matches!(record.reason, "answered" | "dismissed") {
+                    if record.reason.by_ui() {
                         self.metrics.observe_answer_latency_ms(record.latency_ms);
                     }
                     record.ts = at;
@@ -462,6 +462,12 @@ impl Hub {
             .errors()
             .map(|(code, n)| (code.as_str().to_owned(), json!(n)))
             .collect();
+        // Every end of a request that became pending (rejections are counted under requests).
+        let outcomes: Map<String, Value> = s
+            .ends()
+            .filter(|(end, _)| *end != End::Rejected)
+            .map(|(end, n)| (end.as_str().to_owned(), json!(n)))
+            .collect();
         let frame = json!({
             "type": "stats",
             "server": crate::SERVER_NAME,
@@ -475,18 +481,10 @@ impl Hub {
             "connectionsRefused": get(&c.connections_refused),
             "requests": {
                 "accepted": s.accepted,
-                "rejected": s.rejected,
+                "rejected": s.rejected(),
                 "resolved": s.resolved(),
             },
-            "outcomes": {
-                "answered": s.answered,
-                "dismissed": s.dismissed,
-                "timeout": s.timeout,
-                "no-ui": s.no_ui,
-                "withdrawn": s.withdrawn,
-                "shutdown": s.shutdown,
-                "producer-gone": s.producer_gone,
-            },
+            "outcomes": outcomes,
             "latencyMs": {
                 "count": s.latency_count(),
                 "p50": s.latency_ms(0.5),

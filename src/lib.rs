@@ -5,7 +5,8 @@
 //! Layers, each depending only on those above it (`tests/layering.rs` checks every edge):
 //! - [`protocol`]: frames, codec, error codes (depends on nothing else here);
 //! - [`questions`]: ask_user validation, normalization and tool results, as the reference;
-//! - [`client`]: the async Rust client that producers and UIs use (protocol only);
+//! - [`client`]: the async Rust client that producers and UIs use (protocol, and the client
+//!   crate's `trust`: which daemon a client agrees to talk to);
 //! - [`paths`]: where the socket, telemetry and config live by default;
 //! - [`telemetry::record`]: one request's end, as a telemetry line;
 //! - [`broker`]: pending table, routing, deadlines: pure state (protocol, questions, record);

@@ -22,7 +22,8 @@ const OWN_LAYERS: &[&str] = &[
 const ALLOWED: &[(&str, &[&str])] = &[
     ("protocol", &[]),
     ("questions", &["protocol"]),
-    ("client", &["protocol"]),
+    ("trust", &[]),
+    ("client", &["protocol", "trust"]),
     ("paths", &[]),
     ("telemetry::record", &["protocol"]),
     ("broker", &["protocol", "questions", "telemetry::record"]),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use askbusd::broker::{BrokerError, Limits};
 use askbusd::hub::Hub;
 use askbusd::protocol::{
-    encode, parse_inbound, ClientFrame, ErrorCode, Inbound, NoUiPolicy, Outcome, ServerFrame,
+    encode, parse_inbound, ClientFrame, End, ErrorCode, Inbound, NoUiPolicy, Outcome, ServerFrame,
     UiInfo, WithdrawReason, DEFAULT_MAX_FRAME_BYTES, MAX_CORRELATION_ID_CHARS, PROTOCOL_VERSION,
 };
 use askbusd::questions::{self, DaemonOutcome};
@@ -768,7 +768,7 @@ fn telemetry_records_match_their_schema() {
         ts: std::time::SystemTime::now(),
         node: Some(Arc::from("node")),
         correlation_id: ex["correlationId"].as_str().map(str::to_owned),
-        reason: "answered",
+        reason: End::Answered,
         code: None,
         producer: serde_json::from_value(ex["producer"].clone()).unwrap(),
         ui: Some(UiInfo {
@@ -793,7 +793,7 @@ fn telemetry_records_match_their_schema() {
     };
     assert_eq!(fields(&value), fields(&ex));
     let rejected = Record {
-        reason: "rejected",
+        reason: End::Rejected,
         code: Some(ErrorCode::DuplicateCorrelationId),
         ui: None,
         latency_ms: 0,

@@ -1,87 +1,46 @@
 //! The broker: pending questions keyed by correlationId, which UIs have seen which, deadlines,
-//! and the outcome of every request. Pure state: it never touches a socket and never awaits;
-//! each operation appends what must be sent (and logged) to an `Effects`, which the caller
+//! and the end of every request. Pure state: it never touches a socket and never awaits; each
+//! operation appends what must be sent (and logged) to an [`Effects`], which the caller
 //! delivers through the connections' bounded queues.
+//!
+//! - [`pending`]: the pending table, the one type that keeps a request and its indexes in step;
+//! - [`peers`]: who each connection is and what it may do;
+//! - [`request`]: a request validated outside the lock;
+//! - [`effects`]: what an operation asks its caller to do;
+//! - this file: the operations, each ending a request through one `finish`.
 
+mod effects;
 mod error;
+mod peers;
+pub mod pending;
 mod remote;
+mod request;
 mod stats;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::SystemTime;
 
-use bytes::Bytes;
 use tokio::time::{Duration, Instant};
 
+pub use effects::{Effects, Msg};
 pub use error::BrokerError;
+pub use peers::{PeerId, PeerInfo, Rights, RoleCounts};
 pub use remote::{FedOut, FedPolicy, Forward, RemoteQuestion, SharedEnd, SharedQuestion};
+pub use request::ValidRequest;
 pub use stats::BrokerStats;
 
+use peers::{Cursor, Peer};
+use pending::{Pending, PendingTable};
+
 use crate::protocol::{
-    encode, encode_fast, AskUserRequest, AskUserResponse, BusEvent, FrameError, NoUiPolicy,
-    Outcome, ProducerInfo, ProducerResponse, RequestHead, ServerFrame, TimeoutMs, UiInfo,
-    UiRequestRef, WithdrawReason,
+    encode, encode_fast, AskUserResponse, BusEventKind, End, FrameError, NoUiPolicy, Outcome,
+    ProducerResponse, ServerFrame, UiInfo, WithdrawReason,
 };
-use crate::questions::{self, question_types, DaemonOutcome, QuestionMeta, ToolResult};
-use crate::telemetry::record::Record;
+use crate::questions::{self, DaemonOutcome, QuestionMeta, ToolResult};
 
 /// The largest tool result the broker builds for an answer (the response frame stays under
 /// the 16 MiB clients accept).
 pub const MAX_RESULT_BYTES: usize = 8 * 1024 * 1024;
-
-/// A connection, as the broker names it.
-pub type PeerId = u64;
-
-/// What the daemon knows of a connected peer (from SO_PEERCRED, the access rules and
-/// `hello`/`subscribe`).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PeerInfo {
-    pub client: Option<String>,
-    pub pid: Option<i32>,
-    pub uid: u32,
-    pub gid: u32,
-    /// Supplementary groups (SO_PEERGROUPS), for group rules re-evaluated on reload.
-    pub groups: Vec<u32>,
-    pub rights: Rights,
-}
-
-/// What the access rules let a peer do. Isolation is routing: a UI (or watcher) sees, and
-/// may answer, only questions from producers of its own uid, unless it is an operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rights {
-    pub produce: bool,
-    pub ui: bool,
-    pub operator: bool,
-}
-
-impl Default for Rights {
-    /// A peer of the daemon's own uid: it may do anything but see other users' questions.
-    fn default() -> Self {
-        Rights {
-            produce: true,
-            ui: true,
-            operator: false,
-        }
-    }
-}
-
-impl PeerInfo {
-    /// Whether this peer, as a UI or watcher, may see a question asked by `producer_uid`.
-    fn sees(&self, producer_uid: u32) -> bool {
-        self.rights.ui && (self.rights.operator || self.uid == producer_uid)
-    }
-}
-
-/// Connections by what they do, for the metrics. A peer that did several things counts
-/// once, as the first of: UI, watcher, producer; `idle` ones have done none yet.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RoleCounts {
-    pub producer: usize,
-    pub ui: usize,
-    pub watcher: usize,
-    pub idle: usize,
-}
 
 /// The broker's counts at one moment.
 #[derive(Debug, Clone)]
@@ -116,164 +75,6 @@ impl Default for Limits {
     }
 }
 
-/// An ask-user-request whose questions passed the reference's validation, normalized. Built
-/// outside the broker's lock: validation is the costly part of a request.
-#[derive(Debug)]
-pub struct ValidRequest {
-    correlation_id: String,
-    timeout_ms: Option<TimeoutMs>,
-    no_ui: Option<NoUiPolicy>,
-    /// The normalized questions' JSON text.
-    questions: Box<str>,
-    meta: Vec<QuestionMeta>,
-}
-
-impl ValidRequest {
-    /// Validates and normalizes; on failure returns the error for `Broker::reject`.
-    pub fn check(req: AskUserRequest) -> Result<ValidRequest, (String, BrokerError)> {
-        match questions::check(req.questions) {
-            Ok(normalized) => Ok(ValidRequest {
-                meta: normalized.meta,
-                questions: normalized.questions,
-                correlation_id: req.correlation_id,
-                timeout_ms: req.timeout_ms,
-                no_ui: req.no_ui,
-            }),
-            Err(msg) => Err((req.correlation_id, BrokerError::InvalidQuestions(msg))),
-        }
-    }
-
-    /// The fast path: a request whose plain questions `protocol::parse_fast` read from a
-    /// payload of `payload_len` bytes; `None` leaves it to `parse_inbound` and [`Self::check`].
-    pub fn fast(
-        head: RequestHead,
-        questions: questions::fast::Questions,
-        payload_len: usize,
-    ) -> Option<ValidRequest> {
-        let normalized = questions::fast::check(questions, payload_len)?;
-        Some(ValidRequest {
-            meta: normalized.meta,
-            questions: normalized.questions,
-            correlation_id: head.correlation_id,
-            timeout_ms: head.timeout_ms,
-            no_ui: head.no_ui,
-        })
-    }
-
-    pub fn correlation_id(&self) -> &str {
-        &self.correlation_id
-    }
-
-    /// Debug builds: a request the fast path took from `payload` must be what the reference
-    /// paths (`protocol::parse::reference`, then `questions::normalize`) make of it.
-    #[cfg(debug_assertions)]
-    pub fn assert_reference_agrees(&self, payload: &[u8]) {
-        let frame = crate::protocol::parse::reference::parse(payload);
-        let Ok(crate::protocol::Inbound::AskUserRequest(req)) = frame else {
-            panic!("the fast path took a request the reference refuses: {frame:?}");
-        };
-        let reference = questions::normalize(&req.questions.into_params())
-            .expect("the reference accepts the questions the fast path took");
-        assert!(
-            req.correlation_id == self.correlation_id
-                && req.timeout_ms == self.timeout_ms
-                && req.no_ui == self.no_ui
-                && *reference.questions == *self.questions
-                && reference.meta == self.meta,
-            "the fast path differs from the reference on {}",
-            String::from_utf8_lossy(payload)
-        );
-    }
-}
-
-/// One thing to send to one peer.
-#[derive(Debug, Clone)]
-pub enum Msg {
-    /// An encoded frame (shared, so a broadcast is encoded once).
-    Frame(Bytes),
-    /// An error; encoded (and counted) by whoever delivers it.
-    Error(FrameError),
-}
-
-/// What an operation asks the caller to do, in order.
-#[derive(Debug, Default)]
-pub struct Effects {
-    pub sends: Vec<(PeerId, Msg)>,
-    /// Telemetry records; `ts` and `node` are left for the caller to stamp.
-    pub records: Vec<Record>,
-    /// UIs that have more of the pending table to receive: call `Broker::replay` for each once
-    /// their queue has room.
-    pub replay: Vec<PeerId>,
-    /// Events for the watchers (`Broker::watchers`); `ts` is left for the caller to stamp.
-    pub events: Vec<BusEvent>,
-    /// What the federation task must tell the other nodes (empty without federation).
-    pub federation: Vec<FedOut>,
-}
-
-impl Effects {
-    pub fn clear(&mut self) {
-        self.sends.clear();
-        self.records.clear();
-        self.replay.clear();
-        self.events.clear();
-        self.federation.clear();
-    }
-
-    fn frame(&mut self, to: PeerId, frame: Bytes) {
-        self.sends.push((to, Msg::Frame(frame)));
-    }
-
-    fn error(&mut self, to: PeerId, err: FrameError) {
-        self.sends.push((to, Msg::Error(err)));
-    }
-}
-
-/// How far a UI has got through the pending table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Cursor {
-    /// Receiving the replay; every request with a sequence number up to this one was sent.
-    /// Live broadcasts skip it: the replay reaches them in order.
-    CatchingUp(u64),
-    Live,
-}
-
-impl Cursor {
-    fn has_seen(self, seq: u64) -> bool {
-        match self {
-            Cursor::CatchingUp(last) => seq <= last,
-            Cursor::Live => true,
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Peer {
-    info: PeerInfo,
-    /// `Some` once the connection subscribed as a UI.
-    ui: Option<Cursor>,
-    /// Requests this peer asked that are still pending.
-    owned: HashSet<Arc<str>>,
-    /// Whether it ever sent an ask-user-request (its role, for the metrics).
-    asked: bool,
-}
-
-#[derive(Debug)]
-struct Pending {
-    seq: u64,
-    producer: PeerId,
-    producer_info: ProducerInfo,
-    questions: Box<str>,
-    meta: Vec<QuestionMeta>,
-    accepted_at: Instant,
-    deadline: Instant,
-    timeout_ms: u64,
-    /// Federation: the node a remote question was asked on (`None`: asked here). A remote
-    /// question's `producer` is `REMOTE` and its deadline the origin's plus a grace.
-    origin: Option<Arc<str>>,
-    /// Federation: a local question the other nodes were told about.
-    shared: bool,
-}
-
 /// The broker's whole state.
 #[derive(Debug)]
 pub struct Broker {
@@ -283,15 +84,7 @@ pub struct Broker {
     uis: BTreeSet<PeerId>,
     /// Observers of the bus (`watch`).
     watchers: BTreeSet<PeerId>,
-    pending: HashMap<Arc<str>, Pending>,
-    /// Pending requests per producer uid: the per-uid quota, and what a UI of that uid sees.
-    pending_by_uid: HashMap<u32, usize>,
-    /// Pending requests by arrival: replay order.
-    by_seq: BTreeMap<u64, Arc<str>>,
-    /// Deadlines: one ordered set instead of a timer per request, so 100,000 idle pending
-    /// questions cost no wake-ups until the earliest one is due.
-    deadlines: BTreeSet<(Instant, u64)>,
-    next_seq: u64,
+    pending: PendingTable,
     stats: BrokerStats,
     /// Set by `shutdown`: requests that still arrive are answered `shutdown` at once.
     closed: bool,
@@ -308,11 +101,7 @@ impl Broker {
             peers: HashMap::new(),
             uis: BTreeSet::new(),
             watchers: BTreeSet::new(),
-            pending: HashMap::new(),
-            pending_by_uid: HashMap::new(),
-            by_seq: BTreeMap::new(),
-            deadlines: BTreeSet::new(),
-            next_seq: 1,
+            pending: PendingTable::default(),
             stats: BrokerStats::default(),
             closed: false,
             fed: None,
@@ -356,7 +145,7 @@ impl Broker {
 
     /// Peers that asked at least one question still pending.
     pub fn producer_count(&self) -> usize {
-        self.peers.values().filter(|p| !p.owned.is_empty()).count()
+        self.pending.producers() - usize::from(self.remote_len > 0)
     }
 
     pub fn connect(&mut self, peer: PeerId, info: PeerInfo) {
@@ -365,7 +154,6 @@ impl Broker {
             Peer {
                 info,
                 ui: None,
-                owned: HashSet::new(),
                 asked: false,
             },
         );
@@ -407,11 +195,10 @@ impl Broker {
         let Some(cursor) = cursor else {
             return;
         };
-        for (&seq, id) in &self.by_seq {
+        for (seq, id, req) in self.pending.iter() {
             if !cursor.has_seen(seq) {
                 break;
             }
-            let req = &self.pending[id];
             let uid = req.producer_info.uid;
             match (before.sees(uid), after.sees(uid)) {
                 (false, true) => fx.frame(peer, self.ui_frame(id, req, now)),
@@ -437,35 +224,15 @@ impl Broker {
     /// The connection closed: its pending requests are withdrawn from the UIs. A UI leaving
     /// changes nothing for pending requests; another UI can still answer them.
     pub fn disconnect(&mut self, peer: PeerId, now: Instant, fx: &mut Effects) {
-        let Some(p) = self.peers.remove(&peer) else {
+        if self.peers.remove(&peer).is_none() {
             return;
-        };
+        }
         self.uis.remove(&peer);
         self.watchers.remove(&peer);
-        let mut owned: Vec<_> = p
-            .owned
-            .into_iter()
-            .filter_map(|id| self.pending.get(&id).map(|r| (r.seq, id)))
-            .collect();
-        owned.sort_unstable();
-        for (_, id) in owned {
-            let req = self.remove_pending(&id);
-            self.withdraw(&id, &req, WithdrawReason::ProducerGone, None, None, fx);
-            self.ended_shared(&id, &req, "producer-gone", None, fx);
-            self.stats.producer_gone += 1;
-            if !self.watchers.is_empty() {
-                let latency = (now - req.accepted_at).as_millis() as u64;
-                fx.events
-                    .push(event("producer-gone", &id, &req, None, Some(latency), None));
-            }
-            fx.records.push(record(
-                &id,
-                "producer-gone",
-                &req,
-                None,
-                now,
-                Answered::None,
-            ));
+        for id in self.pending.owned_by(peer) {
+            let req = self.take(&id, WithdrawReason::ProducerGone, None, None, fx);
+            // No one is left to tell: counted and logged like every other end.
+            self.count_end(End::ProducerGone, &id, &req, None, now, None, fx);
         }
     }
 
@@ -484,7 +251,7 @@ impl Broker {
         let visible = if p.info.rights.operator {
             self.pending.len()
         } else {
-            self.pending_by_uid.get(&p.info.uid).copied().unwrap_or(0)
+            self.pending.count_of_uid(p.info.uid)
         };
         let p = self.peers.get_mut(&peer).expect("checked above");
         if client.is_some() {
@@ -546,8 +313,7 @@ impl Broker {
         let mut cursor = last;
         let mut sent = 0;
         let mut more = false;
-        for (&seq, id) in self.by_seq.range(last + 1..) {
-            let req = &self.pending[id];
+        for (seq, id, req) in self.pending.after(last) {
             if p.info.sees(req.producer_info.uid) {
                 if sent == max_frames {
                     more = true;
@@ -594,40 +360,13 @@ impl Broker {
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
-        let code = err.code;
-        self.stats.rejected += 1;
+        self.stats.count(End::Rejected);
         if !self.watchers.is_empty() {
-            fx.events.push(BusEvent {
-                event: "rejected".into(),
-                ts: String::new(),
-                correlation_id: id.map(str::to_owned),
-                producer: producer_info(&p.info),
-                ui: None,
-                latency_ms: None,
-                timeout_ms: None,
-                question_types: question_types(meta)
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect(),
-                headers: headers(meta),
-                code: Some(code.as_str().to_owned()),
-                node: None,
-            });
+            fx.events
+                .push(effects::rejected_event(id, err.code, &p.info, meta));
         }
-        fx.records.push(Record {
-            ts: SystemTime::UNIX_EPOCH,
-            node: None,
-            correlation_id: id.map(str::to_owned),
-            reason: "rejected",
-            code: Some(code),
-            producer: producer_info(&p.info),
-            ui: None,
-            latency_ms: 0,
-            question_types: question_types(meta),
-            dismissed: false,
-            empty_submission: false,
-            answer_count: 0,
-        });
+        fx.records
+            .push(effects::rejected_record(id, err.code, &p.info, meta));
         fx.error(peer, err);
     }
 
@@ -637,8 +376,8 @@ impl Broker {
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
-        let producer_info = producer_info(&p.info);
-        let owned = p.owned.len();
+        let producer_info = effects::producer_info(&p.info);
+        let owned = self.pending.count_of_producer(peer);
         let (uid, may_produce) = (p.info.uid, p.info.rights.produce);
         self.peers.get_mut(&peer).expect("checked above").asked = true;
         let id = req.correlation_id;
@@ -647,7 +386,7 @@ impl Broker {
             let err = BrokerError::NotAProducer(uid);
             return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
-        if self.pending.contains_key(id.as_str()) {
+        if self.pending.contains(&id) {
             let err = BrokerError::DuplicateCorrelationId(id.clone());
             return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
@@ -656,8 +395,7 @@ impl Broker {
                 BrokerError::TooManyPendingForConnection(self.limits.max_pending_per_connection);
             return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
         }
-        let of_uid =
-            self.pending_by_uid.get(&uid).copied().unwrap_or(0) - self.remote_pending_of(uid);
+        let of_uid = self.pending.count_of_uid(uid) - self.remote_pending_of(uid);
         if of_uid >= self.limits.max_pending_per_uid {
             let err = BrokerError::TooManyPendingForUid {
                 uid,
@@ -674,10 +412,8 @@ impl Broker {
             .timeout_ms
             .map_or(self.limits.default_timeout_ms.min(max), |t| t.clamp(max));
         self.stats.accepted += 1;
-        let seq = self.next_seq;
-        self.next_seq += 1;
         let pending = Pending {
-            seq,
+            seq: self.pending.next_seq(),
             producer: peer,
             producer_info,
             questions: req.questions,
@@ -689,16 +425,13 @@ impl Broker {
             shared: false,
         };
         if self.closed {
-            let result =
-                questions::daemon_result(&pending.meta, DaemonOutcome::Shutdown, timeout_ms);
-            self.finish(&id, pending, Outcome::Shutdown, result, None, now, fx);
-            return;
+            let ending = Ending::daemon(&pending, DaemonOutcome::Shutdown);
+            return self.finish(&id, pending, ending, now, fx);
         }
         let no_ui = req.no_ui.unwrap_or(self.limits.no_ui);
         if self.uis.is_empty() && no_ui == NoUiPolicy::Reject {
-            let result = questions::daemon_result(&pending.meta, DaemonOutcome::NoUi, timeout_ms);
-            self.finish(&id, pending, Outcome::NoUi, result, None, now, fx);
-            return;
+            let ending = Ending::daemon(&pending, DaemonOutcome::NoUi);
+            return self.finish(&id, pending, ending, now, fx);
         }
         let id: Arc<str> = Arc::from(id);
         let mut pending = pending;
@@ -719,8 +452,8 @@ impl Broker {
             }
         }
         if !self.watchers.is_empty() {
-            fx.events.push(event(
-                "request",
+            fx.events.push(effects::event(
+                BusEventKind::Request,
                 &id,
                 &pending,
                 None,
@@ -728,14 +461,6 @@ impl Broker {
                 Some(timeout_ms),
             ));
         }
-        self.deadlines.insert((pending.deadline, seq));
-        self.by_seq.insert(seq, id.clone());
-        self.peers
-            .get_mut(&peer)
-            .expect("checked above")
-            .owned
-            .insert(id.clone());
-        *self.pending_by_uid.entry(uid).or_default() += 1;
         self.pending.insert(id, pending);
     }
 
@@ -750,10 +475,9 @@ impl Broker {
             );
             return;
         }
-        let req = self.remove_pending(id);
-        self.withdraw(id, &req, WithdrawReason::Withdrawn, None, None, fx);
-        let result = questions::daemon_result(&req.meta, DaemonOutcome::Withdrawn, req.timeout_ms);
-        self.finish(id, req, Outcome::Withdrawn, result, None, now, fx);
+        let req = self.take(id, WithdrawReason::Withdrawn, None, None, fx);
+        let ending = Ending::daemon(&req, DaemonOutcome::Withdrawn);
+        self.finish(id, req, ending, now, fx);
     }
 
     /// A UI answers (or dismisses). The first valid answer wins; every other UI that has the
@@ -807,99 +531,82 @@ impl Broker {
             // The origin decides; this UI learns the outcome from its reply.
             return self.forward(peer, origin, resp, answered_by, fx);
         }
-        let req = self.remove_pending(id);
-        self.withdraw(
+        let req = self.take(
             id,
-            &req,
             WithdrawReason::Answered,
             Some(peer),
             Some(&answered_by),
             fx,
         );
-        let (outcome, result, answers) = if resp.cancelled {
-            (
-                Outcome::Dismissed,
-                questions::dismissed_result(&req.meta),
-                BTreeMap::new(),
-            )
+        let ending = if resp.cancelled {
+            Ending {
+                outcome: Outcome::Dismissed,
+                result: questions::dismissed_result(&req.meta),
+                answers: BTreeMap::new(),
+                ui: Some(answered_by),
+            }
         } else {
-            let result = questions::answered_result(&req.meta, &resp.answers);
-            (Outcome::Answered, result, resp.answers)
+            Ending {
+                outcome: Outcome::Answered,
+                result: questions::answered_result(&req.meta, &resp.answers),
+                answers: resp.answers,
+                ui: Some(answered_by),
+            }
         };
-        fx.frame(peer, encode_fast::ack(id, outcome));
+        fx.frame(peer, encode_fast::ack(id, ending.outcome));
         self.stats.record_latency(now - req.accepted_at);
-        self.finish_with(
-            id,
-            req,
-            outcome,
-            result,
-            answers,
-            Some(answered_by),
-            now,
-            fx,
-        );
+        self.finish(id, req, ending, now, fx);
     }
 
     /// Times out every request whose deadline is at or before `now`.
     pub fn expire(&mut self, now: Instant, fx: &mut Effects) {
-        while let Some(&(deadline, seq)) = self.deadlines.first() {
-            if deadline > now {
-                break;
-            }
-            let id = self.by_seq[&seq].clone();
-            let req = self.remove_pending(&id);
-            self.withdraw(&id, &req, WithdrawReason::Timeout, None, None, fx);
+        while let Some(id) = self.pending.first_due(now) {
+            let req = self.take(&id, WithdrawReason::Timeout, None, None, fx);
             if req.origin.is_some() {
                 // Its origin's end never came (it is checked a grace after the deadline).
                 continue;
             }
-            let result =
-                questions::daemon_result(&req.meta, DaemonOutcome::Timeout, req.timeout_ms);
-            self.finish(&id, req, Outcome::Timeout, result, None, now, fx);
+            let ending = Ending::daemon(&req, DaemonOutcome::Timeout);
+            self.finish(&id, req, ending, now, fx);
         }
     }
 
     /// When the next request times out, if any is pending.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|(d, _)| *d)
+        self.pending.next_deadline()
     }
 
     /// Every pending producer gets `shutdown`, every UI `ask-user-withdrawn` `shutdown`.
     pub fn shutdown(&mut self, now: Instant, fx: &mut Effects) {
         self.closed = true;
-        let ids: Vec<Arc<str>> = self.by_seq.values().cloned().collect();
-        for id in ids {
-            let req = self.remove_pending(&id);
-            self.withdraw(&id, &req, WithdrawReason::Shutdown, None, None, fx);
+        for id in self.pending.ids() {
+            let req = self.take(&id, WithdrawReason::Shutdown, None, None, fx);
             if req.origin.is_some() {
                 continue;
             }
-            let result =
-                questions::daemon_result(&req.meta, DaemonOutcome::Shutdown, req.timeout_ms);
-            self.finish(&id, req, Outcome::Shutdown, result, None, now, fx);
+            let ending = Ending::daemon(&req, DaemonOutcome::Shutdown);
+            self.finish(&id, req, ending, now, fx);
         }
     }
 
-    fn remove_pending(&mut self, id: &str) -> Pending {
+    /// Takes a pending request out of the table and tells every UI that was sent it (but
+    /// `except`, the one whose answer ended it) that it is gone, with `reason`.
+    fn take(
+        &mut self,
+        id: &str,
+        reason: WithdrawReason,
+        except: Option<PeerId>,
+        answered_by: Option<&UiInfo>,
+        fx: &mut Effects,
+    ) -> Pending {
         let req = self
             .pending
             .remove(id)
             .expect("caller checked it is pending");
-        self.by_seq.remove(&req.seq);
-        self.deadlines.remove(&(req.deadline, req.seq));
         if req.origin.is_some() {
             self.remote_len -= 1;
         }
-        let uid = req.producer_info.uid;
-        if let Some(n) = self.pending_by_uid.get_mut(&uid) {
-            *n -= 1;
-            if *n == 0 {
-                self.pending_by_uid.remove(&uid);
-            }
-        }
-        if let Some(p) = self.peers.get_mut(&req.producer) {
-            p.owned.remove(id);
-        }
+        self.withdraw(id, &req, reason, except, answered_by, fx);
         req
     }
 
@@ -931,52 +638,16 @@ impl Broker {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn finish(
-        &mut self,
-        id: &str,
-        req: Pending,
-        outcome: Outcome,
-        result: ToolResult,
-        ui: Option<UiInfo>,
-        now: Instant,
-        fx: &mut Effects,
-    ) {
-        self.finish_with(id, req, outcome, result, BTreeMap::new(), ui, now, fx);
-    }
-
-    /// Sends the producer its one terminal frame and logs the outcome.
-    #[allow(clippy::too_many_arguments)]
-    fn finish_with(
-        &mut self,
-        id: &str,
-        req: Pending,
-        outcome: Outcome,
-        result: ToolResult,
-        answers: BTreeMap<usize, String>,
-        ui: Option<UiInfo>,
-        now: Instant,
-        fx: &mut Effects,
-    ) {
-        self.stats.count_outcome(outcome);
-        self.ended_shared(id, &req, outcome.as_str(), ui.as_ref(), fx);
-        if !self.watchers.is_empty() {
-            let latency = (now - req.accepted_at).as_millis() as u64;
-            fx.events.push(event(
-                outcome.as_str(),
-                id,
-                &req,
-                ui.clone(),
-                Some(latency),
-                None,
-            ));
-        }
-        let answered = match outcome {
-            Outcome::Answered => Answered::Count(answers.len()),
-            _ => Answered::None,
-        };
-        fx.records
-            .push(record(id, outcome.as_str(), &req, ui, now, answered));
+    /// Sends the producer its one terminal frame, and counts and logs the end.
+    fn finish(&mut self, id: &str, req: Pending, ending: Ending, now: Instant, fx: &mut Effects) {
+        let Ending {
+            outcome,
+            result,
+            answers,
+            ui,
+        } = ending;
+        let answer_count = (outcome == Outcome::Answered).then_some(answers.len());
+        self.count_end(outcome.into(), id, &req, ui, now, answer_count, fx);
         let response = ProducerResponse {
             correlation_id: id.to_owned(),
             answers,
@@ -986,92 +657,63 @@ impl Broker {
         };
         fx.frame(req.producer, encode_fast::response(&response));
     }
+
+    /// Counts a pending request's end and tells the watchers and telemetry.
+    #[allow(clippy::too_many_arguments)]
+    fn count_end(
+        &mut self,
+        end: End,
+        id: &str,
+        req: &Pending,
+        ui: Option<UiInfo>,
+        now: Instant,
+        answer_count: Option<usize>,
+        fx: &mut Effects,
+    ) {
+        self.stats.count(end);
+        self.ended_shared(id, req, end.as_str(), ui.as_ref(), fx);
+        if !self.watchers.is_empty() {
+            let latency = (now - req.accepted_at).as_millis() as u64;
+            let kind = BusEventKind::End(end);
+            fx.events.push(effects::event(
+                kind,
+                id,
+                req,
+                ui.clone(),
+                Some(latency),
+                None,
+            ));
+        }
+        fx.records
+            .push(effects::record(id, end, req, ui, now, answer_count));
+    }
 }
 
-enum Answered {
-    None,
-    Count(usize),
-}
-
-fn record(
-    id: &str,
-    reason: &'static str,
-    req: &Pending,
+/// How a pending request ends, with what its producer is told.
+struct Ending {
+    outcome: Outcome,
+    result: ToolResult,
+    /// An answered request's answers (empty for every other outcome).
+    answers: BTreeMap<usize, String>,
+    /// The UI whose answer or dismissal ended it.
     ui: Option<UiInfo>,
-    now: Instant,
-    answered: Answered,
-) -> Record {
-    let (dismissed, answer_count) = match answered {
-        Answered::None => (true, 0),
-        Answered::Count(n) => (false, n),
-    };
-    Record {
-        ts: SystemTime::UNIX_EPOCH,
-        node: None,
-        correlation_id: Some(id.to_owned()),
-        reason,
-        code: None,
-        producer: req.producer_info.clone(),
-        ui,
-        latency_ms: (now - req.accepted_at).as_millis() as u64,
-        question_types: question_types(&req.meta),
-        dismissed,
-        empty_submission: matches!(answered, Answered::Count(0)),
-        answer_count,
-    }
 }
 
-fn event(
-    kind: &str,
-    id: &str,
-    req: &Pending,
-    ui: Option<UiInfo>,
-    latency_ms: Option<u64>,
-    timeout_ms: Option<u64>,
-) -> BusEvent {
-    BusEvent {
-        event: kind.to_owned(),
-        ts: String::new(),
-        correlation_id: Some(id.to_owned()),
-        producer: req.producer_info.clone(),
-        ui,
-        latency_ms,
-        timeout_ms,
-        question_types: question_types(&req.meta)
-            .into_iter()
-            .map(str::to_owned)
-            .collect(),
-        headers: headers(&req.meta),
-        code: None,
-        node: req.origin.as_deref().map(str::to_owned),
+impl Ending {
+    /// One of the daemon's own outcomes, which no UI chose.
+    fn daemon(req: &Pending, outcome: DaemonOutcome) -> Ending {
+        Ending {
+            outcome: match outcome {
+                DaemonOutcome::Timeout => Outcome::Timeout,
+                DaemonOutcome::NoUi => Outcome::NoUi,
+                DaemonOutcome::Withdrawn => Outcome::Withdrawn,
+                DaemonOutcome::Shutdown => Outcome::Shutdown,
+            },
+            result: questions::daemon_result(&req.meta, outcome, req.timeout_ms),
+            answers: BTreeMap::new(),
+            ui: None,
+        }
     }
-}
-
-/// Each question's header, or `Q<i>` where it has none (as the reference labels answers).
-fn headers(meta: &[QuestionMeta]) -> Vec<String> {
-    meta.iter()
-        .enumerate()
-        .map(|(i, m)| m.header.clone().unwrap_or_else(|| format!("Q{i}")))
-        .collect()
-}
-
-fn producer_info(info: &PeerInfo) -> ProducerInfo {
-    ProducerInfo {
-        client: info.client.clone(),
-        pid: info.pid,
-        uid: info.uid,
-    }
-}
-
-fn encode_ui_request(id: &str, req: &Pending, now: Instant, node: Option<&str>) -> Bytes {
-    UiRequestRef {
-        correlation_id: id,
-        questions: &req.questions,
-        timeout_ms: req.deadline.saturating_duration_since(now).as_millis() as u64,
-        producer: &req.producer_info,
-        node,
-    }
-    .encode()
 }
 
 #[cfg(test)]

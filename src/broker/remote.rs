@@ -10,13 +10,14 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::time::{Duration, Instant};
 
+use super::peers::Cursor;
+use super::pending::Pending;
 use super::{
-    encode_ui_request, event, Broker, BrokerError, Cursor, Effects, PeerId, Pending, ValidRequest,
-    MAX_RESULT_BYTES,
+    effects, Broker, BrokerError, Effects, Ending, PeerId, ValidRequest, MAX_RESULT_BYTES,
 };
 use crate::protocol::{
-    encode_fast, encode_with, json, AskUserResponse, FrameError, Outcome, ProducerInfo, UiInfo,
-    WithdrawReason,
+    encode_fast, encode_with, json, AskUserResponse, BusEventKind, End, FrameError, Outcome,
+    ProducerInfo, UiInfo, UiRequestRef, WithdrawReason,
 };
 use crate::questions;
 
@@ -104,7 +105,7 @@ impl Broker {
 
     /// How many pending questions are remote, and how many local ones are shared.
     pub fn federated_counts(&self) -> (usize, usize) {
-        let shared = self.pending.values().filter(|p| p.shared).count();
+        let shared = self.pending.iter().filter(|(_, _, p)| p.shared).count();
         (self.remote_len, shared)
     }
 
@@ -121,9 +122,16 @@ impl Broker {
             // The UI is told the origin's time left, not the grace this node adds.
             (Some(origin), _) => (Some(&**origin), now + REMOTE_GRACE),
             (None, Some(f)) => (Some(&*f.node), now),
-            (None, None) => (None, now),
+            (None, None) => return req.encode_for_ui(id, now),
         };
-        encode_ui_request(id, req, now, node)
+        UiRequestRef {
+            correlation_id: id,
+            questions: &req.questions,
+            timeout_ms: req.deadline.saturating_duration_since(now).as_millis() as u64,
+            producer: &req.producer_info,
+            node,
+        }
+        .encode()
     }
 
     /// `ask-user-withdrawn`; once federated it names the question's node and, when a UI
@@ -193,17 +201,15 @@ impl Broker {
 
     /// Every local question shared now, with the time it has left: republished on reconnect.
     pub fn shared_questions(&self, now: Instant) -> Vec<SharedQuestion> {
-        self.by_seq
-            .values()
-            .filter_map(|id| {
-                let req = &self.pending[id];
-                req.shared.then(|| SharedQuestion {
-                    id: id.clone(),
-                    questions: req.questions.clone(),
-                    producer: req.producer_info.clone(),
-                    timeout_ms: req.timeout_ms,
-                    remaining: req.deadline.saturating_duration_since(now),
-                })
+        self.pending
+            .iter()
+            .filter(|(_, _, req)| req.shared)
+            .map(|(_, id, req)| SharedQuestion {
+                id: id.clone(),
+                questions: req.questions.clone(),
+                producer: req.producer_info.clone(),
+                timeout_ms: req.timeout_ms,
+                remaining: req.deadline.saturating_duration_since(now),
             })
             .collect()
     }
@@ -215,12 +221,9 @@ impl Broker {
 
     /// The remote questions shown now, as (origin, id).
     pub fn remote_questions(&self) -> Vec<(Arc<str>, Arc<str>)> {
-        self.by_seq
-            .values()
-            .filter_map(|id| {
-                let origin = self.pending[id].origin.clone()?;
-                Some((origin, id.clone()))
-            })
+        self.pending
+            .iter()
+            .filter_map(|(_, id, req)| Some((req.origin.clone()?, id.clone())))
             .collect()
     }
 
@@ -241,8 +244,7 @@ impl Broker {
             return existing.origin.as_deref() == Some(&*q.node);
         }
         let uid = f.shown_as_uid;
-        let seq = self.next_seq;
-        self.next_seq += 1;
+        let seq = self.pending.next_seq();
         let mut producer = q.producer;
         producer.uid = uid;
         let timeout_ms = q.remaining.as_millis() as u64;
@@ -275,8 +277,8 @@ impl Broker {
             }
         }
         if !self.watchers.is_empty() {
-            fx.events.push(event(
-                "request",
+            fx.events.push(effects::event(
+                BusEventKind::Request,
                 &id,
                 &pending,
                 None,
@@ -284,9 +286,6 @@ impl Broker {
                 Some(timeout_ms),
             ));
         }
-        self.deadlines.insert((pending.deadline, seq));
-        self.by_seq.insert(seq, id.clone());
-        *self.pending_by_uid.entry(uid).or_default() += 1;
         self.remote_len += 1;
         self.pending.insert(id, pending);
         true
@@ -312,12 +311,18 @@ impl Broker {
         if !ours {
             return;
         }
-        let req = self.remove_pending(id);
-        self.withdraw(id, &req, reason, winner, answered_by.as_ref(), fx);
+        let req = self.take(id, reason, winner, answered_by.as_ref(), fx);
         if !self.watchers.is_empty() {
             let latency = (now - req.accepted_at).as_millis() as u64;
-            fx.events.push(event(
-                reason.as_str(),
+            let end = match reason {
+                WithdrawReason::Answered => End::Answered,
+                WithdrawReason::Timeout => End::Timeout,
+                WithdrawReason::Withdrawn => End::Withdrawn,
+                WithdrawReason::ProducerGone => End::ProducerGone,
+                WithdrawReason::Shutdown => End::Shutdown,
+            };
+            fx.events.push(effects::event(
+                BusEventKind::End(end),
                 id,
                 &req,
                 answered_by,
@@ -330,10 +335,10 @@ impl Broker {
     /// A node is gone: its questions are withdrawn `producer-gone`.
     pub fn node_gone(&mut self, node: &str, now: Instant, fx: &mut Effects) {
         let ids: Vec<Arc<str>> = self
-            .by_seq
-            .values()
-            .filter(|id| self.pending[*id].origin.as_deref() == Some(node))
-            .cloned()
+            .pending
+            .iter()
+            .filter(|(_, _, req)| req.origin.as_deref() == Some(node))
+            .map(|(_, id, _)| id.clone())
             .collect();
         for id in ids {
             self.remote_end(node, &id, WithdrawReason::ProducerGone, None, None, now, fx);
@@ -406,20 +411,25 @@ impl Broker {
                 return Err(err.into_frame_error(&id));
             }
         }
-        let req = self.remove_pending(&id);
-        self.withdraw(&id, &req, WithdrawReason::Answered, None, Some(&by), fx);
-        let (outcome, result, answers) = if resp.cancelled {
-            (
-                Outcome::Dismissed,
-                questions::dismissed_result(&req.meta),
-                BTreeMap::new(),
-            )
+        let req = self.take(&id, WithdrawReason::Answered, None, Some(&by), fx);
+        let ending = if resp.cancelled {
+            Ending {
+                outcome: Outcome::Dismissed,
+                result: questions::dismissed_result(&req.meta),
+                answers: BTreeMap::new(),
+                ui: Some(by),
+            }
         } else {
-            let result = questions::answered_result(&req.meta, &resp.answers);
-            (Outcome::Answered, result, resp.answers)
+            Ending {
+                outcome: Outcome::Answered,
+                result: questions::answered_result(&req.meta, &resp.answers),
+                answers: resp.answers,
+                ui: Some(by),
+            }
         };
+        let outcome = ending.outcome;
         self.stats.record_latency(now - req.accepted_at);
-        self.finish_with(&id, req, outcome, result, answers, Some(by), now, fx);
+        self.finish(&id, req, ending, now, fx);
         for out in fx.federation.iter_mut().rev() {
             if let FedOut::Ended(end) = out {
                 if *end.id == *id {

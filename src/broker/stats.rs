@@ -1,21 +1,16 @@
-//! Counts the broker keeps about outcomes and answer latency, for the `stats` frame.
+//! Counts the broker keeps about how requests ended and answer latency, for the `stats` frame
+//! and the metrics.
 
 use hdrhistogram::Histogram;
 use tokio::time::Duration;
 
-use crate::protocol::Outcome;
+use crate::protocol::End;
 
 #[derive(Debug, Clone)]
 pub struct BrokerStats {
     pub accepted: u64,
-    pub rejected: u64,
-    pub answered: u64,
-    pub dismissed: u64,
-    pub timeout: u64,
-    pub no_ui: u64,
-    pub withdrawn: u64,
-    pub shutdown: u64,
-    pub producer_gone: u64,
+    /// Requests by how they ended, indexed by [`End::index`].
+    ends: [u64; End::COUNT],
     /// Time from acceptance to a UI's answer or dismissal, in microseconds.
     latency_us: Histogram<u64>,
 }
@@ -24,14 +19,7 @@ impl Default for BrokerStats {
     fn default() -> Self {
         BrokerStats {
             accepted: 0,
-            rejected: 0,
-            answered: 0,
-            dismissed: 0,
-            timeout: 0,
-            no_ui: 0,
-            withdrawn: 0,
-            shutdown: 0,
-            producer_gone: 0,
+            ends: [0; End::COUNT],
             // One microsecond to one day at 3 significant digits: a few tens of KiB, once.
             latency_us: Histogram::new_with_bounds(1, 86_400_000_000, 3)
                 .expect("static histogram bounds are valid"),
@@ -40,16 +28,8 @@ impl Default for BrokerStats {
 }
 
 impl BrokerStats {
-    pub(super) fn count_outcome(&mut self, outcome: Outcome) {
-        let n = match outcome {
-            Outcome::Answered => &mut self.answered,
-            Outcome::Dismissed => &mut self.dismissed,
-            Outcome::Timeout => &mut self.timeout,
-            Outcome::NoUi => &mut self.no_ui,
-            Outcome::Withdrawn => &mut self.withdrawn,
-            Outcome::Shutdown => &mut self.shutdown,
-        };
-        *n += 1;
+    pub(super) fn count(&mut self, end: End) {
+        self.ends[end.index()] += 1;
     }
 
     pub(super) fn record_latency(&mut self, d: Duration) {
@@ -57,15 +37,27 @@ impl BrokerStats {
             .saturating_record(d.as_micros().max(1) as u64);
     }
 
-    /// Requests that have reached an end (every reason but `rejected`).
+    /// Requests that ended as `end`.
+    pub fn ended(&self, end: End) -> u64 {
+        self.ends[end.index()]
+    }
+
+    /// Every end with its count, in [`End::ALL`]'s order.
+    pub fn ends(&self) -> impl Iterator<Item = (End, u64)> + '_ {
+        End::ALL.into_iter().map(|e| (e, self.ended(e)))
+    }
+
+    /// Requests refused before they became pending.
+    pub fn rejected(&self) -> u64 {
+        self.ended(End::Rejected)
+    }
+
+    /// Requests that have reached an end (every end but `rejected`).
     pub fn resolved(&self) -> u64 {
-        self.answered
-            + self.dismissed
-            + self.timeout
-            + self.no_ui
-            + self.withdrawn
-            + self.shutdown
-            + self.producer_gone
+        self.ends()
+            .filter(|(e, _)| *e != End::Rejected)
+            .map(|(_, n)| n)
+            .sum()
     }
 
     pub fn latency_count(&self) -> u64 {

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::protocol::{parse_inbound, Inbound};
+use crate::protocol::{parse_inbound, BusEventKind, End, Inbound};
 
 const PRODUCER: PeerId = 1;
 const UI_A: PeerId = 10;
@@ -121,7 +121,7 @@ fn answer_resolves_once_and_withdraws_from_the_others() {
         &mut fx,
     );
     assert_eq!(sent(&mut fx)[0].1["code"], "not-pending");
-    assert_eq!(b.stats().answered, 1);
+    assert_eq!(b.stats().ended(End::Answered), 1);
 }
 
 #[test]
@@ -233,7 +233,7 @@ fn no_ui_reject_answers_at_once_only_without_uis() {
     let frames = sent(&mut fx);
     assert_eq!(frames[0].1["reason"], "no-ui");
     assert_eq!(b.pending_len(), 0);
-    assert_eq!(fx.records[0].reason, "no-ui");
+    assert_eq!(fx.records[0].reason, End::NoUi);
     b.ask(PRODUCER, request("w", json!({})), t0, &mut fx);
     assert!(sent(&mut fx).is_empty());
     assert_eq!(b.pending_len(), 1);
@@ -258,7 +258,7 @@ fn producer_gone_withdraws_and_logs_without_a_response() {
             json!({"type": "ask-user-withdrawn", "correlationId": "g", "reason": "producer-gone"})
         )
     );
-    assert_eq!(fx.records[0].reason, "producer-gone");
+    assert_eq!(fx.records[0].reason, End::ProducerGone);
     assert_eq!(b.pending_len(), 0);
     assert_eq!(b.next_deadline(), None);
 }
@@ -288,10 +288,13 @@ fn limits_duplicates_and_rejections_are_errors_with_records() {
         ]
     );
     assert_eq!(
-        fx.records.iter().filter(|r| r.reason == "rejected").count(),
+        fx.records
+            .iter()
+            .filter(|r| r.reason == End::Rejected)
+            .count(),
         2
     );
-    assert_eq!(b.stats().rejected, 2);
+    assert_eq!(b.stats().rejected(), 2);
 }
 
 #[test]
@@ -349,10 +352,10 @@ fn watchers_get_events_and_nothing_else() {
     b.ask(PRODUCER, request("e", json!({})), t0, &mut fx);
     assert!(sent(&mut fx).is_empty(), "no UI frames to a watcher");
     assert_eq!(fx.events.len(), 1);
-    assert_eq!(fx.events[0].event, "request");
+    assert_eq!(fx.events[0].event, BusEventKind::Request);
     assert_eq!(fx.events[0].headers, ["H"]);
     b.cancel(PRODUCER, "e", t0 + Duration::from_millis(3), &mut fx);
-    assert_eq!(fx.events[1].event, "withdrawn");
+    assert_eq!(fx.events[1].event, BusEventKind::End(End::Withdrawn));
     assert_eq!(fx.events[1].latency_ms, Some(3));
     assert_eq!(b.watchers_of(1000).collect::<Vec<_>>(), [UI_B]);
 }
@@ -502,7 +505,7 @@ fn rights_forbid_roles_and_quotas_count_per_uid() {
             (3, json!("forbidden"))
         ]
     );
-    assert_eq!(b.stats().rejected, 1);
+    assert_eq!(b.stats().rejected(), 1);
     assert_eq!(
         fx.records[0].code,
         Some(crate::protocol::ErrorCode::Forbidden)

@@ -37,18 +37,6 @@ const LATENCY_BUCKETS: [f64; 12] = [
     0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0,
 ];
 
-/// Every outcome a request can end with, as `askbus_requests_total`'s `outcome` label.
-const OUTCOMES: [&str; 8] = [
-    "answered",
-    "dismissed",
-    "timeout",
-    "no-ui",
-    "withdrawn",
-    "shutdown",
-    "producer-gone",
-    "rejected",
-];
-
 /// The daemon's Prometheus registry.
 pub struct Metrics {
     recorder: PrometheusRecorder,
@@ -103,18 +91,8 @@ impl Metrics {
         let get = Counters::get;
         metrics::with_local_recorder(&self.recorder, || {
             let s = &snap.stats;
-            let by_outcome = [
-                s.answered,
-                s.dismissed,
-                s.timeout,
-                s.no_ui,
-                s.withdrawn,
-                s.shutdown,
-                s.producer_gone,
-                s.rejected,
-            ];
-            for (outcome, n) in OUTCOMES.iter().zip(by_outcome) {
-                counter!("askbus_requests_total", "outcome" => *outcome).absolute(n);
+            for (end, n) in s.ends() {
+                counter!("askbus_requests_total", "outcome" => end.as_str()).absolute(n);
             }
             counter!("askbus_requests_accepted_total").absolute(s.accepted);
             gauge!("askbus_pending").set(snap.pending as f64);

@@ -8,9 +8,10 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use crate::protocol::{ErrorCode, ProducerInfo, UiInfo};
+use crate::protocol::{End, ErrorCode, ProducerInfo, UiInfo};
 
-/// One request's end, with the reference tool's ask_user metrics.
+/// One request's end, with the reference tool's ask_user metrics. The `Serialize` derive is
+/// the specification of the line; [`Record::write_line`] writes the same bytes, faster (tested).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Record {
@@ -22,8 +23,8 @@ pub struct Record {
     pub node: Option<Arc<str>>,
     /// `None` for a request refused before it had a usable correlationId.
     pub correlation_id: Option<String>,
-    /// An `Outcome`, `producer-gone`, or `rejected`.
-    pub reason: &'static str,
+    /// How the request ended.
+    pub reason: End,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<ErrorCode>,
     pub producer: ProducerInfo,
@@ -69,7 +70,7 @@ impl Record {
         out.extend_from_slice(b",\"correlationId\":");
         opt_str(out, self.correlation_id.as_deref());
         out.extend_from_slice(b",\"reason\":");
-        write_str(out, self.reason);
+        write_str(out, self.reason.as_str());
         if let Some(code) = self.code {
             out.extend_from_slice(b",\"code\":");
             write_str(out, code.as_str());
@@ -138,7 +139,7 @@ mod tests {
             ts: at,
             node: Some(Arc::from("host\"1")),
             correlation_id: Some("c-é\n".into()),
-            reason: "answered",
+            reason: End::Answered,
             code: None,
             producer: ProducerInfo {
                 client: Some("agent/1".into()),
@@ -159,7 +160,7 @@ mod tests {
         let bare = Record {
             node: None,
             correlation_id: None,
-            reason: "rejected",
+            reason: End::Rejected,
             code: Some(ErrorCode::InvalidRequest),
             producer: ProducerInfo {
                 client: None,

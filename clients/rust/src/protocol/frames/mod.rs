@@ -94,6 +94,92 @@ impl WithdrawReason {
     }
 }
 
+/// How a request ended, as the stats, the metrics, telemetry and watchers count it: one of
+/// the six [`Outcome`]s its producer is told, or one of the two ends that send no response
+/// (its producer disconnected; it was refused before becoming pending). Adding an end is one
+/// variant here, which the compiler then chases through every count and list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum End {
+    Answered,
+    Dismissed,
+    Timeout,
+    NoUi,
+    Withdrawn,
+    Shutdown,
+    ProducerGone,
+    Rejected,
+}
+
+impl End {
+    pub const COUNT: usize = 8;
+    /// Every end, in the order stats and metrics list them.
+    pub const ALL: [End; End::COUNT] = [
+        End::Answered,
+        End::Dismissed,
+        End::Timeout,
+        End::NoUi,
+        End::Withdrawn,
+        End::Shutdown,
+        End::ProducerGone,
+        End::Rejected,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            End::ProducerGone => "producer-gone",
+            End::Rejected => "rejected",
+            other => other.outcome().expect("an outcome").as_str(),
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<End> {
+        End::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+
+    /// Its place in [`End::ALL`], for counters kept as `[u64; End::COUNT]`.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// What the producer was told, if it was told anything.
+    pub fn outcome(self) -> Option<Outcome> {
+        Some(match self {
+            End::Answered => Outcome::Answered,
+            End::Dismissed => Outcome::Dismissed,
+            End::Timeout => Outcome::Timeout,
+            End::NoUi => Outcome::NoUi,
+            End::Withdrawn => Outcome::Withdrawn,
+            End::Shutdown => Outcome::Shutdown,
+            End::ProducerGone | End::Rejected => return None,
+        })
+    }
+
+    /// A UI answered or dismissed it (what the answer-latency figures measure).
+    pub fn by_ui(self) -> bool {
+        matches!(self, End::Answered | End::Dismissed)
+    }
+}
+
+impl From<Outcome> for End {
+    fn from(o: Outcome) -> End {
+        match o {
+            Outcome::Answered => End::Answered,
+            Outcome::Dismissed => End::Dismissed,
+            Outcome::Timeout => End::Timeout,
+            Outcome::NoUi => End::NoUi,
+            Outcome::Withdrawn => End::Withdrawn,
+            Outcome::Shutdown => End::Shutdown,
+        }
+    }
+}
+
+impl std::fmt::Display for End {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// A canonical decimal index ("0", "1", … without leading zeros), as JavaScript's integer-like
 /// property keys are; anything else would sort differently in the reference's output.
 pub(crate) fn question_index(key: &str) -> Option<usize> {
@@ -102,4 +188,26 @@ pub(crate) fn question_index(key: &str) -> Option<usize> {
         return None;
     }
     key.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ends_are_listed_once_in_index_order_and_name_themselves() {
+        for (i, end) in End::ALL.into_iter().enumerate() {
+            assert_eq!(end.index(), i);
+            assert_eq!(End::parse(end.as_str()), Some(end));
+            assert_eq!(
+                serde_json::to_value(end).unwrap(),
+                serde_json::Value::String(end.as_str().to_owned())
+            );
+            if let Some(outcome) = end.outcome() {
+                assert_eq!(End::from(outcome), end);
+                assert_eq!(outcome.as_str(), end.as_str());
+            }
+        }
+        assert_eq!(End::parse("request"), None);
+    }
 }

@@ -4,11 +4,12 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{question_index, Outcome, WithdrawReason};
+use super::{question_index, End, Outcome, WithdrawReason};
 use crate::protocol::error::FrameError;
 
 /// Who asked, as UIs are told.
@@ -37,9 +38,8 @@ pub struct UiInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BusEvent {
-    /// `request` (accepted), an outcome (`answered`, `dismissed`, `timeout`, `no-ui`,
-    /// `withdrawn`, `shutdown`), `producer-gone`, or `rejected`.
-    pub event: String,
+    /// `request` (accepted), or how it ended.
+    pub event: BusEventKind,
     /// RFC 3339 UTC.
     pub ts: String,
     /// `None` for a request refused before it had a usable correlationId.
@@ -61,6 +61,54 @@ pub struct BusEvent {
     /// Federation: the question's origin node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+}
+
+/// What a watcher event reports: a request's arrival or its [`End`]. A client reads an event
+/// kind a later daemon adds as `Other`, not as an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BusEventKind {
+    Request,
+    End(End),
+    Other(String),
+}
+
+impl BusEventKind {
+    pub fn as_str(&self) -> &str {
+        match self {
+            BusEventKind::Request => "request",
+            BusEventKind::End(end) => end.as_str(),
+            BusEventKind::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for BusEventKind {
+    fn from(s: &str) -> Self {
+        match s {
+            "request" => BusEventKind::Request,
+            other => End::parse(other)
+                .map_or_else(|| BusEventKind::Other(other.to_owned()), BusEventKind::End),
+        }
+    }
+}
+
+impl fmt::Display for BusEventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl Serialize for BusEventKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for BusEventKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = Cow::<'de, str>::deserialize(d)?;
+        Ok(BusEventKind::from(&*s))
+    }
 }
 
 /// The tool result handed to the model, as carried on the wire.

@@ -1,0 +1,176 @@
+//! What a broker operation asks its caller to do: frames to send (encoded here, once per
+//! broadcast: the broker's one impurity, deliberate), telemetry records and watcher events,
+//! and UIs to replay to. The caller delivers them through bounded queues, never awaiting a
+//! peer under the broker's lock.
+
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::pending::Pending;
+use super::remote::FedOut;
+use super::{PeerId, PeerInfo};
+use crate::protocol::{BusEvent, BusEventKind, End, ErrorCode, FrameError, ProducerInfo, UiInfo};
+use crate::questions::{question_types, QuestionMeta};
+use crate::telemetry::record::Record;
+
+/// One thing to send to one peer.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    /// An encoded frame (shared, so a broadcast is encoded once).
+    Frame(Bytes),
+    /// An error; encoded (and counted) by whoever delivers it.
+    Error(FrameError),
+}
+
+/// What an operation asks the caller to do, in order.
+#[derive(Debug, Default)]
+pub struct Effects {
+    pub sends: Vec<(PeerId, Msg)>,
+    /// Telemetry records; `ts` and `node` are left for the caller to stamp.
+    pub records: Vec<Record>,
+    /// UIs that have more of the pending table to receive: call `Broker::replay` for each once
+    /// their queue has room.
+    pub replay: Vec<PeerId>,
+    /// Events for the watchers (`Broker::watchers`); `ts` is left for the caller to stamp.
+    pub events: Vec<BusEvent>,
+    /// What the federation task must tell the other nodes (empty without federation).
+    pub federation: Vec<FedOut>,
+}
+
+impl Effects {
+    pub fn clear(&mut self) {
+        self.sends.clear();
+        self.records.clear();
+        self.replay.clear();
+        self.events.clear();
+        self.federation.clear();
+    }
+
+    pub(super) fn frame(&mut self, to: PeerId, frame: Bytes) {
+        self.sends.push((to, Msg::Frame(frame)));
+    }
+
+    pub(super) fn error(&mut self, to: PeerId, err: FrameError) {
+        self.sends.push((to, Msg::Error(err)));
+    }
+}
+
+/// The telemetry record of a pending request's end. `answers` is the number of answers of an
+/// answered request (`None` for every other end).
+pub(super) fn record(
+    id: &str,
+    end: End,
+    req: &Pending,
+    ui: Option<UiInfo>,
+    now: Instant,
+    answers: Option<usize>,
+) -> Record {
+    Record {
+        ts: SystemTime::UNIX_EPOCH,
+        node: None,
+        correlation_id: Some(id.to_owned()),
+        reason: end,
+        code: None,
+        producer: req.producer_info.clone(),
+        ui,
+        latency_ms: (now - req.accepted_at).as_millis() as u64,
+        question_types: question_types(&req.meta),
+        dismissed: answers.is_none(),
+        empty_submission: answers == Some(0),
+        answer_count: answers.unwrap_or(0),
+    }
+}
+
+/// The record of a request refused before it became pending.
+pub(super) fn rejected_record(
+    id: Option<&str>,
+    code: ErrorCode,
+    producer: &PeerInfo,
+    meta: &[QuestionMeta],
+) -> Record {
+    Record {
+        ts: SystemTime::UNIX_EPOCH,
+        node: None,
+        correlation_id: id.map(str::to_owned),
+        reason: End::Rejected,
+        code: Some(code),
+        producer: producer_info(producer),
+        ui: None,
+        latency_ms: 0,
+        question_types: question_types(meta),
+        dismissed: false,
+        empty_submission: false,
+        answer_count: 0,
+    }
+}
+
+/// A watcher's event about a pending request: its arrival (with its timeout) or its end
+/// (with its latency).
+pub(super) fn event(
+    kind: BusEventKind,
+    id: &str,
+    req: &Pending,
+    ui: Option<UiInfo>,
+    latency_ms: Option<u64>,
+    timeout_ms: Option<u64>,
+) -> BusEvent {
+    BusEvent {
+        event: kind,
+        ts: String::new(),
+        correlation_id: Some(id.to_owned()),
+        producer: req.producer_info.clone(),
+        ui,
+        latency_ms,
+        timeout_ms,
+        question_types: question_types(&req.meta)
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        headers: headers(&req.meta),
+        code: None,
+        node: req.origin.as_deref().map(str::to_owned),
+    }
+}
+
+/// A watcher's event about a request refused before it became pending.
+pub(super) fn rejected_event(
+    id: Option<&str>,
+    code: ErrorCode,
+    producer: &PeerInfo,
+    meta: &[QuestionMeta],
+) -> BusEvent {
+    BusEvent {
+        event: BusEventKind::End(End::Rejected),
+        ts: String::new(),
+        correlation_id: id.map(str::to_owned),
+        producer: producer_info(producer),
+        ui: None,
+        latency_ms: None,
+        timeout_ms: None,
+        question_types: question_types(meta)
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        headers: headers(meta),
+        code: Some(code.as_str().to_owned()),
+        node: None,
+    }
+}
+
+/// Each question's header, or `Q<i>` where it has none (as the reference labels answers).
+fn headers(meta: &[QuestionMeta]) -> Vec<String> {
+    meta.iter()
+        .enumerate()
+        .map(|(i, m)| m.header.clone().unwrap_or_else(|| format!("Q{i}")))
+        .collect()
+}
+
+pub(super) fn producer_info(info: &PeerInfo) -> ProducerInfo {
+    ProducerInfo {
+        client: info.client.clone(),
+        pid: info.pid,
+        uid: info.uid,
+    }
+}

@@ -1,0 +1,329 @@
+//! The pending table: every request that is waiting for an answer, and the four indexes that
+//! must agree with it (arrival order for replay, deadlines for the timer, counts per uid for
+//! the quota, the ids each producer connection owns for its disconnect). A request is in all
+//! five or in none: `insert` and `remove` are the only ways in and out, so no operation can
+//! lose a question by updating one index and forgetting another.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::time::Instant;
+
+use super::PeerId;
+use crate::protocol::{ProducerInfo, UiRequestRef};
+use crate::questions::QuestionMeta;
+
+/// One pending request.
+#[derive(Debug)]
+pub struct Pending {
+    /// Its place in arrival order (unique; from [`PendingTable::next_seq`]).
+    pub seq: u64,
+    pub producer: PeerId,
+    pub producer_info: ProducerInfo,
+    /// The normalized questions' JSON text, copied into every UI frame as it is.
+    pub questions: Box<str>,
+    pub meta: Vec<QuestionMeta>,
+    pub accepted_at: Instant,
+    pub deadline: Instant,
+    pub timeout_ms: u64,
+    /// Federation: the node a remote question was asked on (`None`: asked here). A remote
+    /// question's `producer` is `remote::REMOTE` and its deadline the origin's plus a grace.
+    pub origin: Option<Arc<str>>,
+    /// Federation: a local question the other nodes were told about.
+    pub shared: bool,
+}
+
+impl Pending {
+    /// The request as a UI receives it now (its timeout counts down).
+    pub fn encode_for_ui(&self, id: &str, now: Instant) -> Bytes {
+        UiRequestRef {
+            correlation_id: id,
+            questions: &self.questions,
+            timeout_ms: self.deadline.saturating_duration_since(now).as_millis() as u64,
+            producer: &self.producer_info,
+            node: None,
+        }
+        .encode()
+    }
+}
+
+/// The pending requests by correlationId, with the indexes kept in step.
+#[derive(Debug)]
+pub struct PendingTable {
+    entries: HashMap<Arc<str>, Pending>,
+    /// By arrival: replay order.
+    by_seq: BTreeMap<u64, Arc<str>>,
+    /// Deadlines: one ordered set instead of a timer per request, so 100,000 idle pending
+    /// questions cost no wake-ups until the earliest one is due.
+    deadlines: BTreeSet<(Instant, u64)>,
+    /// Per producer uid: the per-uid quota, and what a UI of that uid is told is pending.
+    by_uid: HashMap<u32, usize>,
+    /// Per producer connection: what its disconnect withdraws, and its own quota.
+    by_producer: HashMap<PeerId, HashSet<Arc<str>>>,
+    next_seq: u64,
+}
+
+impl Default for PendingTable {
+    fn default() -> Self {
+        PendingTable {
+            entries: HashMap::new(),
+            by_seq: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
+            by_uid: HashMap::new(),
+            by_producer: HashMap::new(),
+            next_seq: 1,
+        }
+    }
+}
+
+impl PendingTable {
+    /// A sequence number for a new request (taken even by requests that end at once, so the
+    /// numbers say the order requests were accepted in).
+    pub fn next_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
+    }
+
+    /// Adds a request under `id`, which must not be pending (the broker refuses duplicates
+    /// before it gets here) with a `seq` from [`Self::next_seq`].
+    pub fn insert(&mut self, id: Arc<str>, req: Pending) {
+        assert!(
+            !self.entries.contains_key(&id) && !self.by_seq.contains_key(&req.seq),
+            "{id:?} (seq {}) is already pending",
+            req.seq
+        );
+        self.by_seq.insert(req.seq, id.clone());
+        self.deadlines.insert((req.deadline, req.seq));
+        *self.by_uid.entry(req.producer_info.uid).or_default() += 1;
+        self.by_producer
+            .entry(req.producer)
+            .or_default()
+            .insert(id.clone());
+        self.entries.insert(id, req);
+    }
+
+    /// Takes the request out of the table and every index.
+    pub fn remove(&mut self, id: &str) -> Option<Pending> {
+        let req = self.entries.remove(id)?;
+        self.by_seq.remove(&req.seq);
+        self.deadlines.remove(&(req.deadline, req.seq));
+        let uid = req.producer_info.uid;
+        if let Some(n) = self.by_uid.get_mut(&uid) {
+            *n -= 1;
+            if *n == 0 {
+                self.by_uid.remove(&uid);
+            }
+        }
+        if let Some(owned) = self.by_producer.get_mut(&req.producer) {
+            owned.remove(id);
+            if owned.is_empty() {
+                self.by_producer.remove(&req.producer);
+            }
+        }
+        Some(req)
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Pending> {
+        self.entries.get(id)
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.entries.contains_key(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Requests pending from producers of `uid`.
+    pub fn count_of_uid(&self, uid: u32) -> usize {
+        self.by_uid.get(&uid).copied().unwrap_or(0)
+    }
+
+    /// Requests pending from connection `peer`.
+    pub fn count_of_producer(&self, peer: PeerId) -> usize {
+        self.by_producer.get(&peer).map_or(0, HashSet::len)
+    }
+
+    /// Connections with at least one request pending.
+    pub fn producers(&self) -> usize {
+        self.by_producer.len()
+    }
+
+    /// The requests connection `peer` has pending, oldest first.
+    pub fn owned_by(&self, peer: PeerId) -> Vec<Arc<str>> {
+        let Some(owned) = self.by_producer.get(&peer) else {
+            return Vec::new();
+        };
+        let mut ids: Vec<(u64, Arc<str>)> = owned
+            .iter()
+            .map(|id| (self.entries[id].seq, id.clone()))
+            .collect();
+        ids.sort_unstable();
+        ids.into_iter().map(|(_, id)| id).collect()
+    }
+
+    /// Every request, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &Arc<str>, &Pending)> {
+        self.after(0)
+    }
+
+    /// The requests that arrived after sequence number `seq`, oldest first.
+    pub fn after(&self, seq: u64) -> impl Iterator<Item = (u64, &Arc<str>, &Pending)> {
+        self.by_seq
+            .range(seq + 1..)
+            .map(|(&seq, id)| (seq, id, &self.entries[id]))
+    }
+
+    /// Every pending id, oldest first.
+    pub fn ids(&self) -> Vec<Arc<str>> {
+        self.by_seq.values().cloned().collect()
+    }
+
+    /// The earliest request whose deadline is at or before `now`.
+    pub fn first_due(&self, now: Instant) -> Option<Arc<str>> {
+        let &(deadline, seq) = self.deadlines.first()?;
+        (deadline <= now).then(|| self.by_seq[&seq].clone())
+    }
+
+    /// When the next request times out, if any is pending.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.first().map(|(d, _)| *d)
+    }
+
+    /// Panics unless the five structures describe the same set of requests.
+    pub fn check_invariant(&self) {
+        let n = self.entries.len();
+        assert_eq!(self.by_seq.len(), n, "by_seq");
+        assert_eq!(self.deadlines.len(), n, "deadlines");
+        assert_eq!(self.by_uid.values().sum::<usize>(), n, "by_uid");
+        assert!(self.by_uid.values().all(|&c| c > 0), "a zero count is kept");
+        let owned: usize = self.by_producer.values().map(HashSet::len).sum();
+        assert_eq!(owned, n, "by_producer");
+        assert!(self.by_producer.values().all(|s| !s.is_empty()));
+        for (id, req) in &self.entries {
+            assert_eq!(self.by_seq.get(&req.seq), Some(id));
+            assert!(self.deadlines.contains(&(req.deadline, req.seq)));
+            assert!(self.by_producer[&req.producer].contains(id));
+            assert!(req.seq < self.next_seq);
+        }
+        let mut uids: HashMap<u32, usize> = HashMap::new();
+        for req in self.entries.values() {
+            *uids.entry(req.producer_info.uid).or_default() += 1;
+        }
+        assert_eq!(uids, self.by_uid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::time::Duration;
+
+    fn pending(t: &mut PendingTable, producer: PeerId, uid: u32, at: Instant, ms: u64) -> Pending {
+        Pending {
+            seq: t.next_seq(),
+            producer,
+            producer_info: ProducerInfo {
+                client: None,
+                pid: None,
+                uid,
+            },
+            questions: "[]".into(),
+            meta: Vec::new(),
+            accepted_at: at,
+            deadline: at + Duration::from_millis(ms),
+            timeout_ms: ms,
+            origin: None,
+            shared: false,
+        }
+    }
+
+    #[test]
+    fn inserts_and_removes_keep_every_index_in_step() {
+        let now = Instant::now();
+        let mut t = PendingTable::default();
+        for (n, (producer, uid, ms)) in [(1, 1000, 50), (1, 1000, 10), (2, 1001, 30), (3, 1000, 10)]
+            .into_iter()
+            .enumerate()
+        {
+            let p = pending(&mut t, producer, uid, now, ms);
+            t.insert(Arc::from(format!("r{n}")), p);
+            t.check_invariant();
+        }
+        assert_eq!(t.len(), 4);
+        assert_eq!((t.count_of_uid(1000), t.count_of_uid(1001)), (3, 1));
+        assert_eq!((t.count_of_producer(1), t.producers()), (2, 3));
+        assert_eq!(t.owned_by(1), vec![Arc::from("r0"), Arc::from("r1")]);
+        let order: Vec<_> = t.iter().map(|(_, id, _)| id.to_string()).collect();
+        assert_eq!(order, ["r0", "r1", "r2", "r3"]);
+        let later: Vec<_> = t.after(2).map(|(seq, _, _)| seq).collect();
+        assert_eq!(later, [3, 4]);
+
+        // Deadlines: the two 10 ms ones, in arrival order, then nothing until 30 ms.
+        let at = now + Duration::from_millis(10);
+        assert_eq!(t.next_deadline(), Some(at));
+        assert_eq!(t.first_due(now), None);
+        let first = t.first_due(at).unwrap();
+        assert_eq!(&*first, "r1");
+        t.remove(&first).unwrap();
+        t.check_invariant();
+        assert_eq!(t.first_due(at).as_deref(), Some("r3"));
+        t.remove("r3").unwrap();
+        t.check_invariant();
+        assert_eq!(t.first_due(at), None);
+        assert_eq!(
+            t.producers(),
+            2,
+            "a producer with nothing left is no longer counted"
+        );
+        assert_eq!(t.count_of_producer(3), 0);
+
+        assert!(t.remove("r3").is_none(), "a second removal finds nothing");
+        for id in t.ids() {
+            t.remove(&id).unwrap();
+            t.check_invariant();
+        }
+        assert!(t.is_empty());
+        assert_eq!(
+            (t.count_of_uid(1000), t.producers(), t.next_deadline()),
+            (0, 0, None)
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "already pending")]
+    fn a_duplicate_id_is_refused() {
+        let now = Instant::now();
+        let mut t = PendingTable::default();
+        let a = pending(&mut t, 1, 0, now, 5);
+        let b = pending(&mut t, 2, 0, now, 5);
+        t.insert(Arc::from("x"), a);
+        t.insert(Arc::from("x"), b);
+    }
+
+    #[test]
+    fn equal_deadlines_are_kept_apart_by_arrival() {
+        let now = Instant::now();
+        let mut t = PendingTable::default();
+        for n in 0..100 {
+            let p = pending(&mut t, n % 7, (n % 3) as u32, now, 1);
+            t.insert(Arc::from(format!("{n}")), p);
+        }
+        t.check_invariant();
+        let due = now + Duration::from_millis(1);
+        let mut order = Vec::new();
+        while let Some(id) = t.first_due(due) {
+            t.remove(&id).unwrap();
+            order.push(id.parse::<u64>().unwrap());
+        }
+        assert_eq!(order, (0..100).collect::<Vec<_>>());
+        t.check_invariant();
+    }
+}
