@@ -400,7 +400,7 @@ impl Options {
                     FederationConfig {
                         servers,
                         node: self.node.unwrap_or_else(|| {
-                            federation_config::default_node(&crate::server::node_name())
+                            federation_config::default_node(&federation_config::host_name())
                         }),
                         prefix: f
                             .prefix

@@ -397,13 +397,5 @@ fn peer_info(stream: &UnixStream) -> Option<PeerInfo> {
 
 /// This machine's name, for telemetry records (room for several federated daemons).
 pub fn node_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
-    // truncates, and we stop at the first NUL either way.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "localhost".to_owned();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    crate::federation::config::host_name()
 }
