@@ -26,6 +26,9 @@ pub enum BrokerError {
     /// Another user's question: the message names only what the UI itself sent.
     #[error("correlationId {0:?} was asked by another user; only an operator may answer it")]
     ForeignQuestion(String),
+    /// A question this UI's subscribe filter leaves out: it was never shown it.
+    #[error("correlationId {0:?} is outside this UI's subscribe filter; it was not shown to it")]
+    OutsideFilter(String),
     #[error("answers key \"{index}\" is out of range: the request has {count} question(s)")]
     AnswerOutOfRange { index: usize, count: usize },
     #[error("these answers would make a tool result of up to {size} bytes; the limit is {limit}")]
@@ -42,7 +45,8 @@ impl BrokerError {
             | BrokerError::TooManyPendingTotal(_) => ErrorCode::TooManyPending,
             BrokerError::NotAProducer(_)
             | BrokerError::NotAUi(_)
-            | BrokerError::ForeignQuestion(_) => ErrorCode::Forbidden,
+            | BrokerError::ForeignQuestion(_)
+            | BrokerError::OutsideFilter(_) => ErrorCode::Forbidden,
             BrokerError::NotPending(_) => ErrorCode::NotPending,
             BrokerError::NotSubscribed => ErrorCode::NotSubscribed,
             BrokerError::AnswerOutOfRange { .. } | BrokerError::ResultTooLarge { .. } => {

@@ -34,7 +34,7 @@ use pending::{Pending, PendingTable};
 
 use crate::protocol::{
     encode, encode_fast, AskUserResponse, BusEventKind, End, FrameError, NoUiPolicy, Outcome,
-    ProducerResponse, ServerFrame, UiInfo, WithdrawReason,
+    ProducerResponse, RequestContext, ServerFrame, SubscribeFilter, UiInfo, WithdrawReason,
 };
 use crate::questions::{self, DaemonOutcome, QuestionMeta, ToolResult};
 
@@ -155,6 +155,7 @@ impl Broker {
                 info,
                 ui: None,
                 asked: false,
+                filter: SubscribeFilter::default(),
             },
         );
     }
@@ -200,7 +201,8 @@ impl Broker {
                 break;
             }
             let uid = req.producer_info.uid;
-            match (before.sees(uid), after.sees(uid)) {
+            let wanted = self.peers[&peer].filter.matches(req.context.as_deref());
+            match (before.sees(uid) && wanted, after.sees(uid) && wanted) {
                 (false, true) => fx.frame(peer, self.ui_frame(id, req, now)),
                 (true, false) => {
                     fx.frame(peer, encode_fast::withdrawn(id, WithdrawReason::Withdrawn))
@@ -238,7 +240,13 @@ impl Broker {
 
     /// Makes `peer` a UI. It is sent `subscribed` with the pending count now, then (through
     /// `replay`) every pending request oldest first, then live ones.
-    pub fn subscribe(&mut self, peer: PeerId, client: Option<String>, fx: &mut Effects) {
+    pub fn subscribe(
+        &mut self,
+        peer: PeerId,
+        client: Option<String>,
+        filter: SubscribeFilter,
+        fx: &mut Effects,
+    ) {
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
@@ -247,8 +255,23 @@ impl Broker {
             fx.error(peer, FrameError::new(err.code(), err.to_string()));
             return;
         }
-        // The count of what this UI will be replayed: other users' questions stay unseen.
-        let visible = if p.info.rights.operator {
+        // What a UI subscribing again had and no longer asks for leaves its screen.
+        if let Some(cursor) = p.ui.filter(|_| p.filter != filter) {
+            for (seq, id, req) in self.pending.iter() {
+                if cursor.has_seen(seq) && p.shown(req) && !filter.matches(req.context.as_deref()) {
+                    fx.frame(peer, encode_fast::withdrawn(id, WithdrawReason::Withdrawn));
+                }
+            }
+        }
+        // The count of what this UI will be replayed: other users' questions stay unseen, and
+        // so do those its filter leaves out.
+        let visible = if !filter.is_empty() {
+            self.pending
+                .iter()
+                .filter(|(_, _, r)| p.info.sees(r.producer_info.uid))
+                .filter(|(_, _, r)| filter.matches(r.context.as_deref()))
+                .count()
+        } else if p.info.rights.operator {
             self.pending.len()
         } else {
             self.pending.count_of_uid(p.info.uid)
@@ -257,6 +280,7 @@ impl Broker {
         if client.is_some() {
             p.info.client = client;
         }
+        p.filter = filter;
         // Subscribing again replays from the start: the UI asked to be brought up to date.
         p.ui = Some(Cursor::CatchingUp(0));
         self.uis.insert(peer);
@@ -309,12 +333,13 @@ impl Broker {
         let Some(Cursor::CatchingUp(last)) = p.ui else {
             return false;
         };
-        // Other users' questions are passed over (the cursor moves past them) unseen.
+        // Other users' questions, and those its filter leaves out, are passed over (the cursor
+        // moves past them) unseen.
         let mut cursor = last;
         let mut sent = 0;
         let mut more = false;
         for (seq, id, req) in self.pending.after(last) {
-            if p.info.sees(req.producer_info.uid) {
+            if p.shown(req) {
                 if sent == max_frames {
                     more = true;
                     break;
@@ -338,15 +363,23 @@ impl Broker {
 
     /// A request failed validation (done outside the broker by `ValidRequest::check`): the
     /// producer gets the error, and the rejection is logged like every other end.
-    pub fn reject(&mut self, peer: PeerId, id: &str, err: BrokerError, fx: &mut Effects) {
-        self.reject_with(peer, Some(id), err.into_frame_error(id), &[], fx);
+    pub fn reject(
+        &mut self,
+        peer: PeerId,
+        id: &str,
+        context: Option<&RequestContext>,
+        err: BrokerError,
+        fx: &mut Effects,
+    ) {
+        let err = err.into_frame_error(id);
+        self.reject_with(peer, Some(id), err, &[], context, fx);
     }
 
     /// An ask-user-request refused while parsing its own fields (correlationId, timeoutMs,
     /// noUi): answered and logged like any rejected request, with the id when it had one.
     pub fn reject_malformed(&mut self, peer: PeerId, err: FrameError, fx: &mut Effects) {
         let id = err.correlation_id.clone();
-        self.reject_with(peer, id.as_deref(), err, &[], fx);
+        self.reject_with(peer, id.as_deref(), err, &[], None, fx);
     }
 
     fn reject_with(
@@ -355,6 +388,7 @@ impl Broker {
         id: Option<&str>,
         err: FrameError,
         meta: &[QuestionMeta],
+        context: Option<&RequestContext>,
         fx: &mut Effects,
     ) {
         let Some(p) = self.peers.get(&peer) else {
@@ -362,11 +396,11 @@ impl Broker {
         };
         self.stats.count(End::Rejected);
         if !self.watchers.is_empty() {
-            fx.events
-                .push(effects::rejected_event(id, err.code, &p.info, meta));
+            let event = effects::rejected_event(id, err.code, &p.info, meta, context);
+            fx.events.push(event);
         }
-        fx.records
-            .push(effects::rejected_record(id, err.code, &p.info, meta));
+        let record = effects::rejected_record(id, err.code, &p.info, meta, context);
+        fx.records.push(record);
         fx.error(peer, err);
     }
 
@@ -382,18 +416,19 @@ impl Broker {
         self.peers.get_mut(&peer).expect("checked above").asked = true;
         let id = req.correlation_id;
         let meta = req.meta;
+        let ctx = req.context.as_ref();
         if !may_produce {
             let err = BrokerError::NotAProducer(uid);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         if self.pending.contains(&id) {
             let err = BrokerError::DuplicateCorrelationId(id.clone());
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         if owned >= self.limits.max_pending_per_connection {
             let err =
                 BrokerError::TooManyPendingForConnection(self.limits.max_pending_per_connection);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         let of_uid = self.pending.count_of_uid(uid) - self.remote_pending_of(uid);
         if of_uid >= self.limits.max_pending_per_uid {
@@ -401,11 +436,11 @@ impl Broker {
                 uid,
                 limit: self.limits.max_pending_per_uid,
             };
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         if self.pending.len() - self.remote_len >= self.limits.max_pending_total {
             let err = BrokerError::TooManyPendingTotal(self.limits.max_pending_total);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         let max = self.limits.max_timeout_ms;
         let timeout_ms = req
@@ -416,6 +451,7 @@ impl Broker {
             seq: self.pending.next_seq(),
             producer: peer,
             producer_info,
+            context: req.context.map(Box::new),
             questions: req.questions,
             meta,
             accepted_at: now,
@@ -429,7 +465,10 @@ impl Broker {
             return self.finish(&id, pending, ending, now, fx);
         }
         let no_ui = req.no_ui.unwrap_or(self.limits.no_ui);
-        if self.uis.is_empty() && no_ui == NoUiPolicy::Reject {
+        // "No UI" means none that would be shown it: a UI of another user, or one whose filter
+        // leaves it out, will never answer it.
+        let any_ui = self.uis.iter().any(|ui| self.peers[ui].shown(&pending));
+        if !any_ui && no_ui == NoUiPolicy::Reject {
             let ending = Ending::daemon(&pending, DaemonOutcome::NoUi);
             return self.finish(&id, pending, ending, now, fx);
         }
@@ -442,7 +481,7 @@ impl Broker {
             .copied()
             .filter(|ui| {
                 let p = &self.peers[ui];
-                p.ui == Some(Cursor::Live) && p.info.sees(uid)
+                p.ui == Some(Cursor::Live) && p.shown(&pending)
             })
             .collect();
         if !live.is_empty() {
@@ -501,6 +540,11 @@ impl Broker {
         };
         if !ui.info.sees(req.producer_info.uid) {
             let err = BrokerError::ForeignQuestion(id.to_owned());
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        }
+        if !ui.shown(req) {
+            let err = BrokerError::OutsideFilter(id.to_owned());
             fx.error(peer, err.into_frame_error(id));
             return;
         }
@@ -622,14 +666,10 @@ impl Broker {
         answered_by: Option<&UiInfo>,
         fx: &mut Effects,
     ) {
-        let (seq, producer_uid) = (req.seq, req.producer_info.uid);
         let mut frame = None;
         for &ui in &self.uis {
             let p = &self.peers[&ui];
-            if Some(ui) == except
-                || !p.ui.is_some_and(|c| c.has_seen(seq))
-                || !p.info.sees(producer_uid)
-            {
+            if Some(ui) == except || !p.ui.is_some_and(|c| c.has_seen(req.seq)) || !p.shown(req) {
                 continue;
             }
             let frame =

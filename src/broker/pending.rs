@@ -11,7 +11,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::PeerId;
-use crate::protocol::{ProducerInfo, UiRequestRef};
+use crate::protocol::{ProducerInfo, RequestContext, UiRequestRef};
 use crate::questions::QuestionMeta;
 
 /// One pending request.
@@ -21,6 +21,8 @@ pub struct Pending {
     pub seq: u64,
     pub producer: PeerId,
     pub producer_info: ProducerInfo,
+    /// Who is asking, about what, as the producer said (known fields only).
+    pub context: Option<Box<RequestContext>>,
     /// The normalized questions' JSON text, copied into every UI frame as it is.
     pub questions: Box<str>,
     pub meta: Vec<QuestionMeta>,
@@ -42,6 +44,7 @@ impl Pending {
             questions: &self.questions,
             timeout_ms: self.deadline.saturating_duration_since(now).as_millis() as u64,
             producer: &self.producer_info,
+            context: self.context.as_deref(),
             node: None,
         }
         .encode()
@@ -235,6 +238,7 @@ mod tests {
                 pid: None,
                 uid,
             },
+            context: None,
             questions: "[]".into(),
             meta: Vec::new(),
             accepted_at: at,

@@ -17,7 +17,7 @@ use super::{
 };
 use crate::protocol::{
     encode_fast, encode_with, json, AskUserResponse, BusEventKind, End, FrameError, Outcome,
-    ProducerInfo, UiInfo, UiRequestRef, WithdrawReason,
+    ProducerInfo, RequestContext, UiInfo, UiRequestRef, WithdrawReason,
 };
 use crate::questions;
 
@@ -49,6 +49,7 @@ pub struct SharedQuestion {
     /// The normalized questions' JSON text.
     pub questions: Box<str>,
     pub producer: ProducerInfo,
+    pub context: Option<Box<RequestContext>>,
     pub timeout_ms: u64,
     /// Time left before its deadline.
     pub remaining: Duration,
@@ -129,6 +130,7 @@ impl Broker {
             questions: &req.questions,
             timeout_ms: req.deadline.saturating_duration_since(now).as_millis() as u64,
             producer: &req.producer_info,
+            context: req.context.as_deref(),
             node,
         }
         .encode()
@@ -175,6 +177,7 @@ impl Broker {
             id: id.clone(),
             questions: req.questions.clone(),
             producer: req.producer_info.clone(),
+            context: req.context.clone(),
             timeout_ms: req.timeout_ms,
             remaining: Duration::from_millis(req.timeout_ms),
         }));
@@ -208,6 +211,7 @@ impl Broker {
                 id: id.clone(),
                 questions: req.questions.clone(),
                 producer: req.producer_info.clone(),
+                context: req.context.clone(),
                 timeout_ms: req.timeout_ms,
                 remaining: req.deadline.saturating_duration_since(now),
             })
@@ -257,6 +261,7 @@ impl Broker {
             accepted_at: now,
             deadline: now + q.remaining + REMOTE_GRACE,
             timeout_ms,
+            context: q.request.context.map(Box::new),
             origin: Some(q.node),
             shared: false,
         };
@@ -267,7 +272,7 @@ impl Broker {
             .copied()
             .filter(|ui| {
                 let p = &self.peers[ui];
-                p.ui == Some(Cursor::Live) && p.info.sees(uid)
+                p.ui == Some(Cursor::Live) && p.shown(&pending)
             })
             .collect();
         if !live.is_empty() {

@@ -560,6 +560,7 @@ impl Task {
         let Entry::Question {
             id,
             questions,
+            context,
             producer,
             deadline_ms,
         } = q
@@ -570,7 +571,7 @@ impl Task {
         if deadline_ms <= now_ms {
             return;
         }
-        let request = match wire::valid_request(&id, &questions) {
+        let request = match wire::valid_request(&id, &questions, context.as_deref()) {
             Ok(r) => r,
             Err(msg) => {
                 tracing::warn!(node, id, error = %msg, "federation: a remote question failed validation; not shown");

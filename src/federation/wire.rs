@@ -38,6 +38,10 @@ pub fn question(node: &str, q: &SharedQuestion, deadline_ms: u64) -> Vec<u8> {
     out.extend_from_slice(q.questions.as_bytes());
     out.extend_from_slice(br#","producer":"#);
     serde_json::to_writer(&mut out, &q.producer).expect("ProducerInfo serializes");
+    if let Some(context) = &q.context {
+        out.extend_from_slice(br#","context":"#);
+        serde_json::to_writer(&mut out, context).expect("RequestContext serializes");
+    }
     out.extend_from_slice(
         format!(
             r#","timeoutMs":{},"deadlineMs":{deadline_ms}}}"#,
@@ -67,6 +71,7 @@ pub enum Entry {
     Question {
         id: String,
         questions: Box<RawValue>,
+        context: Option<Box<RawValue>>,
         producer: ProducerInfo,
         deadline_ms: u64,
     },
@@ -85,6 +90,8 @@ struct RawEntry {
     correlation_id: String,
     #[serde(default)]
     questions: Option<Box<RawValue>>,
+    #[serde(default)]
+    context: Option<Box<RawValue>>,
     #[serde(default)]
     producer: Option<ProducerInfo>,
     #[serde(default)]
@@ -123,6 +130,7 @@ pub fn parse_entry(bytes: &[u8]) -> Option<Entry> {
     Some(Entry::Question {
         id: raw.correlation_id,
         questions: raw.questions?,
+        context: raw.context,
         producer: raw.producer.unwrap_or_default(),
         deadline_ms: raw.deadline_ms?,
     })
@@ -130,15 +138,23 @@ pub fn parse_entry(bytes: &[u8]) -> Option<Entry> {
 
 /// A remote question through the same validation as a local request: a node that shares
 /// garbage gets it refused here, not shown.
-pub fn valid_request(id: &str, questions: &RawValue) -> Result<ValidRequest, String> {
+pub fn valid_request(
+    id: &str,
+    questions: &RawValue,
+    context: Option<&RawValue>,
+) -> Result<ValidRequest, String> {
     let mut frame = br#"{"type":"ask-user-request","correlationId":"#.to_vec();
     serde_json::to_writer(&mut frame, id).map_err(|e| e.to_string())?;
     frame.extend_from_slice(br#","questions":"#);
     frame.extend_from_slice(questions.get().as_bytes());
+    if let Some(context) = context {
+        frame.extend_from_slice(br#","context":"#);
+        frame.extend_from_slice(context.get().as_bytes());
+    }
     frame.push(b'}');
     match parse_inbound(&frame) {
         Ok(Inbound::AskUserRequest(req)) => {
-            ValidRequest::check(req).map_err(|(_, e)| e.to_string())
+            ValidRequest::check(req).map_err(|(_, _, e)| e.to_string())
         }
         Ok(_) => Err("not a request".into()),
         Err(e) => Err(e.message),

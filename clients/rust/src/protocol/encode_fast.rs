@@ -126,6 +126,10 @@ impl UiRequestRef<'_> {
             write_u64(out, self.timeout_ms);
             out.extend_from_slice(br#","producer":"#);
             serde_json::to_writer(&mut *out, self.producer).expect("ProducerInfo serializes");
+            if let Some(context) = self.context {
+                out.extend_from_slice(br#","context":"#);
+                serde_json::to_writer(&mut *out, context).expect("RequestContext serializes");
+            }
             if let Some(node) = self.node {
                 out.extend_from_slice(br#","node":"#);
                 write_str(out, node);
@@ -140,6 +144,7 @@ impl UiRequestRef<'_> {
                     .expect("the daemon's own questions text is JSON"),
                 timeout_ms: self.timeout_ms,
                 producer: self.producer.clone(),
+                context: self.context.cloned().map(Box::new),
                 node: self.node.map(str::to_owned),
             })
         });

@@ -723,6 +723,7 @@ mod tests {
                     pid: Some(1),
                     uid: 0,
                 },
+                context: None,
                 node: None,
             })),
             now,
@@ -815,6 +816,12 @@ mod tests {
                     pid: Some(1),
                     uid: 0,
                 },
+                context: Some(Box::new(askbusd::protocol::RequestContext {
+                    agent: Some(format!("ag{evil}")),
+                    project: Some(format!("pr{evil}")),
+                    title: Some(format!("ti{evil}")),
+                    ..Default::default()
+                })),
                 node: None,
             })),
             now,
