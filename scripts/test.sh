@@ -21,8 +21,17 @@ if [ -d clients/node ]; then
   (cd clients/node && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
 fi
 
+echo "== Node client against the reference (@google/gemini-cli-core 0.61.0)"
+(cd tests/node-reference && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
+
+echo "== Client artifacts installed as a user would (cargo package, python3 -m build, npm pack)"
+./scripts/package-test.sh
+
 echo "== askbus web tests (Chromium via playwright-core)"
 (cd tests/web && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
 
 echo "== MCP server tests (the official TypeScript MCP SDK as the client)"
 (cd tests/mcp && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
+
+echo "== The real agents: Gemini CLI (offline, --fake-responses) and Claude Code (a local fake Messages API)"
+(cd tests/agents && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
