@@ -15,6 +15,16 @@ pub enum BrokerError {
     TooManyPendingForUid { uid: u32, limit: usize },
     #[error("the daemon already holds {0} pending requests")]
     TooManyPendingTotal(usize),
+    #[error(
+        "uid {uid}'s pending questions hold {held} bytes; this request's {size} more would \
+         pass its budget of {limit} bytes (max_pending_bytes_per_uid)"
+    )]
+    TooManyPendingBytesForUid {
+        uid: u32,
+        held: usize,
+        size: usize,
+        limit: usize,
+    },
     #[error("correlationId {0:?} is not pending (answered, timed out, withdrawn, or never asked)")]
     NotPending(String),
     #[error("only a subscribed UI may answer; send {{\"type\":\"subscribe\"}} first")]
@@ -42,6 +52,7 @@ impl BrokerError {
             BrokerError::DuplicateCorrelationId(_) => ErrorCode::DuplicateCorrelationId,
             BrokerError::TooManyPendingForConnection(_)
             | BrokerError::TooManyPendingForUid { .. }
+            | BrokerError::TooManyPendingBytesForUid { .. }
             | BrokerError::TooManyPendingTotal(_) => ErrorCode::TooManyPending,
             BrokerError::NotAProducer(_)
             | BrokerError::NotAUi(_)

@@ -57,8 +57,15 @@ pub struct Limits {
     pub max_pending_per_connection: usize,
     /// Pending requests all connections of one uid may have (dbus-broker's per-user quota).
     pub max_pending_per_uid: usize,
+    /// Bytes the pending questions of one uid may hold (their normalized text and ids): a
+    /// count alone lets one user pin gigabytes with large questions.
+    pub max_pending_bytes_per_uid: usize,
     pub max_pending_total: usize,
 }
+
+/// The default of [`Limits::max_pending_bytes_per_uid`]: 64 MiB, 64 questions of the largest
+/// frame askbusd accepts by default, thousands of ordinary ones.
+pub const DEFAULT_MAX_PENDING_BYTES_PER_UID: usize = 64 * 1024 * 1024;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -68,6 +75,7 @@ impl Default for Limits {
             no_ui: NoUiPolicy::Wait,
             max_pending_per_connection: 128,
             max_pending_per_uid: 262_144,
+            max_pending_bytes_per_uid: DEFAULT_MAX_PENDING_BYTES_PER_UID,
             max_pending_total: 262_144,
         }
     }
@@ -427,6 +435,17 @@ impl Broker {
             let err = BrokerError::TooManyPendingForUid {
                 uid,
                 limit: self.limits.max_pending_per_uid,
+            };
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
+        }
+        let bytes = pending::bytes_of(&id, &req.questions);
+        let uid_bytes = self.pending.bytes_of_uid(uid);
+        if uid_bytes.saturating_add(bytes) > self.limits.max_pending_bytes_per_uid {
+            let err = BrokerError::TooManyPendingBytesForUid {
+                uid,
+                held: uid_bytes,
+                size: bytes,
+                limit: self.limits.max_pending_bytes_per_uid,
             };
             return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
