@@ -208,6 +208,7 @@ fn bench_encode(c: &mut Criterion) {
         questions: &questions,
         timeout_ms: ui.timeout_ms,
         producer: &producer,
+        context: ui.context.as_deref(),
     };
     assert_eq!(
         ui_ref.encode(),
@@ -282,7 +283,7 @@ impl Table {
         };
         let t0 = Now::now();
         broker.connect(UI, peer("askbus-ui/0.1.0", 100));
-        broker.subscribe(UI, None, &mut fx);
+        broker.subscribe(UI, None, Default::default(), &mut fx);
         // Nothing to replay yet: the UI goes live, so every ask below is delivered to it.
         assert!(!broker.replay(UI, 64, t0, &mut fx));
         broker.connect(PRODUCER, peer("my-agent/1.2.0", 200));

@@ -23,6 +23,7 @@ pub mod bounds {
     pub const MIN_FRAME_BYTES: u64 = 64;
     pub const MAX_FRAME_BYTES: u64 = u32::MAX as u64;
     pub const MIN_QUEUE_BYTES: u64 = 1024;
+    pub const MIN_PENDING_BYTES_PER_UID: u64 = 1024;
     pub const MAX_THREADS: u64 = 1024;
 }
 
@@ -64,6 +65,14 @@ pub struct Options {
     pub max_pending_per_connection: Option<u64>,
     #[serde(default, deserialize_with = "at_least::<_, 1>")]
     pub max_pending_per_uid: Option<u64>,
+    #[serde(
+        default,
+        deserialize_with = "at_least::<_, { bounds::MIN_PENDING_BYTES_PER_UID }>"
+    )]
+    pub max_pending_bytes_per_uid: Option<u64>,
+    /// The group that may read the telemetry file (created 0640 then; 0600 without).
+    #[serde(default, deserialize_with = "group")]
+    pub telemetry_group: Option<u32>,
     #[serde(default, deserialize_with = "at_least::<_, 1>")]
     pub max_pending: Option<u64>,
     #[serde(default, deserialize_with = "at_least::<_, 1>")]
@@ -112,6 +121,8 @@ pub struct DaemonConfig {
     pub socket: PathBuf,
     /// `None` disables telemetry.
     pub telemetry: Option<PathBuf>,
+    /// The group given read access to the telemetry file (0640), if any.
+    pub telemetry_group: Option<u32>,
     pub limits: Limits,
     pub max_frame_bytes: usize,
     pub max_connections: usize,
@@ -132,6 +143,7 @@ impl Default for DaemonConfig {
         DaemonConfig {
             socket: crate::paths::default_socket_path(),
             telemetry: Some(crate::paths::default_telemetry_path()),
+            telemetry_group: None,
             limits: Limits::default(),
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             max_connections: 4096,
@@ -271,6 +283,10 @@ impl Options {
                 .max_pending_per_connection
                 .or(below.max_pending_per_connection),
             max_pending_per_uid: self.max_pending_per_uid.or(below.max_pending_per_uid),
+            max_pending_bytes_per_uid: self
+                .max_pending_bytes_per_uid
+                .or(below.max_pending_bytes_per_uid),
+            telemetry_group: self.telemetry_group.or(below.telemetry_group),
             max_pending: self.max_pending.or(below.max_pending),
             max_connections: self.max_connections.or(below.max_connections),
             max_connections_per_uid: self
@@ -320,6 +336,7 @@ impl Options {
                     Telemetry::Default => Some(crate::paths::default_telemetry_path()),
                     Telemetry::At(p) => Some(p),
                 },
+                telemetry_group: self.telemetry_group,
                 limits: Limits {
                     default_timeout_ms: self
                         .default_timeout_ms
@@ -334,6 +351,9 @@ impl Options {
                     max_pending_per_uid: self
                         .max_pending_per_uid
                         .map_or(max_pending_total, as_usize),
+                    max_pending_bytes_per_uid: self
+                        .max_pending_bytes_per_uid
+                        .map_or(dl.max_pending_bytes_per_uid, as_usize),
                     max_pending_total,
                 },
                 max_frame_bytes: self.max_frame_bytes.map_or(d.max_frame_bytes, as_usize),
@@ -478,6 +498,27 @@ fn groups<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeSet<u32>, D::Error> {
     d.deserialize_seq(Ids { groups: true })
 }
 
+/// One group, by name or number, resolved now (as the access rules' groups are).
+fn group<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let id = match Id::deserialize(d)? {
+        Id::Number(n) => {
+            u32::try_from(n).map_err(|_| de::Error::custom(format!("{n} is not a valid id")))?
+        }
+        Id::Name(name) => Ids { groups: true }
+            .lookup(&name)
+            .map_err(de::Error::custom)?,
+    };
+    Ok(Some(id))
+}
+
+/// A group for a flag (`--telemetry-group NAME|GID`).
+pub fn parse_group(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) => Ok(n),
+        Err(_) => Ids { groups: true }.lookup(s),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -502,6 +543,8 @@ no_ui = "reject"
 max_frame_bytes = 4096
 max_pending_per_connection = 3
 max_pending_per_uid = 4
+max_pending_bytes_per_uid = 65536
+telemetry_group = "root"
 max_pending = 5
 max_connections = 6
 max_connections_per_uid = 7
@@ -530,6 +573,8 @@ operator_groups = [1004]
             max_frame_bytes: Some(4096),
             max_pending_per_connection: Some(3),
             max_pending_per_uid: Some(4),
+            max_pending_bytes_per_uid: Some(65536),
+            telemetry_group: Some(0),
             max_pending: Some(5),
             max_connections: Some(6),
             max_connections_per_uid: Some(7),
@@ -551,6 +596,8 @@ operator_groups = [1004]
         assert_eq!(o, want);
         let s = o.resolve(1000).daemon;
         assert_eq!(s.limits.max_pending_per_uid, 4);
+        assert_eq!(s.limits.max_pending_bytes_per_uid, 65536);
+        assert_eq!(s.telemetry_group, Some(0));
         assert_eq!(s.max_connections_per_uid, 7);
         assert_eq!(s.access.operators.uids, [1003].into());
         assert_eq!(s.access.own_uid, 1000);

@@ -417,9 +417,11 @@ impl Conn<'_> {
             }
             Inbound::Ping { id } => self.reply(encode(&ServerFrame::Pong { id })),
             Inbound::Stats => self.reply(self.hub.stats_frame()),
-            Inbound::Subscribe { client } => self
-                .hub
-                .run_in(&mut self.batch, |b, _, fx| b.subscribe(id, client, fx)),
+            Inbound::Subscribe { client, filter } => {
+                self.hub.run_in(&mut self.batch, |b, _, fx| {
+                    b.subscribe(id, client, filter, fx)
+                })
+            }
             Inbound::Watch { client } => self
                 .hub
                 .run_in(&mut self.batch, |b, _, fx| b.watch(id, client, fx)),
@@ -427,9 +429,9 @@ impl Conn<'_> {
                 Ok(req) => self
                     .hub
                     .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx)),
-                Err((cid, err)) => self
-                    .hub
-                    .run_in(&mut self.batch, |b, _, fx| b.reject(id, &cid, err, fx)),
+                Err((cid, context, err)) => self.hub.run_in(&mut self.batch, |b, _, fx| {
+                    b.reject(id, &cid, context.as_deref(), err, fx)
+                }),
             },
             Inbound::AskUserCancel { correlation_id } => {
                 self.hub.run_in(&mut self.batch, |b, now, fx| {

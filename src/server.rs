@@ -93,7 +93,9 @@ impl Control {
         if config.socket != self.started.socket {
             restart.push("socket");
         }
-        if config.telemetry != self.started.telemetry {
+        if config.telemetry != self.started.telemetry
+            || config.telemetry_group != self.started.telemetry_group
+        {
             restart.push("telemetry");
         }
         if config.metrics_listen != self.started.metrics_listen {
@@ -154,12 +156,11 @@ impl Daemon {
         let counters = Arc::new(Counters::default());
         let (telemetry, sink) = match &config.telemetry {
             Some(path) => {
-                let (w, s) = TelemetryWriter::start(path, counters.clone()).map_err(|source| {
-                    DaemonError::Telemetry {
+                let (w, s) = TelemetryWriter::start(path, config.telemetry_group, counters.clone())
+                    .map_err(|source| DaemonError::Telemetry {
                         path: path.clone(),
                         source,
-                    }
-                })?;
+                    })?;
                 (Some(w), s)
             }
             None => (None, TelemetrySink::disabled()),

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use askbusd::broker::{BrokerError, Limits};
 use askbusd::hub::Hub;
 use askbusd::protocol::{
-    encode, parse_inbound, ClientFrame, End, ErrorCode, Inbound, NoUiPolicy, Outcome, ServerFrame,
-    UiInfo, WithdrawReason, DEFAULT_MAX_FRAME_BYTES, MAX_CORRELATION_ID_CHARS, PROTOCOL_VERSION,
+    encode, parse_inbound, ClientFrame, End, ErrorCode, Inbound, NoUiPolicy, Outcome,
+    RequestContext, ServerFrame, SubscribeFilter, UiInfo, WithdrawReason, DEFAULT_MAX_FRAME_BYTES,
+    MAX_CORRELATION_ID_CHARS, PROTOCOL_VERSION,
 };
 use askbusd::questions::{self, DaemonOutcome};
 use askbusd::telemetry::{Counters, Record, TelemetrySink};
@@ -658,6 +659,24 @@ fn the_rust_client_encodes_the_client_examples() {
     let id = req["correlationId"].as_str().unwrap();
     let answers = BTreeMap::from([(0, "PostgreSQL".to_owned()), (1, "Yes".to_owned())]);
     let none = BTreeMap::new();
+    let filter = SubscribeFilter {
+        project: Some("askbus".into()),
+        ..SubscribeFilter::default()
+    };
+    let ctx_req = example("client/ask-user-request.context.json");
+    let context = RequestContext {
+        agent: Some("gemini-cli/0.61.0".into()),
+        session: Some("8f14e45f-ceea-467f-a0e6-5b3f3c7e9d21".into()),
+        project: Some("askbus".into()),
+        cwd: Some("/home/dev/src/askbus".into()),
+        title: Some("Cut the 2.4.0 release".into()),
+    };
+    let bad_req = example("client/ask-user-request.context-invalid.json");
+    let bad_context = RequestContext {
+        project: Some("askbus".into()),
+        title: Some("Cut the release\nthen deploy it".into()),
+        ..RequestContext::default()
+    };
     let cases = [
         (
             "client/hello.json",
@@ -683,6 +702,34 @@ fn the_rust_client_encodes_the_client_examples() {
             "client/subscribe.json",
             ClientFrame::Subscribe {
                 client: Some("askbus-tui/0.1.0"),
+                filter: None,
+            },
+        ),
+        (
+            "client/subscribe.filter.json",
+            ClientFrame::Subscribe {
+                client: Some("askbus-tui/0.1.0"),
+                filter: Some(&filter),
+            },
+        ),
+        (
+            "client/ask-user-request.context.json",
+            ClientFrame::AskUserRequest {
+                correlation_id: ctx_req["correlationId"].as_str().unwrap(),
+                questions: &ctx_req["questions"],
+                timeout_ms: Some(300_000),
+                no_ui: None,
+                context: Some(&context),
+            },
+        ),
+        (
+            "client/ask-user-request.context-invalid.json",
+            ClientFrame::AskUserRequest {
+                correlation_id: bad_req["correlationId"].as_str().unwrap(),
+                questions: &bad_req["questions"],
+                timeout_ms: Some(300_000),
+                no_ui: None,
+                context: Some(&bad_context),
             },
         ),
         (
@@ -692,6 +739,7 @@ fn the_rust_client_encodes_the_client_examples() {
                 questions: &req["questions"],
                 timeout_ms: Some(120_000),
                 no_ui: None,
+                context: None,
             },
         ),
         (
@@ -701,6 +749,7 @@ fn the_rust_client_encodes_the_client_examples() {
                 questions: &req["questions"],
                 timeout_ms: Some(120_000),
                 no_ui: Some(NoUiPolicy::Reject),
+                context: None,
             },
         ),
         (
@@ -771,6 +820,8 @@ fn telemetry_records_match_their_schema() {
         reason: End::Answered,
         code: None,
         producer: serde_json::from_value(ex["producer"].clone()).unwrap(),
+        agent: None,
+        project: None,
         ui: Some(UiInfo {
             client: Some("askbus-tui/0.1.0".into()),
             pid: Some(1),
@@ -802,6 +853,70 @@ fn telemetry_records_match_their_schema() {
     let value = serde_json::to_value(&rejected).unwrap();
     assert_eq!(schema_errors(&v, &value), Vec::<String>::new());
     assert_eq!(fields(&value), fields(&example("telemetry/rejected.json")));
+    // A request with a context: its agent and project, nothing else of it.
+    let with_context = example("telemetry/answered.context.json");
+    let sent = example("client/ask-user-request.context.json");
+    let record = Record {
+        correlation_id: with_context["correlationId"].as_str().map(str::to_owned),
+        agent: sent["context"]["agent"].as_str().map(str::to_owned),
+        project: sent["context"]["project"].as_str().map(str::to_owned),
+        question_types: vec!["yesno"],
+        answer_count: 1,
+        ..rejected
+    };
+    let value = serde_json::to_value(&record).unwrap();
+    assert_eq!(schema_errors(&v, &value), Vec::<String>::new());
+    assert_eq!(value["agent"], with_context["agent"]);
+    assert_eq!(value["project"], with_context["project"]);
+    assert_eq!(with_context["correlationId"], sent["correlationId"]);
+    for leak in ["title", "session", "cwd"] {
+        assert!(with_context.get(leak).is_none(), "{leak}");
+    }
+}
+
+/// The context a producer sends is what a UI receives with the request, what observers see of
+/// it (agent and project only) and what the daemon refuses, as the examples show.
+#[test]
+fn context_examples_are_what_the_daemon_makes_of_them() {
+    let sent = example("client/ask-user-request.context.json");
+    let got = example("server/ask-user-request.context.json");
+    assert_eq!(got["context"], sent["context"]);
+    assert_eq!(got["correlationId"], sent["correlationId"]);
+    let normalized = questions::validate(&sent).unwrap();
+    assert_eq!(got["questions"], Value::Array(normalized));
+    let Inbound::AskUserRequest(req) = parse_inbound(&serde_json::to_vec(&sent).unwrap()).unwrap()
+    else {
+        panic!("a request")
+    };
+    let context = req.context.expect("the example has a context");
+    assert_eq!(serde_json::to_value(&context).unwrap(), sent["context"]);
+    // The UI it was captured for subscribed with the filter example, which matches it.
+    let Inbound::Subscribe { filter, .. } =
+        parse_inbound(&serde_json::to_vec(&example("client/subscribe.filter.json")).unwrap())
+            .unwrap()
+    else {
+        panic!("a subscribe")
+    };
+    assert!(filter.matches(Some(&context)));
+    assert!(!filter.matches(None));
+
+    let ev = example("server/bus-event.request.context.json");
+    assert_eq!(ev["agent"], sent["context"]["agent"]);
+    assert_eq!(ev["project"], sent["context"]["project"]);
+    let text = ev.to_string();
+    for hidden in ["title", "session", "cwd"] {
+        let value = sent["context"][hidden].as_str().unwrap();
+        assert!(!text.contains(value), "the event leaks context.{hidden}");
+    }
+    assert!(!text.contains("Push the release tag"));
+
+    let bad = example("client/ask-user-request.context-invalid.json");
+    let refused = parse_inbound(&serde_json::to_vec(&bad).unwrap()).unwrap_err();
+    let err = example("server/error.invalid-request.context.json");
+    assert_eq!(err["code"], refused.code.as_str());
+    assert_eq!(err["message"], refused.message.as_str());
+    assert_eq!(err["correlationId"], bad["correlationId"]);
+    assert!(err["message"].as_str().unwrap().contains("context.title"));
 }
 
 /// The schemas' enums are the code's own lists, so renaming a code or reason fails here.

@@ -265,3 +265,167 @@ fn symlinked_or_group_writable_socket_directories_are_refused() {
     drop(_own);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// askbusd run as root with `args`, expected to refuse to start; its stderr.
+fn refused_start(args: &[&str]) -> String {
+    let sock = tempfile::tempdir().unwrap();
+    let out = Command::new(common::daemon_bin())
+        .args(args)
+        .arg("--socket")
+        .arg(sock.path().join("s.sock"))
+        .env("HOME", "/nonexistent")
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_ne!(exit(&out), 0, "askbusd started with {args:?}");
+    text(&out.stderr)
+}
+
+/// A root daemon whose telemetry path lies where another user can write: a planted symlink
+/// (in the other user's directory, or in a sticky world-writable one like /tmp) is never
+/// followed, and a planted file is not written; the target stays untouched. A file askbusd
+/// creates is 0600 (0640 with --telemetry-group), and an old world-readable one is tightened.
+#[test]
+fn telemetry_never_follows_a_planted_symlink_and_is_private() {
+    if !is_root() {
+        return;
+    }
+    let target_dir = tempfile::tempdir().unwrap();
+    let target = target_dir.path().join("shadow");
+    std::fs::write(&target, "root's secret\n").unwrap();
+
+    // The attacker's own directory.
+    let theirs = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(theirs.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    chown(theirs.path(), ATTACKER);
+    let planted = theirs.path().join("telemetry.jsonl");
+    symlink(&target, &planted).unwrap();
+    chown(&planted, ATTACKER);
+    let err = refused_start(&["--telemetry", planted.to_str().unwrap()]);
+    assert!(err.contains(&format!("belongs to uid {ATTACKER}")), "{err}");
+
+    // A sticky, world-writable directory (like /tmp): the symlink is not followed.
+    let shared = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let planted = shared.path().join("telemetry.jsonl");
+    symlink(&target, &planted).unwrap();
+    chown(&planted, ATTACKER);
+    let err = refused_start(&["--telemetry", planted.to_str().unwrap()]);
+    assert!(err.contains("is a symlink"), "{err}");
+    // A regular file the attacker planted there (to read what is written) is refused too.
+    std::fs::remove_file(&planted).unwrap();
+    std::fs::write(&planted, "").unwrap();
+    chown(&planted, ATTACKER);
+    let err = refused_start(&["--telemetry", planted.to_str().unwrap()]);
+    assert!(err.contains(&format!("belongs to uid {ATTACKER}")), "{err}");
+    // A non-sticky directory others can write.
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = refused_start(&[
+        "--telemetry",
+        shared.path().join("t.jsonl").to_str().unwrap(),
+    ]);
+    assert!(err.contains("writable by other users (mode 0777)"), "{err}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "root's secret\n");
+
+    // Created private, under the default umask; with a group, 0640 and that group.
+    use std::os::unix::fs::MetadataExt;
+    let own = tempfile::tempdir().unwrap();
+    for (group, mode, gid) in [(None, 0o600, 0), (Some("61205"), 0o640, 61205)] {
+        let path = own.path().join(format!("t-{mode:o}.jsonl"));
+        let mut args = vec!["--telemetry".to_owned(), path.display().to_string()];
+        if let Some(g) = group {
+            args.extend(["--telemetry-group".to_owned(), g.to_owned()]);
+        }
+        let sock = own.path().join(format!("s-{mode:o}.sock"));
+        let mut cmd = Command::new(common::daemon_bin());
+        cmd.args(&args).arg("--socket").arg(&sock);
+        let mut child = cmd.stderr(Stdio::null()).spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+            assert!(Instant::now() < deadline, "the daemon never listened");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.mode() & 0o777, mode, "{path:?}");
+        assert_eq!(meta.gid(), gid);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let old = own.path().join("t-600.jsonl");
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let sock = own.path().join("again.sock");
+    let mut child = Command::new(common::daemon_bin())
+        .arg("--telemetry")
+        .arg(&old)
+        .arg("--socket")
+        .arg(&sock)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::os::unix::net::UnixStream::connect(&sock).is_err() {
+        assert!(Instant::now() < deadline, "the daemon never listened");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(std::fs::metadata(&old).unwrap().mode() & 0o777, 0o600);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// One user pins memory with large pending questions: past its byte budget the next is
+/// refused with `too-many-pending` naming the budget, a withdrawn question frees its bytes,
+/// and another uid still asks.
+#[test]
+fn pending_questions_are_bounded_in_bytes_per_uid() {
+    if !is_root() {
+        return;
+    }
+    let bins = Bins::new();
+    let d = common::Daemon::builder()
+        .args(&["--max-pending-bytes-per-uid", "350000"])
+        .config(&format!("[access]\nproducer_users = [{VICTIM}]\n"))
+        .start();
+    std::fs::set_permissions(d.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&d.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let rt = common::rt();
+    let big = |id: &str| {
+        let mut req = common::choice_request(id);
+        req["questions"][0]["question"] = serde_json::json!("x".repeat(100_000));
+        req
+    };
+    let mut hog = rt.block_on(d.connect());
+    for i in 0..3 {
+        rt.block_on(hog.send(big(&format!("big-{i}"))));
+    }
+    rt.block_on(hog.send(big("big-3")));
+    let err = rt.block_on(hog.recv_error("too-many-pending"));
+    assert_eq!(err["correlationId"], "big-3");
+    let msg = err["message"].as_str().unwrap();
+    assert!(
+        msg.contains("max_pending_bytes_per_uid") && msg.contains("350000"),
+        "{msg}"
+    );
+    // Withdrawing one frees its bytes.
+    rt.block_on(hog.send(serde_json::json!({"type": "ask-user-cancel", "correlationId": "big-0"})));
+    let r = rt.block_on(hog.recv_type("ask-user-response"));
+    assert_eq!(r["correlationId"], "big-0");
+    rt.block_on(hog.send(big("big-3")));
+    rt.block_on(hog.send(big("big-4")));
+    let err = rt.block_on(hog.recv_error("too-many-pending"));
+    assert_eq!(err["correlationId"], "big-4");
+
+    // Another uid's budget is its own: its question is taken (no UI, so answered no-ui).
+    let mut ask = bins
+        .cmd("askbus", VICTIM)
+        .args(["ask", "--no-ui", "reject"])
+        .env("ASKBUS_SOCKET", &d.socket)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let questions = r#"[{"question":"Deploy?","header":"Deploy","type":"yesno"}]"#;
+    std::io::Write::write_all(&mut ask.stdin.take().unwrap(), questions.as_bytes()).unwrap();
+    let out = ask.wait_with_output().unwrap();
+    assert_eq!(exit(&out), 3, "{}", text(&out.stderr));
+}

@@ -25,6 +25,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(head.correlation_id, req.correlation_id);
         assert_eq!(head.timeout_ms, req.timeout_ms);
         assert_eq!(head.no_ui, req.no_ui);
+        assert_eq!(head.context, req.context);
         let checked = askbus::questions::normalize(&req.questions.into_params())
             .expect("the fast path accepted it");
         assert_eq!(fast.questions, checked.questions);

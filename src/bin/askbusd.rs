@@ -47,6 +47,10 @@ struct Args {
     /// ~/.local/state/askbus/telemetry.jsonl]
     #[arg(long, value_name = "PATH", conflicts_with = "no_telemetry")]
     telemetry: Option<PathBuf>,
+    /// Let GROUP (a name or gid) read the telemetry file: it is created 0640 with that
+    /// group instead of 0600
+    #[arg(long, value_name = "GROUP", value_parser = askbusd::config::parse_group)]
+    telemetry_group: Option<u32>,
     /// Write no telemetry file
     #[arg(long)]
     no_telemetry: bool,
@@ -70,6 +74,10 @@ struct Args {
     /// Pending requests all connections of one uid may have [default: --max-pending]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_pending_per_uid: Option<u64>,
+    /// Bytes the pending questions of one uid may hold (normalized text and ids); a request
+    /// past it is refused with too-many-pending [default: 67108864 (64 MiB)]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(bounds::MIN_PENDING_BYTES_PER_UID..))]
+    max_pending_bytes_per_uid: Option<u64>,
     /// Pending requests the daemon holds in total [default: 262144]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     max_pending: Option<u64>,
@@ -137,6 +145,8 @@ impl Args {
             max_frame_bytes: self.max_frame_bytes,
             max_pending_per_connection: self.max_pending_per_connection,
             max_pending_per_uid: self.max_pending_per_uid,
+            max_pending_bytes_per_uid: self.max_pending_bytes_per_uid,
+            telemetry_group: self.telemetry_group,
             max_pending: self.max_pending,
             max_connections: self.max_connections,
             max_connections_per_uid: self.max_connections_per_uid,
@@ -340,6 +350,7 @@ fn log_limits(c: &DaemonConfig, file: Option<&Path>) {
         config = %file.map(|p| p.display().to_string()).unwrap_or_else(|| "none".into()),
         max_pending = l.max_pending_total,
         max_pending_per_uid = l.max_pending_per_uid,
+        max_pending_bytes_per_uid = l.max_pending_bytes_per_uid,
         max_pending_per_connection = l.max_pending_per_connection,
         default_timeout_ms = l.default_timeout_ms,
         max_timeout_ms = l.max_timeout_ms,

@@ -10,7 +10,9 @@ use tokio::time::Instant;
 
 use super::pending::Pending;
 use super::{PeerId, PeerInfo};
-use crate::protocol::{BusEvent, BusEventKind, End, ErrorCode, FrameError, ProducerInfo, UiInfo};
+use crate::protocol::{
+    BusEvent, BusEventKind, End, ErrorCode, FrameError, ProducerInfo, RequestContext, UiInfo,
+};
 use crate::questions::{question_types, QuestionMeta};
 use crate::telemetry::record::Record;
 
@@ -70,6 +72,8 @@ pub(super) fn record(
         reason: end,
         code: None,
         producer: req.producer_info.clone(),
+        agent: context_field(req.context.as_deref(), |c| &c.agent),
+        project: context_field(req.context.as_deref(), |c| &c.project),
         ui,
         latency_ms: (now - req.accepted_at).as_millis() as u64,
         question_types: question_types(&req.meta),
@@ -85,6 +89,7 @@ pub(super) fn rejected_record(
     code: ErrorCode,
     producer: &PeerInfo,
     meta: &[QuestionMeta],
+    context: Option<&RequestContext>,
 ) -> Record {
     Record {
         ts: SystemTime::UNIX_EPOCH,
@@ -93,6 +98,8 @@ pub(super) fn rejected_record(
         reason: End::Rejected,
         code: Some(code),
         producer: producer_info(producer),
+        agent: context_field(context, |c| &c.agent),
+        project: context_field(context, |c| &c.project),
         ui: None,
         latency_ms: 0,
         question_types: question_types(meta),
@@ -117,6 +124,8 @@ pub(super) fn event(
         ts: String::new(),
         correlation_id: Some(id.to_owned()),
         producer: req.producer_info.clone(),
+        agent: context_field(req.context.as_deref(), |c| &c.agent),
+        project: context_field(req.context.as_deref(), |c| &c.project),
         ui,
         latency_ms,
         timeout_ms,
@@ -135,12 +144,15 @@ pub(super) fn rejected_event(
     code: ErrorCode,
     producer: &PeerInfo,
     meta: &[QuestionMeta],
+    context: Option<&RequestContext>,
 ) -> BusEvent {
     BusEvent {
         event: BusEventKind::End(End::Rejected),
         ts: String::new(),
         correlation_id: id.map(str::to_owned),
         producer: producer_info(producer),
+        agent: context_field(context, |c| &c.agent),
+        project: context_field(context, |c| &c.project),
         ui: None,
         latency_ms: None,
         timeout_ms: None,
@@ -151,6 +163,15 @@ pub(super) fn rejected_event(
         headers: headers(meta),
         code: Some(code.as_str().to_owned()),
     }
+}
+
+/// One field of a request's context, for telemetry and watchers (which carry only `agent` and
+/// `project`).
+fn context_field(
+    context: Option<&RequestContext>,
+    field: fn(&RequestContext) -> &Option<String>,
+) -> Option<String> {
+    context.and_then(|c| field(c).clone())
 }
 
 /// Each question's header, or `Q<i>` where it has none (as the reference labels answers).

@@ -15,6 +15,16 @@ pub enum BrokerError {
     TooManyPendingForUid { uid: u32, limit: usize },
     #[error("the daemon already holds {0} pending requests")]
     TooManyPendingTotal(usize),
+    #[error(
+        "uid {uid}'s pending questions hold {held} bytes; this request's {size} more would \
+         pass its budget of {limit} bytes (max_pending_bytes_per_uid)"
+    )]
+    TooManyPendingBytesForUid {
+        uid: u32,
+        held: usize,
+        size: usize,
+        limit: usize,
+    },
     #[error("correlationId {0:?} is not pending (answered, timed out, withdrawn, or never asked)")]
     NotPending(String),
     #[error("only a subscribed UI may answer; send {{\"type\":\"subscribe\"}} first")]
@@ -26,6 +36,9 @@ pub enum BrokerError {
     /// Another user's question: the message names only what the UI itself sent.
     #[error("correlationId {0:?} was asked by another user; only an operator may answer it")]
     ForeignQuestion(String),
+    /// A question this UI's subscribe filter leaves out: it was never shown it.
+    #[error("correlationId {0:?} is outside this UI's subscribe filter; it was not shown to it")]
+    OutsideFilter(String),
     #[error("answers key \"{index}\" is out of range: the request has {count} question(s)")]
     AnswerOutOfRange { index: usize, count: usize },
     #[error("these answers would make a tool result of up to {size} bytes; the limit is {limit}")]
@@ -39,10 +52,12 @@ impl BrokerError {
             BrokerError::DuplicateCorrelationId(_) => ErrorCode::DuplicateCorrelationId,
             BrokerError::TooManyPendingForConnection(_)
             | BrokerError::TooManyPendingForUid { .. }
+            | BrokerError::TooManyPendingBytesForUid { .. }
             | BrokerError::TooManyPendingTotal(_) => ErrorCode::TooManyPending,
             BrokerError::NotAProducer(_)
             | BrokerError::NotAUi(_)
-            | BrokerError::ForeignQuestion(_) => ErrorCode::Forbidden,
+            | BrokerError::ForeignQuestion(_)
+            | BrokerError::OutsideFilter(_) => ErrorCode::Forbidden,
             BrokerError::NotPending(_) => ErrorCode::NotPending,
             BrokerError::NotSubscribed => ErrorCode::NotSubscribed,
             BrokerError::AnswerOutOfRange { .. } | BrokerError::ResultTooLarge { .. } => {

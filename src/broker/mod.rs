@@ -32,7 +32,7 @@ use pending::{Pending, PendingTable};
 
 use crate::protocol::{
     encode, encode_fast, AskUserResponse, BusEventKind, End, FrameError, NoUiPolicy, Outcome,
-    ProducerResponse, ServerFrame, UiInfo, WithdrawReason,
+    ProducerResponse, RequestContext, ServerFrame, SubscribeFilter, UiInfo, WithdrawReason,
 };
 use crate::questions::{self, DaemonOutcome, QuestionMeta, ToolResult};
 
@@ -57,8 +57,15 @@ pub struct Limits {
     pub max_pending_per_connection: usize,
     /// Pending requests all connections of one uid may have (dbus-broker's per-user quota).
     pub max_pending_per_uid: usize,
+    /// Bytes the pending questions of one uid may hold (their normalized text and ids): a
+    /// count alone lets one user pin gigabytes with large questions.
+    pub max_pending_bytes_per_uid: usize,
     pub max_pending_total: usize,
 }
+
+/// The default of [`Limits::max_pending_bytes_per_uid`]: 64 MiB, 64 questions of the largest
+/// frame askbusd accepts by default, thousands of ordinary ones.
+pub const DEFAULT_MAX_PENDING_BYTES_PER_UID: usize = 64 * 1024 * 1024;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -68,6 +75,7 @@ impl Default for Limits {
             no_ui: NoUiPolicy::Wait,
             max_pending_per_connection: 128,
             max_pending_per_uid: 262_144,
+            max_pending_bytes_per_uid: DEFAULT_MAX_PENDING_BYTES_PER_UID,
             max_pending_total: 262_144,
         }
     }
@@ -147,6 +155,7 @@ impl Broker {
                 info,
                 ui: None,
                 asked: false,
+                filter: SubscribeFilter::default(),
             },
         );
     }
@@ -192,7 +201,8 @@ impl Broker {
                 break;
             }
             let uid = req.producer_info.uid;
-            match (before.sees(uid), after.sees(uid)) {
+            let wanted = self.peers[&peer].filter.matches(req.context.as_deref());
+            match (before.sees(uid) && wanted, after.sees(uid) && wanted) {
                 (false, true) => fx.frame(peer, req.encode_for_ui(id, now)),
                 (true, false) => {
                     fx.frame(peer, encode_fast::withdrawn(id, WithdrawReason::Withdrawn))
@@ -230,7 +240,13 @@ impl Broker {
 
     /// Makes `peer` a UI. It is sent `subscribed` with the pending count now, then (through
     /// `replay`) every pending request oldest first, then live ones.
-    pub fn subscribe(&mut self, peer: PeerId, client: Option<String>, fx: &mut Effects) {
+    pub fn subscribe(
+        &mut self,
+        peer: PeerId,
+        client: Option<String>,
+        filter: SubscribeFilter,
+        fx: &mut Effects,
+    ) {
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
@@ -239,8 +255,23 @@ impl Broker {
             fx.error(peer, FrameError::new(err.code(), err.to_string()));
             return;
         }
-        // The count of what this UI will be replayed: other users' questions stay unseen.
-        let visible = if p.info.rights.operator {
+        // What a UI subscribing again had and no longer asks for leaves its screen.
+        if let Some(cursor) = p.ui.filter(|_| p.filter != filter) {
+            for (seq, id, req) in self.pending.iter() {
+                if cursor.has_seen(seq) && p.shown(req) && !filter.matches(req.context.as_deref()) {
+                    fx.frame(peer, encode_fast::withdrawn(id, WithdrawReason::Withdrawn));
+                }
+            }
+        }
+        // The count of what this UI will be replayed: other users' questions stay unseen, and
+        // so do those its filter leaves out.
+        let visible = if !filter.is_empty() {
+            self.pending
+                .iter()
+                .filter(|(_, _, r)| p.info.sees(r.producer_info.uid))
+                .filter(|(_, _, r)| filter.matches(r.context.as_deref()))
+                .count()
+        } else if p.info.rights.operator {
             self.pending.len()
         } else {
             self.pending.count_of_uid(p.info.uid)
@@ -249,6 +280,7 @@ impl Broker {
         if client.is_some() {
             p.info.client = client;
         }
+        p.filter = filter;
         // Subscribing again replays from the start: the UI asked to be brought up to date.
         p.ui = Some(Cursor::CatchingUp(0));
         self.uis.insert(peer);
@@ -301,12 +333,13 @@ impl Broker {
         let Some(Cursor::CatchingUp(last)) = p.ui else {
             return false;
         };
-        // Other users' questions are passed over (the cursor moves past them) unseen.
+        // Other users' questions, and those its filter leaves out, are passed over (the cursor
+        // moves past them) unseen.
         let mut cursor = last;
         let mut sent = 0;
         let mut more = false;
         for (seq, id, req) in self.pending.after(last) {
-            if p.info.sees(req.producer_info.uid) {
+            if p.shown(req) {
                 if sent == max_frames {
                     more = true;
                     break;
@@ -330,15 +363,23 @@ impl Broker {
 
     /// A request failed validation (done outside the broker by `ValidRequest::check`): the
     /// producer gets the error, and the rejection is logged like every other end.
-    pub fn reject(&mut self, peer: PeerId, id: &str, err: BrokerError, fx: &mut Effects) {
-        self.reject_with(peer, Some(id), err.into_frame_error(id), &[], fx);
+    pub fn reject(
+        &mut self,
+        peer: PeerId,
+        id: &str,
+        context: Option<&RequestContext>,
+        err: BrokerError,
+        fx: &mut Effects,
+    ) {
+        let err = err.into_frame_error(id);
+        self.reject_with(peer, Some(id), err, &[], context, fx);
     }
 
     /// An ask-user-request refused while parsing its own fields (correlationId, timeoutMs,
     /// noUi): answered and logged like any rejected request, with the id when it had one.
     pub fn reject_malformed(&mut self, peer: PeerId, err: FrameError, fx: &mut Effects) {
         let id = err.correlation_id.clone();
-        self.reject_with(peer, id.as_deref(), err, &[], fx);
+        self.reject_with(peer, id.as_deref(), err, &[], None, fx);
     }
 
     fn reject_with(
@@ -347,6 +388,7 @@ impl Broker {
         id: Option<&str>,
         err: FrameError,
         meta: &[QuestionMeta],
+        context: Option<&RequestContext>,
         fx: &mut Effects,
     ) {
         let Some(p) = self.peers.get(&peer) else {
@@ -354,11 +396,11 @@ impl Broker {
         };
         self.stats.count(End::Rejected);
         if !self.watchers.is_empty() {
-            fx.events
-                .push(effects::rejected_event(id, err.code, &p.info, meta));
+            let event = effects::rejected_event(id, err.code, &p.info, meta, context);
+            fx.events.push(event);
         }
-        fx.records
-            .push(effects::rejected_record(id, err.code, &p.info, meta));
+        let record = effects::rejected_record(id, err.code, &p.info, meta, context);
+        fx.records.push(record);
         fx.error(peer, err);
     }
 
@@ -374,18 +416,19 @@ impl Broker {
         self.peers.get_mut(&peer).expect("checked above").asked = true;
         let id = req.correlation_id;
         let meta = req.meta;
+        let ctx = req.context.as_ref();
         if !may_produce {
             let err = BrokerError::NotAProducer(uid);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         if self.pending.contains(&id) {
             let err = BrokerError::DuplicateCorrelationId(id.clone());
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         if owned >= self.limits.max_pending_per_connection {
             let err =
                 BrokerError::TooManyPendingForConnection(self.limits.max_pending_per_connection);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         let of_uid = self.pending.count_of_uid(uid);
         if of_uid >= self.limits.max_pending_per_uid {
@@ -393,11 +436,22 @@ impl Broker {
                 uid,
                 limit: self.limits.max_pending_per_uid,
             };
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
+        }
+        let bytes = pending::bytes_of(&id, &req.questions);
+        let uid_bytes = self.pending.bytes_of_uid(uid);
+        if uid_bytes.saturating_add(bytes) > self.limits.max_pending_bytes_per_uid {
+            let err = BrokerError::TooManyPendingBytesForUid {
+                uid,
+                held: uid_bytes,
+                size: bytes,
+                limit: self.limits.max_pending_bytes_per_uid,
+            };
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         if self.pending.len() >= self.limits.max_pending_total {
             let err = BrokerError::TooManyPendingTotal(self.limits.max_pending_total);
-            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, fx);
+            return self.reject_with(peer, Some(&id), err.into_frame_error(&id), &meta, ctx, fx);
         }
         let max = self.limits.max_timeout_ms;
         let timeout_ms = req
@@ -408,6 +462,7 @@ impl Broker {
             seq: self.pending.next_seq(),
             producer: peer,
             producer_info,
+            context: req.context.map(Box::new),
             questions: req.questions,
             meta,
             accepted_at: now,
@@ -419,7 +474,10 @@ impl Broker {
             return self.finish(&id, pending, ending, now, fx);
         }
         let no_ui = req.no_ui.unwrap_or(self.limits.no_ui);
-        if self.uis.is_empty() && no_ui == NoUiPolicy::Reject {
+        // "No UI" means none that would be shown it: a UI of another user, or one whose filter
+        // leaves it out, will never answer it.
+        let any_ui = self.uis.iter().any(|ui| self.peers[ui].shown(&pending));
+        if !any_ui && no_ui == NoUiPolicy::Reject {
             let ending = Ending::daemon(&pending, DaemonOutcome::NoUi);
             return self.finish(&id, pending, ending, now, fx);
         }
@@ -430,7 +488,7 @@ impl Broker {
             .copied()
             .filter(|ui| {
                 let p = &self.peers[ui];
-                p.ui == Some(Cursor::Live) && p.info.sees(uid)
+                p.ui == Some(Cursor::Live) && p.shown(&pending)
             })
             .collect();
         if !live.is_empty() {
@@ -489,6 +547,11 @@ impl Broker {
         };
         if !ui.info.sees(req.producer_info.uid) {
             let err = BrokerError::ForeignQuestion(id.to_owned());
+            fx.error(peer, err.into_frame_error(id));
+            return;
+        }
+        if !ui.shown(req) {
+            let err = BrokerError::OutsideFilter(id.to_owned());
             fx.error(peer, err.into_frame_error(id));
             return;
         }
@@ -571,7 +634,7 @@ impl Broker {
             .pending
             .remove(id)
             .expect("caller checked it is pending");
-        self.withdraw(id, req.seq, req.producer_info.uid, reason, except, fx);
+        self.withdraw(id, &req, reason, except, fx);
         req
     }
 
@@ -581,8 +644,7 @@ impl Broker {
     fn withdraw(
         &self,
         id: &str,
-        seq: u64,
-        producer_uid: u32,
+        req: &Pending,
         reason: WithdrawReason,
         except: Option<PeerId>,
         fx: &mut Effects,
@@ -590,10 +652,7 @@ impl Broker {
         let mut frame = None;
         for &ui in &self.uis {
             let p = &self.peers[&ui];
-            if Some(ui) == except
-                || !p.ui.is_some_and(|c| c.has_seen(seq))
-                || !p.info.sees(producer_uid)
-            {
+            if Some(ui) == except || !p.ui.is_some_and(|c| c.has_seen(req.seq)) || !p.shown(req) {
                 continue;
             }
             let frame = frame.get_or_insert_with(|| encode_fast::withdrawn(id, reason));

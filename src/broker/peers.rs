@@ -1,6 +1,9 @@
 //! The peers the broker knows: who each connection is, what the access rules let it do, and
 //! how far a UI has got through the pending table.
 
+use super::pending::Pending;
+use crate::protocol::SubscribeFilter;
+
 /// A connection, as the broker names it.
 pub type PeerId = u64;
 
@@ -79,4 +82,14 @@ pub struct Peer {
     pub ui: Option<Cursor>,
     /// Whether it ever sent an ask-user-request (its role, for the metrics).
     pub asked: bool,
+    /// As a UI: which requests it asked to be shown (`subscribe`'s filter).
+    pub filter: SubscribeFilter,
+}
+
+impl Peer {
+    /// Whether this UI is (or would be) sent the request: it may see its producer's
+    /// questions and asked for ones like it.
+    pub fn shown(&self, req: &Pending) -> bool {
+        self.info.sees(req.producer_info.uid) && self.filter.matches(req.context.as_deref())
+    }
 }

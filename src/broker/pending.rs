@@ -1,6 +1,6 @@
 //! The pending table: every request that is waiting for an answer, and the four indexes that
-//! must agree with it (arrival order for replay, deadlines for the timer, counts per uid for
-//! the quota, the ids each producer connection owns for its disconnect). A request is in all
+//! must agree with it (arrival order for replay, deadlines for the timer, counts and bytes per
+//! uid for the quotas, the ids each producer connection owns for its disconnect). A request is in all
 //! five or in none: `insert` and `remove` are the only ways in and out, so no operation can
 //! lose a question by updating one index and forgetting another.
 
@@ -11,8 +11,14 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::PeerId;
-use crate::protocol::{ProducerInfo, UiRequestRef};
+use crate::protocol::{ProducerInfo, RequestContext, UiRequestRef};
 use crate::questions::QuestionMeta;
+
+/// What a pending request counts against its uid's byte budget: its normalized questions'
+/// text and its correlationId, the bytes it keeps alive while pending.
+pub fn bytes_of(id: &str, questions: &str) -> usize {
+    id.len() + questions.len()
+}
 
 /// One pending request.
 #[derive(Debug)]
@@ -21,6 +27,8 @@ pub struct Pending {
     pub seq: u64,
     pub producer: PeerId,
     pub producer_info: ProducerInfo,
+    /// Who is asking, about what, as the producer said (known fields only).
+    pub context: Option<Box<RequestContext>>,
     /// The normalized questions' JSON text, copied into every UI frame as it is.
     pub questions: Box<str>,
     pub meta: Vec<QuestionMeta>,
@@ -37,6 +45,7 @@ impl Pending {
             questions: &self.questions,
             timeout_ms: self.deadline.saturating_duration_since(now).as_millis() as u64,
             producer: &self.producer_info,
+            context: self.context.as_deref(),
         }
         .encode()
     }
@@ -53,6 +62,9 @@ pub struct PendingTable {
     deadlines: BTreeSet<(Instant, u64)>,
     /// Per producer uid: the per-uid quota, and what a UI of that uid is told is pending.
     by_uid: HashMap<u32, usize>,
+    /// Per producer uid: the bytes its pending requests hold (see [`bytes_of`]), for the
+    /// per-uid byte budget.
+    bytes_by_uid: HashMap<u32, usize>,
     /// Per producer connection: what its disconnect withdraws, and its own quota.
     by_producer: HashMap<PeerId, HashSet<Arc<str>>>,
     next_seq: u64,
@@ -65,6 +77,7 @@ impl Default for PendingTable {
             by_seq: BTreeMap::new(),
             deadlines: BTreeSet::new(),
             by_uid: HashMap::new(),
+            bytes_by_uid: HashMap::new(),
             by_producer: HashMap::new(),
             next_seq: 1,
         }
@@ -91,6 +104,8 @@ impl PendingTable {
         self.by_seq.insert(req.seq, id.clone());
         self.deadlines.insert((req.deadline, req.seq));
         *self.by_uid.entry(req.producer_info.uid).or_default() += 1;
+        *self.bytes_by_uid.entry(req.producer_info.uid).or_default() +=
+            bytes_of(&id, &req.questions);
         self.by_producer
             .entry(req.producer)
             .or_default()
@@ -108,6 +123,12 @@ impl PendingTable {
             *n -= 1;
             if *n == 0 {
                 self.by_uid.remove(&uid);
+            }
+        }
+        if let Some(b) = self.bytes_by_uid.get_mut(&uid) {
+            *b = b.saturating_sub(bytes_of(id, &req.questions));
+            if *b == 0 {
+                self.bytes_by_uid.remove(&uid);
             }
         }
         if let Some(owned) = self.by_producer.get_mut(&req.producer) {
@@ -138,6 +159,11 @@ impl PendingTable {
     /// Requests pending from producers of `uid`.
     pub fn count_of_uid(&self, uid: u32) -> usize {
         self.by_uid.get(&uid).copied().unwrap_or(0)
+    }
+
+    /// Bytes held by the requests pending from producers of `uid`.
+    pub fn bytes_of_uid(&self, uid: u32) -> usize {
+        self.bytes_by_uid.get(&uid).copied().unwrap_or(0)
     }
 
     /// Requests pending from connection `peer`.
@@ -208,10 +234,13 @@ impl PendingTable {
             assert!(req.seq < self.next_seq);
         }
         let mut uids: HashMap<u32, usize> = HashMap::new();
-        for req in self.entries.values() {
+        let mut bytes: HashMap<u32, usize> = HashMap::new();
+        for (id, req) in &self.entries {
             *uids.entry(req.producer_info.uid).or_default() += 1;
+            *bytes.entry(req.producer_info.uid).or_default() += bytes_of(id, &req.questions);
         }
         assert_eq!(uids, self.by_uid);
+        assert_eq!(bytes, self.bytes_by_uid, "bytes_by_uid");
     }
 }
 
@@ -229,6 +258,7 @@ mod tests {
                 pid: None,
                 uid,
             },
+            context: None,
             questions: "[]".into(),
             meta: Vec::new(),
             accepted_at: at,

@@ -2,7 +2,7 @@
 //! (validation is the costly part of a request), by the fast path or the reference.
 
 use super::BrokerError;
-use crate::protocol::{AskUserRequest, NoUiPolicy, RequestHead, TimeoutMs};
+use crate::protocol::{AskUserRequest, NoUiPolicy, RequestContext, RequestHead, TimeoutMs};
 use crate::questions::{self, QuestionMeta};
 
 /// An ask-user-request whose questions passed the reference's validation, normalized. Built
@@ -12,14 +12,18 @@ pub struct ValidRequest {
     pub(super) correlation_id: String,
     pub(super) timeout_ms: Option<TimeoutMs>,
     pub(super) no_ui: Option<NoUiPolicy>,
+    pub(super) context: Option<RequestContext>,
     /// The normalized questions' JSON text.
     pub(super) questions: Box<str>,
     pub(super) meta: Vec<QuestionMeta>,
 }
 
 impl ValidRequest {
-    /// Validates and normalizes; on failure returns the error for `Broker::reject`.
-    pub fn check(req: AskUserRequest) -> Result<ValidRequest, (String, BrokerError)> {
+    /// Validates and normalizes; on failure returns what `Broker::reject` takes.
+    #[allow(clippy::type_complexity)]
+    pub fn check(
+        req: AskUserRequest,
+    ) -> Result<ValidRequest, (String, Option<Box<RequestContext>>, BrokerError)> {
         match questions::check(req.questions) {
             Ok(normalized) => Ok(ValidRequest {
                 meta: normalized.meta,
@@ -27,8 +31,13 @@ impl ValidRequest {
                 correlation_id: req.correlation_id,
                 timeout_ms: req.timeout_ms,
                 no_ui: req.no_ui,
+                context: req.context,
             }),
-            Err(msg) => Err((req.correlation_id, BrokerError::InvalidQuestions(msg))),
+            Err(msg) => Err((
+                req.correlation_id,
+                req.context.map(Box::new),
+                BrokerError::InvalidQuestions(msg),
+            )),
         }
     }
 
@@ -46,6 +55,7 @@ impl ValidRequest {
             correlation_id: head.correlation_id,
             timeout_ms: head.timeout_ms,
             no_ui: head.no_ui,
+            context: head.context,
         })
     }
 
@@ -67,6 +77,7 @@ impl ValidRequest {
             req.correlation_id == self.correlation_id
                 && req.timeout_ms == self.timeout_ms
                 && req.no_ui == self.no_ui
+                && req.context == self.context
                 && *reference.questions == *self.questions
                 && reference.meta == self.meta,
             "the fast path differs from the reference on {}",

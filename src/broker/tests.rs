@@ -76,7 +76,7 @@ fn types(frames: &[(PeerId, Value)]) -> Vec<(PeerId, String)> {
 
 /// Subscribes and runs the replay to completion.
 fn subscribe(b: &mut Broker, ui: PeerId, now: Instant, fx: &mut Effects) {
-    b.subscribe(ui, None, fx);
+    b.subscribe(ui, None, SubscribeFilter::default(), fx);
     while b.replay(ui, 64, now, fx) {}
 }
 
@@ -188,7 +188,7 @@ fn replay_is_chunked_ordered_and_never_duplicates_live_requests() {
     for i in 0..10 {
         b.ask(PRODUCER, request(&format!("r{i}"), json!({})), t0, &mut fx);
     }
-    b.subscribe(UI_A, None, &mut fx);
+    b.subscribe(UI_A, None, SubscribeFilter::default(), &mut fx);
     assert_eq!(
         sent(&mut fx)[0].1,
         json!({"type": "subscribed", "pending": 10})
@@ -490,7 +490,7 @@ fn rights_forbid_roles_and_quotas_count_per_uid() {
     }
     let mut fx = Effects::default();
     let t0 = Instant::now();
-    b.subscribe(1, None, &mut fx);
+    b.subscribe(1, None, SubscribeFilter::default(), &mut fx);
     b.watch(1, None, &mut fx);
     b.ask(3, request("no", json!({})), t0, &mut fx);
     let codes: Vec<_> = sent(&mut fx)
@@ -569,4 +569,170 @@ fn new_rights_send_or_withdraw_what_a_ui_may_now_see() {
     b.ask(PRODUCER, request("later", json!({})), t0, &mut fx);
     assert!(frames_to(&sent(&mut fx), UI_A).is_empty());
     assert_eq!(b.ui_count(), 0);
+}
+
+fn filter(project: &str) -> SubscribeFilter {
+    SubscribeFilter {
+        project: Some(project.into()),
+        ..SubscribeFilter::default()
+    }
+}
+
+/// A UI that subscribed with a filter is replayed, sent, counted, withdrawn from and may
+/// answer only the requests whose context matches; the others go on as if it were not there.
+#[test]
+fn a_filtered_ui_sees_and_answers_only_matching_requests() {
+    let mut b = broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    let ctx = |p: &str| json!({"context": {"project": p, "agent": "gemini-cli/0.61.0"}});
+    b.ask(PRODUCER, request("web-1", ctx("web")), t0, &mut fx);
+    b.ask(PRODUCER, request("api-1", ctx("api")), t0, &mut fx);
+    b.ask(PRODUCER, request("none", json!({})), t0, &mut fx);
+    sent(&mut fx);
+    // Replayed and counted: only its project's.
+    b.subscribe(UI_A, None, filter("web"), &mut fx);
+    while b.replay(UI_A, 64, t0, &mut fx) {}
+    let frames = sent(&mut fx);
+    assert_eq!(frames[0].1, json!({"type": "subscribed", "pending": 1}));
+    assert_eq!(frames.len(), 2);
+    assert_eq!(frames[1].1["correlationId"], "web-1");
+    assert_eq!(
+        frames[1].1["context"],
+        json!({"agent": "gemini-cli/0.61.0", "project": "web"})
+    );
+    subscribe(&mut b, UI_B, t0, &mut fx);
+    assert_eq!(
+        sent(&mut fx)[0].1,
+        json!({"type": "subscribed", "pending": 3})
+    );
+    // Live: the unfiltered UI gets both, the filtered one its own.
+    b.ask(PRODUCER, request("web-2", ctx("web")), t0, &mut fx);
+    b.ask(PRODUCER, request("api-2", ctx("api")), t0, &mut fx);
+    let to: Vec<_> = sent(&mut fx)
+        .into_iter()
+        .map(|(p, v)| (p, v["correlationId"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(
+        to,
+        [
+            (UI_A, "web-2".into()),
+            (UI_B, "web-2".into()),
+            (UI_B, "api-2".into())
+        ]
+    );
+    // Answering what it was not shown is refused, and the request stays pending.
+    b.respond(
+        UI_A,
+        response("api-1", json!({"0": "x"}), false),
+        t0,
+        &mut fx,
+    );
+    let frames = sent(&mut fx);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].1["code"], "forbidden");
+    assert!(b.pending.contains("api-1"));
+    // Withdrawals go only where the request went.
+    b.respond(
+        UI_B,
+        response("api-1", json!({"0": "x"}), false),
+        t0,
+        &mut fx,
+    );
+    assert!(sent(&mut fx).iter().all(|(p, _)| *p != UI_A));
+    b.cancel(PRODUCER, "web-1", t0, &mut fx);
+    let to: Vec<_> = types(&sent(&mut fx));
+    assert_eq!(
+        to,
+        [
+            (UI_A, "ask-user-withdrawn".into()),
+            (UI_B, "ask-user-withdrawn".into()),
+            (PRODUCER, "ask-user-response".into())
+        ]
+    );
+}
+
+/// "No UI" counts only the UIs that would be shown the request.
+#[test]
+fn no_ui_counts_only_uis_whose_filter_matches() {
+    let mut b = broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    b.subscribe(UI_A, None, filter("web"), &mut fx);
+    while b.replay(UI_A, 64, t0, &mut fx) {}
+    sent(&mut fx);
+    let reject = |p: &str| json!({"noUi": "reject", "context": {"project": p}});
+    b.ask(PRODUCER, request("api", reject("api")), t0, &mut fx);
+    let frames = sent(&mut fx);
+    assert_eq!(types(&frames), [(PRODUCER, "ask-user-response".into())]);
+    assert_eq!(frames[0].1["reason"], "no-ui");
+    b.ask(PRODUCER, request("web", reject("web")), t0, &mut fx);
+    assert_eq!(types(&sent(&mut fx)), [(UI_A, "ask-user-request".into())]);
+    b.ask(
+        PRODUCER,
+        request("bare", json!({"noUi": "reject"})),
+        t0,
+        &mut fx,
+    );
+    assert_eq!(sent(&mut fx)[0].1["reason"], "no-ui");
+}
+
+/// Subscribing again with another filter takes off the screen what no longer matches.
+#[test]
+fn resubscribing_with_another_filter_withdraws_what_it_no_longer_asks_for() {
+    let mut b = broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    b.ask(
+        PRODUCER,
+        request("web", json!({"context": {"project": "web"}})),
+        t0,
+        &mut fx,
+    );
+    b.ask(
+        PRODUCER,
+        request("api", json!({"context": {"project": "api"}})),
+        t0,
+        &mut fx,
+    );
+    subscribe(&mut b, UI_A, t0, &mut fx);
+    assert_eq!(sent(&mut fx).len(), 3);
+    b.subscribe(UI_A, None, filter("api"), &mut fx);
+    while b.replay(UI_A, 64, t0, &mut fx) {}
+    let frames = sent(&mut fx);
+    assert_eq!(
+        frames.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()[..2],
+        [
+            json!({"type": "ask-user-withdrawn", "correlationId": "web", "reason": "withdrawn"}),
+            json!({"type": "subscribed", "pending": 1}),
+        ]
+    );
+    assert_eq!(frames[2].1["correlationId"], "api");
+    assert_eq!(frames.len(), 3);
+}
+
+/// Records and watcher events carry the context's agent and project, nothing else of it.
+#[test]
+fn records_and_events_carry_agent_and_project() {
+    let mut b = broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    b.watch(UI_B, None, &mut fx);
+    let ctx =
+        json!({"context": {"project": "web", "agent": "claude-code/1.0", "title": "secret plan"}});
+    b.ask(PRODUCER, request("a", ctx.clone()), t0, &mut fx);
+    b.ask(PRODUCER, request("a", ctx), t0, &mut fx);
+    b.cancel(PRODUCER, "a", t0, &mut fx);
+    assert_eq!(fx.records.len(), 2);
+    for r in &fx.records {
+        assert_eq!(r.agent.as_deref(), Some("claude-code/1.0"));
+        assert_eq!(r.project.as_deref(), Some("web"));
+    }
+    assert_eq!(fx.records[0].reason, End::Rejected);
+    assert_eq!(fx.events.len(), 3);
+    for e in &fx.events {
+        assert_eq!(e.agent.as_deref(), Some("claude-code/1.0"));
+        assert_eq!(e.project.as_deref(), Some("web"));
+        assert!(!serde_json::to_string(e).unwrap().contains("secret"));
+    }
 }

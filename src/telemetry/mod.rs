@@ -122,6 +122,101 @@ impl TelemetrySink {
     }
 }
 
+/// Opens the telemetry file for appending so that nobody else can read it or redirect it:
+/// its directory (created 0700, or 0750 with a group, when missing) must not be writable by
+/// another user (owned by us or root, not group- or world-writable unless sticky); the
+/// file is opened with `O_NOFOLLOW` (a planted symlink fails with `ELOOP` instead of being
+/// followed, which a root daemon would otherwise append through to any file), must be a
+/// regular file of ours with one link (a planted hard link or file is refused), and is
+/// created 0600, or 0640 with `group` as its group; an existing file gets the same mode.
+pub fn open_private(path: &Path, group: Option<u32>) -> std::io::Result<File> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+    let refuse = |why: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{why}; refusing to write telemetry there"),
+        )
+    };
+    let uid = crate::paths::effective_uid();
+    let dir = match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d,
+        None => Path::new("."),
+    };
+    if std::fs::symlink_metadata(dir).is_err() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(if group.is_some() { 0o750 } else { 0o700 })
+            .create(dir)?;
+    }
+    // The directory itself may be reached through symlinks the admin chose (/var/lib →
+    // elsewhere); what matters is who can change its entries.
+    let d = std::fs::metadata(dir)?;
+    let sticky = d.mode() & 0o1000 != 0;
+    if d.uid() != uid && d.uid() != 0 {
+        return Err(refuse(format!(
+            "{} belongs to uid {}, who could swap the file",
+            dir.display(),
+            d.uid()
+        )));
+    }
+    if d.mode() & 0o022 != 0 && !sticky {
+        return Err(refuse(format!(
+            "{} is writable by other users (mode {:04o})",
+            dir.display(),
+            d.mode() & 0o7777
+        )));
+    }
+    // Said plainly here; O_NOFOLLOW below closes the race with a symlink planted after.
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(refuse(format!("{} is a symlink", path.display())));
+    }
+    let mode = if group.is_some() { 0o640 } else { 0o600 };
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                refuse(format!("{} is a symlink", path.display()))
+            } else {
+                e
+            }
+        })?;
+    let m = file.metadata()?;
+    if !m.file_type().is_file() {
+        return Err(refuse(format!("{} is not a regular file", path.display())));
+    }
+    if m.uid() != uid {
+        return Err(refuse(format!(
+            "{} belongs to uid {}, not to askbusd's uid {uid}",
+            path.display(),
+            m.uid()
+        )));
+    }
+    if m.nlink() != 1 {
+        return Err(refuse(format!(
+            "{} has {} hard links",
+            path.display(),
+            m.nlink()
+        )));
+    }
+    if let Some(gid) = group {
+        std::os::unix::fs::fchown(&file, None, Some(gid))?;
+    }
+    file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+    // O_NONBLOCK only kept a planted FIFO from blocking the open; writes are blocking.
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let fd = std::os::unix::io::AsRawFd::as_raw_fd(&file);
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+    }
+    Ok(file)
+}
+
 /// The writer thread; dropping it writes what is queued and stops the thread.
 pub struct TelemetryWriter {
     path: PathBuf,
@@ -130,16 +225,14 @@ pub struct TelemetryWriter {
 }
 
 impl TelemetryWriter {
-    /// Opens (appending) `path`, creating its directory, and starts the writer thread.
-    pub fn start(path: &Path, counters: Arc<Counters>) -> std::io::Result<(Self, TelemetrySink)> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .read(true)
-            .open(path)?;
+    /// Opens (appending) `path` safely (see [`open_private`]), creating its directory, and
+    /// starts the writer thread.
+    pub fn start(
+        path: &Path,
+        group: Option<u32>,
+        counters: Arc<Counters>,
+    ) -> std::io::Result<(Self, TelemetrySink)> {
+        let mut file = open_private(path, group)?;
         end_torn_line(&mut file)?;
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue::default()),

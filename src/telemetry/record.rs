@@ -28,6 +28,11 @@ pub struct Record {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<ErrorCode>,
     pub producer: ProducerInfo,
+    /// The request's `context.agent` and `context.project`, when it carried them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ui: Option<UiInfo>,
     pub latency_ms: u64,
@@ -86,6 +91,14 @@ impl Record {
         out.extend_from_slice(b",\"uid\":");
         write_u64(out, self.producer.uid.into());
         out.push(b'}');
+        if let Some(agent) = &self.agent {
+            out.extend_from_slice(b",\"agent\":");
+            write_str(out, agent);
+        }
+        if let Some(project) = &self.project {
+            out.extend_from_slice(b",\"project\":");
+            write_str(out, project);
+        }
         if let Some(ui) = &self.ui {
             out.extend_from_slice(b",\"ui\":{");
             if let Some(client) = &ui.client {
@@ -142,6 +155,8 @@ mod tests {
                 pid: Some(-4),
                 uid: 1000,
             },
+            agent: Some("gemini-cli/0.61.0".into()),
+            project: Some("ask\"bus-é".into()),
             ui: Some(UiInfo {
                 client: None,
                 pid: Some(77),
@@ -162,6 +177,8 @@ mod tests {
                 pid: None,
                 uid: 0,
             },
+            agent: None,
+            project: None,
             ui: Some(UiInfo {
                 client: Some("tui".into()),
                 pid: None,
@@ -172,6 +189,7 @@ mod tests {
         };
         let none_ui = Record {
             ui: None,
+            agent: None,
             ts: at + std::time::Duration::from_millis(1),
             ..full.clone()
         };

@@ -24,8 +24,11 @@ import {
   DEFAULT_MAX_FRAME_BYTES,
   encodeFrame,
   frames,
+  contextFromEnv,
+  mergeContext,
   type Answers,
   type NoUiPolicy,
+  type RequestContext,
   type Outcome,
   type ProducerResponseFrame,
   type Question,
@@ -45,6 +48,10 @@ export interface ProducerOptions {
   /** Keep trying the very first connection until the ask's deadline instead of failing at
    * once with DaemonUnreachable (for agents that may start before the daemon). Default false. */
   waitForDaemon?: boolean;
+  /** Who is asking, about what: sent with every question, shown to UIs and matched by their
+   * filters. On top of the `ASKBUS_AGENT`, `ASKBUS_SESSION`, `ASKBUS_PROJECT`, `ASKBUS_CWD` and
+   * `ASKBUS_TITLE` environment variables; an ask's own `context` overrides it field by field. */
+  context?: RequestContext;
 }
 
 export interface AskOptions {
@@ -56,6 +63,8 @@ export interface AskOptions {
   noUi?: NoUiPolicy;
   /** Aborting withdraws the question (ask-user-cancel) and rejects the ask with the signal's reason. */
   signal?: AbortSignal;
+  /** This question's context, over the producer's, field by field. */
+  context?: RequestContext;
 }
 
 /** How an ask ended. `result` is exactly what the ask_user tool returns to the model. */
@@ -80,6 +89,7 @@ interface Pending {
   questions: unknown;
   timeoutMs: number | undefined;
   noUi: NoUiPolicy | undefined;
+  context: RequestContext;
   startedAt: number;
   /** Absolute ms; known once a welcome told us the daemon's default and cap. */
   deadline: number | undefined;
@@ -107,6 +117,8 @@ export class Producer {
   private readonly client: string | undefined;
   private readonly reconnect: ReconnectOptions | null;
   private readonly waitForDaemon: boolean;
+  /** What every question says of who is asking (environment, then the constructor's option). */
+  readonly context: RequestContext;
   private conn: Connection | null = null;
   private welcome: WelcomeFrame | null = null;
   /** The last daemon's welcome, kept across reconnects for deadlines of asks made meanwhile. */
@@ -126,6 +138,7 @@ export class Producer {
     const rc = opts.reconnect ?? true;
     this.reconnect = rc === false ? null : rc === true ? {} : rc;
     this.waitForDaemon = opts.waitForDaemon ?? false;
+    this.context = mergeContext(contextFromEnv(), opts.context);
   }
 
   /** Connects now (asks connect on demand); rejects with DaemonUnreachable naming the socket. */
@@ -150,6 +163,7 @@ export class Producer {
         questions,
         timeoutMs: opts.timeoutMs,
         noUi: opts.noUi,
+        context: mergeContext(this.context, opts.context),
         startedAt: Date.now(),
         deadline: undefined,
         sentOn: null,
@@ -320,7 +334,7 @@ export class Producer {
     p.deadline = Math.min(p.deadline ?? Infinity, p.startedAt + ms);
     // A resend carries what is left, so the new daemon times it out when the first would have.
     const timeoutMs = p.lostOnce ? Math.max(1, p.deadline - now) : p.timeoutMs;
-    const frame = frames.ask(p.id, p.questions, timeoutMs, p.noUi);
+    const frame = frames.ask(p.id, p.questions, timeoutMs, p.noUi, p.context);
     const size = encodeFrame(frame).length - 4;
     const max = welcome.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     if (size > max) {

@@ -72,6 +72,58 @@ export interface PongFrame {
   type: "pong";
   id?: unknown;
 }
+/**
+ * Who is asking, about what: a request's optional `context`, shown to UIs with it and matched
+ * by their filters. `agent` is the agent itself as `name/version` (not this library),
+ * `session` its own session id, `project` a short project name, `cwd` its working directory,
+ * `title` one line saying what it is doing. The daemon refuses an empty value, one with
+ * control characters, or one longer than `CONTEXT_LIMITS` with `InvalidRequest` naming the field.
+ */
+export interface RequestContext {
+  agent?: string;
+  session?: string;
+  project?: string;
+  cwd?: string;
+  title?: string;
+}
+
+/** Each context field, the environment variable it defaults to, and its longest value (characters). */
+export const CONTEXT_FIELDS = [
+  ["agent", "ASKBUS_AGENT", 256],
+  ["session", "ASKBUS_SESSION", 256],
+  ["project", "ASKBUS_PROJECT", 128],
+  ["cwd", "ASKBUS_CWD", 4096],
+  ["title", "ASKBUS_TITLE", 256],
+] as const;
+
+/** Which requests a UI is shown: every key given must match the request's context. */
+export interface SubscribeFilter {
+  project?: string;
+  /** `name/version`, or just the name. */
+  agent?: string;
+  session?: string;
+}
+
+/** The context the `ASKBUS_*` environment variables give (empty ones count as unset). */
+export function contextFromEnv(env: Record<string, string | undefined> = process.env): RequestContext {
+  const c: RequestContext = {};
+  for (const [name, variable] of CONTEXT_FIELDS) {
+    const v = env[variable];
+    if (v) c[name] = v;
+  }
+  return c;
+}
+
+/** `base` with every field `over` sets replaced; only the known, set fields are kept. */
+export function mergeContext(base: RequestContext, over: RequestContext = {}): RequestContext {
+  const c: RequestContext = {};
+  for (const [name] of CONTEXT_FIELDS) {
+    const v = over[name] ?? base[name];
+    if (v !== undefined && v !== null) c[name] = v;
+  }
+  return c;
+}
+
 export interface SubscribedFrame {
   type: "subscribed";
   pending: number;
@@ -83,6 +135,8 @@ export interface UiRequestFrame {
   questions: Question[];
   timeoutMs: number;
   producer: ProducerInfo;
+  /** Who is asking, about what; absent when the producer did not say. */
+  context?: RequestContext;
 }
 export interface WithdrawnFrame {
   type: "ask-user-withdrawn";
@@ -120,6 +174,9 @@ export interface BusEventFrame {
   ts: string;
   correlationId: string;
   producer: ProducerInfo;
+  /** The request's `context.agent` and `context.project`, when it carried them. */
+  agent?: string;
+  project?: string;
   ui?: { client?: string; pid: number | null };
   latencyMs?: number;
   timeoutMs?: number;
@@ -163,6 +220,7 @@ export interface StatsRequestFrame {
 export interface SubscribeFrame {
   type: "subscribe";
   client?: string;
+  filter?: SubscribeFilter;
 }
 export interface WatchFrame {
   type: "watch";
@@ -174,6 +232,7 @@ export interface AskFrame {
   questions: unknown;
   timeoutMs?: number;
   noUi?: NoUiPolicy;
+  context?: RequestContext;
 }
 export interface CancelFrame {
   type: "ask-user-cancel";
@@ -207,16 +266,20 @@ export const frames = {
   stats(): StatsRequestFrame {
     return { type: "stats" };
   },
-  subscribe(client?: string): SubscribeFrame {
-    return client === undefined ? { type: "subscribe" } : { type: "subscribe", client };
+  subscribe(client?: string, filter?: SubscribeFilter): SubscribeFrame {
+    const f: SubscribeFrame = { type: "subscribe" };
+    if (client !== undefined) f.client = client;
+    if (filter !== undefined && Object.values(filter).some((v) => v !== undefined)) f.filter = filter;
+    return f;
   },
   watch(client?: string): WatchFrame {
     return client === undefined ? { type: "watch" } : { type: "watch", client };
   },
-  ask(correlationId: string, questions: unknown, timeoutMs?: number, noUi?: NoUiPolicy): AskFrame {
+  ask(correlationId: string, questions: unknown, timeoutMs?: number, noUi?: NoUiPolicy, context?: RequestContext): AskFrame {
     const f: AskFrame = { type: "ask-user-request", correlationId, questions };
     if (timeoutMs !== undefined) f.timeoutMs = timeoutMs;
     if (noUi !== undefined) f.noUi = noUi;
+    if (context !== undefined && Object.keys(context).length > 0) f.context = context;
     return f;
   },
   cancel(correlationId: string): CancelFrame {

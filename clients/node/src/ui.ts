@@ -18,6 +18,8 @@ import {
   type ProducerInfo,
   type Question,
   type ServerFrame,
+  type RequestContext,
+  type SubscribeFilter,
   type UiRequestFrame,
   type WithdrawReason,
 } from "./protocol.js";
@@ -33,6 +35,9 @@ export interface SubscribeOptions {
   waitForDaemon?: boolean;
   /** Aborting closes the subscription (the `for await` loop ends). */
   signal?: AbortSignal;
+  /** Show this UI only the requests whose context matches (project, agent name or
+   * name/version, session): only those are replayed, sent and answerable. */
+  filter?: SubscribeFilter;
   /** After a reconnect, how long a request missing from the replay may take to come back
    * (its producer resending it to a restarted daemon) before it counts as withdrawn. Default 5000. */
   resumeGraceMs?: number;
@@ -67,6 +72,8 @@ export class UiRequest {
   readonly questions: Question[];
   /** Who asked. */
   readonly producer: ProducerInfo;
+  /** Who is asking, about what (undefined when the producer did not say). */
+  readonly context: RequestContext | undefined;
   private _deadline: number;
   private _state: UiRequestState = "pending";
   private _reason: UiWithdrawReason | undefined;
@@ -81,6 +88,7 @@ export class UiRequest {
     this.correlationId = frame.correlationId;
     this.questions = frame.questions;
     this.producer = frame.producer;
+    this.context = frame.context;
     this._deadline = Date.now() + frame.timeoutMs;
   }
 
@@ -156,6 +164,7 @@ export class Subscription extends EventEmitter<SubscriptionEvents> implements As
   /** Resolves once the first subscription is confirmed; rejects if it cannot be made. */
   readonly ready: Promise<void>;
   private readonly client: string | undefined;
+  private readonly filter: SubscribeFilter | undefined;
   private readonly reconnect: ReconnectOptions | null;
   private readonly graceMs: number;
   private conn: Connection | null = null;
@@ -176,6 +185,7 @@ export class Subscription extends EventEmitter<SubscriptionEvents> implements As
     super();
     this.socketPath = opts.socket ?? defaultSocketPath();
     this.client = opts.client;
+    this.filter = opts.filter;
     const rc = opts.reconnect ?? true;
     this.reconnect = rc === false ? null : rc === true ? {} : rc;
     this.graceMs = opts.resumeGraceMs ?? 5000;
@@ -329,7 +339,7 @@ export class Subscription extends EventEmitter<SubscriptionEvents> implements As
         conn = c;
         this.conn = c;
         c.send(frames.hello(this.client));
-        c.send(frames.subscribe(this.client));
+        c.send(frames.subscribe(this.client, this.filter));
       }, rejectOpen);
     });
   }

@@ -97,11 +97,19 @@ test("error examples map to their AskbusError subclasses", () => {
 
 test("client frames this package builds equal the client examples", () => {
   const req = example("client/ask-user-request.json");
+  const ctxReq = example("client/ask-user-request.context.json");
+  const badReq = example("client/ask-user-request.context-invalid.json");
   const built: Record<string, ClientFrame> = {
     "hello.json": frames.hello("my-agent/1.2.0"),
     "ping.json": frames.ping(42),
     "stats.json": frames.stats(),
     "subscribe.json": frames.subscribe("askbus-tui/0.1.0"),
+    "subscribe.filter.json": frames.subscribe("askbus-tui/0.1.0", { project: "askbus" }),
+    "ask-user-request.context.json": frames.ask(ctxReq.correlationId, ctxReq.questions, 300000, undefined, ctxReq.context),
+    "ask-user-request.context-invalid.json": frames.ask(badReq.correlationId, badReq.questions, 300000, undefined, {
+      project: "askbus",
+      title: "Cut the release\nthen deploy it",
+    }),
     "watch.json": frames.watch("askbus-watch/0.1.0"),
     "ask-user-request.json": frames.ask(req.correlationId, req.questions, 120000),
     "ask-user-request.no-ui-reject.json": frames.ask(req.correlationId, req.questions, 120000, "reject"),

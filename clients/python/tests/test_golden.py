@@ -64,9 +64,12 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
     if isinstance(parsed, _frames.Subscribed):
         return {"type": "subscribed", "pending": parsed.pending}
     if isinstance(parsed, _frames.UiRequest):
-        return {"type": "ask-user-request", "correlationId": parsed.correlation_id,
-                "questions": parsed.questions, "timeoutMs": parsed.timeout_ms,
-                "producer": producer(parsed.producer)}
+        out = {"type": "ask-user-request", "correlationId": parsed.correlation_id,
+               "questions": parsed.questions, "timeoutMs": parsed.timeout_ms,
+               "producer": producer(parsed.producer)}
+        if parsed.context is not None:
+            out["context"] = parsed.context.to_wire()
+        return out
     if isinstance(parsed, _frames.WithdrawnFrame):
         return {"type": "ask-user-withdrawn", "correlationId": parsed.correlation_id,
                 "reason": parsed.reason}
@@ -97,7 +100,8 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
             out["ui"] = {"pid": parsed.ui.pid,
                          **({"client": parsed.ui.client} if parsed.ui.client else {})}
         for key, value in (("latencyMs", parsed.latency_ms), ("timeoutMs", parsed.timeout_ms),
-                           ("code", parsed.code)):
+                           ("code", parsed.code), ("agent", parsed.agent),
+                           ("project", parsed.project)):
             if value is not None:
                 out[key] = value
         return out
@@ -123,10 +127,11 @@ class GoldenFramesTest(unittest.TestCase):
             "hello": lambda f: _frames.hello(f.get("client")),
             "ping": lambda f: _frames.ping(f["id"]) if "id" in f else _frames.ping(),
             "stats": lambda f: _frames.stats(),
-            "subscribe": lambda f: _frames.subscribe(f.get("client")),
+            "subscribe": lambda f: _frames.subscribe(f.get("client"), f.get("filter")),
             "watch": lambda f: _frames.watch(f.get("client")),
             "ask-user-request": lambda f: _frames.ask_user_request(
-                f["correlationId"], f["questions"], f.get("timeoutMs"), f.get("noUi")),
+                f["correlationId"], f["questions"], f.get("timeoutMs"), f.get("noUi"),
+                askbus.RequestContext.of(f.get("context")).to_wire()),
             "ask-user-cancel": lambda f: _frames.ask_user_cancel(f["correlationId"]),
             "ask-user-response": lambda f: _frames.ask_user_response(
                 f["correlationId"], f.get("answers", {}), f.get("cancelled", False)),

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use askbusd::client::{new_correlation_id, Ask, ClientError, Producer};
-use askbusd::protocol::{NoUiPolicy, Outcome, ProducerResponse, ServerFrame};
+use askbusd::protocol::{NoUiPolicy, Outcome, ProducerResponse, RequestContext, ServerFrame};
 
 use crate::term;
 
@@ -39,6 +39,7 @@ pub async fn run(
     questions: Value,
     timeout_ms: Option<u64>,
     no_ui: Option<NoUiPolicy>,
+    context: Option<RequestContext>,
     json: bool,
     client: &str,
 ) -> Result<ExitCode> {
@@ -52,6 +53,7 @@ pub async fn run(
         correlation_id: Some(id.clone()),
         timeout_ms,
         no_ui,
+        context,
     };
     let asked = producer.ask(request);
     tokio::pin!(asked);

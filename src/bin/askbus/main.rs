@@ -15,6 +15,7 @@ mod answer;
 mod ask;
 mod bench;
 mod completions;
+mod context;
 mod mcp;
 mod pending;
 mod schema;
@@ -60,12 +61,16 @@ enum Command {
         /// Name announced to the UIs
         #[arg(long, value_name = "NAME", default_value = concat!("askbus-cli/", env!("CARGO_PKG_VERSION")))]
         client: String,
+        #[command(flatten)]
+        context: context::ContextArgs,
     },
     /// List the pending questions and exit.
     Pending {
         /// Print them as a JSON array of ask-user-request frames
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        filter: context::FilterArgs,
     },
     /// Answer (or dismiss) one pending question, as a UI would.
     Answer {
@@ -227,15 +232,20 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             no_ui,
             json,
             client,
+            context,
         } => {
             let questions = ask::read_questions(file)?;
             let no_ui = no_ui.map(|p| match p {
                 NoUiArg::Wait => NoUiPolicy::Wait,
                 NoUiArg::Reject => NoUiPolicy::Reject,
             });
-            ask::run(&socket, questions, timeout_ms, no_ui, json, &client).await
+            let context = context.context();
+            ask::run(
+                &socket, questions, timeout_ms, no_ui, context, json, &client,
+            )
+            .await
         }
-        Command::Pending { json } => pending::run(&socket, json).await,
+        Command::Pending { json, filter } => pending::run(&socket, json, &filter.filter()).await,
         Command::Ui => ui::run(&socket).await,
         Command::Watch { json } => watch::run(&socket, json).await,
         Command::Validate { file, json } => validate::run(file, json),

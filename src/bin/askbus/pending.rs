@@ -8,14 +8,16 @@ use anyhow::{bail, Result};
 use serde_json::Value;
 
 use askbusd::client::{Ui, UiEvent};
-use askbusd::protocol::{ServerFrame, UiRequest};
+use askbusd::protocol::{ServerFrame, SubscribeFilter, UiRequest};
 
 use crate::term::{self, sanitize, sanitize_lines};
 
-pub async fn run(socket: &Path, json: bool) -> Result<ExitCode> {
-    let mut ui = Ui::subscribe(
+pub async fn run(socket: &Path, json: bool, filter: &SubscribeFilter) -> Result<ExitCode> {
+    // The daemon filters: it replays only the questions the filter matches.
+    let mut ui = Ui::subscribe_filtered(
         socket,
         Some(concat!("askbus-pending/", env!("CARGO_PKG_VERSION"))),
+        filter,
     )
     .await?;
     let mut requests: Vec<UiRequest> = Vec::new();
@@ -57,6 +59,23 @@ fn print_request(r: &UiRequest) -> Result<()> {
         p.uid,
         r.timeout_ms / 1000
     );
+    if let Some(c) = &r.context {
+        let about: Vec<String> = [
+            ("project", &c.project),
+            ("agent", &c.agent),
+            ("session", &c.session),
+            ("cwd", &c.cwd),
+        ]
+        .into_iter()
+        .filter_map(|(name, v)| v.as_deref().map(|v| format!("{name} {}", sanitize(v))))
+        .collect();
+        if !about.is_empty() {
+            println!("  {}", about.join(" · "));
+        }
+        if let Some(title) = &c.title {
+            println!("  title: {}", sanitize(title));
+        }
+    }
     let questions = r
         .questions
         .as_array()

@@ -96,6 +96,12 @@ fn raw_line(e: &BusEvent) -> String {
     // A request refused before it had a usable correlationId has none to show.
     let id = e.correlation_id.as_deref().unwrap_or("-");
     let mut out = format!("{time}  {:<13}  {id}  {producer}", e.event);
+    // Which agent and project it is about, when the request said.
+    let about: Vec<_> = [&e.project, &e.agent].into_iter().flatten().collect();
+    if !about.is_empty() {
+        let about: Vec<&str> = about.iter().map(|v| v.as_str()).collect();
+        out.push_str(&format!(" [{}]", about.join(" · ")));
+    }
     match e.event.as_str() {
         "request" => {
             out.push_str(&format!(" uid {}", e.producer.uid));
@@ -172,6 +178,15 @@ mod tests {
             line(&e),
             "12:00:01.123Z  request        c1  deploy-agent/2.1 (pid 42) uid 1000: \
              Database [choice], Q1 [text]; times out in 10m 00s"
+        );
+        let e = event(json!({"event": "request", "ts": "t", "correlationId": "c1",
+            "producer": {"client": "askbus-mcp/0.1.0", "pid": 42, "uid": 0},
+            "agent": "claude-code/1.0", "project": "web\u{1b}]0;x",
+            "questionTypes": ["text"], "headers": ["Name"]}));
+        assert_eq!(
+            line(&e),
+            "t  request        c1  askbus-mcp/0.1.0 (pid 42) [web\u{241b}]0;x · claude-code/1.0] \
+             uid 0: Name [text]"
         );
     }
 

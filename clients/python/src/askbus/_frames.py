@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import DaemonError, ProtocolError, error_for_code
-from .types import Answers, BusEvent, ProducerInfo, Response, ToolResult, UiInfo, Welcome
+from .types import (
+    CONTEXT_FIELDS, Answers, BusEvent, ProducerInfo, RequestContext, Response, ToolResult, UiInfo,
+    Welcome,
+)
 
 PROTOCOL_VERSION = 1
 LENGTH_PREFIX = struct.Struct(">I")
@@ -76,10 +79,14 @@ def watch(client: Optional[str] = None) -> Dict[str, Any]:
     return frame
 
 
-def subscribe(client: Optional[str] = None) -> Dict[str, Any]:
+def subscribe(
+    client: Optional[str] = None, filter: Optional[Mapping[str, str]] = None
+) -> Dict[str, Any]:
     frame: Dict[str, Any] = {"type": "subscribe"}
     if client is not None:
         frame["client"] = client
+    if filter:
+        frame["filter"] = dict(filter)
     return frame
 
 
@@ -88,6 +95,7 @@ def ask_user_request(
     questions: Any,
     timeout_ms: Optional[int] = None,
     no_ui: Optional[str] = None,
+    context: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Any]:
     frame: Dict[str, Any] = {
         "type": "ask-user-request",
@@ -98,6 +106,8 @@ def ask_user_request(
         frame["timeoutMs"] = timeout_ms
     if no_ui is not None:
         frame["noUi"] = no_ui
+    if context:
+        frame["context"] = dict(context)
     return frame
 
 
@@ -168,6 +178,7 @@ class UiRequest:
     questions: List[Dict[str, Any]]
     timeout_ms: int
     producer: ProducerInfo
+    context: Optional[RequestContext] = None
 
 
 @dataclass(frozen=True)
@@ -279,7 +290,18 @@ def parse_ui_request(frame: Mapping[str, Any]) -> UiRequest:
         questions=questions,
         timeout_ms=_field(frame, "timeoutMs", int),
         producer=parse_producer(_field(frame, "producer", dict)),
+        context=parse_context(frame.get("context")),
     )
+
+
+def parse_context(value: Any) -> Optional[RequestContext]:
+    """A request's context as the daemon sends it to UIs; keys this client does not know are
+    left out."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ProtocolError("askbusd sent an ask-user-request whose context is not an object")
+    return RequestContext(**{name: _optional(value, name, str) for name, _, _ in CONTEXT_FIELDS})
 
 
 def parse_response(frame: Mapping[str, Any]) -> Response:
@@ -332,6 +354,8 @@ def parse_bus_event(frame: Mapping[str, Any]) -> BusEvent:
         question_types=_strings(frame, "questionTypes"),
         headers=_strings(frame, "headers"),
         code=_optional(frame, "code", str),
+        agent=_optional(frame, "agent", str),
+        project=_optional(frame, "project", str),
     )
 
 

@@ -16,6 +16,7 @@ from typing import (
     Dict,
     Iterator,
     List,
+    Mapping,
     Optional,
     TypeVar,
     Union,
@@ -30,6 +31,7 @@ from .types import (
     NoUiPolicy,
     ProducerInfo,
     Question,
+    RequestContext,
     Response,
     Welcome,
     WithdrawReason,
@@ -153,9 +155,13 @@ class Producer:
         *,
         client: Optional[str] = None,
         reconnect: bool = True,
+        context: Union[RequestContext, Mapping[str, Optional[str]], None] = None,
     ) -> None:
+        """``context``: who is asking, about what (see ``aio.AsyncProducer``)."""
         self._io = _IoThread.get()
-        self._aio = aio.AsyncProducer(socket, client=client, reconnect=reconnect)
+        self._aio = aio.AsyncProducer(
+            socket, client=client, reconnect=reconnect, context=context
+        )
 
     @property
     def socket_path(self) -> str:
@@ -186,11 +192,16 @@ class Producer:
         timeout_ms: Optional[int] = None,
         no_ui: Optional[NoUiPolicy] = None,
         correlation_id: Optional[str] = None,
+        context: Union[RequestContext, Mapping[str, Optional[str]], None] = None,
     ) -> Response:
         """Asks and blocks until the terminal response; see ``AsyncProducer.ask``."""
         return self._io.run(
             self._aio.ask(
-                questions, timeout_ms=timeout_ms, no_ui=no_ui, correlation_id=correlation_id
+                questions,
+                timeout_ms=timeout_ms,
+                no_ui=no_ui,
+                correlation_id=correlation_id,
+                context=context,
             )
         )
 
@@ -220,6 +231,7 @@ def ask(
     socket: Optional[PathLike] = None,
     client: Optional[str] = None,
     correlation_id: Optional[str] = None,
+    context: Union[RequestContext, Mapping[str, Optional[str]], None] = None,
 ) -> Response:
     """Asks once and blocks until the question ends.
 
@@ -228,7 +240,7 @@ def ask(
     reference ask_user tool's message for invalid questions, other ``DaemonError`` subclasses
     for other refusals, and ``DaemonUnreachable`` when no daemon answers at the socket.
     """
-    with Producer(socket, client=client) as producer:
+    with Producer(socket, client=client, context=context) as producer:
         return producer.ask(
             questions, timeout_ms=timeout_ms, no_ui=no_ui, correlation_id=correlation_id
         )
@@ -273,6 +285,11 @@ class Request:
     @property
     def producer(self) -> ProducerInfo:
         return self._inner.producer
+
+    @property
+    def context(self) -> Optional[RequestContext]:
+        """Who is asking, about what (``None`` when the producer did not say)."""
+        return self._inner.context
 
     @property
     def withdrawn(self) -> bool:
@@ -322,6 +339,7 @@ class Subscription:
         socket: Optional[PathLike] = None,
         *,
         client: Optional[str] = None,
+        filter: Optional[Mapping[str, str]] = None,
         on_withdrawn: Optional[Callable[[Request], object]] = None,
         reconnect: bool = True,
         resume_grace: float = 3.0,
@@ -340,6 +358,7 @@ class Subscription:
         self._aio = aio.AsyncSubscription(
             socket,
             client=client,
+            filter=filter,
             on_withdrawn=None if on_withdrawn is None else forward,
             reconnect=reconnect,
             resume_grace=resume_grace,
@@ -415,16 +434,20 @@ def subscribe(
     socket: Optional[PathLike] = None,
     *,
     client: Optional[str] = None,
+    filter: Optional[Mapping[str, str]] = None,
     on_withdrawn: Optional[Callable[[Request], object]] = None,
     reconnect: bool = True,
     resume_grace: float = 3.0,
 ) -> Subscription:
     """Subscribes as a UI: ``for req in subscribe(): req.answer({"0": "SQLite"})``.
+    ``filter`` (``project``, ``agent``, ``session``) shows it only the questions whose context
+    matches.
 
     Raises ``DaemonUnreachable`` at once when no daemon answers."""
     return Subscription(
         socket,
         client=client,
+        filter=filter,
         on_withdrawn=on_withdrawn,
         reconnect=reconnect,
         resume_grace=resume_grace,

@@ -57,6 +57,7 @@ from .types import (
     NoUiPolicy,
     ProducerInfo,
     Question,
+    RequestContext,
     Response,
     Welcome,
     WithdrawReason,
@@ -133,11 +134,13 @@ class _PendingAsk:
         timeout_ms: Optional[int],
         no_ui: Optional[str],
         future: asyncio.Future[Response],
+        context: Optional[Dict[str, str]] = None,
     ) -> None:
         self.correlation_id = correlation_id
         self.questions = questions
         self.timeout_ms = timeout_ms
         self.no_ui = no_ui
+        self.context = context
         self.future = future
         #: time.monotonic() after which the question is over; set at its first send.
         self.deadline: Optional[float] = None
@@ -182,6 +185,12 @@ class AsyncProducer:
     ``ask`` made after the connection dropped while nothing was pending. Only when a
     question's deadline passes with no daemon to take it does its ``ask`` end: with that
     ``shutdown`` response if there was one, else ``DaemonUnreachable``.
+
+    ``context`` (a ``RequestContext`` or a mapping of its fields: ``agent``, ``session``,
+    ``project``, ``cwd``, ``title``) says who is asking, about what; UIs show it and filter on
+    it. It goes with every question, on top of what the ``ASKBUS_AGENT``, ``ASKBUS_SESSION``,
+    ``ASKBUS_PROJECT``, ``ASKBUS_CWD`` and ``ASKBUS_TITLE`` environment variables say, and an
+    ``ask``'s own ``context`` overrides it field by field.
     """
 
     def __init__(
@@ -190,9 +199,11 @@ class AsyncProducer:
         *,
         client: Optional[str] = None,
         reconnect: bool = True,
+        context: Union[RequestContext, Mapping[str, Optional[str]], None] = None,
     ) -> None:
         self.socket_path = resolve_socket(socket)
         self.client = client
+        self.context = RequestContext.from_env().merged(RequestContext.of(context))
         self.reconnect = reconnect
         self.welcome: Optional[Welcome] = None
         self._conn: Optional[Connection] = None
@@ -252,8 +263,10 @@ class AsyncProducer:
         timeout_ms: Optional[int] = None,
         no_ui: Optional[NoUiPolicy] = None,
         correlation_id: Optional[str] = None,
+        context: Union[RequestContext, Mapping[str, Optional[str]], None] = None,
     ) -> Response:
-        """Asks and waits for the one terminal response.
+        """Asks and waits for the one terminal response. ``context`` overrides the
+        producer's, field by field.
 
         Returns the ``Response`` for every outcome (answered, dismissed, timeout, no-ui,
         withdrawn, shutdown; see ``Response.raise_for_outcome``). Raises ``InvalidRequest``
@@ -269,14 +282,15 @@ class AsyncProducer:
         ):
             raise TypeError(f"timeout_ms must be an int, not {type(timeout_ms).__name__}")
         # Fail here, in the caller, on values JSON cannot carry (the daemon never sees them).
-        _frames.encode(_frames.ask_user_request(cid, questions, timeout_ms, no_ui))
+        wire_context = self.context.merged(RequestContext.of(context)).to_wire()
+        _frames.encode(_frames.ask_user_request(cid, questions, timeout_ms, no_ui, wire_context))
         if cid in self._asks:
             raise DuplicateCorrelationId(
                 f"correlationId {cid!r} is already pending on this producer",
                 correlation_id=cid,
             )
         loop = asyncio.get_running_loop()
-        pa = _PendingAsk(cid, questions, timeout_ms, no_ui, loop.create_future())
+        pa = _PendingAsk(cid, questions, timeout_ms, no_ui, loop.create_future(), wire_context)
         self._asks[cid] = pa
         try:
             if self._conn is None and self._reconnector is None:
@@ -388,7 +402,9 @@ class AsyncProducer:
             # The same deadline on the new daemon: what is left of it, not a fresh timeout.
             timeout_ms = max(1, math.ceil(remaining * 1000))
         payload = _frames.encode(
-            _frames.ask_user_request(pa.correlation_id, pa.questions, timeout_ms, pa.no_ui)
+            _frames.ask_user_request(
+                pa.correlation_id, pa.questions, timeout_ms, pa.no_ui, pa.context
+            )
         )
         if len(payload) > welcome.max_frame_bytes:
             # Sent, it would make the daemon close the connection every other question shares.
@@ -566,9 +582,10 @@ async def ask(
     socket: Optional[PathLike] = None,
     client: Optional[str] = None,
     correlation_id: Optional[str] = None,
+    context: Union[RequestContext, Mapping[str, Optional[str]], None] = None,
 ) -> Response:
     """Asks once on a connection of its own; see ``AsyncProducer.ask``."""
-    async with AsyncProducer(socket, client=client) as producer:
+    async with AsyncProducer(socket, client=client, context=context) as producer:
         return await producer.ask(
             questions, timeout_ms=timeout_ms, no_ui=no_ui, correlation_id=correlation_id
         )
@@ -610,6 +627,8 @@ class AsyncRequest:
         self.questions = cast(List[Question], frame.questions)
         self.timeout_ms = frame.timeout_ms
         self.producer: ProducerInfo = frame.producer
+        #: Who is asking, about what (``None`` when the producer did not say).
+        self.context: Optional[RequestContext] = frame.context
         self.received_at = time.monotonic()
         #: time.monotonic() at which the daemon times it out.
         self.deadline = self.received_at + frame.timeout_ms / 1000.0
@@ -657,6 +676,7 @@ class AsyncRequest:
     def _refresh(self, frame: _frames.UiRequest, gen: int) -> None:
         self.timeout_ms = frame.timeout_ms
         self.producer = frame.producer
+        self.context = frame.context
         self.deadline = time.monotonic() + frame.timeout_ms / 1000.0
         self._confirmed_gen = gen
         self._shutdown_seen = False
@@ -701,6 +721,10 @@ class AsyncSubscription:
     objects; one that has not come back ``resume_grace`` seconds after reconnecting (its
     producer gave up or died) is withdrawn with reason ``"lost"``, or ``"timeout"`` if its
     deadline passed first, or ``"shutdown"`` if the old daemon said it was shutting down.
+
+    ``filter`` (keys ``project``, ``agent``, ``session``) makes the daemon show this UI only
+    the questions whose context matches: only those are replayed and sent, and only those may
+    it answer. ``agent`` matches ``name/version`` or just the name.
     """
 
     def __init__(
@@ -708,12 +732,14 @@ class AsyncSubscription:
         socket: Optional[PathLike] = None,
         *,
         client: Optional[str] = None,
+        filter: Optional[Mapping[str, str]] = None,
         on_withdrawn: Optional[Callable[[AsyncRequest], object]] = None,
         reconnect: bool = True,
         resume_grace: float = 3.0,
     ) -> None:
         self.socket_path = resolve_socket(socket)
         self.client = client
+        self.filter: Dict[str, str] = {k: v for k, v in (filter or {}).items() if v is not None}
         self.reconnect = reconnect
         self.resume_grace = resume_grace
         self.welcome: Optional[Welcome] = None
@@ -819,7 +845,7 @@ class AsyncSubscription:
         conn = await Connection.open(self.socket_path)
         try:
             self.welcome = await conn.handshake(self.client)
-            await conn.send(_frames.subscribe(self.client))
+            await conn.send(_frames.subscribe(self.client, self.filter))
             while True:
                 frame = await conn.recv()
                 if frame is None:
@@ -1063,15 +1089,18 @@ def subscribe(
     socket: Optional[PathLike] = None,
     *,
     client: Optional[str] = None,
+    filter: Optional[Mapping[str, str]] = None,
     on_withdrawn: Optional[Callable[[AsyncRequest], object]] = None,
     reconnect: bool = True,
     resume_grace: float = 3.0,
 ) -> AsyncSubscription:
     """A UI subscription: ``async for req in subscribe(): await req.answer({...})``, or
-    ``async with subscribe() as sub:`` to connect (and fail) before iterating."""
+    ``async with subscribe() as sub:`` to connect (and fail) before iterating. ``filter``:
+    see ``AsyncSubscription``."""
     return AsyncSubscription(
         socket,
         client=client,
+        filter=filter,
         on_withdrawn=on_withdrawn,
         reconnect=reconnect,
         resume_grace=resume_grace,

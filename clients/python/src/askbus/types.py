@@ -4,8 +4,11 @@ shapes for the ask_user questions themselves."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Generic, List, Literal, Mapping, Optional, TypedDict, TypeVar, Union
+from typing import (
+    Any, Dict, Generic, List, Literal, Mapping, Optional, Tuple, TypedDict, TypeVar, Union,
+)
 
 #: How a question ended, as its producer is told.
 Reason = Literal["answered", "dismissed", "timeout", "no-ui", "withdrawn", "shutdown"]
@@ -100,6 +103,67 @@ class ProducerInfo:
     uid: int
 
 
+#: The context fields a request may carry, the environment variable each defaults to, and the
+#: longest value the daemon accepts (characters).
+CONTEXT_FIELDS: Tuple[Tuple[str, str, int], ...] = (
+    ("agent", "ASKBUS_AGENT", 256),
+    ("session", "ASKBUS_SESSION", 256),
+    ("project", "ASKBUS_PROJECT", 128),
+    ("cwd", "ASKBUS_CWD", 4096),
+    ("title", "ASKBUS_TITLE", 256),
+)
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """Who is asking, about what: sent with a request, shown to UIs with it, and what their
+    filters match. ``agent`` is the agent itself as ``name/version`` (not this library),
+    ``session`` its own session id, ``project`` a short project name, ``cwd`` its working
+    directory, ``title`` one line saying what it is doing. Each is optional; the daemon
+    refuses an empty value, a value with control characters, or one longer than its limit
+    (``CONTEXT_FIELDS``) with ``InvalidRequest`` naming the field."""
+
+    agent: Optional[str] = None
+    session: Optional[str] = None
+    project: Optional[str] = None
+    cwd: Optional[str] = None
+    title: Optional[str] = None
+
+    @classmethod
+    def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> RequestContext:
+        """The context the ``ASKBUS_AGENT``, ``ASKBUS_SESSION``, ``ASKBUS_PROJECT``,
+        ``ASKBUS_CWD`` and ``ASKBUS_TITLE`` environment variables give (empty ones count as
+        unset)."""
+        env = os.environ if environ is None else environ
+        return cls(**{name: env.get(var) or None for name, var, _ in CONTEXT_FIELDS})
+
+    @classmethod
+    def of(cls, value: Union[RequestContext, Mapping[str, Optional[str]], None]) -> RequestContext:
+        """A context from a ``RequestContext`` or a mapping of its fields."""
+        if value is None:
+            return cls()
+        if isinstance(value, RequestContext):
+            return value
+        if not isinstance(value, Mapping):
+            raise TypeError(f"context must be a RequestContext or a mapping, not {type(value).__name__}")
+        unknown = set(value) - {name for name, _, _ in CONTEXT_FIELDS}
+        if unknown:
+            raise TypeError(f"unknown context field(s): {', '.join(sorted(unknown))}")
+        return cls(**{k: v for k, v in value.items()})
+
+    def merged(self, over: RequestContext) -> RequestContext:
+        """This context with every field ``over`` sets replaced."""
+        return RequestContext(**{
+            name: getattr(over, name) if getattr(over, name) is not None else getattr(self, name)
+            for name, _, _ in CONTEXT_FIELDS
+        })
+
+    def to_wire(self) -> Dict[str, str]:
+        """The ``context`` object as sent: the fields that are set."""
+        return {name: getattr(self, name) for name, _, _ in CONTEXT_FIELDS
+                if getattr(self, name) is not None}
+
+
 @dataclass(frozen=True)
 class Welcome:
     """The daemon's reply to ``hello``."""
@@ -139,6 +203,9 @@ class BusEvent:
     question_types: List[str]
     headers: List[str]
     code: Optional[str]
+    #: The request's ``context.agent`` and ``context.project``, when it carried them.
+    agent: Optional[str] = None
+    project: Optional[str] = None
 
 
 R = TypeVar("R")

@@ -27,8 +27,8 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use crate::protocol::{
-    codec, encode, BusEvent, ClientFrame, Code, ErrorFrame, NoUiPolicy, Outcome, ServerFrame,
-    UiRequest, WithdrawReason, PROTOCOL_VERSION,
+    codec, encode, BusEvent, ClientFrame, Code, ErrorFrame, NoUiPolicy, Outcome, RequestContext,
+    ServerFrame, SubscribeFilter, UiRequest, WithdrawReason, PROTOCOL_VERSION,
 };
 
 /// The longest frame a client accepts from the daemon. Daemon frames may exceed the daemon's
@@ -219,6 +219,8 @@ pub struct Ask {
     pub correlation_id: Option<String>,
     pub timeout_ms: Option<u64>,
     pub no_ui: Option<NoUiPolicy>,
+    /// Who is asking, about what; shown to UIs with the questions and used by their filters.
+    pub context: Option<RequestContext>,
 }
 
 /// A correlationId unique across processes and time: pid, clock and a counter.
@@ -258,8 +260,22 @@ pub struct Ui {
 impl Ui {
     /// Connects and subscribes; the pending requests follow as events, oldest first.
     pub async fn subscribe(path: &Path, client: Option<&str>) -> Result<Ui, ClientError> {
+        Ui::subscribe_filtered(path, client, &SubscribeFilter::default()).await
+    }
+
+    /// Connects and subscribes to the requests `filter` matches only (by their context):
+    /// others are neither replayed nor sent live, nor may this UI answer them.
+    pub async fn subscribe_filtered(
+        path: &Path,
+        client: Option<&str>,
+        filter: &SubscribeFilter,
+    ) -> Result<Ui, ClientError> {
         let mut conn = Connection::connect(path).await?;
-        conn.send(&ClientFrame::Subscribe { client }).await?;
+        conn.send(&ClientFrame::Subscribe {
+            client,
+            filter: Some(filter),
+        })
+        .await?;
         loop {
             match conn.recv().await? {
                 Some(ServerFrame::Subscribed { pending }) => {

@@ -23,7 +23,8 @@ use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use super::{new_correlation_id, Ask, Backoff, ClientError, Connection};
 use crate::protocol::{
-    encode, ClientFrame, ErrorCode, NoUiPolicy, Outcome, ProducerResponse, ServerFrame,
+    encode, ClientFrame, ErrorCode, NoUiPolicy, Outcome, ProducerResponse, RequestContext,
+    ServerFrame,
 };
 
 type Waiter = oneshot::Sender<Result<ProducerResponse, ClientError>>;
@@ -32,6 +33,7 @@ type Waiter = oneshot::Sender<Result<ProducerResponse, ClientError>>;
 struct PendingAsk {
     questions: Value,
     no_ui: Option<NoUiPolicy>,
+    context: Option<RequestContext>,
     /// After this the question is over: the daemon's deadline, kept here for when no daemon
     /// holds it.
     deadline: Instant,
@@ -54,6 +56,7 @@ impl PendingAsk {
             questions: &self.questions,
             timeout_ms: Some((left.as_millis() as u64).max(1)),
             no_ui: self.no_ui,
+            context: self.context.as_ref(),
         })
     }
 }
@@ -181,6 +184,7 @@ impl Producer {
             let pending = PendingAsk {
                 questions: ask.questions,
                 no_ui: ask.no_ui,
+                context: ask.context,
                 deadline: now + Duration::from_millis(ms),
                 waiter: tx,
                 sends: 1,
@@ -195,6 +199,7 @@ impl Producer {
                 questions: &pending.questions,
                 timeout_ms: ask.timeout_ms,
                 no_ui: pending.no_ui,
+                context: pending.context.as_ref(),
             });
             st.asks.insert(id.clone(), pending);
             (st.writer.clone(), frame)

@@ -126,6 +126,10 @@ impl UiRequestRef<'_> {
             write_u64(out, self.timeout_ms);
             out.extend_from_slice(br#","producer":"#);
             serde_json::to_writer(&mut *out, self.producer).expect("ProducerInfo serializes");
+            if let Some(context) = self.context {
+                out.extend_from_slice(br#","context":"#);
+                serde_json::to_writer(&mut *out, context).expect("RequestContext serializes");
+            }
             out.push(b'}');
         });
         #[cfg(debug_assertions)]
@@ -136,6 +140,7 @@ impl UiRequestRef<'_> {
                     .expect("the daemon's own questions text is JSON"),
                 timeout_ms: self.timeout_ms,
                 producer: self.producer.clone(),
+                context: self.context.cloned().map(Box::new),
             })
         });
         fast

@@ -419,6 +419,7 @@ mod tests {
                 pid: Some(7),
                 uid: 0,
             },
+            context: None,
         }
     }
 

@@ -723,6 +723,7 @@ mod tests {
                     pid: Some(1),
                     uid: 0,
                 },
+                context: None,
             })),
             now,
         );
@@ -814,6 +815,12 @@ mod tests {
                     pid: Some(1),
                     uid: 0,
                 },
+                context: Some(Box::new(askbusd::protocol::RequestContext {
+                    agent: Some(format!("ag{evil}")),
+                    project: Some(format!("pr{evil}")),
+                    title: Some(format!("ti{evil}")),
+                    ..Default::default()
+                })),
             })),
             now,
         );

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::NoUiPolicy;
+use super::{NoUiPolicy, RequestContext, SubscribeFilter};
 
 /// Frames a client sends.
 #[derive(Debug, Clone, Serialize)]
@@ -25,6 +25,9 @@ pub enum ClientFrame<'a> {
     Subscribe {
         #[serde(skip_serializing_if = "Option::is_none")]
         client: Option<&'a str>,
+        /// `None` (or an empty filter) shows the UI everything it may see.
+        #[serde(skip_serializing_if = "filter_is_empty")]
+        filter: Option<&'a SubscribeFilter>,
     },
     Watch {
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -38,6 +41,8 @@ pub enum ClientFrame<'a> {
         timeout_ms: Option<u64>,
         #[serde(skip_serializing_if = "Option::is_none")]
         no_ui: Option<NoUiPolicy>,
+        #[serde(skip_serializing_if = "context_is_empty")]
+        context: Option<&'a RequestContext>,
     },
     #[serde(rename_all = "camelCase")]
     AskUserCancel {
@@ -50,4 +55,12 @@ pub enum ClientFrame<'a> {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
     },
+}
+
+fn filter_is_empty(f: &Option<&SubscribeFilter>) -> bool {
+    f.is_none_or(|f| f.is_empty())
+}
+
+fn context_is_empty(c: &Option<&RequestContext>) -> bool {
+    c.is_none_or(|c| c.is_empty())
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::NoUiPolicy;
+use super::{NoUiPolicy, RequestContext, SubscribeFilter};
 
 /// A frame a peer sent, after the checks that need no daemon state.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +22,8 @@ pub enum Inbound {
     Stats,
     Subscribe {
         client: Option<String>,
+        /// Which requests this UI is shown; the default shows everything it may see.
+        filter: SubscribeFilter,
     },
     /// Observe the bus (ops): every request's arrival and end, without question text.
     Watch {
@@ -40,6 +42,8 @@ pub struct AskUserRequest {
     pub correlation_id: String,
     pub timeout_ms: Option<TimeoutMs>,
     pub no_ui: Option<NoUiPolicy>,
+    /// Who is asking, about what (`None` when absent, `null`, or without a known field).
+    pub context: Option<RequestContext>,
     pub questions: RequestQuestions,
 }
 

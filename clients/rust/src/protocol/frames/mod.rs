@@ -4,12 +4,14 @@
 //! share (policies, outcomes, reasons).
 
 mod client;
+mod context;
 mod inbound;
 mod outbound;
 
 use serde::{Deserialize, Serialize};
 
 pub use client::ClientFrame;
+pub use context::*;
 pub use inbound::*;
 pub use outbound::*;
 

@@ -9,7 +9,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{question_index, End, Outcome, WithdrawReason};
+use super::{question_index, End, Outcome, RequestContext, WithdrawReason};
 use crate::protocol::error::{Code, FrameError};
 
 /// Who asked, as UIs are told.
@@ -41,6 +41,11 @@ pub struct BusEvent {
     /// `None` for a request refused before it had a usable correlationId.
     pub correlation_id: Option<String>,
     pub producer: ProducerInfo,
+    /// The request's `context.agent` and `context.project`, when it had them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ui: Option<UiInfo>,
     /// Time since the request was accepted (ends only).
@@ -145,6 +150,9 @@ pub struct UiRequest {
     /// Milliseconds left before the request times out, as of sending.
     pub timeout_ms: u64,
     pub producer: ProducerInfo,
+    /// The producer's `context`, as it sent it (known fields only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Box<RequestContext>>,
 }
 
 /// The daemon's encoding of a `UiRequest`: the questions stay the JSON text they were
@@ -156,6 +164,7 @@ pub struct UiRequestRef<'a> {
     pub questions: &'a str,
     pub timeout_ms: u64,
     pub producer: &'a ProducerInfo,
+    pub context: Option<&'a RequestContext>,
 }
 
 /// The one terminal answer a producer gets for an accepted request.
@@ -281,7 +290,13 @@ mod tests {
         let unknown: ServerFrame = serde_json::from_str(r#"{"type":"future","x":1}"#).unwrap();
         assert!(matches!(unknown, ServerFrame::Unknown));
         let questions = r#"[{"question":"Q?","header":"H","type":"text"}]"#;
-        for (id, producer) in [
+        let context = RequestContext {
+            agent: Some("gemini-cli/0.61.0".into()),
+            project: Some("ask\"bus\u{e9}".into()),
+            title: Some("t".into()),
+            ..RequestContext::default()
+        };
+        for (id, producer, context) in [
             (
                 "c",
                 ProducerInfo {
@@ -289,6 +304,7 @@ mod tests {
                     pid: Some(7),
                     uid: 1000,
                 },
+                None,
             ),
             (
                 "q\"\u{e9}\n",
@@ -297,6 +313,7 @@ mod tests {
                     pid: None,
                     uid: 0,
                 },
+                Some(context),
             ),
         ] {
             let by_ref = UiRequestRef {
@@ -304,6 +321,7 @@ mod tests {
                 questions,
                 timeout_ms: 5,
                 producer: &producer,
+                context: context.as_ref(),
             }
             .encode();
             let owned = ServerFrame::AskUserRequest(UiRequest {
@@ -311,6 +329,7 @@ mod tests {
                 questions: serde_json::from_str(questions).unwrap(),
                 timeout_ms: 5,
                 producer,
+                context: context.map(Box::new),
             });
             assert_eq!(by_ref, crate::protocol::encode(&owned));
         }
@@ -319,6 +338,7 @@ mod tests {
             questions,
             timeout_ms: 5,
             producer: &ProducerInfo::default(),
+            context: None,
         }
         .encode();
         let back: ServerFrame = serde_json::from_slice(&by_ref).unwrap();

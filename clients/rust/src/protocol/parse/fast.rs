@@ -18,8 +18,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::protocol::frames::{
-    question_index, AskUserRequest, AskUserResponse, Inbound, NoUiPolicy, RequestQuestions,
-    TimeoutMs,
+    check_context_value, question_index, AskUserRequest, AskUserResponse, Inbound, NoUiPolicy,
+    RequestContext, RequestQuestions, TimeoutMs,
 };
 use crate::protocol::MAX_CORRELATION_ID_CHARS;
 
@@ -37,6 +37,8 @@ struct Envelope<'a, Q> {
     timeout_ms: Option<u64>,
     #[serde(default, rename = "noUi", borrow, deserialize_with = "present")]
     no_ui: Option<&'a str>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    context: Option<Context<'a>>,
     #[serde(default = "absent", deserialize_with = "present")]
     questions: Option<Q>,
     #[serde(default, deserialize_with = "present")]
@@ -81,12 +83,104 @@ impl<'de> Deserialize<'de> for Answers {
     }
 }
 
+/// A request's `context`: an object (never an array, which a derived struct would take) of
+/// the known fields, each a string when present (a `null`, another type, or a duplicate key
+/// makes the shortcut give up); unknown keys are skipped, as the reference skips them.
+#[derive(Default)]
+struct Context<'a> {
+    agent: Option<Cow<'a, str>>,
+    session: Option<Cow<'a, str>>,
+    project: Option<Cow<'a, str>>,
+    cwd: Option<Cow<'a, str>>,
+    title: Option<Cow<'a, str>>,
+}
+
+impl<'de> Deserialize<'de> for Context<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Context<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a context object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Context<'de>, A::Error> {
+                let mut c = Context::default();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let slot = match &*key {
+                        "agent" => &mut c.agent,
+                        "session" => &mut c.session,
+                        "project" => &mut c.project,
+                        "cwd" => &mut c.cwd,
+                        "title" => &mut c.title,
+                        _ => {
+                            map.next_value::<de::IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    if slot.is_some() {
+                        return Err(de::Error::custom("duplicate context key"));
+                    }
+                    let Str(value) = map.next_value::<Str<'de>>()?;
+                    *slot = Some(value);
+                }
+                Ok(c)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A string, borrowed from the payload where it holds no escapes.
+struct Str<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Str<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Borrowed(s)))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(s.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+impl Context<'_> {
+    /// The context the reference makes of it, if it accepts every value (with the same check).
+    fn checked(&self) -> Option<Option<RequestContext>> {
+        let field = |name: &str, v: &Option<Cow<'_, str>>| match v {
+            None => Some(None),
+            Some(v) => check_context_value(name, v)
+                .ok()
+                .map(|()| Some(v.clone().into_owned())),
+        };
+        Some(
+            RequestContext {
+                agent: field("agent", &self.agent)?,
+                session: field("session", &self.session)?,
+                project: field("project", &self.project)?,
+                cwd: field("cwd", &self.cwd)?,
+                title: field("title", &self.title)?,
+            }
+            .into_option(),
+        )
+    }
+}
+
 /// An `ask-user-request` but for its questions: what [`parse_request`] hands back beside them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestHead {
     pub correlation_id: String,
     pub timeout_ms: Option<TimeoutMs>,
     pub no_ui: Option<NoUiPolicy>,
+    pub context: Option<RequestContext>,
 }
 
 /// The envelope's request fields, if the reference would accept them as they are.
@@ -107,10 +201,15 @@ fn request_head<Q>(env: &Envelope<'_, Q>) -> Option<RequestHead> {
         None => None,
         Some(s) => Some(NoUiPolicy::parse(s)?),
     };
+    let context = match &env.context {
+        None => None,
+        Some(context) => context.checked()?,
+    };
     Some(RequestHead {
         correlation_id: id.clone().into_owned(),
         timeout_ms,
         no_ui,
+        context,
     })
 }
 
@@ -128,6 +227,11 @@ pub enum FastFrame<Q> {
 /// `ask-user-response`; exactly the frames [`parse`] accepts, provided `Q` reads the questions.
 /// `None` leaves the frame to [`super::parse_inbound`].
 pub fn parse_fast<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<FastFrame<Q>> {
+    // A derived struct also reads a JSON array (its fields in order), which the reference
+    // refuses as not an object: only objects take this path.
+    if payload.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
     let env: Envelope<Q> = serde_json::from_slice(payload).ok()?;
     match env.ty {
         "ask-user-request" => {
@@ -146,6 +250,7 @@ pub fn parse(payload: &[u8]) -> Option<Inbound> {
             correlation_id: head.correlation_id,
             timeout_ms: head.timeout_ms,
             no_ui: head.no_ui,
+            context: head.context,
             questions: RequestQuestions::Raw(questions.to_owned()),
         })),
         FastFrame::Other(frame) => Some(frame),
@@ -200,6 +305,9 @@ mod tests {
             r#"{"type":"ask-user-response","correlationId":"a","answers":{"\u0030":"x","0":"z"}}"#,
             r#"{"type":"ask-user-response","correlationId":"a","cancelled":true}"#,
             r#"{"type":"ask-user-response","correlationId":"a","cancelled":false,"answers":{}}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"agent":"g/1","project":"p\u00e9","session":"s","cwd":"/x","title":"T","other":{"y":[null]}},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"future":1},"questions":[]}"#,
         ] {
             assert!(agrees(frame), "{frame}");
         }
@@ -227,12 +335,27 @@ mod tests {
             r#"{"type":"ask-user-response","correlationId":"a","answers":{},"cancelled":null}"#,
             r#"{"type":"ping","correlationId":"a"}"#,
             r#"[]"#,
+            r#"["ask-user-request","a",5000,"wait",null,[{"question":"Q","header":"H","type":"text"}]]"#,
+            r#"["ask-user-response","a",null,null,null,null,{"0":"x"}]"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":null,"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":[],"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"project":null},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"project":7},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"project":""},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"title":"a\nb"},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"project":"a","project":"b"},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{},"context":{},"questions":[]}"#,
         ] {
             assert!(!agrees(frame), "{frame}");
         }
         let long = format!(
             r#"{{"type":"ask-user-request","correlationId":"{}","questions":[]}}"#,
             "é".repeat(MAX_CORRELATION_ID_CHARS + 1)
+        );
+        assert!(!agrees(&long));
+        let long = format!(
+            r#"{{"type":"ask-user-request","correlationId":"a","context":{{"project":"{}"}},"questions":[]}}"#,
+            "é".repeat(129)
         );
         assert!(!agrees(&long));
     }

@@ -116,6 +116,99 @@ mod tests {
     }
 
     #[test]
+    fn request_context_checked_and_named() {
+        let frame = |ctx: &str| {
+            format!(
+                r#"{{"type":"ask-user-request","correlationId":"a","noUi":"wait","context":{ctx},"questions":[]}}"#
+            )
+        };
+        let Inbound::AskUserRequest(r) = parse_inbound(
+            frame(r#"{"agent":"gemini-cli/0.61.0","project":"askbus","session":"s1","cwd":"/src/askbus","title":"Fix CI","future":[1]}"#)
+                .as_bytes(),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        let c = r.context.unwrap();
+        assert_eq!(c.project.as_deref(), Some("askbus"));
+        assert_eq!(c.agent.as_deref(), Some("gemini-cli/0.61.0"));
+        assert_eq!(c.cwd.as_deref(), Some("/src/askbus"));
+        for empty in ["null", "{}", r#"{"project":null}"#, r#"{"other":"x"}"#] {
+            let Inbound::AskUserRequest(r) = parse_inbound(frame(empty).as_bytes()).unwrap() else {
+                panic!()
+            };
+            assert_eq!(r.context, None, "{empty}");
+        }
+        let long = "p".repeat(129);
+        for (ctx, message) in [
+            ("[]".to_owned(), "context must be an object, not an array"),
+            (
+                "\"p\"".to_owned(),
+                "context must be an object, not a string",
+            ),
+            (
+                r#"{"project":7}"#.to_owned(),
+                "context.project must be a string, not a number",
+            ),
+            (
+                format!(r#"{{"project":"{long}"}}"#),
+                "context.project must be at most 128 characters",
+            ),
+            (
+                r#"{"title":"a\nb"}"#.to_owned(),
+                "context.title must be one line without control characters",
+            ),
+            (
+                r#"{"session":""}"#.to_owned(),
+                "context.session must not be empty",
+            ),
+            (
+                r#"{"agent":{"name":"x"}}"#.to_owned(),
+                "context.agent must be a string, not an object",
+            ),
+        ] {
+            let e = parse_inbound(frame(&ctx).as_bytes()).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidRequest, "{ctx}");
+            assert_eq!(e.message, message, "{ctx}");
+            assert_eq!(e.correlation_id.as_deref(), Some("a"));
+        }
+        // 4096 characters of cwd are fine, 4097 are not; characters, not bytes.
+        let ok = format!(r#"{{"cwd":"{}"}}"#, "é".repeat(4096));
+        assert!(parse_inbound(frame(&ok).as_bytes()).is_ok());
+        let bad = format!(r#"{{"cwd":"{}"}}"#, "é".repeat(4097));
+        assert!(parse_inbound(frame(&bad).as_bytes()).is_err());
+    }
+
+    #[test]
+    fn subscribe_filter_checked_and_matched() {
+        let Inbound::Subscribe { filter, .. } = parse_inbound(
+            br#"{"type":"subscribe","filter":{"project":"askbus","agent":"gemini-cli","session":null}}"#,
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(filter.project.as_deref(), Some("askbus"));
+        assert_eq!(filter.session, None);
+        for (f, message) in [
+            (r#"[]"#, "filter must be an object, not an array"),
+            (
+                r#"{"colour":"a"}"#,
+                "filter has no key \"colour\" (known: project, agent, session)",
+            ),
+            (
+                r#"{"project":1}"#,
+                "filter.project must be a string, not a number",
+            ),
+            (r#"{"project":""}"#, "filter.project must not be empty"),
+        ] {
+            let frame = format!(r#"{{"type":"subscribe","filter":{f}}}"#);
+            let e = parse_inbound(frame.as_bytes()).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidFrame, "{f}");
+            assert_eq!(e.message, message, "{f}");
+        }
+    }
+
+    #[test]
     fn response_shape_checked() {
         let ok = br#"{"type":"ask-user-response","correlationId":"a","answers":{"1":"x","0":"y"}}"#;
         let Inbound::AskUserResponse(r) = parse_inbound(ok).unwrap() else {

@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use crate::protocol::error::{ErrorCode, FrameError};
 use crate::protocol::frames::{
-    question_index, AskUserRequest, AskUserResponse, Inbound, NoUiPolicy, RequestQuestions,
-    TimeoutMs, MAX_CLIENT_CHARS,
+    check_context_value, question_index, AskUserRequest, AskUserResponse, Inbound, NoUiPolicy,
+    RequestContext, RequestQuestions, SubscribeFilter, TimeoutMs, MAX_CLIENT_CHARS,
 };
 use crate::protocol::{MAX_CORRELATION_ID_CHARS, PROTOCOL_VERSION};
 
@@ -52,6 +52,7 @@ pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
         "stats" => Ok(Inbound::Stats),
         "subscribe" => Ok(Inbound::Subscribe {
             client: client_field(obj)?,
+            filter: filter_field(obj)?,
         }),
         "watch" => Ok(Inbound::Watch {
             client: client_field(obj)?,
@@ -150,10 +151,38 @@ fn parse_request(value: Value) -> Result<Inbound, FrameError> {
             )))
         }
     };
+    let context = match obj.get("context") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(map)) => {
+            let field = |name: &'static str| match map.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => check_context_value(name, s).map(|()| Some(s.clone())),
+                Some(other) => Err(format!(
+                    "context.{name} must be a string, not {}",
+                    kind(other)
+                )),
+            };
+            RequestContext {
+                agent: field("agent").map_err(err)?,
+                session: field("session").map_err(err)?,
+                project: field("project").map_err(err)?,
+                cwd: field("cwd").map_err(err)?,
+                title: field("title").map_err(err)?,
+            }
+            .into_option()
+        }
+        Some(other) => {
+            return Err(err(format!(
+                "context must be an object, not {}",
+                kind(other)
+            )))
+        }
+    };
     Ok(Inbound::AskUserRequest(AskUserRequest {
         correlation_id,
         timeout_ms,
         no_ui,
+        context,
         questions: RequestQuestions::Params(value),
     }))
 }
@@ -251,6 +280,49 @@ fn client_field(obj: &Map<String, Value>) -> Result<Option<String>, FrameError> 
             format!("client must be a string, not {}", kind(other)),
         )),
     }
+}
+
+/// A `subscribe`'s `filter`: absent, `null` or `{}` shows the UI everything it may see.
+fn filter_field(obj: &Map<String, Value>) -> Result<SubscribeFilter, FrameError> {
+    let err = |msg: String| FrameError::new(ErrorCode::InvalidFrame, msg);
+    let map = match obj.get("filter") {
+        None | Some(Value::Null) => return Ok(SubscribeFilter::default()),
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(err(format!(
+                "filter must be an object, not {}",
+                kind(other)
+            )))
+        }
+    };
+    let mut filter = SubscribeFilter::default();
+    for (key, value) in map {
+        // Unlike the request's context, a filter key this daemon does not know is refused:
+        // ignoring it would show the UI more than it asked for.
+        let Some(slot) = filter.slot(key) else {
+            return Err(err(format!(
+                "filter has no key {:?} (known: {})",
+                truncate(key, 32),
+                SubscribeFilter::KEYS.join(", ")
+            )));
+        };
+        match value {
+            Value::Null => {}
+            Value::String(s) => {
+                check_context_value(SubscribeFilter::key_name(key), s)
+                    .map_err(|m| err(format!("filter.{}", &m["context.".len()..])))?;
+                *slot = Some(s.clone());
+            }
+            other => {
+                return Err(err(format!(
+                    "filter.{} must be a string, not {}",
+                    truncate(key, 32),
+                    kind(other)
+                )))
+            }
+        }
+    }
+    Ok(filter)
 }
 
 fn kind(v: &Value) -> &'static str {
