@@ -21,6 +21,12 @@ if [ -d clients/node ]; then
   (cd clients/node && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
 fi
 
+echo "== Node client against the reference (@google/gemini-cli-core 0.61.0)"
+(cd tests/node-reference && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
+
+echo "== Client artifacts installed as a user would (cargo package, python3 -m build, npm pack)"
+./scripts/package-test.sh
+
 echo "== askbus web tests (Chromium via playwright-core)"
 (cd tests/web && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
 

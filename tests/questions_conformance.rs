@@ -111,6 +111,29 @@ fn fast_path_agrees_with_the_reference() {
 }
 
 #[test]
+fn the_size_bound_is_never_below_the_result_of_a_reference_case() {
+    for case in load("ask_user_result_cases.json")
+        .iter()
+        .filter(|c| c["cancelled"] == false)
+    {
+        let normalized = validate(&case["params"]).unwrap();
+        let m = meta(&normalized);
+        let answers: BTreeMap<usize, String> = case["answers"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.parse().unwrap(), v.as_str().unwrap().to_owned()))
+            .collect();
+        let r = answered_result(&m, &answers);
+        let bound = askbusd::questions::answered_result_size_bound(&m, &answers);
+        assert!(
+            bound >= r.llm_content.len() + r.return_display.len(),
+            "{case}"
+        );
+    }
+}
+
+#[test]
 fn results_agree_with_reference() {
     let cases = load("ask_user_result_cases.json");
     assert_eq!(cases.len(), 120, "the result case file changed size");

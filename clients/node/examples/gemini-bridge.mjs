@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Connects a Gemini CLI core MessageBus to askbusd: ask_user questions published on the bus are
 // answered by whichever askbus UI answers first (run `node examples/ui.mjs` elsewhere).
-// Needs @google/gemini-cli-core (a devDependency here; your agent already has it).
+// Needs @google/gemini-cli-core beside askbus (your agent already has it; tests/node-reference
+// runs this example that way).
 import { MessageBus } from "@google/gemini-cli-core";
 import { bridgeMessageBus } from "askbus";
 

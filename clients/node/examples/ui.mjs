@@ -11,6 +11,19 @@ const sub = subscribe({ client: "ui-example/1" });
 sub.on("withdrawn", (req, reason) => console.log(`\n[${req.correlationId}] withdrawn: ${reason}`));
 sub.on("disconnected", (e) => console.log(`[askbus] ${e.message}; reconnecting…`));
 
+// Ctrl-C (a signal, or ^C read by the terminal's readline) and Ctrl-D leave quietly: the
+// subscription closes, and the question on screen stays pending for any other UI.
+function quit() {
+  sub.close();
+  rl.close();
+  process.stdout.write("\n");
+  process.exit(0);
+}
+process.once("SIGINT", quit);
+process.once("SIGTERM", quit);
+rl.once("SIGINT", quit);
+rl.once("close", quit);
+
 /** One answer, or null to dismiss, read from the terminal. */
 async function read(q, signal) {
   console.log(`\n${q.header}: ${q.question}`);
@@ -46,4 +59,3 @@ for await (const req of sub) {
     throw e;
   }
 }
-rl.close();

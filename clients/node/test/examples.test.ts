@@ -78,11 +78,24 @@ describe("examples/", () => {
     p.close();
   });
 
-  test("gemini-bridge.mjs gets its MessageBus request answered by a UI", async () => {
-    const ui = await answerOnce(d.socket, { "0": "Yes" });
-    const ex = run("gemini-bridge.mjs", d.socket);
-    assert.equal(await within(ex.exited, 20_000, "gemini-bridge.mjs"), 0, ex.err());
+  test("ui.mjs leaves quietly on Ctrl-C, and the question stays pending", async () => {
+    const ex = run("ui.mjs", d.socket);
+    const p = closeLater(new Producer({ socket: d.socket }));
+    const asked = p.ask(Q_DB);
+    await ex.waitFor(/Which database\?[\s\S]*> \(/);
+    ex.child.kill("SIGINT");
+    assert.equal(await within(ex.exited, 10_000, "ui.mjs after SIGINT"), 0, ex.err());
+    assert.equal(ex.err(), "");
+    // Still pending: another UI answers it.
+    const ui = await answerOnce(d.socket, { "0": "SQLite" });
+    assert.deepEqual((await within(asked, 10_000, "the other UI's answer")).answers, { "0": "SQLite" });
     await ui.loop;
-    assert.match(ex.out(), /answer: Yes/);
+  });
+
+  test("ui.mjs leaves quietly when its input ends (Ctrl-D)", async () => {
+    const ex = run("ui.mjs", d.socket);
+    ex.child.stdin.end();
+    assert.equal(await within(ex.exited, 10_000, "ui.mjs after end of input"), 0, ex.err());
+    assert.equal(ex.err(), "");
   });
 });

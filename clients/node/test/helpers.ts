@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { after } from "node:test";
 import { fileURLToPath } from "node:url";
 
@@ -28,8 +28,17 @@ export function closeLater<T extends { close(): void }>(x: T): T {
   return x;
 }
 
-/** The repository root (this file runs from clients/node/build/test/). */
-export const REPO_ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
+/** The repository root: the first directory above this file holding proto/PROTOCOL.md (it runs
+ * from clients/node/build/test/, and from tests/node-reference/build/ for the reference tests). */
+export const REPO_ROOT = ((): string => {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, "proto", "PROTOCOL.md"))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error(`no repository above ${fileURLToPath(import.meta.url)}`);
+    dir = up;
+  }
+  return dir + "/";
+})();
 
 export function daemonBinary(): string {
   const bin = process.env.ASKBUS_DAEMON || join(REPO_ROOT, "target/debug/askbusd");

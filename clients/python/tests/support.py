@@ -25,7 +25,10 @@ HERE = Path(__file__).resolve().parent
 PACKAGE_ROOT = HERE.parent
 REPO = PACKAGE_ROOT.parent.parent
 SRC = PACKAGE_ROOT / "src"
-if str(SRC) not in sys.path:
+# ASKBUS_TEST_INSTALLED=1 (scripts/package-test.sh, in a fresh venv holding the built wheel):
+# test the installed package instead of the source tree.
+INSTALLED = os.environ.get("ASKBUS_TEST_INSTALLED") == "1"
+if not INSTALLED and str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))
 
 DATA = REPO / "tests" / "data"

@@ -11,7 +11,7 @@ import sys
 import unittest
 from typing import List
 
-from support import PACKAGE_ROOT, SRC, DaemonTestCase
+from support import INSTALLED, PACKAGE_ROOT, SRC, DaemonTestCase
 
 import askbus
 
@@ -20,7 +20,8 @@ EXAMPLES = PACKAGE_ROOT / "examples"
 
 def env() -> dict:
     e = dict(os.environ)
-    e["PYTHONPATH"] = str(SRC) + os.pathsep + e.get("PYTHONPATH", "")
+    if not INSTALLED:
+        e["PYTHONPATH"] = str(SRC) + os.pathsep + e.get("PYTHONPATH", "")
     e["PYTHONUNBUFFERED"] = "1"
     return e
 

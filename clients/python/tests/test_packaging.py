@@ -1,6 +1,8 @@
 """The installed package, when there is one (CI runs ``pip install ./clients/python``
-first): it must ship every module of the source tree and ``py.typed``, at the source's
-version. The rest of the suite tests the source tree itself."""
+first, and scripts/package-test.sh the whole suite in a venv holding the built wheel with
+ASKBUS_TEST_INSTALLED=1): it must ship every module of the source tree and ``py.typed``, at
+the source's version, and the suite must be testing it. Otherwise the suite tests the source
+tree itself."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import subprocess
 import sys
 import unittest
 
-from support import PACKAGE_ROOT, SRC
+from support import INSTALLED, PACKAGE_ROOT, SRC
 
 PROBE = """
 import importlib.metadata as md, json, os
@@ -31,6 +33,8 @@ class InstalledPackageTest(unittest.TestCase):
         probe = subprocess.run([sys.executable, "-I", "-c", PROBE], capture_output=True,
                                text=True, cwd="/")
         if probe.returncode != 0:
+            if INSTALLED:
+                self.fail(f"ASKBUS_TEST_INSTALLED=1 but askbus does not import: {probe.stderr}")
             self.skipTest("askbus is not installed (pip install ./clients/python)")
         info = json.loads(probe.stdout)
         self.assertFalse(info["file"].startswith(str(SRC)), "expected an installed copy")
@@ -43,6 +47,13 @@ class InstalledPackageTest(unittest.TestCase):
 
         self.assertEqual(info["version"], askbus.__version__)
         self.assertEqual(info["dist_version"], askbus.__version__)
+
+
+    def test_the_suite_tests_what_it_says(self) -> None:
+        import askbus
+
+        from_source = askbus.__file__.startswith(str(SRC))
+        self.assertEqual(from_source, not INSTALLED, askbus.__file__)
 
 
 class VersionTest(unittest.TestCase):

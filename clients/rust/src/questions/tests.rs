@@ -455,26 +455,8 @@ fn meta_reads_headers_and_types() {
 
 #[test]
 fn the_size_bound_is_never_below_the_result() {
-    let cases: Vec<Value> = serde_json::from_str(include_str!(
-        "../../../../tests/data/ask_user_result_cases.json"
-    ))
-    .unwrap();
-    for case in cases.iter().filter(|c| c["cancelled"] == false) {
-        let normalized = validate(&case["params"]).unwrap();
-        let meta = meta(&normalized);
-        let answers: BTreeMap<usize, String> = case["answers"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| (k.parse().unwrap(), v.as_str().unwrap().to_owned()))
-            .collect();
-        let r = answered_result(&meta, &answers);
-        let bound = answered_result_size_bound(&meta, &answers);
-        assert!(
-            bound >= r.llm_content.len() + r.return_display.len(),
-            "{case}"
-        );
-    }
+    // The reference's 120 result cases are checked against the bound in the workspace's
+    // tests/questions_conformance.rs (the data lives outside this crate, which ships alone).
     let meta = vec![QuestionMeta {
         header: Some("H".repeat(1000)),
         qtype: QuestionType::Text,

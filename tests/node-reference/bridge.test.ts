@@ -13,8 +13,8 @@ import { SchedulerStateManager } from "@google/gemini-cli-core/dist/src/schedule
 import { resolveConfirmation } from "@google/gemini-cli-core/dist/src/scheduler/confirmation.js";
 import { AskUserTool } from "@google/gemini-cli-core/dist/src/tools/ask-user.js";
 
-import { bridgeMessageBus, InvalidRequest, Producer, subscribe, type AskResponse, type Subscription, type UiRequest } from "../src/index.js";
-import { closeLater, delay, Q_DB, Q_YESNO, startDaemon, within, type Daemon } from "./helpers.js";
+import { bridgeMessageBus, InvalidRequest, Producer, subscribe, type AskResponse, type Subscription, type UiRequest } from "../../clients/node/src/index.js";
+import { closeLater, delay, Q_DB, Q_YESNO, startDaemon, within, type Daemon } from "../../clients/node/test/helpers.js";
 
 function newBus(): any {
   // The policy engine is consulted only for tool-confirmation-request messages.

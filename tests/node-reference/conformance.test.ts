@@ -14,8 +14,8 @@ import { after, before, describe, test } from "node:test";
 
 import { AskUserTool } from "@google/gemini-cli-core/dist/src/tools/ask-user.js";
 
-import { InvalidRequest, Producer, subscribe, type AskResponse, type UiRequest } from "../src/index.js";
-import { closeLater, Raw, REPO_ROOT, startDaemon, within, type Daemon } from "./helpers.js";
+import { InvalidRequest, Producer, subscribe, type AskResponse, type UiRequest } from "../../clients/node/src/index.js";
+import { closeLater, Raw, REPO_ROOT, startDaemon, within, type Daemon } from "../../clients/node/test/helpers.js";
 
 interface RefCase {
   params: Record<string, unknown>;
