@@ -506,8 +506,17 @@ async fn ask_piped_into_ui() {
         "**User answered:**\n  Go → yes, but keep the old API"
     );
     assert_eq!(lines.next(), Some("exit=0"));
-    // The UI stays up for the next question.
+    // The UI stays up for the next question, and says the piped output is kept.
     ui.wait_for("No questions pending.").await;
+    ui.wait_for("printed when you quit").await;
+    // Quitting prints what came on the pipe, on the normal screen.
+    ui.keys("q");
+    let screen = ui.wait_for("exit=0").await;
+    assert!(
+        screen.contains("\"type\":\"ask-user-response\""),
+        "{screen}"
+    );
+    assert!(ui.wait_exit().await.success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -581,4 +590,69 @@ async fn escape_sequences_in_bus_text_never_reach_the_terminal() {
     let (title, bells) = s.ui.title_and_bells();
     assert!(!title.contains("pwned"), "the title became {title:?}");
     assert_eq!(bells, 0);
+}
+
+/// A 4-option multiSelect with descriptions, as agents really send.
+fn platforms() -> Value {
+    json!({"question": "Which platforms should the release build for? Pick every one you need; each adds about ten minutes to the release pipeline.",
+        "header": "Platforms", "type": "choice", "multiSelect": true,
+        "options": [
+            {"label": "Linux x86-64", "description": "The servers and most CI runners, which is where nearly all of the traffic lands today"},
+            {"label": "Linux arm64", "description": "Graviton instances and the Raspberry Pi fleet in the lab, which has grown lately"},
+            {"label": "macOS", "description": "Universal binary for Intel and Apple silicon laptops used by the whole team"},
+            {"label": "Windows", "description": "MSVC toolchain; needs the signing certificate from the release manager"}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_part_is_reachable_by_keyboard_at_80x24_and_60x20() {
+    for (rows, cols) in [(24, 80), (20, 60)] {
+        let daemon = Daemon::start();
+        let mut ui = Pty::askbus_sized(
+            &["ui", "--socket", daemon.socket.to_str().unwrap()],
+            rows,
+            cols,
+        );
+        ui.wait_for("● connected").await;
+        let mut p = producer(&daemon.socket, "release-agent/1.0").await;
+        ask(&mut p, "m", json!([platforms()])).await;
+        let screen = ui.wait_for(" Platforms ").await;
+        // Something is hidden below, and the screen says so.
+        assert!(
+            screen.contains("more lines below"),
+            "{rows}×{cols}\n{screen}"
+        );
+        ui.keys(END);
+        let screen = ui.wait_for("Done").await;
+        for part in [
+            "All of the above",
+            "Enter a custom value",
+            "more lines above",
+        ] {
+            assert!(screen.contains(part), "{part} at {rows}×{cols}\n{screen}");
+        }
+        ui.keys(HOME);
+        ui.wait_for(" Platforms ").await;
+        ui.keys(PGDN);
+        ui.wait_for("more lines above").await;
+        ui.keys(PGUP);
+        ui.wait_for("Which platforms should").await;
+        // Check two, then finish with Done reached by ↑ (wrapping from the first row).
+        ui.keys("1");
+        ui.wait_for("[x] Linux x86-64").await;
+        ui.keys("3");
+        ui.wait_for("[x] macOS").await;
+        // From row 3 up to the first, then ↑ wraps to Done (nothing hidden above by then).
+        ui.keys(UP);
+        ui.keys(UP);
+        ui.wait_for("● 1. [x] Linux x86-64").await;
+        ui.keys(UP);
+        ui.wait_for("●    Done").await;
+        ui.keys(ENTER);
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(
+            r["answers"],
+            json!({"0": "Linux x86-64, macOS"}),
+            "{rows}×{cols}"
+        );
+    }
 }

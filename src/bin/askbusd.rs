@@ -236,7 +236,7 @@ fn run(args: Args) -> Result<()> {
     let (settings, config_file) = args.settings()?;
     let log = init_logging(settings.log_format, &settings.log_level)?;
     // Before any thread exists: this edits the environment.
-    let inherited = systemd::inherited_listener().context("askbusd cannot start")?;
+    let inherited = systemd::inherited_listener().context("cannot start")?;
     let mut rt = match settings.threads {
         None | Some(1) => tokio::runtime::Builder::new_current_thread(),
         Some(_) => tokio::runtime::Builder::new_multi_thread(),
@@ -267,7 +267,7 @@ fn run(args: Args) -> Result<()> {
             }
             None => Daemon::bind(config),
         }
-        .context("askbusd cannot start")?;
+        .context("cannot start")?;
         let activated = if args.socket.is_some() && daemon.socket() != settings.daemon.socket {
             " (socket-activated; --socket ignored)"
         } else {

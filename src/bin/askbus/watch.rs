@@ -55,10 +55,19 @@ async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
             }
             Ok(Update::Down { error, .. }) => {
                 if !was_down {
-                    eprintln!(
-                        "askbus watch: {}; retrying until it is back",
-                        term::sanitize(&error.to_string())
-                    );
+                    let why = match error {
+                        ClientError::Closed => {
+                            "askbusd closed the connection; retrying until it is back".to_owned()
+                        }
+                        e => {
+                            let (text, hint, _) = crate::fail::describe(&e.into());
+                            match hint {
+                                Some(h) => format!("{text}; retrying until it is back. {h}"),
+                                None => format!("{text}; retrying until it is back"),
+                            }
+                        }
+                    };
+                    eprintln!("askbus watch: {}", term::sanitize(&why));
                     was_down = true;
                 }
             }

@@ -10,6 +10,7 @@ use askbusd::protocol::{ErrorFrame, Outcome as AckOutcome, UiRequest, WithdrawRe
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::dialog::{Dialog, Outcome};
+use super::scroll::{Move, Scroll};
 
 /// A pending request and the person's progress on it.
 pub struct Entry {
@@ -19,6 +20,8 @@ pub struct Entry {
     pub deadline: Instant,
     /// Shown before a reconnect and not yet confirmed by the new subscription's replay.
     pub stale: bool,
+    /// Which part of a dialog taller than the screen is in view.
+    pub scroll: Scroll,
 }
 
 impl Entry {
@@ -28,6 +31,7 @@ impl Entry {
             deadline: now + Duration::from_millis(request.timeout_ms),
             request,
             stale: false,
+            scroll: Scroll::default(),
         }
     }
 
@@ -76,6 +80,17 @@ pub enum Tone {
 pub struct Notice {
     pub text: String,
     pub tone: Tone,
+    /// When it stops being news and leaves the screen.
+    pub until: Instant,
+}
+
+/// How long a notice stays: long enough to read, short enough not to describe a past state.
+const NOTICE_FOR: Duration = Duration::from_secs(8);
+
+impl Notice {
+    pub fn live(&self, now: Instant) -> bool {
+        now < self.until
+    }
 }
 
 /// A frame the UI must send (or quitting).
@@ -116,6 +131,8 @@ pub struct App {
     replay: Option<(u64, HashSet<String>)>,
     /// Who asked each request this UI answered and awaits an ack for.
     sent: HashMap<String, String>,
+    /// Bytes that came on standard input (a pipe), kept to print on quitting.
+    pub piped: Option<usize>,
 }
 
 impl Default for App {
@@ -134,6 +151,7 @@ impl App {
             notice: None,
             replay: None,
             sent: HashMap::new(),
+            piped: None,
         }
     }
 
@@ -155,6 +173,7 @@ impl App {
         self.notice = Some(Notice {
             text: text.into(),
             tone,
+            until: Instant::now() + NOTICE_FOR,
         });
     }
 
@@ -180,6 +199,16 @@ impl App {
                 if !matches!(self.conn, Conn::Down { .. }) {
                     for e in &mut self.entries {
                         e.stale = true;
+                    }
+                    // The status bar now says disconnected; good news of the old connection
+                    // ("Reconnected", "Sending…") would contradict it. Warnings stay (why a
+                    // dialog just closed, say).
+                    if self
+                        .notice
+                        .as_ref()
+                        .is_some_and(|n| matches!(n.tone, Tone::Good | Tone::Info))
+                    {
+                        self.notice = None;
                     }
                 }
                 self.replay = None;
@@ -308,6 +337,12 @@ impl App {
         self.notice(Tone::Bad, text);
     }
 
+    /// Standard input was a pipe and it ended with `bytes` of text (the asking side's output
+    /// in `askbus ask … | askbus ui`): it is printed when the UI quits.
+    pub fn on_piped_input(&mut self, bytes: usize) {
+        self.piped = Some(bytes);
+    }
+
     /// A send failed at the socket: the daemon never had the answer.
     pub fn on_send_failed(&mut self, id: &str, error: &str) {
         let whom = self.sent.remove(id).unwrap_or_default();
@@ -350,6 +385,11 @@ impl App {
         }
         let connected = self.conn == Conn::Connected;
         let entry = self.open_entry_mut()?;
+        if let Some(m) = scroll_key(entry, &key, ctrl) {
+            entry.scroll.scroll(m);
+            return None;
+        }
+        entry.scroll.follow();
         let outcome = entry.dialog.handle_key(key);
         let id = entry.id().to_owned();
         let whom = entry.who();
@@ -399,6 +439,28 @@ impl App {
             _ => {}
         }
         None
+    }
+}
+
+/// A key that scrolls the dialog instead of acting on it: PgUp/PgDn always; Home/End unless
+/// a text field has them (then Ctrl+Home/Ctrl+End); ↑ on the first row and ↓ on the last
+/// (or anywhere without a list) while lines are hidden that way, before ↑/↓ wrap around.
+fn scroll_key(entry: &Entry, key: &KeyEvent, ctrl: bool) -> Option<Move> {
+    let editing = entry.dialog.is_editing();
+    let edges = entry.dialog.cursor_edges();
+    let s = &entry.scroll;
+    match key.code {
+        KeyCode::PageUp => Some(Move::PageUp),
+        KeyCode::PageDown => Some(Move::PageDown),
+        KeyCode::Home if ctrl || !editing => Some(Move::Top),
+        KeyCode::End if ctrl || !editing => Some(Move::Bottom),
+        KeyCode::Up if s.hidden_above() && edges.is_none_or(|(first, _)| first) => {
+            Some(Move::LineUp)
+        }
+        KeyCode::Down if s.hidden_below() && edges.is_none_or(|(_, last)| last) => {
+            Some(Move::LineDown)
+        }
+        _ => None,
     }
 }
 
