@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Backoff, ClientError, Ui, UiAnswerer, UiEvent, UiEvents, Watcher};
-use crate::protocol::BusEvent;
+use crate::protocol::{BusEvent, SubscribeFilter};
 
 /// What a reconnecting subscription reports.
 #[derive(Debug)]
@@ -84,6 +84,7 @@ impl<S> Link<S> {
 /// A UI subscription that reconnects.
 pub struct UiSubscription {
     link: Link<UiEvents>,
+    filter: SubscribeFilter,
 }
 
 impl UiSubscription {
@@ -91,7 +92,14 @@ impl UiSubscription {
     pub fn new(path: &Path, client: Option<&str>) -> UiSubscription {
         UiSubscription {
             link: Link::new(path, client),
+            filter: SubscribeFilter::default(),
         }
+    }
+
+    /// Only the requests `filter` matches (by their context), on every connection.
+    pub fn filtered(mut self, filter: SubscribeFilter) -> Self {
+        self.filter = filter;
+        self
     }
 
     /// Keep retrying when the daemon refuses (forbidden, untrusted) instead of returning the
@@ -117,7 +125,8 @@ impl UiSubscription {
             };
         }
         self.link.wait_for_retry().await;
-        match Ui::subscribe(&self.link.path, self.link.client.as_deref()).await {
+        let client = self.link.client.as_deref();
+        match Ui::subscribe_filtered(&self.link.path, client, &self.filter).await {
             Ok(ui) => {
                 self.link.backoff.reset();
                 let pending = ui.pending_at_subscribe();

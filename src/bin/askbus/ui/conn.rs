@@ -2,6 +2,7 @@
 //! every event (connected, a request, down and retrying) is forwarded to the UI loop for as
 //! long as the UI runs. Each new subscription brings the daemon's replay of what is pending.
 
+use askbusd::protocol::SubscribeFilter;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,9 +18,16 @@ pub enum Msg {
 }
 
 /// Runs until the receiver is dropped (the UI quit).
-pub async fn run(socket: PathBuf, client: String, tx: UnboundedSender<Msg>) {
+pub async fn run(
+    socket: PathBuf,
+    client: String,
+    filter: SubscribeFilter,
+    tx: UnboundedSender<Msg>,
+) {
     // A person watches this screen: refusals are shown and retried too, as they may fix them.
-    let mut sub = UiSubscription::new(&socket, Some(&client)).persistent();
+    let mut sub = UiSubscription::new(&socket, Some(&client))
+        .filtered(filter)
+        .persistent();
     if tx.send(Msg::Connecting).is_err() {
         return;
     }
