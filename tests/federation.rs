@@ -189,9 +189,15 @@ fn a_node_that_joins_late_and_a_ui_that_subscribes_late_are_replayed_every_pendi
             producer.send(choice_request(&format!("q-{i}"))).await;
         }
         producer.ping().await;
-        let b = node(&url, "B", "");
+        let b = node_with_args(&url, "B", &["--metrics-listen", "{socket}.metrics"], "");
         wait_sees(&b, &["A"]).await;
         wait_remote_pending(&b, 5).await;
+        let metrics = common::parse_metrics(&common::scrape_unix(
+            &b.socket.with_extension("sock.metrics"),
+        ));
+        assert_eq!(metrics["askbus_federation_connected"], 1.0);
+        assert_eq!(metrics["askbus_federation_nodes"], 1.0);
+        assert_eq!(metrics["askbus_federation_remote_pending"], 5.0);
         let (mut ui_b, n) = b.ui().await;
         assert_eq!(n, 5);
         let mut ids = Vec::new();
