@@ -643,3 +643,32 @@ fn a_three_server_cluster_with_a_node_on_each_server() {
         assert_eq!(w["answeredBy"]["node"], "C", "{w}");
     });
 }
+
+#[test]
+fn askbus_answer_on_b_answers_a_question_asked_on_a() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let mut producer = a.connect().await;
+        producer.send(choice_request("cli-1")).await;
+        producer.ping().await;
+        wait_remote_pending(&b, 1).await;
+        let out = b
+            .cli()
+            .args(["answer", "cli-1", "--answer", "0=PostgreSQL"])
+            .output()
+            .expect("askbus answer");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r = producer.recv_type("ask-user-response").await;
+        assert_eq!(r["answers"]["0"], "PostgreSQL");
+        assert_eq!(r["reason"], "answered");
+    });
+}
