@@ -515,6 +515,7 @@ mod tests {
                 uid: 0,
             },
             context: None,
+            node: None,
         }
     }
 

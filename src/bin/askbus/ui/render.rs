@@ -826,6 +826,7 @@ mod tests {
                     uid: 0,
                 },
                 context: None,
+                node: None,
             })),
             now,
         );
@@ -1067,6 +1068,7 @@ mod tests {
                     title: Some(format!("ti{evil}")),
                     ..Default::default()
                 })),
+                node: None,
             })),
             now,
         );
