@@ -32,3 +32,6 @@ echo "== askbus web tests (Chromium via playwright-core)"
 
 echo "== MCP server tests (the official TypeScript MCP SDK as the client)"
 (cd tests/mcp && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
+
+echo "== The real agents: Gemini CLI (offline, --fake-responses) and Claude Code (a local fake Messages API)"
+(cd tests/agents && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
