@@ -13,7 +13,7 @@ use super::{
     question_index, ApprovalAck, ApprovalResponse, ApprovalWithdrawn, End, Outcome, RequestContext,
     ToolOutcome, UiApproval, WithdrawReason,
 };
-use crate::protocol::error::FrameError;
+use crate::protocol::error::{Code, FrameError};
 
 /// Who asked, as UIs are told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -228,7 +228,8 @@ fn index_keyed<'de, D: serde::Deserializer<'de>>(
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorFrame {
-    pub code: String,
+    /// Known to this crate, or kept as sent.
+    pub code: Code,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correlation_id: Option<String>,
@@ -237,7 +238,7 @@ pub struct ErrorFrame {
 impl From<&FrameError> for ErrorFrame {
     fn from(e: &FrameError) -> Self {
         ErrorFrame {
-            code: e.code.as_str().to_owned(),
+            code: e.code.into(),
             message: e.message.clone(),
             correlation_id: e.correlation_id.clone(),
         }
