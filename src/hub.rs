@@ -15,7 +15,10 @@ use tokio::sync::Notify;
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::broker::{Broker, Effects, Limits, Msg, PeerId, PeerInfo, Rights, Snapshot};
+use crate::broker::{
+    Broker, Effects, FedOut, FedPolicy, Limits, Msg, PeerId, PeerInfo, Rights, Snapshot,
+};
+use crate::federation::link::FedLink;
 use crate::metrics::Metrics;
 use crate::outbox::{Batch, Outbox};
 use crate::protocol::{encode, End, ErrorCode, ServerFrame};
@@ -34,6 +37,19 @@ struct Inner {
     fx: Effects,
     /// The deadline the timer task is sleeping towards.
     armed: Option<Instant>,
+    /// Where federation effects go, when federated.
+    fed: Option<FedLink>,
+}
+
+/// Federation state at one moment (`stats`, metrics, `STATUS=`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FedSummary {
+    pub connected: bool,
+    pub nodes: usize,
+    pub remote_pending: usize,
+    pub shared_pending: usize,
+    pub rtt_us: u64,
+    pub reconnects: u64,
 }
 
 /// Everything connections share.
@@ -66,6 +82,7 @@ impl Hub {
                 outboxes: HashMap::new(),
                 fx: Effects::default(),
                 armed: None,
+                fed: None,
             }),
             timer: Notify::new(),
             activity: AtomicU64::new(0),
@@ -143,6 +160,21 @@ impl Hub {
         self.deliver(inner, now, batch);
     }
 
+    /// Federates the broker: its effects for other nodes go to `link`'s bounded queue.
+    pub fn federate(&self, policy: FedPolicy, link: FedLink) {
+        let mut inner = self.lock_to_change();
+        inner.broker.set_federation(Some(policy));
+        inner.fed = Some(link);
+    }
+
+    /// A new sharing policy (reload); `None` when the daemon is not federated.
+    pub fn set_fed_policy(&self, policy: FedPolicy) {
+        let mut inner = self.lock_to_change();
+        if inner.fed.is_some() {
+            inner.broker.set_federation(Some(policy));
+        }
+    }
+
     pub fn set_limits(&self, limits: Limits) {
         self.run(|b, _, _| b.set_limits(limits));
     }
@@ -173,6 +205,22 @@ impl Hub {
     /// What the broker knows, for the metrics: outcome counts, roles, pending.
     pub fn snapshot(&self) -> Snapshot {
         self.lock().broker.snapshot()
+    }
+
+    /// Federation state, when federated.
+    pub fn fed_summary(&self) -> Option<FedSummary> {
+        let inner = self.lock();
+        let link = inner.fed.as_ref()?;
+        let (remote_pending, shared_pending) = inner.broker.federated_counts();
+        let s = &link.status;
+        Some(FedSummary {
+            connected: s.connected(),
+            nodes: s.nodes().len(),
+            remote_pending,
+            shared_pending,
+            rtt_us: s.rtt_us.load(Ordering::Relaxed),
+            reconnects: s.reconnects.load(Ordering::Relaxed),
+        })
     }
 
     /// The Prometheus text exposition of every metric, as of now.
@@ -225,10 +273,40 @@ impl Hub {
                     outbox.want_replay();
                 }
             }
+            if !inner.fx.federation.is_empty() {
+                let outs = std::mem::take(&mut inner.fx.federation);
+                for out in outs {
+                    let refused = match &inner.fed {
+                        Some(link) => link.send(out),
+                        None => None,
+                    };
+                    // A queue too full for an answer: the UI is told at once, never left
+                    // waiting for an ack (shares and ends are resent by the resync).
+                    if let Some(FedOut::Forward(f)) = refused {
+                        let err = crate::federation::link::unreachable(
+                            &f.response.correlation_id,
+                            "this node's federation queue is full",
+                        );
+                        inner.broker.forwarded(
+                            f.ui,
+                            &f.response.correlation_id,
+                            Err(err),
+                            &mut inner.fx,
+                        );
+                    }
+                }
+                if !inner.fx.sends.is_empty() {
+                    continue;
+                }
+            }
             if !inner.fx.records.is_empty() || !inner.fx.events.is_empty() {
                 let at = SystemTime::now();
+                let node = inner.broker.federation().map(|f| f.node.to_string());
                 for mut event in inner.fx.events.drain(..) {
                     event.ts = timestamp(at);
+                    if event.node.is_none() {
+                        event.node.clone_from(&node);
+                    }
                     let uid = event.producer.uid;
                     let frame = encode(&ServerFrame::BusEvent(event));
                     for watcher in inner.broker.watchers_of(uid) {
@@ -421,6 +499,11 @@ impl Hub {
             "telemetryLines": get(&c.telemetry_lines),
             "telemetryErrors": get(&c.telemetry_errors),
         });
+        let mut frame = frame;
+        if let Some(link) = &inner.fed {
+            let (remote, shared) = b.federated_counts();
+            frame["federation"] = link.status.to_json(remote, shared);
+        }
         encode(&frame)
     }
 }

@@ -38,6 +38,7 @@ pub mod access;
 pub mod broker;
 pub mod config;
 pub mod connection;
+pub mod federation;
 pub mod hub;
 pub mod metrics;
 pub mod outbox;

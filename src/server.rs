@@ -101,6 +101,24 @@ impl Control {
         if config.metrics_listen != self.started.metrics_listen {
             restart.push("metrics_listen");
         }
+        // What is shared and shown changes at once; the connection itself takes a restart.
+        match (&config.federation, &self.started.federation) {
+            (Some(new), Some(old)) => {
+                self.hub.set_fed_policy(new.policy());
+                let same_link = crate::federation::config::FederationConfig {
+                    share: old.share,
+                    share_users: old.share_users.clone(),
+                    accept: old.accept,
+                    accept_nodes: old.accept_nodes.clone(),
+                    ..new.clone()
+                };
+                if &same_link != old {
+                    restart.push("federation");
+                }
+            }
+            (None, None) => {}
+            _ => restart.push("nats"),
+        }
         restart
     }
 
@@ -170,11 +188,15 @@ impl Daemon {
             .as_ref()
             .map(MetricsServer::bind)
             .transpose()?;
+        let node = match &config.federation {
+            Some(f) => f.node.clone(),
+            None => node_name(),
+        };
         let hub = Arc::new(Hub::new(
             config.limits.clone(),
             sink.clone(),
             counters,
-            &node_name(),
+            &node,
         ));
         let live = Arc::new(RwLock::new(Arc::new(Live::of(&config))));
         Ok(Daemon {
@@ -450,13 +472,5 @@ fn peer_info(stream: &UnixStream) -> Option<PeerInfo> {
 
 /// This machine's name, for telemetry records (room for several federated daemons).
 pub fn node_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
-    // truncates, and we stop at the first NUL either way.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "localhost".to_owned();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    crate::federation::config::host_name()
 }

@@ -19,7 +19,47 @@ const OPERATOR: u32 = 61003;
 const ASK_ONLY: u32 = 61004;
 const STRANGER: u32 = 61009;
 
-const QUESTIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/database.json");
+/// The CLI and the questions file, copied where every uid can reach them: the checkout (and
+/// its target/) may sit under a directory other uids cannot traverse (a 0700 home), and the
+/// children run as those uids.
+struct Reachable {
+    _dir: tempfile::TempDir,
+    cli: std::path::PathBuf,
+    questions: String,
+}
+
+fn reachable() -> &'static Reachable {
+    static R: std::sync::OnceLock<Reachable> = std::sync::OnceLock::new();
+    R.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("askbus-access-")
+            .tempdir_in("/tmp")
+            .expect("a temp dir under /tmp");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let cli = dir.path().join("askbus");
+        std::fs::copy(common::cli_bin(), &cli).expect("copy the CLI");
+        std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let questions = dir.path().join("database.json");
+        std::fs::copy(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/examples/database.json"),
+            &questions,
+        )
+        .unwrap();
+        std::fs::set_permissions(&questions, std::fs::Permissions::from_mode(0o644)).unwrap();
+        Reachable {
+            _dir: dir,
+            cli,
+            questions: questions.to_str().unwrap().to_owned(),
+        }
+    })
+}
+
+/// The CLI as uid `uid`, against `d`.
+fn cli_for(d: &Daemon, uid: u32) -> std::process::Command {
+    let mut cmd = std::process::Command::new(&reachable().cli);
+    cmd.env("ASKBUS_SOCKET", &d.socket).uid(uid).gid(uid);
+    cmd
+}
 const QUESTION_TEXT: &str = "Which database should the new service use?";
 
 fn is_root() -> bool {
@@ -45,14 +85,12 @@ fn shared_daemon(extra: &str) -> Daemon {
 }
 
 fn cli_as(d: &Daemon, uid: u32, args: &[&str]) -> Output {
-    d.cli().args(args).uid(uid).gid(uid).output().unwrap()
+    cli_for(d, uid).args(args).output().unwrap()
 }
 
 fn spawn_ask_as(d: &Daemon, uid: u32) -> Child {
-    d.cli()
-        .args(["ask", QUESTIONS, "--timeout-ms", "60000"])
-        .uid(uid)
-        .gid(uid)
+    cli_for(d, uid)
+        .args(["ask", &reachable().questions, "--timeout-ms", "60000"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -210,7 +248,11 @@ fn per_uid_quotas_bound_connections_and_pending() {
     // Alice's one pending question uses her whole pending quota, not Bob's.
     let mut alice = spawn_ask_as(&d, ALICE);
     wait_pending(&d, 1);
-    let second = cli_as(&d, ALICE, &["ask", QUESTIONS, "--timeout-ms", "60000"]);
+    let second = cli_as(
+        &d,
+        ALICE,
+        &["ask", &reachable().questions, "--timeout-ms", "60000"],
+    );
     assert_eq!(second.status.code(), Some(4), "rejected");
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert!(

@@ -139,9 +139,16 @@ fn ask_json_and_exit_statuses() {
         .wait_with_output()
         .unwrap();
     assert_eq!(code(&invalid), 4);
+    // The reference's message as it is, then what is allowed.
+    let err = text(&invalid.stderr);
+    let mut lines = err.lines();
     assert_eq!(
-        text(&invalid.stderr).trim(),
-        "params/questions/0 must have required property 'type'"
+        lines.next(),
+        Some("params/questions/0 must have required property 'type'")
+    );
+    assert!(
+        lines.next().unwrap().contains("every question needs"),
+        "{err}"
     );
 
     let nowhere = d

@@ -278,9 +278,12 @@ fn validate_prints_the_references_error() {
     let (code, out, err) = validate(&one_option.to_string(), &[]);
     assert_eq!(code, Some(1));
     assert_eq!(out, "");
+    // The reference's words, then what is allowed, numbering questions from 0 as the wire does.
     assert_eq!(
         err,
-        "Question 1: type='choice' requires 'options' array with 2-4 items.\n"
+        "Question 1: type='choice' requires 'options' array with 2-4 items.\n\
+         askbus: question 0 (the first): a \"choice\" needs \"options\": 2 to 4 of \
+         {\"label\": \"…\", \"description\": \"…\"} (the UI adds \"Other\"; a \"yesno\" takes none).\n"
     );
     let (code, out, _) = validate(&json!([{"header": "H"}]).to_string(), &["--json"]);
     assert_eq!(code, Some(1));

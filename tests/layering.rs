@@ -10,7 +10,12 @@ use std::path::{Path, PathBuf};
 /// Modules that are layers of their own although they sit inside another module's folder:
 /// the pure broker may build a telemetry record without depending on the writer thread, and
 /// the hub owns the metrics registry that the HTTP endpoint (which reads the hub) renders.
-const OWN_LAYERS: &[&str] = &["telemetry::record", "metrics::http"];
+const OWN_LAYERS: &[&str] = &[
+    "telemetry::record",
+    "metrics::http",
+    "federation::config",
+    "federation::link",
+];
 
 /// Every allowed edge between layers, top to bottom. The client crate's modules come first
 /// (the daemon re-exports them, so `crate::protocol` in the daemon is the client's module).
@@ -24,12 +29,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("broker", &["protocol", "questions", "telemetry::record"]),
     ("access", &["broker"]),
     ("outbox", &["protocol"]),
+    ("federation::config", &["broker"]),
+    ("federation::link", &["broker", "protocol"]),
     ("telemetry", &["protocol", "telemetry::record"]),
     ("metrics", &["broker", "telemetry"]),
     (
         "hub",
         &[
             "broker",
+            "federation::link",
             "metrics",
             "outbox",
             "protocol",
@@ -51,7 +59,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("metrics::http", &["hub", "metrics", "paths"]),
     (
         "config",
-        &["access", "broker", "metrics", "paths", "protocol"],
+        &[
+            "access",
+            "broker",
+            "federation::config",
+            "metrics",
+            "paths",
+            "protocol",
+        ],
     ),
     (
         "server",
@@ -60,6 +75,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "broker",
             "config",
             "connection",
+            "federation::config",
             "hub",
             "metrics",
             "metrics::http",
@@ -69,6 +85,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("systemd", &["hub"]),
+    (
+        "federation",
+        &[
+            "broker",
+            "federation::config",
+            "federation::link",
+            "hub",
+            "protocol",
+        ],
+    ),
 ];
 
 /// Inside the protocol module, its parts form a DAG too (no module that reads frames is

@@ -506,8 +506,17 @@ async fn ask_piped_into_ui() {
         "**User answered:**\n  Go → yes, but keep the old API"
     );
     assert_eq!(lines.next(), Some("exit=0"));
-    // The UI stays up for the next question.
+    // The UI stays up for the next question, and says the piped output is kept.
     ui.wait_for("No questions pending.").await;
+    ui.wait_for("printed when you quit").await;
+    // Quitting prints what came on the pipe, on the normal screen.
+    ui.keys("q");
+    let screen = ui.wait_for("exit=0").await;
+    assert!(
+        screen.contains("\"type\":\"ask-user-response\""),
+        "{screen}"
+    );
+    assert!(ui.wait_exit().await.success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -581,4 +590,171 @@ async fn escape_sequences_in_bus_text_never_reach_the_terminal() {
     let (title, bells) = s.ui.title_and_bells();
     assert!(!title.contains("pwned"), "the title became {title:?}");
     assert_eq!(bells, 0);
+}
+
+fn with_context(id: &str, question: &str, context: Value) -> Value {
+    json!({"type": "ask-user-request", "correlationId": id, "context": context,
+        "questions": [{"question": question, "header": "Q", "type": "yesno"}]})
+}
+
+/// The waiting list groups questions by project and shows agent and title; the dialog says
+/// who asks about what.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_list_groups_by_project_and_shows_agent_and_title() {
+    let mut s = setup().await;
+    let mut p = producer(&s.daemon.socket, "askbus-mcp/0.1.0").await;
+    p.send(with_context(
+        "w1",
+        "Deploy web?",
+        json!({"project": "web", "agent": "claude-code/1.0.3", "title": "Ship the landing page"}),
+    ))
+    .await;
+    let screen = s.ui.wait_for("Deploy web?").await;
+    assert!(
+        screen.contains("web · claude-code/1.0.3 · Ship the landing page"),
+        "{screen}"
+    );
+    p.send(with_context(
+        "a1",
+        "Migrate api?",
+        json!({"project": "api", "agent": "gemini-cli/0.61.0"}),
+    ))
+    .await;
+    p.send(with_context(
+        "w2",
+        "Purge web cache?",
+        json!({"project": "web"}),
+    ))
+    .await;
+    s.ui.wait_for("2 more waiting").await;
+    s.ui.keys(CTRL_L);
+    let screen = s.ui.wait_for("▸ api (1)").await;
+    // web's two questions together, though api's came between them.
+    let web = screen.find("▸ web (2)").expect("web group");
+    let api = screen.find("▸ api (1)").unwrap();
+    let w2 = screen.find("Purge web cache?").expect("w2");
+    assert!(web < w2 && w2 < api, "{screen}");
+    assert!(
+        screen.contains("claude-code/1.0.3 · Ship the landing page"),
+        "{screen}"
+    );
+    assert!(screen.contains("gemini-cli/0.61.0"), "{screen}");
+}
+
+/// `askbus ui --project` shows only that project's questions, replayed and live.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_filter_shows_only_that_project() {
+    let daemon = Daemon::start();
+    let mut p = producer(&daemon.socket, "agent").await;
+    p.send(with_context(
+        "api-1",
+        "Migrate api?",
+        json!({"project": "api"}),
+    ))
+    .await;
+    p.send(with_context(
+        "web-1",
+        "Deploy web?",
+        json!({"project": "web"}),
+    ))
+    .await;
+    p.ping().await;
+    let mut ui = Pty::askbus(&[
+        "ui",
+        "--socket",
+        daemon.socket.to_str().unwrap(),
+        "--project",
+        "web",
+    ]);
+    let screen = ui.wait_for("Deploy web?").await;
+    assert!(screen.contains("1 question pending"), "{screen}");
+    p.send(with_context(
+        "api-2",
+        "Rotate api keys?",
+        json!({"project": "api"}),
+    ))
+    .await;
+    p.send(with_context(
+        "web-2",
+        "Purge web cache?",
+        json!({"project": "web"}),
+    ))
+    .await;
+    let screen = ui.wait_for("1 more waiting").await;
+    ui.keys(CTRL_L);
+    let screen2 = ui.wait_for("Pending questions · project web").await;
+    for s in [&screen, &screen2] {
+        assert!(!s.contains("api"), "{s}");
+    }
+    ui.keys("1");
+    ui.wait_for("Deploy web?").await;
+    ui.keys("1");
+    let resp = p.recv_type("ask-user-response").await;
+    assert_eq!(resp["correlationId"], "web-1");
+    assert_eq!(resp["answers"], json!({"0": "Yes"}));
+}
+
+/// A 4-option multiSelect with descriptions, as agents really send.
+fn platforms() -> Value {
+    json!({"question": "Which platforms should the release build for? Pick every one you need; each adds about ten minutes to the release pipeline.",
+        "header": "Platforms", "type": "choice", "multiSelect": true,
+        "options": [
+            {"label": "Linux x86-64", "description": "The servers and most CI runners, which is where nearly all of the traffic lands today"},
+            {"label": "Linux arm64", "description": "Graviton instances and the Raspberry Pi fleet in the lab, which has grown lately"},
+            {"label": "macOS", "description": "Universal binary for Intel and Apple silicon laptops used by the whole team"},
+            {"label": "Windows", "description": "MSVC toolchain; needs the signing certificate from the release manager"}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_part_is_reachable_by_keyboard_at_80x24_and_60x20() {
+    for (rows, cols) in [(24, 80), (20, 60)] {
+        let daemon = Daemon::start();
+        let mut ui = Pty::askbus_sized(
+            &["ui", "--socket", daemon.socket.to_str().unwrap()],
+            rows,
+            cols,
+        );
+        ui.wait_for("● connected").await;
+        let mut p = producer(&daemon.socket, "release-agent/1.0").await;
+        ask(&mut p, "m", json!([platforms()])).await;
+        let screen = ui.wait_for(" Platforms ").await;
+        // Something is hidden below, and the screen says so.
+        assert!(
+            screen.contains("more lines below"),
+            "{rows}×{cols}\n{screen}"
+        );
+        ui.keys(END);
+        let screen = ui.wait_for("Done").await;
+        for part in [
+            "All of the above",
+            "Enter a custom value",
+            "more lines above",
+        ] {
+            assert!(screen.contains(part), "{part} at {rows}×{cols}\n{screen}");
+        }
+        ui.keys(HOME);
+        ui.wait_for(" Platforms ").await;
+        ui.keys(PGDN);
+        ui.wait_for("more lines above").await;
+        ui.keys(PGUP);
+        ui.wait_for("Which platforms should").await;
+        // Check two, then finish with Done reached by ↑ (wrapping from the first row).
+        ui.keys("1");
+        ui.wait_for("[x] Linux x86-64").await;
+        ui.keys("3");
+        ui.wait_for("[x] macOS").await;
+        // From row 3 up to the first, then ↑ wraps to Done (nothing hidden above by then).
+        ui.keys(UP);
+        ui.keys(UP);
+        ui.wait_for("● 1. [x] Linux x86-64").await;
+        ui.keys(UP);
+        ui.wait_for("●    Done").await;
+        ui.keys(ENTER);
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(
+            r["answers"],
+            json!({"0": "Linux x86-64, macOS"}),
+            "{rows}×{cols}"
+        );
+    }
 }

@@ -109,9 +109,24 @@ struct Args {
     /// that validate and parse in parallel [default: 1]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=bounds::MAX_THREADS))]
     threads: Option<u64>,
+    /// Federate with the other askbusd nodes through these NATS servers (JetStream on,
+    /// nats-server >= 2.11); credentials, TLS and sharing go in the file's [federation]
+    #[arg(long, value_name = "URL[,URL...]")]
+    nats: Option<String>,
+    /// This node's name among the federated ones (A-Z a-z 0-9 - _) [default: the host name]
+    #[arg(long, value_name = "NAME", value_parser = node_arg)]
+    node: Option<String>,
     /// Print the man page (roff) and exit; packages install it as askbusd.1
     #[arg(long, hide = true)]
     man: bool,
+}
+
+fn node_arg(s: &str) -> Result<String, String> {
+    if askbusd::federation::config::valid_node(s) {
+        Ok(s.to_owned())
+    } else {
+        Err("a node name is 1 to 64 of A-Z a-z 0-9 - _".into())
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -160,6 +175,9 @@ impl Args {
             threads: self.threads,
             metrics_listen: self.metrics_listen.clone(),
             access: None,
+            nats: self.nats.as_deref().map(config::split_servers),
+            node: self.node.clone(),
+            federation: None,
         }
     }
 
@@ -205,6 +223,23 @@ fn main() -> ExitCode {
         };
     }
     if args.check_config {
+        // The federation's credential and TLS files are read as a start would read them.
+        let federation = match args.settings() {
+            Ok((s, _)) => s.daemon.federation,
+            Err(_) => None,
+        };
+        if let Some(f) = federation {
+            let rt = tokio::runtime::Builder::new_current_thread().build();
+            let checked = rt.map_err(anyhow::Error::from).and_then(|rt| {
+                rt.block_on(f.connect_options())
+                    .map(drop)
+                    .map_err(anyhow::Error::from)
+            });
+            if let Err(e) = checked {
+                eprintln!("askbusd: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
         return match args.settings() {
             Ok((_, Some(path))) => {
                 println!("{}: OK", path.display());
@@ -237,7 +272,7 @@ fn run(args: Args) -> Result<()> {
     let log = init_logging(settings.log_format, &settings.log_level)?;
     raise_nofile(settings.daemon.max_connections);
     // Before any thread exists: this edits the environment.
-    let inherited = systemd::inherited_listener().context("askbusd cannot start")?;
+    let inherited = systemd::inherited_listener().context("cannot start")?;
     let mut rt = match settings.threads {
         None | Some(1) => tokio::runtime::Builder::new_current_thread(),
         Some(_) => tokio::runtime::Builder::new_multi_thread(),
@@ -268,7 +303,7 @@ fn run(args: Args) -> Result<()> {
             }
             None => Daemon::bind(config),
         }
-        .context("askbusd cannot start")?;
+        .context("cannot start")?;
         let activated = if args.socket.is_some() && daemon.socket() != settings.daemon.socket {
             " (socket-activated; --socket ignored)"
         } else {
@@ -285,6 +320,18 @@ fn run(args: Args) -> Result<()> {
         );
         let control = daemon.control();
         let stop = tokio_util::sync::CancellationToken::new();
+        let stop_federation = tokio_util::sync::CancellationToken::new();
+        let federation = match settings.daemon.federation.clone() {
+            Some(f) => {
+                tracing::info!(node = %f.node, servers = ?f.servers, prefix = %f.prefix, "federating through NATS");
+                let (_, task) =
+                    askbusd::federation::start(f, control.hub().clone(), stop_federation.clone())
+                        .await
+                        .context("askbusd cannot start")?;
+                Some(task)
+            }
+            None => None,
+        };
         systemd::ready(&systemd::status_line(control.hub()));
         let mut helpers = vec![tokio::spawn(systemd::keep_status(
             control.hub().clone(),
@@ -310,6 +357,10 @@ fn run(args: Args) -> Result<()> {
             systemd::stopping();
         };
         daemon.run(shutdown).await;
+        stop_federation.cancel();
+        if let Some(task) = federation {
+            let _ = task.await;
+        }
         stop.cancel();
         for h in helpers {
             let _ = h.await;

@@ -35,6 +35,11 @@ pub struct Pending {
     pub accepted_at: Instant,
     pub deadline: Instant,
     pub timeout_ms: u64,
+    /// Federation: the node a remote question was asked on (`None`: asked here). A remote
+    /// question's `producer` is `remote::REMOTE` and its deadline the origin's plus a grace.
+    pub origin: Option<Arc<str>>,
+    /// Federation: a local question the other nodes were told about.
+    pub shared: bool,
 }
 
 impl Pending {
@@ -46,6 +51,7 @@ impl Pending {
             timeout_ms: self.deadline.saturating_duration_since(now).as_millis() as u64,
             producer: &self.producer_info,
             context: self.context.as_deref(),
+            node: None,
         }
         .encode()
     }
@@ -264,6 +270,8 @@ mod tests {
             accepted_at: at,
             deadline: at + Duration::from_millis(ms),
             timeout_ms: ms,
+            origin: None,
+            shared: false,
         }
     }
 

@@ -1,4 +1,4 @@
-//! A pseudo-terminal driver for the UI tests: runs a program in an 80×24 pty, emulates the
+//! A pseudo-terminal driver for the UI tests: runs a program in a pty (80×24 unless sized), emulates the
 //! screen with vt100 so tests read what a person would see, and types keys as a terminal
 //! sends them. The daemon and raw frames come from the shared harness in `tests/common`.
 
@@ -25,6 +25,10 @@ pub const LEFT: &str = "\x1b[D";
 pub const TAB: &str = "\t";
 pub const BACKTAB: &str = "\x1b[Z";
 pub const CTRL_L: &str = "\x0c";
+pub const HOME: &str = "\x1b[H";
+pub const END: &str = "\x1b[F";
+pub const PGUP: &str = "\x1b[5~";
+pub const PGDN: &str = "\x1b[6~";
 
 pub struct Pty {
     /// The emulated screen, and when output last arrived.
@@ -40,9 +44,14 @@ pub struct Pty {
 impl Pty {
     /// The `askbus` CLI with `args`.
     pub fn askbus(args: &[&str]) -> Pty {
+        Pty::askbus_sized(args, 24, 80)
+    }
+
+    /// The `askbus` CLI with `args` in a terminal of `rows`×`cols`.
+    pub fn askbus_sized(args: &[&str], rows: u16, cols: u16) -> Pty {
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_askbus"));
         cmd.args(args);
-        Pty::spawn(cmd)
+        Pty::spawn_sized(cmd, rows, cols)
     }
 
     /// A shell command line (for pipelines).
@@ -52,14 +61,18 @@ impl Pty {
         Pty::spawn(cmd)
     }
 
-    fn spawn(mut cmd: CommandBuilder) -> Pty {
+    fn spawn(cmd: CommandBuilder) -> Pty {
+        Pty::spawn_sized(cmd, 24, 80)
+    }
+
+    fn spawn_sized(mut cmd: CommandBuilder, rows: u16, cols: u16) -> Pty {
         cmd.env("TERM", "xterm-256color");
         cmd.env_remove("ASKBUS_SOCKET");
         cmd.cwd(std::env::temp_dir());
         let pair = native_pty_system()
             .openpty(PtySize {
-                rows: 24,
-                cols: 80,
+                rows,
+                cols,
                 pixel_width: 0,
                 pixel_height: 0,
             })
@@ -68,7 +81,10 @@ impl Pty {
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().expect("pty reader");
         let writer = pair.master.take_writer().expect("pty writer");
-        let screen = Arc::new(Mutex::new((vt100::Parser::new(24, 80, 0), Instant::now())));
+        let screen = Arc::new(Mutex::new((
+            vt100::Parser::new(rows, cols, 0),
+            Instant::now(),
+        )));
         let s = screen.clone();
         let raw = Arc::new(Mutex::new(Vec::new()));
         let r = raw.clone();

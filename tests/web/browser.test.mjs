@@ -179,14 +179,14 @@ describe('askbus web in Chromium', () => {
     assert.deepEqual(r.answers, { 0: 'Search, Export, Webhooks' });
   });
 
-  test('yesno: only Yes and No whatever options the model sent; number key and Enter', async () => {
+  test('yesno: only Yes and No whatever options the model sent; a number key answers', async () => {
     const id = newId();
     producer.ask(id, [{ ...migrate, options: [{ label: 'Sure', description: 'maybe' }] }]);
     await page.getByRole('radio', { name: 'No', exact: true }).waitFor();
     assert.equal(await page.getByText('Sure').count(), 0, 'the model\'s options are not shown');
     assert.equal(await page.locator('.opt').count(), 3, 'Yes, No, Other');
+    // A number answers a single choice at once, as in the terminal UI.
     await page.keyboard.press('2');
-    await page.keyboard.press('Enter');
     const r = await producer.response(id);
     assert.deepEqual(r.answers, { 0: 'No' });
     assert.equal(r.result.returnDisplay, '**User answered:**\n  Migrate → No');
@@ -416,6 +416,9 @@ describe('askbus web in Chromium', () => {
     producer.close();
     await notice(page, '“Database” — askbusd shut down.');
     await page.locator('#conn[data-state="down"]', { hasText: 'askbusd is not running' }).waitFor();
+    // The empty page says why it has nothing, not that nothing is waiting.
+    await page.locator('#empty', { hasText: 'askbusd is not running' }).waitFor();
+    assert.equal(await page.locator('#empty', { hasText: 'No questions waiting' }).count(), 0);
     await daemon.start();
     // Asked the moment the new daemon is up: the page gets it in its replay, or live if it
     // was quicker to reconnect.

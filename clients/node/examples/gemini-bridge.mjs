@@ -10,11 +10,13 @@ import { bridgeMessageBus } from "askbus";
 const bus = new MessageBus(/* policyEngine: only consulted for tool confirmations */ {});
 const bridge = bridgeMessageBus(bus, { client: "gemini-bridge-example/1", onError: (e) => console.error(e.message) });
 
-// What code on the bus does unchanged; the bridge answers it through the daemon.
+// What code on the bus does unchanged; the bridge answers it through the daemon. The bus waits
+// as long as the UIs count down (askbusd's default timeout, 10 minutes), so the person is
+// never shown time the bus has already given up on.
 const response = await bus.request(
   { type: "ask-user-request", questions: [{ question: "Ship it today?", header: "Release", type: "yesno" }] },
   "ask-user-response",
-  120_000,
+  600_000,
 );
 console.log(response.cancelled ? "no answer" : `answer: ${response.answers["0"]}`);
 bridge.detach();

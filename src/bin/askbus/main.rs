@@ -6,9 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{FromArgMatches, Parser, Subcommand, ValueEnum};
 
-use askbusd::client::{ClientError, Connection};
 use askbusd::protocol::NoUiPolicy;
 
 mod answer;
@@ -16,10 +15,14 @@ mod ask;
 mod bench;
 mod completions;
 mod context;
+mod duration;
+mod explain;
+mod fail;
 mod mcp;
 mod pending;
 mod schema;
 mod service;
+mod stats;
 mod term;
 mod ui;
 mod validate;
@@ -33,7 +36,7 @@ struct Cli {
     /// The daemon's socket [default: $ASKBUS_SOCKET, else $XDG_RUNTIME_DIR/askbus.sock, else
     /// /run/askbus/askbus.sock for root, else /tmp/askbus-<uid>/askbus.sock]. Only a daemon
     /// running as you or root is talked to; name another trusted uid in $ASKBUS_DAEMON_UID
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(long, global = true, value_name = "PATH", value_parser = clap::value_parser!(PathBuf))]
     socket: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
@@ -43,9 +46,11 @@ struct Cli {
 enum Command {
     /// Ask the questions in FILE (or stdin) and wait for the answer.
     ///
-    /// FILE holds a `questions` array or `{"questions": [...]}`. Exit status: 0 answered,
-    /// 1 dismissed, 2 timeout, 3 no-ui, 4 rejected (the daemon's message on stderr),
-    /// 5 the daemon is unreachable, 6 withdrawn or daemon shut down.
+    /// FILE holds a `questions` array or `{"questions": [...]}` (see the README's "Writing
+    /// questions" and examples/). Answered, it prints the answers as the person reads them
+    /// (`--json`: the whole response, with what the model is handed in `result.llmContent`).
+    /// On a terminal it says on stderr how long it waits and whether a UI is connected.
+    #[command(after_help = ask::EXIT_STATUS_HELP)]
     Ask {
         /// Questions file; `-` or nothing reads stdin
         file: Option<PathBuf>,
@@ -73,15 +78,21 @@ enum Command {
         filter: context::FilterArgs,
     },
     /// Answer (or dismiss) one pending question, as a UI would.
+    ///
+    /// Questions are numbered from 0, as `askbus pending` lists them. A choice is answered
+    /// with an option's label (or any other text); a multiSelect with its labels joined by
+    /// ", " (`--answer '0=SQLite, DuckDB'`, or `--answer 0=SQLite --answer 0=DuckDB`, which
+    /// is joined the same way); a yesno with Yes or No.
+    #[command(
+        after_help = "Examples:\n  askbus answer ID --answer 0=PostgreSQL --answer 1=Yes\n  \
+        askbus answer ID --answer '0=SQLite, DuckDB'\n  askbus answer ID --dismiss"
+    )]
     Answer {
-        /// The question's correlationId
+        /// The request's correlationId (from `askbus pending`)
         id: String,
-        /// An answer as INDEX=TEXT (question index from 0); repeat for several questions
-        #[arg(
-            long = "answer",
-            value_name = "INDEX=TEXT",
-            required_unless_present = "dismiss"
-        )]
+        /// An answer as INDEX=TEXT (question index from 0); repeat for several questions,
+        /// or for several picks of one multiSelect
+        #[arg(long = "answer", value_name = "INDEX=TEXT")]
         answers: Vec<String>,
         /// Dismiss the dialog instead of answering
         #[arg(long, conflicts_with = "answers")]
@@ -90,7 +101,9 @@ enum Command {
     /// Answer questions interactively in this terminal, as they arrive.
     ///
     /// Keeps running (and reconnects when askbusd restarts) until you press q in the list.
-    Ui,
+    /// The waiting list is grouped by project; --project/--agent/--session show only the
+    /// questions whose context matches.
+    Ui(context::FilterArgs),
     /// Serve a page where a browser (or a phone) answers the agents' questions.
     ///
     /// Prints a link carrying a random access token, new at every start; every request must
@@ -158,7 +171,7 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Print the daemon's live counters.
     Stats {
-        /// Compact JSON on one line
+        /// The stats frame as compact JSON on one line, for scripts
         #[arg(long)]
         json: bool,
     },
@@ -178,8 +191,56 @@ enum NoUiArg {
     Reject,
 }
 
+/// Subcommands that never reach the daemon: `--socket` is not offered on them.
+const OFFLINE: [&str; 5] = ["validate", "schema", "completions", "man", "service"];
+
+/// The command line as clap sees it: `--socket` before the subcommand, or after it on those
+/// that reach the daemon (not on the offline ones, where it would do nothing).
+fn clap_command() -> clap::Command {
+    let cmd = <Cli as clap::CommandFactory>::command();
+    let socket = cmd
+        .get_arguments()
+        .find(|a| a.get_id() == "socket")
+        .cloned()
+        .expect("Cli has --socket");
+    let mut cmd = cmd.mut_arg("socket", |a| a.global(false));
+    let online: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .filter(|n| !OFFLINE.contains(&n.as_str()))
+        .collect();
+    for name in online {
+        cmd = cmd.mut_subcommand(name, |s| s.arg(socket.clone()));
+    }
+    cmd
+}
+
+/// Parses the command line; `--socket` may come before or after the subcommand.
+fn parse() -> Result<Cli, clap::Error> {
+    let m = clap_command().try_get_matches()?;
+    let mut cli = Cli::from_arg_matches(&m)?;
+    if let Some((_, sub)) = m.subcommand() {
+        if let Ok(Some(path)) = sub.try_get_one::<PathBuf>("socket") {
+            cli.socket = Some(path.clone());
+        }
+    }
+    Ok(cli)
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // Help and --version are not errors; a wrong command line has its own status,
+            // apart from every outcome of `askbus ask`.
+            return if e.use_stderr() {
+                ExitCode::from(ask::exit::USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
     // The bench builds its own runtimes (a multi-threaded relay, a client sized by its flags),
     // and to it --socket means "a running daemon", not the default path.
     let command = match cli.command {
@@ -204,22 +265,20 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("askbus: cannot start: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(ask::exit::INTERNAL);
         }
     };
+    let is_ask = matches!(command, Command::Ask { .. });
     match rt.block_on(run(command, socket)) {
         Ok(code) => code,
         Err(e) => {
-            let unreachable = e.downcast_ref::<ClientError>().is_some_and(|c| {
-                matches!(c, ClientError::Connect { .. } | ClientError::Untrusted(_))
-            });
-            // Errors may quote what the daemon (or a peer) said.
-            eprintln!("askbus: {}", term::sanitize_lines(&format!("{e:#}")));
-            if unreachable {
-                ExitCode::from(ask::exit::UNREACHABLE)
-            } else {
-                ExitCode::FAILURE
+            let (text, mut code) = fail::report(&e);
+            eprintln!("askbus: {text}");
+            // Every failure of `ask` has a status apart from the outcomes 0–6.
+            if is_ask && code == 1 {
+                code = ask::exit::INTERNAL;
             }
+            ExitCode::from(code)
         }
     }
 }
@@ -246,36 +305,24 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             .await
         }
         Command::Pending { json, filter } => pending::run(&socket, json, &filter.filter()).await,
-        Command::Ui => ui::run(&socket).await,
+        Command::Ui(filter) => ui::run(&socket, filter.filter()).await,
         Command::Watch { json } => watch::run(&socket, json).await,
         Command::Validate { file, json } => validate::run(file, json),
         Command::Schema { name, all } => schema::run(name, all),
         Command::Completions { shell } => {
-            completions::completions(shell, <Cli as clap::CommandFactory>::command())
-                .map(|()| ExitCode::SUCCESS)
+            completions::completions(shell, clap_command()).map(|()| ExitCode::SUCCESS)
         }
-        Command::Man { dir } => completions::man(<Cli as clap::CommandFactory>::command(), dir)
-            .map(|()| ExitCode::SUCCESS),
+        Command::Man { dir } => completions::man(clap_command(), dir).map(|()| ExitCode::SUCCESS),
         Command::Answer {
             id,
             answers,
             dismiss,
         } => answer::run(&socket, &id, &answers, dismiss).await,
+        Command::Stats { json } => stats::run(&socket, json).await,
         Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Web(args) => web::run(args, socket).await,
         Command::Bench(_) | Command::BenchRelay | Command::Service(_) => {
             unreachable!("dispatched before the runtime")
-        }
-        Command::Stats { json } => {
-            let mut conn = Connection::connect(&socket).await?;
-            let stats = conn.stats().await?;
-            let text = if json {
-                serde_json::to_string(&stats)?
-            } else {
-                serde_json::to_string_pretty(&stats)?
-            };
-            println!("{}", term::json(&text));
-            Ok(ExitCode::SUCCESS)
         }
     }
 }

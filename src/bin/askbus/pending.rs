@@ -52,12 +52,12 @@ pub async fn run(socket: &Path, json: bool, filter: &SubscribeFilter) -> Result<
 fn print_request(r: &UiRequest) -> Result<()> {
     let p = &r.producer;
     println!(
-        "{}  from {} (pid {}, uid {}), {}s left",
+        "{}  from {} (pid {}, uid {}), {} left",
         sanitize(&r.correlation_id),
         sanitize(p.client.as_deref().unwrap_or("unnamed agent")),
         p.pid.map_or("?".to_string(), |p| p.to_string()),
         p.uid,
-        r.timeout_ms / 1000
+        crate::duration::short(std::time::Duration::from_millis(r.timeout_ms))
     );
     if let Some(c) = &r.context {
         let about: Vec<String> = [

@@ -36,6 +36,9 @@ pub fn run(file: Option<PathBuf>, json_out: bool) -> Result<ExitCode> {
                 println!("{}", crate::term::json(&frame.to_string()));
             } else {
                 eprintln!("{}", crate::term::sanitize_lines(&r.message));
+                if let Some(hint) = crate::explain::rejection(&r.message) {
+                    eprintln!("{hint}");
+                }
             }
             Ok(ExitCode::FAILURE)
         }

@@ -58,8 +58,11 @@ async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
                                 return Err(e.into());
                             }
                         }
-                        Ok(None) => break "askbusd closed the connection".to_owned(),
-                        Err(e) => break e.to_string(),
+                        Ok(None) => {
+                            break "askbusd closed the connection; retrying until it is back"
+                                .to_owned()
+                        }
+                        Err(e) => break format!("{e}; retrying until it is back"),
                     }
                 }
             }
@@ -80,17 +83,18 @@ async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
             }
             Err(e) => {
                 failures = failures.saturating_add(1);
-                e.to_string()
+                let (text, hint, _) = crate::fail::describe(&e.into());
+                match hint {
+                    Some(h) => format!("{text}; retrying until it is back. {h}"),
+                    None => format!("{text}; retrying until it is back"),
+                }
             }
         };
         let wait = Duration::from_millis(200)
             .saturating_mul(1 << failures.min(5))
             .min(Duration::from_secs(5));
         if !was_down {
-            eprintln!(
-                "askbus watch: {}; retrying until it is back",
-                term::sanitize(&why)
-            );
+            eprintln!("askbus watch: {}", term::sanitize(&why));
             was_down = true;
         }
         tokio::time::sleep(wait).await;

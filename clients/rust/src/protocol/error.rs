@@ -19,10 +19,12 @@ pub enum ErrorCode {
     Forbidden,
     TooManyConnections,
     FrameTimeout,
+    /// Federation: an answer to a remote question could not reach its origin node.
+    OriginUnreachable,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 14] = [
+    pub const ALL: [ErrorCode; 15] = [
         ErrorCode::InvalidJson,
         ErrorCode::InvalidFrame,
         ErrorCode::UnknownType,
@@ -37,6 +39,7 @@ impl ErrorCode {
         ErrorCode::Forbidden,
         ErrorCode::TooManyConnections,
         ErrorCode::FrameTimeout,
+        ErrorCode::OriginUnreachable,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +58,7 @@ impl ErrorCode {
             ErrorCode::Forbidden => "forbidden",
             ErrorCode::TooManyConnections => "too-many-connections",
             ErrorCode::FrameTimeout => "frame-timeout",
+            ErrorCode::OriginUnreachable => "origin-unreachable",
         }
     }
 

@@ -9,6 +9,7 @@ mod call;
 mod server;
 mod tool;
 
+use std::io::IsTerminal;
 use std::path::Path;
 use std::pin::Pin;
 use std::process::ExitCode;
@@ -51,6 +52,21 @@ pub struct McpArgs {
     tool_name: String,
 }
 
+/// What `askbus mcp` says when started on a terminal instead of by an MCP client.
+fn terminal_note(socket: &Path, tool: &str) -> String {
+    format!(
+        "askbus mcp: an MCP server on stdin/stdout offering the {tool} tool (Gemini CLI's \
+         ask_user); its questions go \
+         through askbusd at {} to every askbus UI. It is meant to be started by an MCP client, \
+         not run by hand. To add it:\n  \
+         Claude Code:  claude mcp add --scope user askbus -- askbus mcp\n  \
+         Codex:        codex mcp add askbus -- askbus mcp\n  \
+         Gemini CLI:   in settings.json, \"mcpServers\": {{\"askbus\": {{\"command\": \"askbus\", \"args\": [\"mcp\"], \"timeout\": 900000}}}}\n\
+         See `askbus mcp --help` and the README. Waiting for JSON-RPC on stdin (Ctrl-D ends).",
+        socket.display()
+    )
+}
+
 /// Serves MCP on stdin/stdout until the client closes stdin.
 pub async fn run(socket: &Path, args: McpArgs) -> Result<ExitCode> {
     // stdout carries the protocol, so logs go to stderr, where MCP clients collect them.
@@ -80,6 +96,10 @@ pub async fn run(socket: &Path, args: McpArgs) -> Result<ExitCode> {
         &args.tool_name,
     );
     tracing::info!(socket = %socket.display(), tool = %args.tool_name, "serving ask_user over MCP on stdio");
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        // A person ran it by hand: say what it is, then keep serving (typing JSON-RPC works).
+        eprintln!("{}", terminal_note(socket, &args.tool_name));
+    }
     let (stdin, stdout) = rmcp::transport::stdio();
     let stdin = NoticeEof {
         inner: stdin,

@@ -10,6 +10,7 @@ use askbusd::protocol::{ErrorFrame, Outcome as AckOutcome, UiRequest, WithdrawRe
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::dialog::{Dialog, Outcome};
+use super::scroll::{Move, Scroll};
 
 /// A pending request and the person's progress on it.
 pub struct Entry {
@@ -19,6 +20,8 @@ pub struct Entry {
     pub deadline: Instant,
     /// Shown before a reconnect and not yet confirmed by the new subscription's replay.
     pub stale: bool,
+    /// Which part of a dialog taller than the screen is in view.
+    pub scroll: Scroll,
 }
 
 impl Entry {
@@ -28,6 +31,7 @@ impl Entry {
             deadline: now + Duration::from_millis(request.timeout_ms),
             request,
             stale: false,
+            scroll: Scroll::default(),
         }
     }
 
@@ -38,6 +42,24 @@ impl Entry {
     /// "client (pid N)", as the person is told who asked.
     pub fn who(&self) -> String {
         who(&self.request)
+    }
+
+    /// The project the waiting list groups it under (`None`: asked without one).
+    pub fn project(&self) -> Option<&str> {
+        self.request.context.as_ref()?.project.as_deref()
+    }
+
+    /// "agent · title" (what is known of it), safe to print; empty without a context.
+    pub fn about(&self) -> String {
+        let Some(c) = &self.request.context else {
+            return String::new();
+        };
+        [&c.agent, &c.title]
+            .into_iter()
+            .flatten()
+            .map(|v| crate::term::sanitize(v).into_owned())
+            .collect::<Vec<_>>()
+            .join(" · ")
     }
 }
 
@@ -76,6 +98,17 @@ pub enum Tone {
 pub struct Notice {
     pub text: String,
     pub tone: Tone,
+    /// When it stops being news and leaves the screen.
+    pub until: Instant,
+}
+
+/// How long a notice stays: long enough to read, short enough not to describe a past state.
+const NOTICE_FOR: Duration = Duration::from_secs(8);
+
+impl Notice {
+    pub fn live(&self, now: Instant) -> bool {
+        now < self.until
+    }
 }
 
 /// A frame the UI must send (or quitting).
@@ -108,6 +141,8 @@ pub enum BusUpdate {
 
 pub struct App {
     pub entries: Vec<Entry>,
+    /// What this UI's subscribe filter shows ("" for everything), for the list's title.
+    pub filter: String,
     pub view: View,
     pub list_cursor: usize,
     pub conn: Conn,
@@ -116,6 +151,8 @@ pub struct App {
     replay: Option<(u64, HashSet<String>)>,
     /// Who asked each request this UI answered and awaits an ack for.
     sent: HashMap<String, String>,
+    /// Bytes that came on standard input (a pipe), kept to print on quitting.
+    pub piped: Option<usize>,
 }
 
 impl Default for App {
@@ -128,12 +165,14 @@ impl App {
     pub fn new() -> App {
         App {
             entries: Vec::new(),
+            filter: String::new(),
             view: View::List,
             list_cursor: 0,
             conn: Conn::Connecting,
             notice: None,
             replay: None,
             sent: HashMap::new(),
+            piped: None,
         }
     }
 
@@ -155,6 +194,7 @@ impl App {
         self.notice = Some(Notice {
             text: text.into(),
             tone,
+            until: Instant::now() + NOTICE_FOR,
         });
     }
 
@@ -180,6 +220,16 @@ impl App {
                 if !matches!(self.conn, Conn::Down { .. }) {
                     for e in &mut self.entries {
                         e.stale = true;
+                    }
+                    // The status bar now says disconnected; good news of the old connection
+                    // ("Reconnected", "Sending…") would contradict it. Warnings stay (why a
+                    // dialog just closed, say).
+                    if self
+                        .notice
+                        .as_ref()
+                        .is_some_and(|n| matches!(n.tone, Tone::Good | Tone::Info))
+                    {
+                        self.notice = None;
                     }
                 }
                 self.replay = None;
@@ -225,7 +275,19 @@ impl App {
             e.stale = false;
         } else {
             let id = r.correlation_id.clone();
-            self.entries.push(Entry::new(r, now));
+            // Grouped by project: after the last one of its project (groups in the order
+            // their first question came), so the list shows each project's questions together.
+            let entry = Entry::new(r, now);
+            let at = self
+                .entries
+                .iter()
+                .rposition(|e| e.project() == entry.project())
+                .map_or(self.entries.len(), |i| i + 1);
+            if at <= self.list_cursor && at < self.entries.len() {
+                // Keep the cursor on the question it was on.
+                self.list_cursor += 1;
+            }
+            self.entries.insert(at, entry);
             if was_idle {
                 self.view = View::Dialog(id);
             }
@@ -308,6 +370,12 @@ impl App {
         self.notice(Tone::Bad, text);
     }
 
+    /// Standard input was a pipe and it ended with `bytes` of text (the asking side's output
+    /// in `askbus ask … | askbus ui`): it is printed when the UI quits.
+    pub fn on_piped_input(&mut self, bytes: usize) {
+        self.piped = Some(bytes);
+    }
+
     /// A send failed at the socket: the daemon never had the answer.
     pub fn on_send_failed(&mut self, id: &str, error: &str) {
         let whom = self.sent.remove(id).unwrap_or_default();
@@ -350,6 +418,11 @@ impl App {
         }
         let connected = self.conn == Conn::Connected;
         let entry = self.open_entry_mut()?;
+        if let Some(m) = scroll_key(entry, &key, ctrl) {
+            entry.scroll.scroll(m);
+            return None;
+        }
+        entry.scroll.follow();
         let outcome = entry.dialog.handle_key(key);
         let id = entry.id().to_owned();
         let whom = entry.who();
@@ -402,6 +475,28 @@ impl App {
     }
 }
 
+/// A key that scrolls the dialog instead of acting on it: PgUp/PgDn always; Home/End unless
+/// a text field has them (then Ctrl+Home/Ctrl+End); ↑ on the first row and ↓ on the last
+/// (or anywhere without a list) while lines are hidden that way, before ↑/↓ wrap around.
+fn scroll_key(entry: &Entry, key: &KeyEvent, ctrl: bool) -> Option<Move> {
+    let editing = entry.dialog.is_editing();
+    let edges = entry.dialog.cursor_edges();
+    let s = &entry.scroll;
+    match key.code {
+        KeyCode::PageUp => Some(Move::PageUp),
+        KeyCode::PageDown => Some(Move::PageDown),
+        KeyCode::Home if ctrl || !editing => Some(Move::Top),
+        KeyCode::End if ctrl || !editing => Some(Move::Bottom),
+        KeyCode::Up if s.hidden_above() && edges.is_none_or(|(first, _)| first) => {
+            Some(Move::LineUp)
+        }
+        KeyCode::Down if s.hidden_below() && edges.is_none_or(|(_, last)| last) => {
+            Some(Move::LineDown)
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,6 +515,7 @@ mod tests {
                 uid: 0,
             },
             context: None,
+            node: None,
         }
     }
 

@@ -2,6 +2,7 @@
 //! away (restart, crash, socket removed) reports it and subscribes again with backoff, for as
 //! long as the UI runs. Each new subscription brings the daemon's replay of what is pending.
 
+use askbusd::protocol::SubscribeFilter;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -25,13 +26,18 @@ pub fn backoff(failures: u32) -> Duration {
 }
 
 /// Runs until the receiver is dropped (the UI quit).
-pub async fn run(socket: PathBuf, client: String, tx: UnboundedSender<Msg>) {
+pub async fn run(
+    socket: PathBuf,
+    client: String,
+    filter: SubscribeFilter,
+    tx: UnboundedSender<Msg>,
+) {
     let mut failures = 0u32;
     loop {
         if tx.send(Msg::Connecting).is_err() {
             return;
         }
-        let error = match Ui::subscribe(&socket, Some(&client)).await {
+        let error = match Ui::subscribe_filtered(&socket, Some(&client), &filter).await {
             Ok(ui) => {
                 failures = 0;
                 let pending = ui.pending_at_subscribe();

@@ -236,6 +236,19 @@ impl Dialog {
         }
     }
 
+    /// For a choice in view: whether the cursor is on its first row, and on its last. `None`
+    /// for a text question, the review, or nothing to answer.
+    pub fn cursor_edges(&self) -> Option<(bool, bool)> {
+        let q = self.questions.get(self.tab)?;
+        match &self.widgets[self.tab] {
+            Widget::Choice { cursor, .. } => {
+                let n = q.rows().len();
+                Some((*cursor == 0, *cursor + 1 >= n))
+            }
+            Widget::Text(_) => None,
+        }
+    }
+
     /// Whether keys go to a text field (a text question, or the Other row).
     pub fn is_editing(&self) -> bool {
         match self.widgets.get(self.tab) {

@@ -6,6 +6,7 @@
 //! - [`dialog`]: one request's dialog state and keys;
 //! - [`app`]: every request, the view, the connection state, notices;
 //! - [`render`]: drawing with ratatui;
+//! - [`scroll`]: what part of a tall dialog is shown, and the keys that scroll it;
 //! - [`conn`]: the subscription, reconnecting with backoff;
 //! - this file: the terminal and the loop joining keys, bus events and the clock.
 
@@ -15,6 +16,7 @@ mod dialog;
 mod encode;
 mod input;
 mod render;
+mod scroll;
 
 use std::io::{BufWriter, IsTerminal, Stdout, Write};
 use std::path::Path;
@@ -34,11 +36,12 @@ use ratatui::Terminal;
 use tokio::signal::unix::{signal, SignalKind};
 
 use app::{Action, App, BusUpdate};
+use askbusd::protocol::SubscribeFilter;
 
 /// The name this UI announces to the daemon.
 const CLIENT: &str = concat!("askbus-ui/", env!("CARGO_PKG_VERSION"));
 
-pub async fn run(socket: &Path) -> Result<ExitCode> {
+pub async fn run(socket: &Path, filter: SubscribeFilter) -> Result<ExitCode> {
     if !std::io::stdout().is_terminal() {
         eprintln!(
             "askbus ui: standard output is not a terminal, and the dialog needs one.\n\
@@ -46,18 +49,66 @@ pub async fn run(socket: &Path) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
+    // Keys come from the terminal itself (crossterm opens /dev/tty when stdin is not one), so
+    // `askbus ask … | askbus ui` works; what arrives on the pipe (the asking side's answer)
+    // is kept and printed when the UI quits, instead of being swallowed.
+    let piped = (!std::io::stdin().is_terminal()).then(PipedInput::start);
     let mut term = TerminalGuard::enter().context("cannot set up the terminal")?;
-    let result = event_loop(&mut term.terminal, socket).await;
+    let result = event_loop(&mut term.terminal, socket, filter, piped.as_ref()).await;
     drop(term);
+    if let Some(p) = piped {
+        let text = p.take();
+        if !text.is_empty() {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(&text).and_then(|()| out.flush());
+        }
+    }
     result.map(|()| ExitCode::SUCCESS)
+}
+
+/// Standard input when it is a pipe: read to its end on a thread of its own, kept whole.
+struct PipedInput {
+    text: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    /// Told when the pipe has ended, with how many bytes came.
+    ended: tokio::sync::watch::Receiver<Option<usize>>,
+}
+
+impl PipedInput {
+    fn start() -> PipedInput {
+        let text = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (tx, ended) = tokio::sync::watch::channel(None);
+        let t = text.clone();
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut stdin = std::io::stdin().lock();
+            let mut buf = [0u8; 8192];
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => t.lock().expect("pipe buffer").extend_from_slice(&buf[..n]),
+                }
+            }
+            let n = t.lock().expect("pipe buffer").len();
+            let _ = tx.send(Some(n));
+        });
+        PipedInput { text, ended }
+    }
+
+    fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.text.lock().expect("pipe buffer"))
+    }
 }
 
 async fn event_loop(
     terminal: &mut Terminal<CrosstermBackend<BufWriter<Stdout>>>,
     socket: &Path,
+    filter: SubscribeFilter,
+    piped: Option<&PipedInput>,
 ) -> Result<()> {
+    let mut pipe_ended = piped.map(|p| p.ended.clone());
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let conn = tokio::spawn(conn::run(socket.to_owned(), CLIENT.to_owned(), tx));
+    let label = crate::context::describe_filter(&filter);
+    let conn = tokio::spawn(conn::run(socket.to_owned(), CLIENT.to_owned(), filter, tx));
     let _abort = AbortOnDrop(conn);
     let mut keys = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(500));
@@ -67,6 +118,7 @@ async fn event_loop(
     let mut int = signal(SignalKind::interrupt())?;
     let socket_text = socket.display().to_string();
     let mut app = App::new();
+    app.filter = label;
     let mut answerer = None;
     loop {
         terminal.draw(|f| render::draw(f, &app, Instant::now(), &socket_text))?;
@@ -111,6 +163,15 @@ async fn event_loop(
                 };
                 if let Err((id, e)) = sent {
                     app.on_send_failed(id, &e.to_string());
+                }
+            }
+            Some(n) = async {
+                let rx = pipe_ended.as_mut()?;
+                rx.wait_for(Option::is_some).await.ok().and_then(|v| *v)
+            } => {
+                pipe_ended = None;
+                if n > 0 {
+                    app.on_piped_input(n);
                 }
             }
             _ = tick.tick() => {}

@@ -2,7 +2,7 @@
 //! (laid out as Gemini CLI's AskUserDialog lays it out), then a notice line. Reads the state,
 //! never changes it; everything fits in an 80×24 terminal and scrolls to the focused row.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
@@ -15,7 +15,8 @@ use unicode_width::UnicodeWidthStr;
 use super::app::{App, Conn, Entry, Tone, View};
 use super::dialog::{Dialog, Kind, Row, Widget};
 use super::encode::Pick;
-use crate::term::sanitize;
+use super::scroll::Scroll;
+use crate::term::{self, sanitize};
 
 const ACCENT: Color = Color::Cyan;
 const GOOD: Color = Color::Green;
@@ -41,7 +42,7 @@ pub fn draw(frame: &mut Frame, app: &App, now: Instant, socket: &str) {
         ..area
     };
     status_bar(frame, app, now, top);
-    notice_bar(frame, app, bottom);
+    notice_bar(frame, app, now, bottom);
     match app.open_entry() {
         Some(entry) => dialog(frame, entry, now, main),
         None => list(frame, app, now, main, socket),
@@ -75,7 +76,7 @@ fn status_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
         Conn::Down { retry_at, .. } => Span::styled(
             format!(
                 "✗ disconnected · retrying in {}",
-                short_duration(retry_at.saturating_duration_since(now))
+                crate::duration::short(retry_at.saturating_duration_since(now))
             ),
             Style::new().fg(BAD).bold(),
         ),
@@ -93,9 +94,9 @@ fn status_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-fn notice_bar(frame: &mut Frame, app: &App, area: Rect) {
+fn notice_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
     let mut spans = Vec::new();
-    if let Some(n) = &app.notice {
+    if let Some(n) = app.notice.as_ref().filter(|n| n.live(now)) {
         let color = match n.tone {
             Tone::Info => Color::Reset,
             Tone::Good => GOOD,
@@ -132,7 +133,11 @@ fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socket: &str) {
         .borders(Borders::ALL)
         .border_type(BorderType::Rounded)
         .border_style(Style::new().fg(DIM))
-        .title(" Pending questions ");
+        .title(if app.filter.is_empty() {
+            " Pending questions ".to_owned()
+        } else {
+            format!(" Pending questions · {} ", app.filter)
+        });
     let width = area.width.saturating_sub(4) as usize;
     let mut lines: Vec<Line> = Vec::new();
     let mut focus = (0, 0);
@@ -159,11 +164,40 @@ fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socket: &str) {
                 for l in wrap(&format!("Waiting for agents on {socket}"), width) {
                     lines.push(Line::styled(l, Style::new().fg(DIM)));
                 }
+                if let Some(n) = app.piped {
+                    lines.push(Line::raw(""));
+                    let text = format!(
+                        "{n} bytes came on standard input (a pipe): printed when you quit."
+                    );
+                    for l in wrap(&text, width) {
+                        lines.push(Line::styled(l, Style::new().fg(DIM)));
+                    }
+                }
             }
         }
     }
+    // Grouped by project (the entries are kept in group order); headers only once some
+    // question says what it is about.
+    let grouped = app.entries.iter().any(|e| e.project().is_some());
     for (i, e) in app.entries.iter().enumerate() {
         let here = i == app.list_cursor;
+        if grouped && (i == 0 || app.entries[i - 1].project() != e.project()) {
+            let n = app
+                .entries
+                .iter()
+                .filter(|x| x.project() == e.project())
+                .count();
+            let name = e
+                .project()
+                .map_or("(no project)".into(), crate::term::sanitize);
+            if i > 0 {
+                lines.push(Line::raw(""));
+            }
+            lines.push(Line::styled(
+                truncate(&format!("▸ {name} ({n})"), width),
+                Style::new().fg(ACCENT).bold(),
+            ));
+        }
         if here {
             focus.0 = lines.len();
         }
@@ -182,6 +216,16 @@ fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socket: &str) {
             first.push(Span::styled(" (reconnecting…)", Style::new().fg(WARN)));
         }
         lines.push(Line::from(first));
+        let about = e.about();
+        if !about.is_empty() {
+            lines.push(Line::from(vec![
+                Span::raw("     "),
+                Span::styled(
+                    truncate(&about, width.saturating_sub(5)),
+                    Style::new().italic(),
+                ),
+            ]));
+        }
         let qs = &e.dialog.questions;
         if let Some(q) = qs.first() {
             let more = match qs.len() {
@@ -211,7 +255,16 @@ fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socket: &str) {
     let area = fit(area, lines.len());
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    body_and_footer(frame, inner, lines, focus, None, hints);
+    body_and_footer(
+        frame,
+        inner,
+        lines,
+        focus,
+        false,
+        &Scroll::default(),
+        None,
+        hints,
+    );
 }
 
 /// The top of `area` tall enough for a bordered box of `body_lines`, a blank row and the hint
@@ -224,13 +277,17 @@ fn fit(area: Rect, body_lines: usize) -> Rect {
     }
 }
 
-/// Renders `lines` scrolled so rows `focus.0..focus.1` are visible, a hint line at the
+/// Renders `lines` scrolled by `scroll` so rows `focus.0..focus.1` are visible (unless
+/// scrolled by hand), a "▲ N more" / "▼ N more" row where lines are hidden, a hint line at the
 /// bottom, and the terminal cursor at `cursor` (line index, column) if it is on screen.
+#[allow(clippy::too_many_arguments)]
 fn body_and_footer(
     frame: &mut Frame,
     inner: Rect,
     lines: Vec<Line>,
     focus: (usize, usize),
+    prefer_top: bool,
+    scroll: &Scroll,
     cursor: Option<(usize, usize)>,
     hints: &str,
 ) {
@@ -253,15 +310,17 @@ fn body_and_footer(
         height: body_h as u16,
         ..text_area
     };
-    let mut offset = 0;
-    if focus.1 > body_h {
-        offset = focus.1 - body_h;
+    let view = scroll.view(lines.len(), body_h, focus, prefer_top);
+    let mut rows: Vec<Line> = Vec::with_capacity(body_h);
+    if view.above > 0 {
+        rows.push(more_marker("▲", view.above, "above", "PgUp/Home"));
     }
-    if focus.0 < offset {
-        offset = focus.0;
+    let first_row = rows.len();
+    rows.extend(lines.into_iter().skip(view.top).take(view.shown));
+    if view.below > 0 {
+        rows.push(more_marker("▼", view.below, "below", "PgDn/End"));
     }
-    let visible: Vec<Line> = lines.into_iter().skip(offset).take(body_h).collect();
-    frame.render_widget(Paragraph::new(visible), body);
+    frame.render_widget(Paragraph::new(rows), body);
     frame.render_widget(
         Paragraph::new(Line::styled(
             truncate(hints, footer.width as usize),
@@ -270,26 +329,46 @@ fn body_and_footer(
         footer,
     );
     if let Some((line, col)) = cursor {
-        if line >= offset && line < offset + body_h {
+        if line >= view.top && line < view.top + view.shown {
             frame.set_cursor_position(Position {
                 x: body.x + (col as u16).min(body.width.saturating_sub(1)),
-                y: body.y + (line - offset) as u16,
+                y: body.y + (first_row + line - view.top) as u16,
             });
         }
     }
 }
 
+/// "▲ 3 more lines above (PgUp/Home)".
+fn more_marker(arrow: &str, n: usize, where_: &str, keys: &str) -> Line<'static> {
+    let lines = if n == 1 { "line" } else { "lines" };
+    Line::styled(
+        format!("{arrow} {n} more {lines} {where_} ({keys})"),
+        Style::new().fg(ACCENT),
+    )
+}
+
 fn dialog(frame: &mut Frame, entry: &Entry, now: Instant, area: Rect) {
+    // The countdown keeps its room; the name gives way (cut with "…"), then " asks".
+    let left = format!(" {} ", time_left(entry, now));
+    let room = (area.width as usize)
+        .saturating_sub(2 + left.width() + 1)
+        .saturating_sub(" asks ".len() + 1);
+    let who = term::sanitize(&entry.who()).into_owned();
+    let title = if room >= 4 {
+        vec![
+            Span::raw(" "),
+            Span::styled(truncate(&who, room), Style::new().bold()),
+            Span::raw(" asks "),
+        ]
+    } else {
+        Vec::new()
+    };
     let mut block = Block::new()
         .borders(Borders::ALL)
         .border_type(BorderType::Rounded)
         .border_style(Style::new().fg(ACCENT))
-        .title(Line::from(vec![
-            Span::raw(" "),
-            Span::styled(entry.who(), Style::new().bold()),
-            Span::raw(" asks "),
-        ]))
-        .title(Line::from(format!(" {} ", time_left(entry, now))).right_aligned());
+        .title(Line::from(title))
+        .title(Line::from(left).right_aligned());
     if entry.stale {
         block = block.title_bottom(Line::styled(
             " offline: answers wait for the reconnect ",
@@ -299,6 +378,19 @@ fn dialog(frame: &mut Frame, entry: &Entry, now: Instant, area: Rect) {
     let width = area.width.saturating_sub(4) as usize;
     let d = &entry.dialog;
     let mut body = Body::default();
+    // Who is asking, about what: project, agent and title above the questions.
+    let about: Vec<String> = [entry.project().map(str::to_owned), Some(entry.about())]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .map(|s| crate::term::sanitize(&s).into_owned())
+        .collect();
+    if !about.is_empty() {
+        for l in wrap(&about.join(" · "), width) {
+            body.push(Line::styled(l, Style::new().fg(ACCENT).italic()));
+        }
+        body.push(Line::raw(""));
+    }
     if d.has_review() {
         body.push(tabs_line(d, width));
         body.push(Line::raw(""));
@@ -319,7 +411,25 @@ fn dialog(frame: &mut Frame, entry: &Entry, now: Instant, area: Rect) {
     let area = fit(area, lines.len());
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    body_and_footer(frame, inner, lines, focus, cursor, &hints(d));
+    body_and_footer(
+        frame,
+        inner,
+        lines,
+        focus,
+        prefer_top(d),
+        &entry.scroll,
+        cursor,
+        &hints(d),
+    );
+}
+
+/// Whether the dialog's focus is its first row (or it has none): then the view keeps the top
+/// (tabs, header, question) on screen whenever the focus fits with it.
+fn prefer_top(d: &Dialog) -> bool {
+    match d.cursor_edges() {
+        None => true,
+        Some((first, _)) => first,
+    }
 }
 
 #[derive(Default)]
@@ -623,16 +733,7 @@ fn time_left(e: &Entry, now: Instant) -> String {
     if left.is_zero() {
         "timing out".into()
     } else {
-        format!("{} left", short_duration(left))
-    }
-}
-
-pub fn short_duration(d: Duration) -> String {
-    let s = d.as_secs() + u64::from(d.subsec_millis() >= 500);
-    match s {
-        0..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
-        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+        format!("{} left", crate::duration::short(left))
     }
 }
 
@@ -708,6 +809,7 @@ mod tests {
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
     use serde_json::json;
+    use std::time::Duration;
 
     fn app_with(questions: serde_json::Value) -> App {
         let mut app = App::new();
@@ -724,6 +826,7 @@ mod tests {
                     uid: 0,
                 },
                 context: None,
+                node: None,
             })),
             now,
         );
@@ -770,6 +873,150 @@ mod tests {
         assert!(bottom.contains("Finish selection"), "{bottom}");
         assert!(bottom.contains("Enter to select"), "{bottom}");
         assert!(!bottom.contains("Line one of the question."), "{bottom}");
+    }
+
+    fn key(app: &mut App, code: KeyCode) {
+        app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
+    }
+
+    #[test]
+    fn every_part_of_a_tall_dialog_is_reachable_with_markers() {
+        for (w, h) in [(80, 24), (60, 20)] {
+            let mut app = app_with(long_multiselect());
+            let top = text(&app, w, h);
+            assert!(top.contains(" Big "), "{top}");
+            assert!(
+                top.contains("▼ ") && top.contains("more lines below"),
+                "{w}×{h}\n{top}"
+            );
+            assert!(!top.contains("▲"), "{top}");
+            // End shows the bottom: All of the above, Other, Done, with a marker above.
+            key(&mut app, KeyCode::End);
+            let bottom = text(&app, w, h);
+            for part in [
+                "All of the above",
+                "Enter a custom value",
+                "Done",
+                "Finish selection",
+            ] {
+                assert!(bottom.contains(part), "{part} at {w}×{h}\n{bottom}");
+            }
+            assert!(bottom.contains("▲ ") && !bottom.contains("▼"), "{bottom}");
+            // Home (and PgUp from there) brings the header back; PgDn pages down.
+            key(&mut app, KeyCode::Home);
+            assert!(text(&app, w, h).contains(" Big "));
+            key(&mut app, KeyCode::PageDown);
+            let mid = text(&app, w, h);
+            assert!(mid.contains("▲ "), "{mid}");
+            key(&mut app, KeyCode::PageUp);
+            assert!(text(&app, w, h).contains("Line one of the question."));
+            // Every line was on screen at some scroll position: page through and collect.
+            let mut seen = String::new();
+            key(&mut app, KeyCode::Home);
+            for _ in 0..12 {
+                seen.push_str(&text(&app, w, h));
+                key(&mut app, KeyCode::PageDown);
+            }
+            for part in [
+                "Line two.",
+                "Line three.",
+                "First",
+                "Second",
+                "Third",
+                "Fourth",
+            ] {
+                assert!(seen.contains(part), "{part} never shown at {w}×{h}");
+            }
+        }
+    }
+
+    #[test]
+    fn up_on_the_first_row_scrolls_back_to_the_header_before_wrapping() {
+        let mut app = app_with(long_multiselect());
+        // Down to Done (the last row), then back to the first with Down (wrap).
+        for _ in 0..6 {
+            key(&mut app, KeyCode::Down);
+        }
+        assert!(text(&app, 60, 20).contains("●    Done"));
+        key(&mut app, KeyCode::Down);
+        let first = text(&app, 60, 20);
+        assert!(first.contains("● 1. [ ] First"), "{first}");
+        assert!(
+            first.contains(" Big "),
+            "the header comes back with the first row\n{first}"
+        );
+    }
+
+    #[test]
+    fn the_title_cuts_the_name_not_the_countdown() {
+        let mut app = App::new();
+        let now = Instant::now();
+        app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+        app.on_bus(
+            BusUpdate::Event(UiEvent::Request(UiRequest {
+                correlation_id: "c".into(),
+                questions: json!([{"question": "Q?", "header": "H", "type": "yesno"}]),
+                timeout_ms: 598_000,
+                producer: ProducerInfo {
+                    client: Some("a-very-long-agent-name/with-a-version-1.2.3".into()),
+                    pid: Some(4242),
+                    uid: 0,
+                },
+                context: None,
+            })),
+            now,
+        );
+        for w in [60, 40, 30] {
+            let screen = text(&app, w, 12);
+            let title = screen.lines().nth(1).unwrap();
+            assert!(
+                title.contains("9m 5") && title.contains("s left"),
+                "{w}: {title}"
+            );
+            if w >= 40 {
+                assert!(
+                    title.contains("a-very") && title.contains("… asks"),
+                    "{w}: {title}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn notices_expire_and_reconnected_never_shows_under_disconnected() {
+        let mut app = App::new();
+        let now = Instant::now();
+        app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+        app.on_bus(
+            BusUpdate::Down {
+                error: "gone".into(),
+                retry_in: Duration::from_secs(5),
+            },
+            now,
+        );
+        app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+        assert!(text(&app, 80, 24).contains("Reconnected"));
+        app.on_bus(
+            BusUpdate::Down {
+                error: "gone again".into(),
+                retry_in: Duration::from_secs(5),
+            },
+            now,
+        );
+        let down = text(&app, 80, 24);
+        assert!(down.contains("✗ disconnected"), "{down}");
+        assert!(!down.contains("Reconnected"), "{down}");
+        app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+        let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        t.draw(|f| draw(f, &app, Instant::now() + Duration::from_secs(60), "/s"))
+            .unwrap();
+        let later: String = (0..80)
+            .map(|x| t.backend().buffer()[(x, 23)].symbol().to_owned())
+            .collect();
+        assert!(
+            !later.contains("Reconnected"),
+            "a notice a minute old: {later}"
+        );
     }
 
     #[test]
@@ -821,6 +1068,7 @@ mod tests {
                     title: Some(format!("ti{evil}")),
                     ..Default::default()
                 })),
+                node: None,
             })),
             now,
         );
@@ -851,12 +1099,5 @@ mod tests {
     fn truncate_marks_the_cut() {
         assert_eq!(truncate("hello", 5), "hello");
         assert_eq!(truncate("hello world", 6), "hello…");
-    }
-
-    #[test]
-    fn durations_read_naturally() {
-        assert_eq!(short_duration(Duration::from_millis(59_400)), "59s");
-        assert_eq!(short_duration(Duration::from_secs(598)), "9m 58s");
-        assert_eq!(short_duration(Duration::from_secs(7260)), "2h 01m");
     }
 }

@@ -111,6 +111,14 @@ pub async fn run(args: WebArgs, socket: PathBuf) -> Result<ExitCode> {
             local.ip()
         );
     }
+    // Serving starts either way (the page reconnects), but whoever started it hears now
+    // that no question can arrive yet.
+    if let Err(e) = askbusd::client::Connection::connect(&socket).await {
+        let (text, _) = crate::fail::report(&e.into());
+        eprintln!(
+            "askbus web: {text}\nThe page says so and shows the questions once askbusd is up."
+        );
+    }
     if args.open {
         if let Err(e) = open::that_detached(&link) {
             eprintln!("askbus web: cannot open a browser ({e}); open the link above");
@@ -176,11 +184,11 @@ async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
                 .map(|c| c.0.to_string())
                 .unwrap_or_default();
             eprintln!(
-                "askbus web: refused {} {} from {peer}: {why} (Host {:?}, Origin {:?})",
+                "askbus web: refused {} {} from {peer}: {why} (Host {}, Origin {})",
                 req.method(),
-                req.uri().path(),
-                req.headers().get(header::HOST),
-                req.headers().get(header::ORIGIN),
+                crate::term::sanitize(req.uri().path()),
+                header_text(req.headers().get(header::HOST)),
+                header_text(req.headers().get(header::ORIGIN)),
             );
             page(
                 StatusCode::FORBIDDEN,
@@ -194,6 +202,17 @@ async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
     };
     assets::security_headers(resp.headers_mut());
     resp
+}
+
+/// A request header as a log line shows it: its text (made safe for a terminal), or "none".
+fn header_text(v: Option<&HeaderValue>) -> String {
+    match v {
+        None => "none".into(),
+        Some(v) => format!(
+            "\"{}\"",
+            crate::term::sanitize(&String::from_utf8_lossy(v.as_bytes()))
+        ),
+    }
 }
 
 /// A one-paragraph HTML page for refusals.

@@ -27,6 +27,10 @@ pub struct UiInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
     pub pid: Option<i32>,
+    /// Federation: the node the UI is connected to (absent for a local UI of a daemon
+    /// without federation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// One thing that happened on the bus, as watchers see it: who and how long, never the
@@ -59,6 +63,9 @@ pub struct BusEvent {
     /// The error code (`rejected` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// Federation: the question's origin node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// What a watcher event reports: a request's arrival or its [`End`]. A client reads an event
@@ -153,6 +160,9 @@ pub struct UiRequest {
     /// The producer's `context`, as it sent it (known fields only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Box<RequestContext>>,
+    /// Federation: the node the question was asked on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// The daemon's encoding of a `UiRequest`: the questions stay the JSON text they were
@@ -165,6 +175,8 @@ pub struct UiRequestRef<'a> {
     pub timeout_ms: u64,
     pub producer: &'a ProducerInfo,
     pub context: Option<&'a RequestContext>,
+    /// Federation: the origin node (written last, as `UiRequest` serializes it).
+    pub node: Option<&'a str>,
 }
 
 /// The one terminal answer a producer gets for an accepted request.
@@ -321,6 +333,7 @@ mod tests {
                 timeout_ms: 5,
                 producer: &producer,
                 context: context.as_ref(),
+                node: Some("n\u{e9}\"1"),
             }
             .encode();
             let owned = ServerFrame::AskUserRequest(UiRequest {
@@ -329,6 +342,7 @@ mod tests {
                 timeout_ms: 5,
                 producer,
                 context: context.map(Box::new),
+                node: Some("n\u{e9}\"1".into()),
             });
             assert_eq!(by_ref, crate::protocol::encode(&owned));
         }
@@ -338,6 +352,7 @@ mod tests {
             timeout_ms: 5,
             producer: &ProducerInfo::default(),
             context: None,
+            node: None,
         }
         .encode();
         let back: ServerFrame = serde_json::from_slice(&by_ref).unwrap();

@@ -97,6 +97,23 @@ function setConn(state, text) {
   const el = $('#conn');
   el.dataset.state = state;
   el.textContent = text;
+  renderEmpty();
+}
+
+/** What the page says when no question is shown: only "No questions waiting" when it is
+ * connected to askbusd and knows; otherwise why it cannot know. */
+const EMPTY = {
+  connecting: ['Connecting…', 'Reaching askbus web and askbusd.'],
+  up: ['No questions waiting', 'When an agent asks you something, it appears here at once.'],
+  down: ['askbusd is not running', 'Questions appear here once it is back (start it with `askbusd`, or as a service). Retrying…'],
+  lost: ['Not connected', 'Lost the connection to askbus web; reconnecting…'],
+  denied: ['This link no longer works', 'Open the new link askbus web printed when it started.'],
+};
+
+function renderEmpty() {
+  const [title, text] = EMPTY[$('#conn').dataset.state] || EMPTY.connecting;
+  $('#empty-title').textContent = title;
+  $('#empty-text').textContent = text;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -611,6 +628,14 @@ function onKey(e) {
     e.preventDefault();
     r.states[r.tab] = A.pickRow(q, r.states[r.tab], n);
     renderDialogState();
+    // As in the terminal UI: a number that answers a single choice (an option, or Other
+    // already typed) moves on, to the next question or, for a lone question, sends it.
+    const single = q.type === 'yesno' || !q.multiSelect;
+    const answered = A.collectAnswers([q], [r.states[r.tab]])[0] !== undefined;
+    if (single && answered && (rows[n].kind === 'option' || rows[n].kind === 'other')) {
+      primary(r);
+      return;
+    }
     if (rows[n].kind === 'other') $(`#q${r.tab}-other`).focus();
     else $(`#q${r.tab}-row${n}`).focus();
   }
