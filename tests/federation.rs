@@ -412,3 +412,228 @@ fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_
         assert!(fed_stats(&b).await["reconnects"].as_u64().unwrap() >= 1);
     });
 }
+
+/// nats-server users A, B, C (password = the name) in one JetStream account: each may write
+/// only its own keys and receive only its own answers; A and B may answer each other, C may
+/// answer B but not A.
+const PERMISSIONS: &str = r#"
+accounts {
+  ASKBUS {
+    jetstream: enabled
+    users = [
+      { user: A, password: A, permissions: {
+          publish: { allow: ["$JS.API.>", "$JS.FC.>", "$JS.ACK.>", "$KV.askbus_pending.A.>", "$KV.askbus_nodes.A", "askbus.answer.B"] }
+          subscribe: { allow: ["_INBOX.>", "askbus.answer.A"] }
+          allow_responses: true } }
+      { user: B, password: B, permissions: {
+          publish: { allow: ["$JS.API.>", "$JS.FC.>", "$JS.ACK.>", "$KV.askbus_pending.B.>", "$KV.askbus_nodes.B", "askbus.answer.A"] }
+          subscribe: { allow: ["_INBOX.>", "askbus.answer.B"] }
+          allow_responses: true } }
+      { user: C, password: C, permissions: {
+          publish: { allow: ["$JS.API.>", "$JS.FC.>", "$JS.ACK.>", "$KV.askbus_pending.C.>", "$KV.askbus_nodes.C", "askbus.answer.B"] }
+          subscribe: { allow: ["_INBOX.>", "askbus.answer.C"] }
+          allow_responses: true } }
+    ]
+  }
+}
+"#;
+
+#[test]
+fn a_node_without_permission_cannot_answer_and_its_ui_is_told_why() {
+    let nats = Nats::start_with(&[], Some(PERMISSIONS));
+    rt().block_on(async {
+        let url = nats.url();
+        let creds = |n: &str| {
+            let path = nats.dir.path().join(format!("{n}.password"));
+            std::fs::write(&path, n).unwrap();
+            format!("user = \"{n}\"\npassword_file = \"{}\"", path.display())
+        };
+        let a = node(&url, "A", &creds("A"));
+        let b = node(&url, "B", &creds("B"));
+        let c = node(&url, "C", &creds("C"));
+        wait_sees(&a, &["B", "C"]).await;
+        wait_sees(&b, &["A", "C"]).await;
+        wait_sees(&c, &["A", "B"]).await;
+        let (mut ui_b, _) = b.ui().await;
+        let (mut ui_c, _) = c.ui().await;
+        let mut producer = a.connect().await;
+        producer.send(choice_request("perm-1")).await;
+        ui_b.recv_type("ask-user-request").await;
+        ui_c.recv_type("ask-user-request").await;
+        ui_c.send(answer("perm-1", json!({"0": "SQLite"}))).await;
+        let err = ui_c.recv_error("forbidden").await;
+        assert_eq!(err["correlationId"], "perm-1");
+        let msg = err["message"].as_str().unwrap();
+        assert!(
+            msg.contains("Permissions Violation") && msg.contains("askbus.answer.A"),
+            "{msg}"
+        );
+        // Still pending: B (allowed) answers it.
+        ui_b.send(answer("perm-1", json!({"0": "PostgreSQL"})))
+            .await;
+        ui_b.recv_type("ask-user-ack").await;
+        let r = producer.recv_type("ask-user-response").await;
+        assert_eq!(r["answers"]["0"], "PostgreSQL");
+        let w = ui_c.recv_type("ask-user-withdrawn").await;
+        assert_eq!(w["answeredBy"]["node"], "B");
+        // A wrong password: the node runs, its local bus works, it says it is not connected.
+        let bad = node(&url, "D", "user = \"A\"\npassword_file = \"/dev/null\"");
+        let mut p = bad.connect().await;
+        p.ping().await;
+        assert_eq!(fed_stats(&bad).await["connected"], false);
+    });
+}
+
+/// A test CA, and a server certificate it signed for 127.0.0.1, made with the openssl CLI.
+fn test_ca(dir: &std::path::Path) {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=askbus test CA",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    std::fs::write(dir.join("ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "1",
+        "-extfile",
+        "ext",
+    ]);
+}
+
+#[test]
+fn nodes_federate_over_tls_with_a_test_ca() {
+    let certs = tempfile::tempdir().unwrap();
+    test_ca(certs.path());
+    let p = |f: &str| certs.path().join(f).display().to_string();
+    let nats = Nats::start_with(
+        &[
+            "--tls",
+            "--tlscert",
+            &p("server.pem"),
+            "--tlskey",
+            &p("server.key"),
+        ],
+        None,
+    )
+    .tls();
+    rt().block_on(async {
+        let url = nats.url();
+        assert!(url.starts_with("tls://"));
+        let tls = format!("tls_ca = \"{}\"", p("ca.pem"));
+        let a = node(&url, "A", &tls);
+        let b = node(&url, "B", &tls);
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let (mut ui_b, _) = b.ui().await;
+        let mut producer = a.connect().await;
+        producer.send(choice_request("tls-1")).await;
+        ui_b.recv_type("ask-user-request").await;
+        ui_b.send(answer("tls-1", json!({"0": "SQLite"}))).await;
+        ui_b.recv_type("ask-user-ack").await;
+        assert_eq!(
+            producer.recv_type("ask-user-response").await["reason"],
+            "answered"
+        );
+        // A node that does not trust the CA never connects (and says so), yet serves locally.
+        let untrusting = node(&url, "C", "");
+        untrusting.connect().await.ping().await;
+        assert_eq!(fed_stats(&untrusting).await["connected"], false);
+    });
+}
+
+#[test]
+fn a_three_server_cluster_with_a_node_on_each_server() {
+    use common::nats::free_port;
+    let cluster: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let routes = cluster
+        .iter()
+        .map(|p| format!("nats://127.0.0.1:{p}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let servers: Vec<Nats> = (0..3)
+        .map(|i| {
+            let listen = format!("nats://127.0.0.1:{}", cluster[i]);
+            let name = format!("s{i}");
+            Nats::start_with(
+                &[
+                    "--server_name",
+                    &name,
+                    "--cluster_name",
+                    "askbus-test",
+                    "--cluster",
+                    &listen,
+                    "--routes",
+                    &routes,
+                ],
+                None,
+            )
+        })
+        .collect();
+    rt().block_on(async {
+        let a = node(&servers[0].url(), "A", "");
+        let b = node(&servers[1].url(), "B", "");
+        let c = node(&servers[2].url(), "C", "");
+        wait_sees(&a, &["B", "C"]).await;
+        wait_sees(&b, &["A", "C"]).await;
+        wait_sees(&c, &["A", "B"]).await;
+        let (mut ui_b, _) = b.ui().await;
+        let (mut ui_c, _) = c.ui().await;
+        let mut producer = a.connect().await;
+        producer.send(choice_request("cl-1")).await;
+        ui_b.recv_type("ask-user-request").await;
+        ui_c.recv_type("ask-user-request").await;
+        ui_c.send(answer("cl-1", json!({"0": "PostgreSQL"}))).await;
+        ui_c.recv_type("ask-user-ack").await;
+        assert_eq!(
+            producer.recv_type("ask-user-response").await["answers"]["0"],
+            "PostgreSQL"
+        );
+        let w = ui_b.recv_type("ask-user-withdrawn").await;
+        assert_eq!(w["answeredBy"]["node"], "C", "{w}");
+    });
+}

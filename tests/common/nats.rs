@@ -26,7 +26,7 @@ pub struct Nats {
     pub scheme: &'static str,
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
@@ -65,6 +65,12 @@ impl Nats {
         };
         n.spawn();
         n
+    }
+
+    /// Serves TLS: clients connect with `tls://`.
+    pub fn tls(mut self) -> Nats {
+        self.scheme = "tls";
+        self
     }
 
     pub fn url(&self) -> String {

@@ -963,6 +963,7 @@ mod tests {
                     uid: 0,
                 },
                 context: None,
+                node: None,
             })),
             now,
         );
