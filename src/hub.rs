@@ -225,8 +225,57 @@ impl Hub {
 
     /// The Prometheus text exposition of every metric, as of now.
     pub fn render_metrics(&self) -> String {
-        self.metrics
-            .render(&self.snapshot(), &self.counters, self.uptime())
+        let mut text = self
+            .metrics
+            .render(&self.snapshot(), &self.counters, self.uptime());
+        if let Some(f) = self.fed_summary() {
+            use std::fmt::Write as _;
+            let gauges = [
+                (
+                    "askbus_federation_connected",
+                    "Whether this node is connected to NATS (1) or not (0).",
+                    "gauge",
+                    f.connected as u64 as f64,
+                ),
+                (
+                    "askbus_federation_nodes",
+                    "Other askbusd nodes heard from.",
+                    "gauge",
+                    f.nodes as f64,
+                ),
+                (
+                    "askbus_federation_remote_pending",
+                    "Other nodes' questions shown here.",
+                    "gauge",
+                    f.remote_pending as f64,
+                ),
+                (
+                    "askbus_federation_shared_pending",
+                    "This node's questions shared with the others.",
+                    "gauge",
+                    f.shared_pending as f64,
+                ),
+                (
+                    "askbus_federation_rtt_seconds",
+                    "Round trip to the NATS server at the last heartbeat.",
+                    "gauge",
+                    f.rtt_us as f64 / 1e6,
+                ),
+                (
+                    "askbus_federation_reconnects_total",
+                    "Times the NATS connection was lost.",
+                    "counter",
+                    f.reconnects as f64,
+                ),
+            ];
+            for (name, help, kind, value) in gauges {
+                let _ = write!(
+                    text,
+                    "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+                );
+            }
+        }
+        text
     }
 
     fn deliver(&self, inner: &mut Inner, now: Instant, batch: &mut Batch) {

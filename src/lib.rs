@@ -7,7 +7,8 @@
 //! - [`questions`]: ask_user validation, normalization and tool results, as the reference;
 //! - [`client`]: the async Rust client that producers and UIs use (protocol, and the client
 //!   crate's `trust`: which daemon a client agrees to talk to);
-//! - [`paths`]: where the socket, telemetry and config live by default;
+//! - [`paths`]: where the socket (the client's resolution), telemetry and config live by
+//!   default, and the safe creation of socket and telemetry paths;
 //! - [`telemetry::record`]: one request's end, as a telemetry line;
 //! - [`broker`]: pending table, routing, deadlines: pure state (protocol, questions, record);
 //! - [`access`]: who may connect, and as what;

@@ -189,9 +189,15 @@ fn a_node_that_joins_late_and_a_ui_that_subscribes_late_are_replayed_every_pendi
             producer.send(choice_request(&format!("q-{i}"))).await;
         }
         producer.ping().await;
-        let b = node(&url, "B", "");
+        let b = node_with_args(&url, "B", &["--metrics-listen", "{socket}.metrics"], "");
         wait_sees(&b, &["A"]).await;
         wait_remote_pending(&b, 5).await;
+        let metrics = common::parse_metrics(&common::scrape_unix(
+            &b.socket.with_extension("sock.metrics"),
+        ));
+        assert_eq!(metrics["askbus_federation_connected"], 1.0);
+        assert_eq!(metrics["askbus_federation_nodes"], 1.0);
+        assert_eq!(metrics["askbus_federation_remote_pending"], 5.0);
         let (mut ui_b, n) = b.ui().await;
         assert_eq!(n, 5);
         let mut ids = Vec::new();
@@ -635,5 +641,34 @@ fn a_three_server_cluster_with_a_node_on_each_server() {
         );
         let w = ui_b.recv_type("ask-user-withdrawn").await;
         assert_eq!(w["answeredBy"]["node"], "C", "{w}");
+    });
+}
+
+#[test]
+fn askbus_answer_on_b_answers_a_question_asked_on_a() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let mut producer = a.connect().await;
+        producer.send(choice_request("cli-1")).await;
+        producer.ping().await;
+        wait_remote_pending(&b, 1).await;
+        let out = b
+            .cli()
+            .args(["answer", "cli-1", "--answer", "0=PostgreSQL"])
+            .output()
+            .expect("askbus answer");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r = producer.recv_type("ask-user-response").await;
+        assert_eq!(r["answers"]["0"], "PostgreSQL");
+        assert_eq!(r["reason"], "answered");
     });
 }

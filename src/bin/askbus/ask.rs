@@ -62,7 +62,9 @@ pub fn read_questions(file: Option<PathBuf>) -> Result<Value> {
 /// The exit status for a client error while asking.
 pub fn status_of(e: &ClientError) -> u8 {
     match e {
-        ClientError::Connect { .. } | ClientError::Untrusted(_) => exit::UNREACHABLE,
+        ClientError::Connect { .. }
+        | ClientError::Untrusted(_)
+        | ClientError::Unreachable { .. } => exit::UNREACHABLE,
         ClientError::Io(_) | ClientError::Closed => exit::LOST,
         ClientError::Protocol(_) => exit::PROTOCOL,
         ClientError::Rejected(_) => exit::REJECTED,

@@ -88,9 +88,85 @@ impl serde::Serialize for ErrorCode {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for ErrorCode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        ErrorCode::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown error code {s:?}")))
+    }
+}
+
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// An error code as a client reads it from an `error` frame: one this crate knows, or one a
+/// later daemon added (kept as sent, so it can still be shown and compared).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Code {
+    Known(ErrorCode),
+    Unknown(String),
+}
+
+impl Code {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Code::Known(c) => c.as_str(),
+            Code::Unknown(s) => s,
+        }
+    }
+
+    /// The code, if this crate knows it.
+    pub fn known(&self) -> Option<ErrorCode> {
+        match self {
+            Code::Known(c) => Some(*c),
+            Code::Unknown(_) => None,
+        }
+    }
+}
+
+impl From<ErrorCode> for Code {
+    fn from(c: ErrorCode) -> Code {
+        Code::Known(c)
+    }
+}
+
+impl From<&str> for Code {
+    fn from(s: &str) -> Code {
+        ErrorCode::parse(s).map_or_else(|| Code::Unknown(s.to_owned()), Code::Known)
+    }
+}
+
+impl PartialEq<ErrorCode> for Code {
+    fn eq(&self, other: &ErrorCode) -> bool {
+        *self == Code::Known(*other)
+    }
+}
+
+impl PartialEq<&str> for Code {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl serde::Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Code {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(Code::from(&*s))
     }
 }
 
@@ -120,5 +196,26 @@ impl FrameError {
     pub fn with_id(mut self, correlation_id: Option<&str>) -> Self {
         self.correlation_id = correlation_id.map(str::to_owned);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_read_known_or_kept_as_sent() {
+        for code in ErrorCode::ALL {
+            let read: Code = serde_json::from_value(serde_json::json!(code.as_str())).unwrap();
+            assert_eq!(read, code);
+            assert_eq!(read.known(), Some(code));
+            let back: ErrorCode = serde_json::from_value(serde_json::json!(code.as_str())).unwrap();
+            assert_eq!(back, code);
+        }
+        let later: Code = serde_json::from_str("\"rate-limited\"").unwrap();
+        assert_eq!(later, Code::Unknown("rate-limited".into()));
+        assert_eq!(later.known(), None);
+        assert_eq!(serde_json::to_string(&later).unwrap(), "\"rate-limited\"");
+        assert!(serde_json::from_str::<ErrorCode>("\"rate-limited\"").is_err());
     }
 }

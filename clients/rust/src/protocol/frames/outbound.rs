@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{question_index, End, Outcome, RequestContext, WithdrawReason};
-use crate::protocol::error::FrameError;
+use crate::protocol::error::{Code, FrameError};
 
 /// Who asked, as UIs are told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -211,7 +211,8 @@ fn index_keyed<'de, D: serde::Deserializer<'de>>(
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorFrame {
-    pub code: String,
+    /// Known to this crate, or kept as sent.
+    pub code: Code,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correlation_id: Option<String>,
@@ -220,7 +221,7 @@ pub struct ErrorFrame {
 impl From<&FrameError> for ErrorFrame {
     fn from(e: &FrameError) -> Self {
         ErrorFrame {
-            code: e.code.as_str().to_owned(),
+            code: e.code.into(),
             message: e.message.clone(),
             correlation_id: e.correlation_id.clone(),
         }
