@@ -176,7 +176,7 @@ part_python() {
     fail "python3 -m build needs the build module and venvs: pip install build; apt-get install python3-venv"
   python3 -m build --outdir "$WORK/py-dist" clients/python >"$WORK/py-build.log" 2>&1 ||
     { cat "$WORK/py-build.log" >&2; fail "python3 -m build"; }
-  git status --porcelain --ignored clients/python | grep -E 'build/|egg-info|dist/' &&
+  git status --porcelain --ignored clients/python | grep -E '^(!!|\?\?).*(build/|egg-info|dist/)' &&
     fail "building left files in clients/python"
   local wheel sdist
   wheel=$(ls "$WORK"/py-dist/askbus-"$VERSION"-py3-none-any.whl)
@@ -208,6 +208,11 @@ with askbus.subscribe(socket=sys.argv[1]) as sub:
   stop_daemon
   "$WORK/venv-sdist/bin/pip" uninstall --quiet --yes askbus
   "$py" -I -c 'import askbus' 2>/dev/null && fail "askbus still imports after pip uninstall"
+  step "python: pip install ./clients/python from the checkout leaves the tree as it was"
+  "$WORK/venv-sdist/bin/pip" install --quiet ./clients/python
+  (cd "$WORK" && "$py" -I -c 'import askbus') || fail "pip install ./clients/python"
+  git status --porcelain --ignored clients/python | grep -E '^(!!|\?\?)' | grep -v __pycache__ &&
+    fail "pip install ./clients/python left files in the tree"
   true
 }
 
@@ -314,6 +319,10 @@ debian() {
   stop_daemon
   /usr/bin/askbus service install --user --dry-run | grep -qx "ExecStart=/usr/bin/askbusd" ||
     fail "service install --dry-run does not run /usr/bin/askbusd"
+  XDG_CONFIG_HOME="$WORK/xdg-config" /usr/bin/askbus service status --user >"$WORK/status.out" ||
+    { cat "$WORK/status.out" >&2; fail "service status does not see the package's user units"; }
+  grep -q "the package's /usr/lib/systemd/user/askbusd.service applies" "$WORK/status.out" ||
+    fail "service status: $(cat "$WORK/status.out")"
   CLI=$cli_before
   step "deb: dpkg -r, then dpkg -P"
   dpkg -r askbusd

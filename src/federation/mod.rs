@@ -234,10 +234,13 @@ impl Task {
                     }
                 }
                 _ = heartbeat.tick() => {
+                    // A setup that failed (JetStream not ready yet, e.g. a cluster still
+                    // electing its leader) is retried while the connection is up.
+                    let up = client.connection_state() == async_nats::connection::State::Connected;
+                    if session.is_none() && up {
+                        need_setup = true;
+                    }
                     if this.status.connected() {
-                        if session.is_none() {
-                            need_setup = true;
-                        }
                         let beat = this.clone();
                         let (js, client) = (js.clone(), client.clone());
                         tokio::spawn(async move { beat.beat(&js, &client).await });

@@ -181,7 +181,11 @@ impl Connection {
             Some(ServerFrame::Error(e)) => Err(ClientError::Rejected(e)),
             Some(welcome @ ServerFrame::Welcome { .. }) => Ok(welcome),
             Some(other) => Err(ClientError::Protocol(format!(
-                "expected welcome, got {other:?}"
+                "expected welcome, got a {} frame",
+                serde_json::to_value(&other)
+                    .ok()
+                    .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
+                    .unwrap_or_default()
             ))),
             None => Err(ClientError::Closed),
         }
