@@ -270,6 +270,7 @@ fn main() -> ExitCode {
 fn run(args: Args) -> Result<()> {
     let (settings, config_file) = args.settings()?;
     let log = init_logging(settings.log_format, &settings.log_level)?;
+    raise_nofile(settings.daemon.max_connections);
     // Before any thread exists: this edits the environment.
     let inherited = systemd::inherited_listener().context("cannot start")?;
     let mut rt = match settings.threads {
@@ -393,6 +394,45 @@ fn reload(args: &Args, control: &Control, log: &LogReload, started: &Settings) {
         Err(e) => tracing::error!("reload failed, keeping the running configuration: {e}"),
     }
     systemd::ready(&systemd::status_line(control.hub()));
+}
+
+/// Raises the soft limit on open descriptors to the hard limit (the default soft limit, 1024,
+/// is far below --max-connections' 4096), and warns when it is still below
+/// --max-connections: past it, accept fails and connections are answered from a spare
+/// descriptor with too-many-connections instead of being served.
+fn raise_nofile(max_connections: usize) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            tracing::debug!(
+                from = lim.rlim_cur,
+                to = lim.rlim_max,
+                "raised the open files limit"
+            );
+            lim = raised;
+        }
+    }
+    // A few descriptors are the daemon's own (listener, telemetry, runtime, metrics).
+    let want = max_connections as u64 + 32;
+    if lim.rlim_cur < want {
+        tracing::warn!(
+            nofile = lim.rlim_cur,
+            max_connections,
+            "the open files limit is below --max-connections: past it connections are refused \
+             (raise it with LimitNOFILE= in the unit or ulimit -n, or lower --max-connections)"
+        );
+    }
 }
 
 fn log_limits(c: &DaemonConfig, file: Option<&Path>) {
