@@ -137,6 +137,18 @@ pub async fn run(
             )
             .into())
         }
+        // The question was taken, then its daemon went away and none took the resend back
+        // before the deadline: the question was lost, not never asked.
+        Err(ClientError::Unreachable { .. }) => {
+            return Err(Failure::new(
+                exit::LOST,
+                anyhow::anyhow!(
+                    "askbusd was lost before the answer came, and no askbusd took the \
+                     question back before its deadline; the question is gone"
+                ),
+            )
+            .into())
+        }
         Err(e) => return Err(failed(e).into()),
     };
     if json {
