@@ -35,7 +35,8 @@ if [ "$n_bare" -gt "$MAX_NO_DEFAULT" ]; then
   fail=1
 fi
 # The protocol alone must not pull an async runtime.
-if cargo tree -p askbus -e normal --no-default-features --prefix none | grep -q '^tokio '; then
+tree=$(cargo tree -p askbus -e normal --no-default-features --prefix none)
+if grep -q '^tokio ' <<<"$tree"; then
   echo "client-crate: tokio is a dependency without the client feature" >&2
   fail=1
 fi

@@ -164,7 +164,9 @@ async fn main() {
 }
 EOF
   start_daemon rust "$DAEMON"
-  cargo run --quiet --manifest-path "$WORK/rust/smoke/Cargo.toml" -- "$SOCK" | grep -q "answered: Yes" ||
+  # Output is read whole before grep: `cmd | grep -q` under pipefail fails when grep exits early.
+  out=$(cargo run --quiet --manifest-path "$WORK/rust/smoke/Cargo.toml" -- "$SOCK" || true)
+  grep -q "answered: Yes" <<<"$out" ||
     fail "the Rust smoke project"
   stop_daemon
   unset CARGO_TARGET_DIR
@@ -303,9 +305,11 @@ debian() {
   done
   local page=askbus pagedaemon=askbusd
   [ ${#man[@]} = 1 ] || { page="$mandir/askbus.1.gz"; pagedaemon="$mandir/askbusd.1.gz"; }
-  MANPAGER=cat MANWIDTH=80 "${man[@]}" "$page" 2>/dev/null | grep -q "askbus-ask(1)" ||
+  out=$(MANPAGER=cat MANWIDTH=80 "${man[@]}" "$page" 2>/dev/null || true)
+  grep -q "askbus-ask(1)" <<<"$out" ||
     fail "man askbus"
-  MANPAGER=cat MANWIDTH=80 "${man[@]}" "$pagedaemon" 2>/dev/null | grep -q -- "--max-pending" ||
+  out=$(MANPAGER=cat MANWIDTH=80 "${man[@]}" "$pagedaemon" 2>/dev/null || true)
+  grep -q -- "--max-pending" <<<"$out" ||
     fail "man askbusd"
   bash -c 'source /usr/share/bash-completion/completions/askbus && complete -p askbus' >/dev/null ||
     fail "bash completion"
@@ -317,7 +321,8 @@ debian() {
   start_daemon deb /usr/bin/askbusd
   ask_and_answer_with_cli "/usr/bin/askbus ask" sh -c "echo '$YESNO' | /usr/bin/askbus --socket '$SOCK' ask"
   stop_daemon
-  /usr/bin/askbus service install --user --dry-run | grep -qx "ExecStart=/usr/bin/askbusd" ||
+  out=$(/usr/bin/askbus service install --user --dry-run || true)
+  grep -qx "ExecStart=/usr/bin/askbusd" <<<"$out" ||
     fail "service install --dry-run does not run /usr/bin/askbusd"
   XDG_CONFIG_HOME="$WORK/xdg-config" /usr/bin/askbus service status --user >"$WORK/status.out" ||
     { cat "$WORK/status.out" >&2; fail "service status does not see the package's user units"; }
