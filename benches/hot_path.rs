@@ -209,6 +209,7 @@ fn bench_encode(c: &mut Criterion) {
         timeout_ms: ui.timeout_ms,
         producer: &producer,
         context: ui.context.as_deref(),
+        node: None,
     };
     assert_eq!(
         ui_ref.encode(),

@@ -33,10 +33,16 @@ PY
 
 for target in codec frames questions; do
   echo "== fuzzing $target for ${seconds}s"
-  cargo fuzz run "$target" "fuzz/corpus/$target" -- -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 2>&1 \
-    | grep -E "^(#[0-9]+.*DONE|Done|stat::number_of_executed_units|stat::new_units_added|==|SUMMARY|ERROR|thread)" || true
-  if [ "${PIPESTATUS[0]}" != 0 ]; then
-    echo "fuzz target $target failed; see fuzz/artifacts/$target" >&2
+  log="$(mktemp)"
+  # The run's own status decides (a status read after `| grep … || true` is grep's or true's).
+  status=0
+  cargo fuzz run "$target" "fuzz/corpus/$target" -- -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 >"$log" 2>&1 || status=$?
+  grep -E "^(#[0-9]+.*DONE|Done|stat::number_of_executed_units|stat::new_units_added|==|SUMMARY|ERROR|thread|error)" "$log" || true
+  if [ "$status" != 0 ]; then
+    tail -n 30 "$log" >&2
+    echo "fuzz target $target failed (status $status); see fuzz/artifacts/$target" >&2
+    rm -f "$log"
     exit 1
   fi
+  rm -f "$log"
 done

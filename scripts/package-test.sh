@@ -164,7 +164,9 @@ async fn main() {
 }
 EOF
   start_daemon rust "$DAEMON"
-  cargo run --quiet --manifest-path "$WORK/rust/smoke/Cargo.toml" -- "$SOCK" | grep -q "answered: Yes" ||
+  # Output is read whole before grep: `cmd | grep -q` under pipefail fails when grep exits early.
+  out=$(cargo run --quiet --manifest-path "$WORK/rust/smoke/Cargo.toml" -- "$SOCK" || true)
+  grep -q "answered: Yes" <<<"$out" ||
     fail "the Rust smoke project"
   stop_daemon
   unset CARGO_TARGET_DIR
@@ -176,7 +178,7 @@ part_python() {
     fail "python3 -m build needs the build module and venvs: pip install build; apt-get install python3-venv"
   python3 -m build --outdir "$WORK/py-dist" clients/python >"$WORK/py-build.log" 2>&1 ||
     { cat "$WORK/py-build.log" >&2; fail "python3 -m build"; }
-  git status --porcelain --ignored clients/python | grep -E 'build/|egg-info|dist/' &&
+  git status --porcelain --ignored clients/python | grep -E '^(!!|\?\?).*(build/|egg-info|dist/)' &&
     fail "building left files in clients/python"
   local wheel sdist
   wheel=$(ls "$WORK"/py-dist/askbus-"$VERSION"-py3-none-any.whl)
@@ -208,6 +210,11 @@ with askbus.subscribe(socket=sys.argv[1]) as sub:
   stop_daemon
   "$WORK/venv-sdist/bin/pip" uninstall --quiet --yes askbus
   "$py" -I -c 'import askbus' 2>/dev/null && fail "askbus still imports after pip uninstall"
+  step "python: pip install ./clients/python from the checkout leaves the tree as it was"
+  "$WORK/venv-sdist/bin/pip" install --quiet ./clients/python
+  (cd "$WORK" && "$py" -I -c 'import askbus') || fail "pip install ./clients/python"
+  git status --porcelain --ignored clients/python | grep -E '^(!!|\?\?)' | grep -v __pycache__ &&
+    fail "pip install ./clients/python left files in the tree"
   true
 }
 
@@ -298,9 +305,11 @@ debian() {
   done
   local page=askbus pagedaemon=askbusd
   [ ${#man[@]} = 1 ] || { page="$mandir/askbus.1.gz"; pagedaemon="$mandir/askbusd.1.gz"; }
-  MANPAGER=cat MANWIDTH=80 "${man[@]}" "$page" 2>/dev/null | grep -q "askbus-ask(1)" ||
+  out=$(MANPAGER=cat MANWIDTH=80 "${man[@]}" "$page" 2>/dev/null || true)
+  grep -q "askbus-ask(1)" <<<"$out" ||
     fail "man askbus"
-  MANPAGER=cat MANWIDTH=80 "${man[@]}" "$pagedaemon" 2>/dev/null | grep -q -- "--max-pending" ||
+  out=$(MANPAGER=cat MANWIDTH=80 "${man[@]}" "$pagedaemon" 2>/dev/null || true)
+  grep -q -- "--max-pending" <<<"$out" ||
     fail "man askbusd"
   bash -c 'source /usr/share/bash-completion/completions/askbus && complete -p askbus' >/dev/null ||
     fail "bash completion"
@@ -312,8 +321,13 @@ debian() {
   start_daemon deb /usr/bin/askbusd
   ask_and_answer_with_cli "/usr/bin/askbus ask" sh -c "echo '$YESNO' | /usr/bin/askbus --socket '$SOCK' ask"
   stop_daemon
-  /usr/bin/askbus service install --user --dry-run | grep -qx "ExecStart=/usr/bin/askbusd" ||
+  out=$(/usr/bin/askbus service install --user --dry-run || true)
+  grep -qx "ExecStart=/usr/bin/askbusd" <<<"$out" ||
     fail "service install --dry-run does not run /usr/bin/askbusd"
+  XDG_CONFIG_HOME="$WORK/xdg-config" /usr/bin/askbus service status --user >"$WORK/status.out" ||
+    { cat "$WORK/status.out" >&2; fail "service status does not see the package's user units"; }
+  grep -q "the package's /usr/lib/systemd/user/askbusd.service applies" "$WORK/status.out" ||
+    fail "service status: $(cat "$WORK/status.out")"
   CLI=$cli_before
   step "deb: dpkg -r, then dpkg -P"
   dpkg -r askbusd

@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use crate::access::{AccessRules, Principals};
 use crate::broker::Limits;
+use crate::federation::config::{self as federation_config, FederationConfig, ShareUsers};
 use crate::metrics::MetricsListen;
 use crate::paths::effective_uid;
 use crate::protocol::NoUiPolicy;
@@ -95,6 +96,47 @@ pub struct Options {
     pub metrics_listen: Option<MetricsListen>,
     /// Only in the file: there are no flags for the access rules.
     pub access: Option<AccessOptions>,
+    /// NATS servers to federate through (`--nats`): a string of comma-separated URLs or a
+    /// list. Unset: no federation.
+    #[serde(default, deserialize_with = "nats_servers")]
+    pub nats: Option<Vec<String>>,
+    /// This node's name among the federated ones (`--node`) [default: the host name].
+    #[serde(default, deserialize_with = "node_name")]
+    pub node: Option<String>,
+    /// Only in the file: credentials, TLS, prefix, what is shared and shown.
+    pub federation: Option<FederationOptions>,
+}
+
+/// The `[federation]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FederationOptions {
+    #[serde(default, deserialize_with = "prefix")]
+    pub prefix: Option<String>,
+    pub creds_file: Option<PathBuf>,
+    pub nkey_seed_file: Option<PathBuf>,
+    pub token_file: Option<PathBuf>,
+    pub user: Option<String>,
+    pub password_file: Option<PathBuf>,
+    pub tls_ca: Option<PathBuf>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    /// Share this node's questions at all [default: true].
+    pub share: Option<bool>,
+    /// Whose questions are shared [default: the daemon's own user].
+    #[serde(default, deserialize_with = "some_users")]
+    pub share_users: Option<BTreeSet<u32>>,
+    /// Show other nodes' questions at all [default: true].
+    pub accept: Option<bool>,
+    /// Show only these nodes' questions [default: every node's].
+    #[serde(default, deserialize_with = "node_names")]
+    pub accept_nodes: Option<BTreeSet<String>>,
+    #[serde(default, deserialize_with = "at_least::<_, 100>")]
+    pub heartbeat_ms: Option<u64>,
+    #[serde(default, deserialize_with = "at_least::<_, 1000>")]
+    pub node_timeout_ms: Option<u64>,
+    #[serde(default, deserialize_with = "at_least::<_, 100>")]
+    pub answer_timeout_ms: Option<u64>,
 }
 
 /// The `[access]` table: users and groups by name or number.
@@ -136,6 +178,8 @@ pub struct DaemonConfig {
     pub access: AccessRules,
     /// Where `/metrics` is served, if anywhere.
     pub metrics_listen: Option<MetricsListen>,
+    /// Federation over NATS, when `--nats` is given.
+    pub federation: Option<FederationConfig>,
 }
 
 impl Default for DaemonConfig {
@@ -152,6 +196,7 @@ impl Default for DaemonConfig {
             frame_timeout: Duration::from_secs(10),
             access: AccessRules::new(effective_uid()),
             metrics_listen: None,
+            federation: None,
         }
     }
 }
@@ -299,6 +344,9 @@ impl Options {
             threads: self.threads.or(below.threads),
             metrics_listen: self.metrics_listen.or(below.metrics_listen),
             access: self.access.or(below.access),
+            nats: self.nats.or(below.nats),
+            node: self.node.or(below.node),
+            federation: self.federation.or(below.federation),
         }
     }
 
@@ -367,6 +415,34 @@ impl Options {
                     .map_or(d.frame_timeout, std::time::Duration::from_millis),
                 access: rules,
                 metrics_listen: self.metrics_listen,
+                federation: self.nats.filter(|s| !s.is_empty()).map(|servers| {
+                    let f = self.federation.unwrap_or_default();
+                    FederationConfig {
+                        servers,
+                        node: self.node.unwrap_or_else(|| {
+                            federation_config::default_node(&federation_config::host_name())
+                        }),
+                        prefix: f
+                            .prefix
+                            .unwrap_or_else(|| federation_config::DEFAULT_PREFIX.into()),
+                        creds_file: f.creds_file,
+                        nkey_seed_file: f.nkey_seed_file,
+                        token_file: f.token_file,
+                        user: f.user,
+                        password_file: f.password_file,
+                        tls_ca: f.tls_ca,
+                        tls_cert: f.tls_cert,
+                        tls_key: f.tls_key,
+                        share: f.share.unwrap_or(true),
+                        share_users: f.share_users.map_or(ShareUsers::Own, ShareUsers::Uids),
+                        accept: f.accept.unwrap_or(true),
+                        accept_nodes: f.accept_nodes.unwrap_or_default(),
+                        heartbeat: Duration::from_millis(f.heartbeat_ms.unwrap_or(2000)),
+                        node_timeout: Duration::from_millis(f.node_timeout_ms.unwrap_or(6000)),
+                        answer_timeout: Duration::from_millis(f.answer_timeout_ms.unwrap_or(5000)),
+                        own_uid,
+                    }
+                }),
             },
             log_format: self.log_format.unwrap_or_default(),
             log_level: self.log_level.unwrap_or_else(|| "info".to_owned()),
@@ -490,6 +566,68 @@ enum Id {
     Name(String),
 }
 
+fn some_users<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BTreeSet<u32>>, D::Error> {
+    users(d).map(Some)
+}
+
+/// `nats = "nats://a:4222,nats://b:4222"` or `nats = ["nats://a:4222", …]`.
+fn nats_servers<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Servers {
+        One(String),
+        Many(Vec<String>),
+    }
+    let list = match Servers::deserialize(d)? {
+        Servers::One(s) => split_servers(&s),
+        Servers::Many(v) => v,
+    };
+    for s in &list {
+        s.parse::<async_nats::ServerAddr>()
+            .map_err(|e| de::Error::custom(format!("bad NATS URL {s:?}: {e}")))?;
+    }
+    Ok(Some(list))
+}
+
+/// `--nats URL[,URL…]` as a list.
+pub fn split_servers(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn node_name<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    if !federation_config::valid_node(&s) {
+        return Err(de::Error::custom(format!(
+            "node name {s:?} must be 1 to 64 of A-Z a-z 0-9 - _"
+        )));
+    }
+    Ok(Some(s))
+}
+
+fn node_names<'de, D: Deserializer<'de>>(d: D) -> Result<Option<BTreeSet<String>>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    if let Some(bad) = v.iter().find(|s| !federation_config::valid_node(s)) {
+        return Err(de::Error::custom(format!(
+            "node name {bad:?} must be 1 to 64 of A-Z a-z 0-9 - _"
+        )));
+    }
+    Ok(Some(v.into_iter().collect()))
+}
+
+fn prefix<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    if !federation_config::valid_prefix(&s) {
+        return Err(de::Error::custom(format!(
+            "prefix {s:?} must be 1 to 32 of A-Z a-z 0-9 - _"
+        )));
+    }
+    Ok(Some(s))
+}
+
 fn users<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeSet<u32>, D::Error> {
     d.deserialize_seq(Ids { groups: false })
 }
@@ -592,6 +730,7 @@ operator_groups = [1004]
                 operator_users: [1003].into(),
                 operator_groups: [1004].into(),
             }),
+            ..Options::default()
         };
         assert_eq!(o, want);
         let s = o.resolve(1000).daemon;

@@ -464,6 +464,23 @@ impl Conn<'_> {
 }
 
 /// Refuses a connection before it is served: one error frame, then close.
+/// Refuses a connection at once, costing the daemon one write and one close: the error
+/// frame is written if the socket takes it now (a fresh socket's buffer always does), the
+/// write side is shut so the peer reads it and then EOF, and what the peer already sent is
+/// drained so the close does not reset the connection. No task, no timer, no descriptor
+/// held: a peer connecting in a loop past its quota cannot pile up descriptors.
+pub fn refuse_now(stream: &UnixStream, err: &FrameError) {
+    let payload = encode(&ServerFrame::error(err));
+    let mut frame = Vec::with_capacity(LENGTH_PREFIX_BYTES + payload.len());
+    frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&payload);
+    let _ = stream.try_write(&frame);
+    shutdown_write(stream);
+    let mut sink = [0u8; 4096];
+    while matches!(stream.try_read(&mut sink), Ok(n) if n > 0) {}
+}
+
+/// Refuses a connection after writing `err`, lingering (bounded) for a slow peer.
 pub async fn refuse(mut stream: UnixStream, err: &FrameError) {
     use tokio::io::AsyncWriteExt;
     let payload = encode(&ServerFrame::error(err));

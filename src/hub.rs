@@ -15,7 +15,10 @@ use tokio::sync::Notify;
 use tokio::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-use crate::broker::{Broker, Effects, Limits, Msg, PeerId, PeerInfo, Rights, Snapshot};
+use crate::broker::{
+    Broker, Effects, FedOut, FedPolicy, Limits, Msg, PeerId, PeerInfo, Rights, Snapshot,
+};
+use crate::federation::link::FedLink;
 use crate::metrics::Metrics;
 use crate::outbox::{Batch, Outbox};
 use crate::protocol::{encode, End, ErrorCode, ServerFrame};
@@ -34,6 +37,19 @@ struct Inner {
     fx: Effects,
     /// The deadline the timer task is sleeping towards.
     armed: Option<Instant>,
+    /// Where federation effects go, when federated.
+    fed: Option<FedLink>,
+}
+
+/// Federation state at one moment (`stats`, metrics, `STATUS=`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FedSummary {
+    pub connected: bool,
+    pub nodes: usize,
+    pub remote_pending: usize,
+    pub shared_pending: usize,
+    pub rtt_us: u64,
+    pub reconnects: u64,
 }
 
 /// Everything connections share.
@@ -66,6 +82,7 @@ impl Hub {
                 outboxes: HashMap::new(),
                 fx: Effects::default(),
                 armed: None,
+                fed: None,
             }),
             timer: Notify::new(),
             activity: AtomicU64::new(0),
@@ -143,6 +160,21 @@ impl Hub {
         self.deliver(inner, now, batch);
     }
 
+    /// Federates the broker: its effects for other nodes go to `link`'s bounded queue.
+    pub fn federate(&self, policy: FedPolicy, link: FedLink) {
+        let mut inner = self.lock_to_change();
+        inner.broker.set_federation(Some(policy));
+        inner.fed = Some(link);
+    }
+
+    /// A new sharing policy (reload); `None` when the daemon is not federated.
+    pub fn set_fed_policy(&self, policy: FedPolicy) {
+        let mut inner = self.lock_to_change();
+        if inner.fed.is_some() {
+            inner.broker.set_federation(Some(policy));
+        }
+    }
+
     pub fn set_limits(&self, limits: Limits) {
         self.run(|b, _, _| b.set_limits(limits));
     }
@@ -175,10 +207,75 @@ impl Hub {
         self.lock().broker.snapshot()
     }
 
+    /// Federation state, when federated.
+    pub fn fed_summary(&self) -> Option<FedSummary> {
+        let inner = self.lock();
+        let link = inner.fed.as_ref()?;
+        let (remote_pending, shared_pending) = inner.broker.federated_counts();
+        let s = &link.status;
+        Some(FedSummary {
+            connected: s.connected(),
+            nodes: s.nodes().len(),
+            remote_pending,
+            shared_pending,
+            rtt_us: s.rtt_us.load(Ordering::Relaxed),
+            reconnects: s.reconnects.load(Ordering::Relaxed),
+        })
+    }
+
     /// The Prometheus text exposition of every metric, as of now.
     pub fn render_metrics(&self) -> String {
-        self.metrics
-            .render(&self.snapshot(), &self.counters, self.uptime())
+        let mut text = self
+            .metrics
+            .render(&self.snapshot(), &self.counters, self.uptime());
+        if let Some(f) = self.fed_summary() {
+            use std::fmt::Write as _;
+            let gauges = [
+                (
+                    "askbus_federation_connected",
+                    "Whether this node is connected to NATS (1) or not (0).",
+                    "gauge",
+                    f.connected as u64 as f64,
+                ),
+                (
+                    "askbus_federation_nodes",
+                    "Other askbusd nodes heard from.",
+                    "gauge",
+                    f.nodes as f64,
+                ),
+                (
+                    "askbus_federation_remote_pending",
+                    "Other nodes' questions shown here.",
+                    "gauge",
+                    f.remote_pending as f64,
+                ),
+                (
+                    "askbus_federation_shared_pending",
+                    "This node's questions shared with the others.",
+                    "gauge",
+                    f.shared_pending as f64,
+                ),
+                (
+                    "askbus_federation_rtt_seconds",
+                    "Round trip to the NATS server at the last heartbeat.",
+                    "gauge",
+                    f.rtt_us as f64 / 1e6,
+                ),
+                (
+                    "askbus_federation_reconnects_total",
+                    "Times the NATS connection was lost.",
+                    "counter",
+                    f.reconnects as f64,
+                ),
+            ];
+            for (name, help, kind, value) in gauges {
+                let _ = write!(
+                    text,
+                    "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+                );
+            }
+        }
+        text
     }
 
     fn deliver(&self, inner: &mut Inner, now: Instant, batch: &mut Batch) {
@@ -225,10 +322,40 @@ impl Hub {
                     outbox.want_replay();
                 }
             }
+            if !inner.fx.federation.is_empty() {
+                let outs = std::mem::take(&mut inner.fx.federation);
+                for out in outs {
+                    let refused = match &inner.fed {
+                        Some(link) => link.send(out),
+                        None => None,
+                    };
+                    // A queue too full for an answer: the UI is told at once, never left
+                    // waiting for an ack (shares and ends are resent by the resync).
+                    if let Some(FedOut::Forward(f)) = refused {
+                        let err = crate::federation::link::unreachable(
+                            &f.response.correlation_id,
+                            "this node's federation queue is full",
+                        );
+                        inner.broker.forwarded(
+                            f.ui,
+                            &f.response.correlation_id,
+                            Err(err),
+                            &mut inner.fx,
+                        );
+                    }
+                }
+                if !inner.fx.sends.is_empty() {
+                    continue;
+                }
+            }
             if !inner.fx.records.is_empty() || !inner.fx.events.is_empty() {
                 let at = SystemTime::now();
+                let node = inner.broker.federation().map(|f| f.node.to_string());
                 for mut event in inner.fx.events.drain(..) {
                     event.ts = timestamp(at);
+                    if event.node.is_none() {
+                        event.node.clone_from(&node);
+                    }
                     let uid = event.producer.uid;
                     let frame = encode(&ServerFrame::BusEvent(event));
                     for watcher in inner.broker.watchers_of(uid) {
@@ -422,6 +549,11 @@ impl Hub {
             "telemetryLines": get(&c.telemetry_lines),
             "telemetryErrors": get(&c.telemetry_errors),
         });
+        let mut frame = frame;
+        if let Some(link) = &inner.fed {
+            let (remote, shared) = b.federated_counts();
+            frame["federation"] = link.status.to_json(remote, shared);
+        }
         encode(&frame)
     }
 }

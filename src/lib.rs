@@ -8,7 +8,8 @@
 //! - [`approvals`]: what a tool-confirmation request must hold, and the agent's "not approved" texts;
 //! - [`client`]: the async Rust client that producers and UIs use (protocol, and the client
 //!   crate's `trust`: which daemon a client agrees to talk to);
-//! - [`paths`]: where the socket, telemetry and config live by default;
+//! - [`paths`]: where the socket (the client's resolution), telemetry and config live by
+//!   default, and the safe creation of socket and telemetry paths;
 //! - [`telemetry::record`]: one request's end, as a telemetry line;
 //! - [`broker`]: pending table, routing, deadlines: pure state (protocol, questions, approvals,
 //!   record);
@@ -40,6 +41,7 @@ pub mod access;
 pub mod broker;
 pub mod config;
 pub mod connection;
+pub mod federation;
 pub mod hub;
 pub mod metrics;
 pub mod outbox;

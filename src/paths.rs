@@ -6,22 +6,9 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-/// The socket path when none is given: `$ASKBUS_SOCKET`, else `$XDG_RUNTIME_DIR/askbus.sock`,
-/// else `/run/askbus/askbus.sock` for root, else `/tmp/askbus-<uid>/askbus.sock`.
-pub fn default_socket_path() -> PathBuf {
-    if let Some(p) = non_empty_env("ASKBUS_SOCKET") {
-        return PathBuf::from(p);
-    }
-    if let Some(dir) = non_empty_env("XDG_RUNTIME_DIR") {
-        return Path::new(&dir).join("askbus.sock");
-    }
-    let uid = effective_uid();
-    if uid == 0 {
-        PathBuf::from("/run/askbus/askbus.sock")
-    } else {
-        PathBuf::from(format!("/tmp/askbus-{uid}/askbus.sock"))
-    }
-}
+/// The socket path when none is given (the client crate's, so the daemon and every client
+/// agree).
+pub use askbus::client::default_socket_path;
 
 /// The telemetry file when none is given: `$STATE_DIRECTORY/telemetry.jsonl` (systemd's
 /// StateDirectory=), else `$XDG_STATE_HOME/askbus/telemetry.jsonl`, else

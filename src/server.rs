@@ -7,7 +7,7 @@ use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
@@ -101,6 +101,24 @@ impl Control {
         if config.metrics_listen != self.started.metrics_listen {
             restart.push("metrics_listen");
         }
+        // What is shared and shown changes at once; the connection itself takes a restart.
+        match (&config.federation, &self.started.federation) {
+            (Some(new), Some(old)) => {
+                self.hub.set_fed_policy(new.policy());
+                let same_link = crate::federation::config::FederationConfig {
+                    share: old.share,
+                    share_users: old.share_users.clone(),
+                    accept: old.accept,
+                    accept_nodes: old.accept_nodes.clone(),
+                    ..new.clone()
+                };
+                if &same_link != old {
+                    restart.push("federation");
+                }
+            }
+            (None, None) => {}
+            _ => restart.push("nats"),
+        }
         restart
     }
 
@@ -170,11 +188,15 @@ impl Daemon {
             .as_ref()
             .map(MetricsServer::bind)
             .transpose()?;
+        let node = match &config.federation {
+            Some(f) => f.node.clone(),
+            None => node_name(),
+        };
         let hub = Arc::new(Hub::new(
             config.limits.clone(),
             sink.clone(),
             counters,
-            &node_name(),
+            &node,
         ));
         let live = Arc::new(RwLock::new(Arc::new(Live::of(&config))));
         Ok(Daemon {
@@ -245,6 +267,9 @@ impl Daemon {
         let active = Arc::new(AtomicUsize::new(0));
         let per_uid = Arc::new(UidConnections::default());
         let next_id = AtomicU64::new(1);
+        let mut refusal_log = RateLimited::default();
+        // Closed to accept (and refuse) one connection when descriptors run out.
+        let mut spare = std::fs::File::open("/dev/null").ok();
         tokio::pin!(shutdown);
         loop {
             let accepted = tokio::select! {
@@ -257,7 +282,17 @@ impl Daemon {
                     // Out of descriptors (or a transient failure): back off instead of spinning
                     // or exiting; connections that close free descriptors.
                     let emfile = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
-                    tracing::warn!(error = %e, "accept failed; backing off");
+                    if emfile {
+                        // Answer (not leave hanging) the connection waiting in the queue,
+                        // with the descriptor kept spare for this.
+                        drop(spare.take());
+                        answer_with_spare(&listener, hub.counters.as_ref());
+                        spare = std::fs::File::open("/dev/null").ok();
+                    }
+                    let now = Instant::now();
+                    refusal_log.log(now, |suppressed| {
+                        tracing::warn!(error = %e, suppressed, "accept failed; backing off")
+                    });
                     let pause = if emfile { 100 } else { 10 };
                     tokio::time::sleep(Duration::from_millis(pause)).await;
                     continue;
@@ -269,12 +304,20 @@ impl Daemon {
             };
             let live = live.read().unwrap_or_else(|e| e.into_inner()).clone();
             info.rights = live.access.rights(&info);
-            let refuse = |stream: UnixStream, code, log: &str, message: String| {
+            let mut refuse = |stream: UnixStream, code, log: &str, message: String| {
                 Counters::bump(&hub.counters.connections_refused);
-                tracing::warn!(pid = info.pid, uid = info.uid, "connection refused: {log}");
+                // A peer refused in a loop would write thousands of lines a second.
+                refusal_log.log(Instant::now(), |suppressed| {
+                    tracing::warn!(
+                        pid = info.pid,
+                        uid = info.uid,
+                        suppressed,
+                        "connection refused: {log}"
+                    )
+                });
                 let err = FrameError::new(code, message);
                 hub.counters.count_error(err.code);
-                tracker.spawn(async move { connection::refuse(stream, &err).await });
+                connection::refuse_now(&stream, &err);
             };
             if !AccessRules::may_connect(info.rights) {
                 refuse(
@@ -357,6 +400,59 @@ impl Daemon {
     }
 }
 
+/// At most one log line a second for a kind of event that a peer can cause in a loop; the
+/// next line says how many were left out (`suppressed`).
+#[derive(Default)]
+struct RateLimited {
+    last: Option<Instant>,
+    suppressed: u64,
+}
+
+impl RateLimited {
+    fn log(&mut self, now: Instant, line: impl FnOnce(u64)) {
+        match self.last {
+            Some(t) if now.duration_since(t) < Duration::from_secs(1) => self.suppressed += 1,
+            _ => {
+                line(self.suppressed);
+                self.suppressed = 0;
+                self.last = Some(now);
+            }
+        }
+    }
+}
+
+/// Accepts one queued connection with the descriptor just freed and refuses it with
+/// `too-many-connections`, so a client waiting in the queue while the daemon is out of
+/// descriptors is answered at once instead of hanging.
+fn answer_with_spare(listener: &UnixListener, counters: &Counters) {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: accept4 on our listening descriptor; the new descriptor is owned below.
+    let fd = unsafe {
+        libc::accept4(
+            listener.as_raw_fd(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+        )
+    };
+    if fd < 0 {
+        return;
+    }
+    // SAFETY: `fd` is a freshly accepted socket nobody else owns.
+    let std_stream = unsafe { std::os::unix::net::UnixStream::from_raw_fd(fd) };
+    let Ok(stream) = UnixStream::from_std(std_stream) else {
+        return;
+    };
+    Counters::bump(&counters.connections_total);
+    Counters::bump(&counters.connections_refused);
+    let err = FrameError::new(
+        ErrorCode::TooManyConnections,
+        "askbusd is out of file descriptors; try again shortly".to_owned(),
+    );
+    counters.count_error(err.code);
+    connection::refuse_now(&stream, &err);
+}
+
 fn peer_info(stream: &UnixStream) -> Option<PeerInfo> {
     match stream.peer_cred() {
         Ok(cred) => Some(PeerInfo {
@@ -376,13 +472,5 @@ fn peer_info(stream: &UnixStream) -> Option<PeerInfo> {
 
 /// This machine's name, for telemetry records (room for several federated daemons).
 pub fn node_name() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
-    // truncates, and we stop at the first NUL either way.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "localhost".to_owned();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
+    crate::federation::config::host_name()
 }

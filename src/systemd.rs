@@ -104,14 +104,28 @@ pub fn status_line(hub: &Hub) -> String {
     let snap = hub.snapshot();
     let r = snap.roles;
     let connections = r.producer + r.ui + r.watcher + r.idle;
-    format!(
+    let mut line = format!(
         "{} pending, {} UI{}, {} connection{}",
         snap.pending,
         r.ui,
         if r.ui == 1 { "" } else { "s" },
         connections,
         if connections == 1 { "" } else { "s" },
-    )
+    );
+    if let Some(f) = hub.fed_summary() {
+        if f.connected {
+            line.push_str(&format!(
+                "; NATS connected, {} other node{}, {} remote pending, rtt {:.1} ms",
+                f.nodes,
+                if f.nodes == 1 { "" } else { "s" },
+                f.remote_pending,
+                f.rtt_us as f64 / 1000.0
+            ));
+        } else {
+            line.push_str("; NATS disconnected (local bus only)");
+        }
+    }
+    line
 }
 
 /// Keeps STATUS= current (checked every `every`, sent when it changed) until `stop`.

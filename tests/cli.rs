@@ -351,3 +351,37 @@ async fn bus_text_never_drives_the_terminal() {
         text(&out.stdout)
     );
 }
+
+/// `askbus ask` survives a daemon restart as the Python and Node producers do: the question it
+/// asked before the daemon was SIGKILLed (or SIGTERMed, whose `shutdown` answer means "ask the
+/// next daemon") reaches the new daemon under the same correlationId, and the answer given
+/// there is the one it prints.
+#[test]
+fn ask_survives_a_daemon_restart() {
+    for signal in [libc::SIGKILL, libc::SIGTERM] {
+        let mut d = Daemon::start();
+        let ask = spawn_ask(&d, &["-", "--json"], QUESTIONS);
+        let before = wait_pending(&d, 1);
+        let id = before[0]["correlationId"].as_str().unwrap().to_owned();
+        if signal == libc::SIGKILL {
+            d.kill();
+        } else {
+            d.terminate(Duration::from_secs(10));
+        }
+        d.restart();
+        let after = wait_pending(&d, 1);
+        assert_eq!(after[0]["correlationId"], id.as_str(), "signal {signal}");
+        let ans = d
+            .cli()
+            .args(["answer", &id, "--answer", "0=SQLite", "--answer", "1=No"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&ans), 0, "{}", text(&ans.stderr));
+        let out = ask.wait_with_output().unwrap();
+        assert_eq!(code(&out), 0, "signal {signal}: {}", text(&out.stderr));
+        let response: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(response["reason"], "answered", "{response}");
+        assert_eq!(response["correlationId"], id.as_str());
+        assert_eq!(response["answers"], json!({"0": "SQLite", "1": "No"}));
+    }
+}

@@ -142,7 +142,9 @@ fn every_ask_failure_has_its_own_documented_status() {
 #[test]
 fn ask_exits_7_when_askbusd_dies_mid_question() {
     let mut d = Daemon::start();
-    let ask = common::spawn_with_stdin(d.cli().arg("ask"), ONE);
+    // The client resends to a restarted daemon until the question's deadline; none comes
+    // back here, so a short deadline ends the wait.
+    let ask = common::spawn_with_stdin(d.cli().args(["ask", "--timeout-ms", "3000"]), ONE);
     wait_pending(&d, 1);
     d.kill();
     let out = ask.wait_with_output().unwrap();

@@ -10,7 +10,12 @@ use std::path::{Path, PathBuf};
 /// Modules that are layers of their own although they sit inside another module's folder:
 /// the pure broker may build a telemetry record without depending on the writer thread, and
 /// the hub owns the metrics registry that the HTTP endpoint (which reads the hub) renders.
-const OWN_LAYERS: &[&str] = &["telemetry::record", "metrics::http"];
+const OWN_LAYERS: &[&str] = &[
+    "telemetry::record",
+    "metrics::http",
+    "federation::config",
+    "federation::link",
+];
 
 /// Every allowed edge between layers, top to bottom. The client crate's modules come first
 /// (the daemon re-exports them, so `crate::protocol` in the daemon is the client's module).
@@ -20,7 +25,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("approvals", &["protocol", "questions"]),
     ("trust", &[]),
     ("client", &["protocol", "trust"]),
-    ("paths", &[]),
+    ("paths", &["client"]),
     ("telemetry::record", &["protocol"]),
     (
         "broker",
@@ -28,12 +33,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("access", &["broker"]),
     ("outbox", &["protocol"]),
-    ("telemetry", &["protocol", "telemetry::record"]),
+    ("federation::config", &["broker"]),
+    ("federation::link", &["broker", "protocol"]),
+    ("telemetry", &["paths", "protocol", "telemetry::record"]),
     ("metrics", &["broker", "telemetry"]),
     (
         "hub",
         &[
             "broker",
+            "federation::link",
             "metrics",
             "outbox",
             "protocol",
@@ -56,7 +64,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("metrics::http", &["hub", "metrics", "paths"]),
     (
         "config",
-        &["access", "broker", "metrics", "paths", "protocol"],
+        &[
+            "access",
+            "broker",
+            "federation::config",
+            "metrics",
+            "paths",
+            "protocol",
+        ],
     ),
     (
         "server",
@@ -65,6 +80,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "broker",
             "config",
             "connection",
+            "federation::config",
             "hub",
             "metrics",
             "metrics::http",
@@ -74,6 +90,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("systemd", &["hub"]),
+    (
+        "federation",
+        &[
+            "broker",
+            "federation::config",
+            "federation::link",
+            "hub",
+            "protocol",
+        ],
+    ),
 ];
 
 /// Inside the protocol module, its parts form a DAG too (no module that reads frames is

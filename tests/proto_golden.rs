@@ -922,6 +922,7 @@ fn telemetry_records_match_their_schema() {
         ui: Some(UiInfo {
             client: Some("askbus-tui/0.1.0".into()),
             pid: Some(1),
+            node: None,
         }),
         latency_ms: 201,
         question_types: vec!["choice", "yesno"],

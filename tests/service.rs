@@ -184,8 +184,11 @@ fn install_is_idempotent_keeps_the_config_and_uninstall_removes_what_it_wrote() 
     let config = home.path().join("config/askbus/askbusd.toml");
 
     let status = askbus(home.path(), &["service", "status"]);
-    assert_eq!(status.status.code(), Some(1), "{}", text(&status.stdout));
     assert!(text(&status.stdout).contains("not installed"));
+    // Unless the .deb's user units are on this machine, nothing applies.
+    if !Path::new("/usr/lib/systemd/user/askbusd.service").exists() {
+        assert_eq!(status.status.code(), Some(1), "{}", text(&status.stdout));
+    }
 
     let out = askbus(home.path(), &["service", "install"]);
     assert!(out.status.success(), "{}", text(&out.stderr));

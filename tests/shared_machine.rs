@@ -429,3 +429,63 @@ fn pending_questions_are_bounded_in_bytes_per_uid() {
     let out = ask.wait_with_output().unwrap();
     assert_eq!(exit(&out), 3, "{}", text(&out.stderr));
 }
+
+/// Another uid past its connection quota connects in a loop: each refusal costs the daemon
+/// one write and one close (no descriptor lingers), the log says so once a second rather than
+/// once per refusal, and a legitimate client is served throughout.
+#[test]
+fn a_connect_flood_over_quota_locks_nobody_out() {
+    if !is_root() {
+        return;
+    }
+    let d = common::Daemon::builder()
+        .args(&["--max-connections-per-uid", "4"])
+        .config(&format!("[access]\nproducer_users = [{ATTACKER}]\n"))
+        .start();
+    std::fs::set_permissions(d.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&d.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    const FLOOD: usize = 3000;
+    let flood = format!(
+        "import socket\n\
+         held = []\n\
+         for _ in range(4):\n    s = socket.socket(socket.AF_UNIX); s.connect({path:?}); held.append(s)\n\
+         ok = 0\n\
+         for _ in range({FLOOD}):\n\
+         \x20   s = socket.socket(socket.AF_UNIX)\n\
+         \x20   try:\n        s.connect({path:?}); ok += 1\n\
+         \x20   except OSError:\n        pass\n\
+         \x20   s.close()\n\
+         print(ok)\n",
+        path = d.socket.display().to_string()
+    );
+    let attacker = Command::new("python3")
+        .args(["-c", &flood])
+        .uid(ATTACKER)
+        .gid(ATTACKER)
+        .current_dir("/")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Served while the flood runs.
+    for _ in 0..5 {
+        let out = d.cli().args(["stats", "--json"]).output().unwrap();
+        assert_eq!(exit(&out), 0, "{}", text(&out.stderr));
+    }
+    let out = attacker.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Once the daemon answers this, it has taken (and refused) every connection before it.
+    let out = d.cli().args(["stats", "--json"]).output().unwrap();
+    assert_eq!(exit(&out), 0, "{}", text(&out.stderr));
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let refused = stats["connectionsRefused"].as_u64().unwrap();
+    assert!(refused >= (FLOOD as u64) / 2, "{stats}");
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", d.pid()))
+        .unwrap()
+        .count();
+    assert!(fds < 40, "{fds} descriptors open after the flood");
+    let log = d.log_text();
+    let lines = log.matches("connection refused").count();
+    assert!(lines < 100, "{lines} refusal lines for {refused} refusals");
+    assert!(log.contains("suppressed"), "{log}");
+}

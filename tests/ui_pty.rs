@@ -592,6 +592,108 @@ async fn escape_sequences_in_bus_text_never_reach_the_terminal() {
     assert_eq!(bells, 0);
 }
 
+fn with_context(id: &str, question: &str, context: Value) -> Value {
+    json!({"type": "ask-user-request", "correlationId": id, "context": context,
+        "questions": [{"question": question, "header": "Q", "type": "yesno"}]})
+}
+
+/// The waiting list groups questions by project and shows agent and title; the dialog says
+/// who asks about what.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_list_groups_by_project_and_shows_agent_and_title() {
+    let mut s = setup().await;
+    let mut p = producer(&s.daemon.socket, "askbus-mcp/0.1.0").await;
+    p.send(with_context(
+        "w1",
+        "Deploy web?",
+        json!({"project": "web", "agent": "claude-code/1.0.3", "title": "Ship the landing page"}),
+    ))
+    .await;
+    let screen = s.ui.wait_for("Deploy web?").await;
+    assert!(
+        screen.contains("web · claude-code/1.0.3 · Ship the landing page"),
+        "{screen}"
+    );
+    p.send(with_context(
+        "a1",
+        "Migrate api?",
+        json!({"project": "api", "agent": "gemini-cli/0.61.0"}),
+    ))
+    .await;
+    p.send(with_context(
+        "w2",
+        "Purge web cache?",
+        json!({"project": "web"}),
+    ))
+    .await;
+    s.ui.wait_for("2 more waiting").await;
+    s.ui.keys(CTRL_L);
+    let screen = s.ui.wait_for("▸ api (1)").await;
+    // web's two questions together, though api's came between them.
+    let web = screen.find("▸ web (2)").expect("web group");
+    let api = screen.find("▸ api (1)").unwrap();
+    let w2 = screen.find("Purge web cache?").expect("w2");
+    assert!(web < w2 && w2 < api, "{screen}");
+    assert!(
+        screen.contains("claude-code/1.0.3 · Ship the landing page"),
+        "{screen}"
+    );
+    assert!(screen.contains("gemini-cli/0.61.0"), "{screen}");
+}
+
+/// `askbus ui --project` shows only that project's questions, replayed and live.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_filter_shows_only_that_project() {
+    let daemon = Daemon::start();
+    let mut p = producer(&daemon.socket, "agent").await;
+    p.send(with_context(
+        "api-1",
+        "Migrate api?",
+        json!({"project": "api"}),
+    ))
+    .await;
+    p.send(with_context(
+        "web-1",
+        "Deploy web?",
+        json!({"project": "web"}),
+    ))
+    .await;
+    p.ping().await;
+    let mut ui = Pty::askbus(&[
+        "ui",
+        "--socket",
+        daemon.socket.to_str().unwrap(),
+        "--project",
+        "web",
+    ]);
+    let screen = ui.wait_for("Deploy web?").await;
+    assert!(screen.contains("1 question pending"), "{screen}");
+    p.send(with_context(
+        "api-2",
+        "Rotate api keys?",
+        json!({"project": "api"}),
+    ))
+    .await;
+    p.send(with_context(
+        "web-2",
+        "Purge web cache?",
+        json!({"project": "web"}),
+    ))
+    .await;
+    let screen = ui.wait_for("1 more waiting").await;
+    ui.keys(CTRL_L);
+    let screen2 = ui.wait_for("Pending questions · project web").await;
+    for s in [&screen, &screen2] {
+        assert!(!s.contains("api"), "{s}");
+    }
+    ui.keys("1");
+    ui.wait_for("Deploy web?").await;
+    ui.keys("1");
+    let resp = p.recv_type("ask-user-response").await;
+    assert_eq!(resp["correlationId"], "web-1");
+    assert_eq!(resp["answers"], json!({"0": "Yes"}));
+}
+
 /// A 4-option multiSelect with descriptions, as agents really send.
 fn platforms() -> Value {
     json!({"question": "Which platforms should the release build for? Pick every one you need; each adds about ten minutes to the release pipeline.",

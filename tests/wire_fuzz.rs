@@ -162,7 +162,7 @@ fn oracle(payload: &[u8]) -> Option<&'static str> {
     None
 }
 
-const CODES: [&str; 14] = [
+const CODES: [&str; 15] = [
     "invalid-json",
     "invalid-frame",
     "unknown-type",
@@ -177,6 +177,7 @@ const CODES: [&str; 14] = [
     "forbidden",
     "too-many-connections",
     "frame-timeout",
+    "origin-unreachable",
 ];
 
 #[derive(Default, Debug)]

@@ -109,9 +109,24 @@ struct Args {
     /// that validate and parse in parallel [default: 1]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=bounds::MAX_THREADS))]
     threads: Option<u64>,
+    /// Federate with the other askbusd nodes through these NATS servers (JetStream on,
+    /// nats-server >= 2.11); credentials, TLS and sharing go in the file's [federation]
+    #[arg(long, value_name = "URL[,URL...]")]
+    nats: Option<String>,
+    /// This node's name among the federated ones (A-Z a-z 0-9 - _) [default: the host name]
+    #[arg(long, value_name = "NAME", value_parser = node_arg)]
+    node: Option<String>,
     /// Print the man page (roff) and exit; packages install it as askbusd.1
     #[arg(long, hide = true)]
     man: bool,
+}
+
+fn node_arg(s: &str) -> Result<String, String> {
+    if askbusd::federation::config::valid_node(s) {
+        Ok(s.to_owned())
+    } else {
+        Err("a node name is 1 to 64 of A-Z a-z 0-9 - _".into())
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -160,6 +175,9 @@ impl Args {
             threads: self.threads,
             metrics_listen: self.metrics_listen.clone(),
             access: None,
+            nats: self.nats.as_deref().map(config::split_servers),
+            node: self.node.clone(),
+            federation: None,
         }
     }
 
@@ -205,6 +223,23 @@ fn main() -> ExitCode {
         };
     }
     if args.check_config {
+        // The federation's credential and TLS files are read as a start would read them.
+        let federation = match args.settings() {
+            Ok((s, _)) => s.daemon.federation,
+            Err(_) => None,
+        };
+        if let Some(f) = federation {
+            let rt = tokio::runtime::Builder::new_current_thread().build();
+            let checked = rt.map_err(anyhow::Error::from).and_then(|rt| {
+                rt.block_on(f.connect_options())
+                    .map(drop)
+                    .map_err(anyhow::Error::from)
+            });
+            if let Err(e) = checked {
+                eprintln!("askbusd: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
         return match args.settings() {
             Ok((_, Some(path))) => {
                 println!("{}: OK", path.display());
@@ -235,6 +270,7 @@ fn main() -> ExitCode {
 fn run(args: Args) -> Result<()> {
     let (settings, config_file) = args.settings()?;
     let log = init_logging(settings.log_format, &settings.log_level)?;
+    raise_nofile(settings.daemon.max_connections);
     // Before any thread exists: this edits the environment.
     let inherited = systemd::inherited_listener().context("cannot start")?;
     let mut rt = match settings.threads {
@@ -284,6 +320,18 @@ fn run(args: Args) -> Result<()> {
         );
         let control = daemon.control();
         let stop = tokio_util::sync::CancellationToken::new();
+        let stop_federation = tokio_util::sync::CancellationToken::new();
+        let federation = match settings.daemon.federation.clone() {
+            Some(f) => {
+                tracing::info!(node = %f.node, servers = ?f.servers, prefix = %f.prefix, "federating through NATS");
+                let (_, task) =
+                    askbusd::federation::start(f, control.hub().clone(), stop_federation.clone())
+                        .await
+                        .context("askbusd cannot start")?;
+                Some(task)
+            }
+            None => None,
+        };
         systemd::ready(&systemd::status_line(control.hub()));
         let mut helpers = vec![tokio::spawn(systemd::keep_status(
             control.hub().clone(),
@@ -309,6 +357,10 @@ fn run(args: Args) -> Result<()> {
             systemd::stopping();
         };
         daemon.run(shutdown).await;
+        stop_federation.cancel();
+        if let Some(task) = federation {
+            let _ = task.await;
+        }
         stop.cancel();
         for h in helpers {
             let _ = h.await;
@@ -342,6 +394,45 @@ fn reload(args: &Args, control: &Control, log: &LogReload, started: &Settings) {
         Err(e) => tracing::error!("reload failed, keeping the running configuration: {e}"),
     }
     systemd::ready(&systemd::status_line(control.hub()));
+}
+
+/// Raises the soft limit on open descriptors to the hard limit (the default soft limit, 1024,
+/// is far below --max-connections' 4096), and warns when it is still below
+/// --max-connections: past it, accept fails and connections are answered from a spare
+/// descriptor with too-many-connections instead of being served.
+fn raise_nofile(max_connections: usize) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            tracing::debug!(
+                from = lim.rlim_cur,
+                to = lim.rlim_max,
+                "raised the open files limit"
+            );
+            lim = raised;
+        }
+    }
+    // A few descriptors are the daemon's own (listener, telemetry, runtime, metrics).
+    let want = max_connections as u64 + 32;
+    if lim.rlim_cur < want {
+        tracing::warn!(
+            nofile = lim.rlim_cur,
+            max_connections,
+            "the open files limit is below --max-connections: past it connections are refused \
+             (raise it with LimitNOFILE= in the unit or ulimit -n, or lower --max-connections)"
+        );
+    }
 }
 
 fn log_limits(c: &DaemonConfig, file: Option<&Path>) {

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use tokio::time::Instant;
 
 use super::pending::Pending;
+use super::remote::FedOut;
 use super::{PeerId, PeerInfo};
 use crate::approvals::ApprovalBody;
 use crate::protocol::{
@@ -38,6 +39,8 @@ pub struct Effects {
     pub replay: Vec<PeerId>,
     /// Events for the watchers (`Broker::watchers`); `ts` is left for the caller to stamp.
     pub events: Vec<BusEvent>,
+    /// What the federation task must tell the other nodes (empty without federation).
+    pub federation: Vec<FedOut>,
 }
 
 impl Effects {
@@ -46,6 +49,7 @@ impl Effects {
         self.records.clear();
         self.replay.clear();
         self.events.clear();
+        self.federation.clear();
     }
 
     pub(super) fn frame(&mut self, to: PeerId, frame: Bytes) {
@@ -145,6 +149,7 @@ pub(super) fn event(
             .collect(),
         headers: headers(&req.meta),
         code: None,
+        node: req.origin.as_deref().map(str::to_owned),
         kind: None,
         tool: None,
         details_type: None,
@@ -182,6 +187,7 @@ pub(super) fn rejected_event(
             .collect(),
         headers: headers(meta),
         code: Some(code.as_str().to_owned()),
+        node: None,
         kind: None,
         tool: None,
         details_type: None,

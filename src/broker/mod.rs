@@ -13,6 +13,7 @@ mod effects;
 mod error;
 mod peers;
 pub mod pending;
+mod remote;
 mod request;
 mod stats;
 
@@ -24,6 +25,7 @@ use tokio::time::{Duration, Instant};
 pub use effects::{Effects, Msg};
 pub use error::BrokerError;
 pub use peers::{PeerId, PeerInfo, Rights, RoleCounts};
+pub use remote::{FedOut, FedPolicy, Forward, RemoteQuestion, SharedEnd, SharedQuestion};
 pub use request::ValidRequest;
 pub use stats::{ApprovalStats, BrokerStats};
 
@@ -97,6 +99,10 @@ pub struct Broker {
     stats: BrokerStats,
     /// Set by `shutdown`: requests that still arrive are answered `shutdown` at once.
     closed: bool,
+    /// Set when the daemon is federated.
+    fed: Option<FedPolicy>,
+    /// How many of `pending` are remote (they count against no local limit).
+    remote_len: usize,
 }
 
 impl Broker {
@@ -109,6 +115,8 @@ impl Broker {
             pending: PendingTable::default(),
             stats: BrokerStats::default(),
             closed: false,
+            fed: None,
+            remote_len: 0,
         }
     }
 
@@ -148,7 +156,7 @@ impl Broker {
 
     /// Peers that asked at least one question still pending.
     pub fn producer_count(&self) -> usize {
-        self.pending.producers()
+        self.pending.producers() - usize::from(self.remote_len > 0)
     }
 
     pub fn connect(&mut self, peer: PeerId, info: PeerInfo) {
@@ -206,9 +214,9 @@ impl Broker {
             let uid = req.producer_info.uid;
             let wanted = self.peers[&peer].filter.matches(req.context.as_deref());
             match (before.sees(uid) && wanted, after.sees(uid) && wanted) {
-                (false, true) => fx.frame(peer, req.encode_for_ui(id, now)),
+                (false, true) => fx.frame(peer, self.ui_frame(id, req, now)),
                 (true, false) => {
-                    fx.frame(peer, req.encode_withdrawn(id, WithdrawReason::Withdrawn))
+                    fx.frame(peer, encode_fast::withdrawn(id, WithdrawReason::Withdrawn))
                 }
                 _ => {}
             }
@@ -235,7 +243,7 @@ impl Broker {
         self.uis.remove(&peer);
         self.watchers.remove(&peer);
         for id in self.pending.owned_by(peer) {
-            let req = self.take(&id, WithdrawReason::ProducerGone, None, fx);
+            let req = self.take(&id, WithdrawReason::ProducerGone, None, None, fx);
             // No one is left to tell: counted and logged like every other end.
             self.count_end(End::ProducerGone, &id, &req, None, now, None, None, fx);
         }
@@ -262,7 +270,7 @@ impl Broker {
         if let Some(cursor) = p.ui.filter(|_| p.filter != filter) {
             for (seq, id, req) in self.pending.iter() {
                 if cursor.has_seen(seq) && p.shown(req) && !filter.matches(req.context.as_deref()) {
-                    fx.frame(peer, req.encode_withdrawn(id, WithdrawReason::Withdrawn));
+                    fx.frame(peer, encode_fast::withdrawn(id, WithdrawReason::Withdrawn));
                 }
             }
         }
@@ -347,7 +355,7 @@ impl Broker {
                     more = true;
                     break;
                 }
-                fx.frame(peer, req.encode_for_ui(id, now));
+                fx.frame(peer, self.ui_frame(id, req, now));
                 sent += 1;
             }
             cursor = seq;
@@ -478,14 +486,16 @@ impl Broker {
             Some(BrokerError::TooManyPendingForConnection(
                 self.limits.max_pending_per_connection,
             ))
-        } else if self.pending.count_of_uid(uid) >= self.limits.max_pending_per_uid {
+        } else if self.pending.count_of_uid(uid) - self.remote_pending_of(uid)
+            >= self.limits.max_pending_per_uid
+        {
             Some(BrokerError::TooManyPendingForUid {
                 uid,
                 limit: self.limits.max_pending_per_uid,
             })
         } else if let Some(err) = self.over_byte_budget(uid, &id, &questions, approval.as_deref()) {
             Some(err)
-        } else if self.pending.len() >= self.limits.max_pending_total {
+        } else if self.pending.len() - self.remote_len >= self.limits.max_pending_total {
             Some(BrokerError::TooManyPendingTotal(
                 self.limits.max_pending_total,
             ))
@@ -517,6 +527,8 @@ impl Broker {
             accepted_at: now,
             deadline: now + Duration::from_millis(timeout_ms),
             timeout_ms,
+            origin: None,
+            shared: false,
         };
         if self.closed {
             return self.end_unanswered(&id, pending, DaemonOutcome::Shutdown, now, fx);
@@ -529,6 +541,8 @@ impl Broker {
             return self.end_unanswered(&id, pending, DaemonOutcome::NoUi, now, fx);
         }
         let id: Arc<str> = Arc::from(id);
+        let mut pending = pending;
+        self.share(&id, &mut pending, fx);
         let live: Vec<PeerId> = self
             .uis
             .iter()
@@ -539,7 +553,7 @@ impl Broker {
             })
             .collect();
         if !live.is_empty() {
-            let frame = pending.encode_for_ui(&id, now);
+            let frame = self.ui_frame(&id, &pending, now);
             for ui in live {
                 fx.frame(ui, frame.clone());
             }
@@ -608,7 +622,7 @@ impl Broker {
             );
             return;
         }
-        let req = self.take(id, WithdrawReason::Withdrawn, None, fx);
+        let req = self.take(id, WithdrawReason::Withdrawn, None, None, fx);
         self.end_unanswered(id, req, DaemonOutcome::Withdrawn, now, fx);
     }
 
@@ -650,6 +664,7 @@ impl Broker {
             return;
         }
         let count = req.meta.len();
+        let remote = req.origin.clone();
         if !resp.cancelled {
             if let Some((&index, _)) = resp.answers.iter().find(|(&i, _)| i >= count) {
                 let err = BrokerError::AnswerOutOfRange { index, count };
@@ -669,8 +684,19 @@ impl Broker {
         let answered_by = UiInfo {
             client: ui.info.client.clone(),
             pid: ui.info.pid,
+            node: self.fed.as_ref().map(|f| f.node.to_string()),
         };
-        let req = self.take(id, WithdrawReason::Answered, Some(peer), fx);
+        if let Some(origin) = remote {
+            // The origin decides; this UI learns the outcome from its reply.
+            return self.forward(peer, origin, resp, answered_by, fx);
+        }
+        let req = self.take(
+            id,
+            WithdrawReason::Answered,
+            Some(peer),
+            Some(&answered_by),
+            fx,
+        );
         let ending = if resp.cancelled {
             Ending {
                 outcome: Outcome::Dismissed,
@@ -694,7 +720,11 @@ impl Broker {
     /// Times out every request whose deadline is at or before `now`.
     pub fn expire(&mut self, now: Instant, fx: &mut Effects) {
         while let Some(id) = self.pending.first_due(now) {
-            let req = self.take(&id, WithdrawReason::Timeout, None, fx);
+            let req = self.take(&id, WithdrawReason::Timeout, None, None, fx);
+            if req.origin.is_some() {
+                // Its origin's end never came (it is checked a grace after the deadline).
+                continue;
+            }
             self.end_unanswered(&id, req, DaemonOutcome::Timeout, now, fx);
         }
     }
@@ -708,7 +738,10 @@ impl Broker {
     pub fn shutdown(&mut self, now: Instant, fx: &mut Effects) {
         self.closed = true;
         for id in self.pending.ids() {
-            let req = self.take(&id, WithdrawReason::Shutdown, None, fx);
+            let req = self.take(&id, WithdrawReason::Shutdown, None, None, fx);
+            if req.origin.is_some() {
+                continue;
+            }
             self.end_unanswered(&id, req, DaemonOutcome::Shutdown, now, fx);
         }
     }
@@ -720,13 +753,17 @@ impl Broker {
         id: &str,
         reason: WithdrawReason,
         except: Option<PeerId>,
+        answered_by: Option<&UiInfo>,
         fx: &mut Effects,
     ) -> Pending {
         let req = self
             .pending
             .remove(id)
             .expect("caller checked it is pending");
-        self.withdraw(id, &req, reason, except, fx);
+        if req.origin.is_some() {
+            self.remote_len -= 1;
+        }
+        self.withdraw(id, &req, reason, except, answered_by, fx);
         req
     }
 
@@ -739,6 +776,7 @@ impl Broker {
         req: &Pending,
         reason: WithdrawReason,
         except: Option<PeerId>,
+        answered_by: Option<&UiInfo>,
         fx: &mut Effects,
     ) {
         let mut frame = None;
@@ -747,7 +785,8 @@ impl Broker {
             if Some(ui) == except || !p.ui.is_some_and(|c| c.has_seen(req.seq)) || !p.shown(req) {
                 continue;
             }
-            let frame = frame.get_or_insert_with(|| req.encode_withdrawn(id, reason));
+            let frame =
+                frame.get_or_insert_with(|| self.withdrawn_frame(id, req, reason, answered_by));
             fx.frame(ui, frame.clone());
         }
     }
@@ -792,6 +831,7 @@ impl Broker {
                 .map(|r| r.outcome);
             self.stats.approvals.count(end, decision);
         }
+        self.ended_shared(id, req, end.as_str(), ui.as_ref(), fx);
         if !self.watchers.is_empty() {
             let latency = (now - req.accepted_at).as_millis() as u64;
             let kind = BusEventKind::End(end);
@@ -808,7 +848,6 @@ impl Broker {
         fx.records
             .push(effects::record(id, end, req, ui, now, answer_count, told));
     }
-
     /// A UI decides an approval. The first valid decision wins, as for questions.
     pub fn decide(
         &mut self,
@@ -862,8 +901,15 @@ impl Broker {
         let answered_by = UiInfo {
             client: ui.info.client.clone(),
             pid: ui.info.pid,
+            node: self.fed.as_ref().map(|f| f.node.to_string()),
         };
-        let req = self.take(id, WithdrawReason::Answered, Some(peer), fx);
+        let req = self.take(
+            id,
+            WithdrawReason::Answered,
+            Some(peer),
+            Some(&answered_by),
+            fx,
+        );
         let (reason, outcome, message, payload) = match resp.decision {
             Decision::Dismissed => {
                 let message = approvals::daemon_message(Outcome::Dismissed, req.timeout_ms);

@@ -41,6 +41,11 @@ pub struct Pending {
     pub accepted_at: Instant,
     pub deadline: Instant,
     pub timeout_ms: u64,
+    /// Federation: the node a remote question was asked on (`None`: asked here). A remote
+    /// question's `producer` is `remote::REMOTE` and its deadline the origin's plus a grace.
+    pub origin: Option<Arc<str>>,
+    /// Federation: a local question the other nodes were told about.
+    pub shared: bool,
 }
 
 impl Pending {
@@ -58,6 +63,7 @@ impl Pending {
             timeout_ms,
             producer: &self.producer_info,
             context: self.context.as_deref(),
+            node: None,
         }
         .encode()
     }
@@ -289,6 +295,8 @@ mod tests {
             accepted_at: at,
             deadline: at + Duration::from_millis(ms),
             timeout_ms: ms,
+            origin: None,
+            shared: false,
         }
     }
 

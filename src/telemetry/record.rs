@@ -162,6 +162,10 @@ impl Record {
             }
             out.extend_from_slice(b"\"pid\":");
             pid(out, ui.pid);
+            if let Some(node) = &ui.node {
+                out.extend_from_slice(b",\"node\":");
+                write_str(out, node);
+            }
             out.push(b'}');
         }
         out.extend_from_slice(b",\"latencyMs\":");
@@ -214,6 +218,7 @@ mod tests {
             ui: Some(UiInfo {
                 client: None,
                 pid: Some(77),
+                node: Some("b\"2".into()),
             }),
             latency_ms: 1234,
             question_types: vec!["choice", "yesno"],
@@ -237,6 +242,7 @@ mod tests {
             ui: Some(UiInfo {
                 client: Some("tui".into()),
                 pid: None,
+                node: None,
             }),
             question_types: vec![],
             dismissed: true,

@@ -4,6 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterEach, beforeEach, test } from 'node:test';
 
 import {
@@ -115,9 +116,38 @@ test('--tool-name refuses a name no model API takes', async () => {
   const { CLI } = await import('./helpers.mjs');
   for (const bad of ['', 'ask user', '9lives', 'x'.repeat(65)]) {
     const r = spawnSync(CLI, ['mcp', '--socket', bus.socket, '--tool-name', bad], { encoding: 'utf8', input: '' });
-    assert.equal(r.status, 2, `${JSON.stringify(bad)}: ${r.stderr}`);
+    // 64: a wrong command line (EX_USAGE), as for every askbus command.
+    assert.equal(r.status, 64, `${JSON.stringify(bad)}: ${r.stderr}`);
     assert.match(r.stderr, /a tool name is 1 to 64 characters/);
   }
+});
+
+test('the context names the client, and its first root as cwd and project; ASKBUS_* variables win', async () => {
+  const u = await ui();
+  const m = await mcp({
+    clientInfo: { name: 'claude-code', version: '1.0.3' },
+    roots: [
+      { uri: 'https://example.com/not-a-directory' },
+      { uri: 'file:///home/dev/src/my%20site', name: 'My site' },
+    ],
+  });
+  const call = callAskUser(m, DB);
+  const req = await request(u);
+  assert.deepEqual(req.context, {
+    agent: 'claude-code/1.0.3',
+    project: 'My site',
+    cwd: '/home/dev/src/my site',
+  });
+  u.send({ type: 'ask-user-response', correlationId: req.correlationId, answers: { 0: 'SQLite' } });
+  await deadline(call, 'the call');
+  const m2 = await mcp({ env: { ASKBUS_PROJECT: 'from-env', ASKBUS_TITLE: 'Pick a database' } });
+  const call2 = callAskUser(m2, DB);
+  const req2 = await request(u);
+  assert.equal(req2.context.project, 'from-env');
+  assert.equal(req2.context.title, 'Pick a database');
+  assert.equal(req2.context.agent, 'mcp-test-client/1.2.3');
+  u.send({ type: 'ask-user-response', correlationId: req2.correlationId, answers: { 0: 'SQLite' } });
+  await deadline(call2, 'the second call');
 });
 
 test('an answer comes back as the reference llmContent; the UI is told which MCP client asks', async () => {
@@ -126,6 +156,11 @@ test('an answer comes back as the reference llmContent; the UI is told which MCP
   const call = callAskUser(m, DB);
   const req = await request(u);
   assert.equal(req.producer.client, 'mcp-test-client/1.2.3');
+  // The request's context: the MCP client as the agent, and (no roots offered) the directory
+  // the client started the server in.
+  assert.equal(req.context.agent, 'mcp-test-client/1.2.3');
+  assert.equal(req.context.cwd, process.cwd());
+  assert.equal(req.context.project, path.basename(process.cwd()));
   assert.deepEqual(req.questions, referenceQuestions(DB));
   const answers = { 0: 'SQLite', 2: 'Yes' };
   u.send({ type: 'ask-user-response', correlationId: req.correlationId, answers });

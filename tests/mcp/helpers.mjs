@@ -11,7 +11,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 // Deep imports: the package index would load all of Gemini CLI's core.
 import { ASK_USER_DEFINITION } from '@google/gemini-cli-core/dist/src/tools/definitions/coreTools.js';
 import { AskUserTool } from '@google/gemini-cli-core/dist/src/tools/ask-user.js';
@@ -80,19 +81,22 @@ export async function tempSocketPath() {
  * every JSON-RPC message as parsed from the wire, before the SDK's own schema parsing (which may
  * reorder keys), so tests can compare what the server actually sent.
  */
-export async function connectMcp(socket, { args = [], clientInfo } = {}) {
+export async function connectMcp(socket, { args = [], clientInfo, roots, cwd, env } = {}) {
   const transport = new StdioClientTransport({
     command: CLI,
     args: ['mcp', '--socket', socket, ...args],
     stderr: 'pipe',
+    ...(cwd ? { cwd } : {}),
+    ...(env ? { env: { ...getDefaultEnvironment(), ...env } } : {}),
   });
   let stderr = '';
   transport.stderr?.on('data', (d) => {
     stderr += d;
   });
   const client = new Client(clientInfo ?? { name: 'mcp-test-client', version: '1.2.3' }, {
-    capabilities: {},
+    capabilities: roots ? { roots: { listChanged: false } } : {},
   });
+  if (roots) client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots }));
   await deadline(client.connect(transport), 'the MCP handshake');
   const raw = [];
   const deliver = transport.onmessage;

@@ -1,6 +1,7 @@
 /**
- * Reconnection pacing shared by producers and UIs: exponential backoff with jitter, so a
- * restarted daemon is not hit by every client at the same instant.
+ * Reconnection pacing shared by producers and UIs, the policy every askbus client follows
+ * (proto/PROTOCOL.md, "Clients"): 50 ms doubling to 2 s, each delay drawn from its upper
+ * half, so a restarted daemon is not hit by every client at the same instant.
  */
 
 export interface ReconnectOptions {

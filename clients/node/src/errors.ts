@@ -19,7 +19,8 @@ export type WireErrorCode =
   | "unsupported-protocol"
   | "forbidden"
   | "too-many-connections"
-  | "frame-timeout";
+  | "frame-timeout"
+  | "origin-unreachable";
 
 /** Codes for failures the client itself detects. */
 export type ClientErrorCode = "daemon-unreachable" | "connection-closed" | "protocol-error";
@@ -60,6 +61,8 @@ export class Forbidden extends AskbusError {}
 export class TooManyConnections extends AskbusError {}
 /** A frame was started but not finished in time (the daemon closes the connection after this). */
 export class FrameTimeout extends AskbusError {}
+/** Federation: an answer to another node's question could not reach that node; it is still pending. */
+export class OriginUnreachable extends AskbusError {}
 
 /** No daemon answered at `socketPath` (not running, wrong path, or no permission). */
 export class DaemonUnreachable extends AskbusError {
@@ -114,6 +117,7 @@ const BY_CODE: Record<WireErrorCode, new (code: string, message: string, id?: st
   forbidden: Forbidden,
   "too-many-connections": TooManyConnections,
   "frame-timeout": FrameTimeout,
+  "origin-unreachable": OriginUnreachable,
 };
 
 /** The error for a daemon `error` frame; an unknown (newer) code still yields an AskbusError. */

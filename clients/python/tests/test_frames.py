@@ -92,7 +92,7 @@ class ServerFramesTest(unittest.TestCase):
                 _frames.parse_server_frame(frame)
 
     def test_error_codes_map_to_their_classes(self) -> None:
-        self.assertEqual(len(ERROR_CODES), 14)
+        self.assertEqual(len(ERROR_CODES), 15)
         for code in ERROR_CODES:
             err = error_for_code(code, "m", "c")
             self.assertEqual((err.code, err.message, err.correlation_id), (code, "m", "c"))

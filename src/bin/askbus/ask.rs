@@ -62,7 +62,9 @@ pub fn read_questions(file: Option<PathBuf>) -> Result<Value> {
 /// The exit status for a client error while asking.
 pub fn status_of(e: &ClientError) -> u8 {
     match e {
-        ClientError::Connect { .. } | ClientError::Untrusted(_) => exit::UNREACHABLE,
+        ClientError::Connect { .. }
+        | ClientError::Untrusted(_)
+        | ClientError::Unreachable { .. } => exit::UNREACHABLE,
         ClientError::Io(_) | ClientError::Closed => exit::LOST,
         ClientError::Protocol(_) => exit::PROTOCOL,
         ClientError::Rejected(_) => exit::REJECTED,
@@ -131,6 +133,18 @@ pub async fn run(
                 anyhow::anyhow!(
                     "the connection to askbusd was lost before the answer came \
                      (askbusd stopped or crashed); the question is gone"
+                ),
+            )
+            .into())
+        }
+        // The question was taken, then its daemon went away and none took the resend back
+        // before the deadline: the question was lost, not never asked.
+        Err(ClientError::Unreachable { .. }) => {
+            return Err(Failure::new(
+                exit::LOST,
+                anyhow::anyhow!(
+                    "askbusd was lost before the answer came, and no askbusd took the \
+                     question back before its deadline; the question is gone"
                 ),
             )
             .into())

@@ -64,6 +64,22 @@ impl FilterArgs {
     }
 }
 
+/// "project web, agent gemini-cli" for a filter ("" when it shows everything), safe to print.
+pub fn describe_filter(filter: &SubscribeFilter) -> String {
+    [
+        ("project", &filter.project),
+        ("agent", &filter.agent),
+        ("session", &filter.session),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| {
+        v.as_deref()
+            .map(|v| format!("{k} {}", crate::term::sanitize(v)))
+    })
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
 fn set(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.is_empty())
 }

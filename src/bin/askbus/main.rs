@@ -102,7 +102,9 @@ enum Command {
     /// Answer questions interactively in this terminal, as they arrive.
     ///
     /// Keeps running (and reconnects when askbusd restarts) until you press q in the list.
-    Ui,
+    /// The waiting list is grouped by project; --project/--agent/--session show only the
+    /// questions whose context matches.
+    Ui(context::FilterArgs),
     /// Serve a page where a browser (or a phone) answers the agents' questions.
     ///
     /// Prints a link carrying a random access token, new at every start; every request must
@@ -320,7 +322,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             .await
         }
         Command::Pending { json, filter } => pending::run(&socket, json, &filter.filter()).await,
-        Command::Ui => ui::run(&socket).await,
+        Command::Ui(filter) => ui::run(&socket, filter.filter()).await,
         Command::Watch { json } => watch::run(&socket, json).await,
         Command::Validate { file, json } => validate::run(file, json),
         Command::Schema { name, all } => schema::run(name, all),

@@ -108,6 +108,8 @@ enum Scope {
 struct Layout {
     scope: Scope,
     unit_dir: PathBuf,
+    /// Where a distribution package puts the same units (lower precedence than `unit_dir`).
+    packaged_dir: PathBuf,
     config: PathBuf,
     sysusers: Option<PathBuf>,
 }
@@ -137,6 +139,7 @@ impl Scope {
                 Layout {
                     scope: self,
                     unit_dir: config_home.join("systemd/user"),
+                    packaged_dir: PathBuf::from("/usr/lib/systemd/user"),
                     config: config_home.join("askbus/askbusd.toml"),
                     sysusers: None,
                 }
@@ -144,6 +147,7 @@ impl Scope {
             Scope::System => Layout {
                 scope: self,
                 unit_dir: PathBuf::from("/etc/systemd/system"),
+                packaged_dir: PathBuf::from("/usr/lib/systemd/system"),
                 config: PathBuf::from("/etc/askbus/askbusd.toml"),
                 sysusers: Some(PathBuf::from("/etc/sysusers.d/askbus.conf")),
             },
@@ -561,9 +565,27 @@ fn status(scope: Scope) -> Result<ExitCode> {
         let state = existing(&path)?;
         let text = match &state {
             Existing::Absent => {
-                installed = false;
-                writeln!(out, "  {}: not installed", path.display())?;
-                continue;
+                // A package's unit (the .deb's, in /usr/lib) applies where none is in /etc or
+                // ~/.config.
+                let packaged = layout
+                    .packaged_dir
+                    .join(path.file_name().expect("a unit name"));
+                match std::fs::read_to_string(&packaged) {
+                    Ok(text) => {
+                        writeln!(
+                            out,
+                            "  {}: not installed; the package's {} applies",
+                            path.display(),
+                            packaged.display()
+                        )?;
+                        text
+                    }
+                    Err(_) => {
+                        installed = false;
+                        writeln!(out, "  {}: not installed", path.display())?;
+                        continue;
+                    }
+                }
             }
             Existing::Ours(t) => t.clone(),
             Existing::Foreign => std::fs::read_to_string(&path).unwrap_or_default(),

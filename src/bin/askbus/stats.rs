@@ -25,6 +25,8 @@ fn num(v: Option<&Value>) -> String {
     match v {
         Some(Value::Number(n)) => n.to_string(),
         Some(Value::String(s)) => s.clone(),
+        // A nested group of counters (e.g. approvals' outcomes) reads as its pairs.
+        Some(obj @ Value::Object(_)) => format!("({})", pairs(Some(obj), false)),
         Some(other) => other.to_string(),
         None => "?".into(),
     }
@@ -148,7 +150,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("outcomes: answered 1 · dismissed 1 · timeout 0"),
+            text.contains("outcomes: answered 2 · dismissed 1 · timeout 0"),
             "{text}"
         );
         assert!(

@@ -5,10 +5,9 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Result;
-use askbusd::client::{ClientError, Watcher};
+use askbusd::client::{ClientError, Update, WatchSubscription};
 use askbusd::protocol::{BusEvent, ServerFrame};
 
 use crate::term;
@@ -26,44 +25,50 @@ pub async fn run(socket: &Path, json: bool) -> Result<ExitCode> {
 }
 
 async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
-    let mut failures: u32 = 0;
+    let mut sub = WatchSubscription::new(socket, Some(CLIENT));
     let mut was_down = false;
     loop {
-        let why = match Watcher::connect(socket, Some(CLIENT)).await {
-            Ok(mut watcher) => {
-                failures = 0;
+        match sub.next().await {
+            Ok(Update::Connected(())) => {
                 eprintln!(
                     "askbus watch: {} {}",
                     if was_down { "back on" } else { "watching" },
                     socket.display()
                 );
                 was_down = false;
-                loop {
-                    match watcher.next().await {
-                        Ok(Some(event)) => {
-                            let text = if json {
-                                term::json(&serde_json::to_string(&ServerFrame::BusEvent(event))?)
-                                    .into_owned()
-                            } else {
-                                line(&event)
-                            };
-                            // Each line is flushed as it happens (a feed piped into grep or
-                            // jq must not wait for a buffer); a reader that went away (`| head`)
-                            // ends the feed quietly.
-                            let mut out = std::io::stdout();
-                            if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush()) {
-                                if e.kind() == std::io::ErrorKind::BrokenPipe {
-                                    return Ok(ExitCode::SUCCESS);
-                                }
-                                return Err(e.into());
+            }
+            Ok(Update::Event(event)) => {
+                let text = if json {
+                    term::json(&serde_json::to_string(&ServerFrame::BusEvent(event))?).into_owned()
+                } else {
+                    line(&event)
+                };
+                // Each line is flushed as it happens (a feed piped into grep or jq must not
+                // wait for a buffer); a reader that went away (`| head`) ends the feed quietly.
+                let mut out = std::io::stdout();
+                if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush()) {
+                    if e.kind() == std::io::ErrorKind::BrokenPipe {
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                    return Err(e.into());
+                }
+            }
+            Ok(Update::Down { error, .. }) => {
+                if !was_down {
+                    let why = match error {
+                        ClientError::Closed => {
+                            "askbusd closed the connection; retrying until it is back".to_owned()
+                        }
+                        e => {
+                            let (text, hint, _) = crate::fail::describe(&e.into());
+                            match hint {
+                                Some(h) => format!("{text}; retrying until it is back. {h}"),
+                                None => format!("{text}; retrying until it is back"),
                             }
                         }
-                        Ok(None) => {
-                            break "askbusd closed the connection; retrying until it is back"
-                                .to_owned()
-                        }
-                        Err(e) => break format!("{e}; retrying until it is back"),
-                    }
+                    };
+                    eprintln!("askbus watch: {}", term::sanitize(&why));
+                    was_down = true;
                 }
             }
             // A daemon that refuses a watcher (a newer one with other rules) will not change
@@ -77,27 +82,11 @@ async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
                 return Ok(ExitCode::FAILURE);
             }
             // Another uid's daemon on the socket: reconnecting will not make it ours.
-            Err(e @ ClientError::Untrusted(_)) => {
+            Err(e) => {
                 eprintln!("askbus watch: {}", term::sanitize(&e.to_string()));
                 return Ok(ExitCode::FAILURE);
             }
-            Err(e) => {
-                failures = failures.saturating_add(1);
-                let (text, hint, _) = crate::fail::describe(&e.into());
-                match hint {
-                    Some(h) => format!("{text}; retrying until it is back. {h}"),
-                    None => format!("{text}; retrying until it is back"),
-                }
-            }
-        };
-        let wait = Duration::from_millis(200)
-            .saturating_mul(1 << failures.min(5))
-            .min(Duration::from_secs(5));
-        if !was_down {
-            eprintln!("askbus watch: {}", term::sanitize(&why));
-            was_down = true;
         }
-        tokio::time::sleep(wait).await;
     }
 }
 

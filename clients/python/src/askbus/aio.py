@@ -88,10 +88,11 @@ def new_correlation_id() -> str:
 
 
 class _Backoff:
-    """Exponential backoff with jitter, so producers reconnecting to a restarted daemon do
-    not arrive all at once."""
+    """The reconnection policy every askbus client shares (proto/PROTOCOL.md, "Clients"):
+    50 ms doubling to 2 s, each delay drawn from its upper half, so clients reconnecting to a
+    restarted daemon do not arrive all at once."""
 
-    def __init__(self, initial: float = 0.05, maximum: float = 1.0) -> None:
+    def __init__(self, initial: float = 0.05, maximum: float = 2.0) -> None:
         self._next = initial
         self._max = maximum
 
@@ -150,7 +151,7 @@ class _PendingAsk:
         #: A daemon that shut down answered `shutdown`; returned if no daemon comes back.
         self.shutdown_response: Optional[Response] = None
         self.last_error: Optional[AskbusError] = None
-        self.dup_backoff = _Backoff(0.02, 0.5)
+        self.dup_backoff = _Backoff()
 
     def set_deadline(self, welcome: Welcome, now: float) -> None:
         timeout = self.timeout_ms
@@ -1006,7 +1007,7 @@ class AsyncSubscription:
         self._notify()
 
     async def _reconnect_loop(self) -> None:
-        backoff = _Backoff(0.05, 2.0)
+        backoff = _Backoff()
         while not self._closed:
             try:
                 conn = await self._connect()

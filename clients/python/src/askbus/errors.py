@@ -136,6 +136,13 @@ class TooManyConnections(DaemonError):
     code = "too-many-connections"
 
 
+class OriginUnreachable(DaemonError):
+    """Federation: an answer to another node's question could not reach that node (NATS
+    down, the node gone, or no reply in time). The question is still pending."""
+
+    code = "origin-unreachable"
+
+
 _BY_CODE: Dict[str, Type[DaemonError]] = {
     cls.code: cls
     for cls in (
@@ -153,6 +160,7 @@ _BY_CODE: Dict[str, Type[DaemonError]] = {
         Forbidden,
         TooManyConnections,
         FrameTimeout,
+        OriginUnreachable,
     )
 }
 

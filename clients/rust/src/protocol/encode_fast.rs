@@ -130,6 +130,10 @@ impl UiRequestRef<'_> {
                 out.extend_from_slice(br#","context":"#);
                 serde_json::to_writer(&mut *out, context).expect("RequestContext serializes");
             }
+            if let Some(node) = self.node {
+                out.extend_from_slice(br#","node":"#);
+                write_str(out, node);
+            }
             out.push(b'}');
         });
         #[cfg(debug_assertions)]
@@ -141,6 +145,7 @@ impl UiRequestRef<'_> {
                 timeout_ms: self.timeout_ms,
                 producer: self.producer.clone(),
                 context: self.context.cloned().map(Box::new),
+                node: self.node.map(str::to_owned),
             })
         });
         fast

@@ -19,10 +19,12 @@ pub enum ErrorCode {
     Forbidden,
     TooManyConnections,
     FrameTimeout,
+    /// Federation: an answer to a remote question could not reach its origin node.
+    OriginUnreachable,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 14] = [
+    pub const ALL: [ErrorCode; 15] = [
         ErrorCode::InvalidJson,
         ErrorCode::InvalidFrame,
         ErrorCode::UnknownType,
@@ -37,6 +39,7 @@ impl ErrorCode {
         ErrorCode::Forbidden,
         ErrorCode::TooManyConnections,
         ErrorCode::FrameTimeout,
+        ErrorCode::OriginUnreachable,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +58,7 @@ impl ErrorCode {
             ErrorCode::Forbidden => "forbidden",
             ErrorCode::TooManyConnections => "too-many-connections",
             ErrorCode::FrameTimeout => "frame-timeout",
+            ErrorCode::OriginUnreachable => "origin-unreachable",
         }
     }
 
@@ -84,6 +88,14 @@ impl serde::Serialize for ErrorCode {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for ErrorCode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        ErrorCode::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown error code {s:?}")))
+    }
+}
+
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -97,6 +109,74 @@ pub enum RequestKind {
     Question,
     /// `tool-confirmation-request`: an approval.
     Approval,
+}
+
+/// An error code as a client reads it from an `error` frame: one this crate knows, or one a
+/// later daemon added (kept as sent, so it can still be shown and compared).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Code {
+    Known(ErrorCode),
+    Unknown(String),
+}
+
+impl Code {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Code::Known(c) => c.as_str(),
+            Code::Unknown(s) => s,
+        }
+    }
+
+    /// The code, if this crate knows it.
+    pub fn known(&self) -> Option<ErrorCode> {
+        match self {
+            Code::Known(c) => Some(*c),
+            Code::Unknown(_) => None,
+        }
+    }
+}
+
+impl From<ErrorCode> for Code {
+    fn from(c: ErrorCode) -> Code {
+        Code::Known(c)
+    }
+}
+
+impl From<&str> for Code {
+    fn from(s: &str) -> Code {
+        ErrorCode::parse(s).map_or_else(|| Code::Unknown(s.to_owned()), Code::Known)
+    }
+}
+
+impl PartialEq<ErrorCode> for Code {
+    fn eq(&self, other: &ErrorCode) -> bool {
+        *self == Code::Known(*other)
+    }
+}
+
+impl PartialEq<&str> for Code {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl serde::Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Code {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(Code::from(&*s))
+    }
 }
 
 /// A frame the daemon refuses, with what the peer is told.
@@ -125,5 +205,26 @@ impl FrameError {
     pub fn with_id(mut self, correlation_id: Option<&str>) -> Self {
         self.correlation_id = correlation_id.map(str::to_owned);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_read_known_or_kept_as_sent() {
+        for code in ErrorCode::ALL {
+            let read: Code = serde_json::from_value(serde_json::json!(code.as_str())).unwrap();
+            assert_eq!(read, code);
+            assert_eq!(read.known(), Some(code));
+            let back: ErrorCode = serde_json::from_value(serde_json::json!(code.as_str())).unwrap();
+            assert_eq!(back, code);
+        }
+        let later: Code = serde_json::from_str("\"rate-limited\"").unwrap();
+        assert_eq!(later, Code::Unknown("rate-limited".into()));
+        assert_eq!(later.known(), None);
+        assert_eq!(serde_json::to_string(&later).unwrap(), "\"rate-limited\"");
+        assert!(serde_json::from_str::<ErrorCode>("\"rate-limited\"").is_err());
     }
 }

@@ -27,7 +27,7 @@ pub use codec::{codec, is_frame_too_large};
 pub use codec::{
     encode, encode_with, split_frame, Split, DEFAULT_MAX_FRAME_BYTES, LENGTH_PREFIX_BYTES,
 };
-pub use error::{ErrorCode, FrameError, RequestKind};
+pub use error::{Code, ErrorCode, FrameError, RequestKind};
 pub use frames::*;
 pub use parse::fast::{parse_fast, FastFrame, RequestHead};
 pub use parse::parse_inbound;

@@ -314,7 +314,7 @@ async fn exchange(
         other => lost(other),
     })?;
     let refused = |e: askbusd::protocol::ErrorFrame| Ended::Refused {
-        code: e.code,
+        code: e.code.to_string(),
         message: e.message,
     };
     let hello = ClientFrame::Hello {

@@ -16,7 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use askbusd::client::{ClientError, Connection};
 use askbusd::protocol::{
-    ClientFrame, ErrorFrame, NoUiPolicy, ProducerResponse, ServerFrame, MAX_CLIENT_CHARS,
+    ClientFrame, ErrorFrame, NoUiPolicy, ProducerResponse, RequestContext, ServerFrame,
+    CONTEXT_LIMITS, MAX_CLIENT_CHARS,
 };
 
 /// How long a withdrawn call waits for the daemon to confirm before hanging up (which
@@ -71,6 +72,7 @@ pub fn request_frame(
     correlation_id: &str,
     arguments: Option<&Map<String, Value>>,
     policy: Policy,
+    context: Option<&RequestContext>,
 ) -> Bytes {
     let mut frame = Map::new();
     frame.insert("type".into(), "ask-user-request".into());
@@ -84,6 +86,10 @@ pub fn request_frame(
     if let Some(no_ui) = policy.no_ui {
         frame.insert("noUi".into(), no_ui.as_str().into());
     }
+    if let Some(context) = context.filter(|c| !c.is_empty()) {
+        let value = serde_json::to_value(context).expect("a context serializes");
+        frame.insert("context".into(), value);
+    }
     Bytes::from(serde_json::to_vec(&Value::Object(frame)).expect("a JSON map serializes"))
 }
 
@@ -96,6 +102,89 @@ pub fn client_name(name: &str, version: &str) -> Option<String> {
         (n, v) => format!("{n}/{v}"),
     };
     Some(full.chars().take(MAX_CLIENT_CHARS).collect())
+}
+
+/// The request context of a call: `ASKBUS_*` variables first (the MCP client's server config
+/// may set them), else the MCP client's `name/version` as `agent` and its first `file://` root
+/// (or this server's working directory, which the client chose) as `cwd`, its name (or the
+/// directory's) as `project`. Values are made acceptable (control characters dropped, cut to
+/// their limit) rather than have the daemon refuse the question over them.
+pub fn context(
+    env: impl Fn(&str) -> Option<String>,
+    client: Option<(&str, &str)>,
+    root: Option<(&str, Option<&str>)>,
+    cwd: Option<&Path>,
+) -> RequestContext {
+    let var = |name: &str| env(name).filter(|v| !v.is_empty());
+    let (dir, root_name) = match root.and_then(|(uri, name)| Some((file_path(uri)?, name))) {
+        Some((path, name)) => (Some(path), name.map(str::to_owned)),
+        None => (cwd.map(|p| p.to_string_lossy().into_owned()), None),
+    };
+    let base = dir.as_deref().and_then(|d| {
+        Path::new(d)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+    });
+    let mut c = RequestContext {
+        agent: var("ASKBUS_AGENT").or_else(|| client.and_then(|(n, v)| client_name(n, v))),
+        session: var("ASKBUS_SESSION"),
+        project: var("ASKBUS_PROJECT").or(root_name).or(base),
+        cwd: var("ASKBUS_CWD").or(dir),
+        title: var("ASKBUS_TITLE"),
+    };
+    for (name, slot) in [
+        ("agent", &mut c.agent),
+        ("session", &mut c.session),
+        ("project", &mut c.project),
+        ("cwd", &mut c.cwd),
+        ("title", &mut c.title),
+    ] {
+        let max = CONTEXT_LIMITS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(256, |(_, m)| *m);
+        *slot = slot
+            .take()
+            .map(|v| {
+                v.chars()
+                    .filter(|c| !c.is_control())
+                    .take(max)
+                    .collect::<String>()
+            })
+            .filter(|v| !v.trim().is_empty());
+    }
+    c
+}
+
+/// The local path of a `file://` URI (percent-escapes decoded), if it is one.
+fn file_path(uri: &str) -> Option<String> {
+    let rest = uri.strip_prefix("file://")?;
+    // `file:///x` or `file://localhost/x`; another host is not a local directory.
+    let path = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !path.starts_with('/') {
+        return None;
+    }
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+            if let Some(b) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    let path = String::from_utf8_lossy(&out).into_owned();
+    Some(if path.len() > 1 {
+        path.trim_end_matches('/').to_owned()
+    } else {
+        path
+    })
 }
 
 /// How long the daemon will wait for the question: the policy's timeout, else the daemon's
@@ -197,7 +286,7 @@ mod tests {
 
     fn frame(args: Value, policy: Policy) -> Value {
         let args = args.as_object().cloned();
-        serde_json::from_slice(&request_frame("c-1", args.as_ref(), policy)).unwrap()
+        serde_json::from_slice(&request_frame("c-1", args.as_ref(), policy, None)).unwrap()
     }
 
     #[test]
@@ -217,8 +306,9 @@ mod tests {
     fn absent_questions_stay_absent_and_null_stays_null() {
         let f = frame(json!({}), Policy::default());
         assert!(f.get("questions").is_none());
-        let f = serde_json::from_slice::<Value>(&request_frame("c-1", None, Policy::default()))
-            .unwrap();
+        let f =
+            serde_json::from_slice::<Value>(&request_frame("c-1", None, Policy::default(), None))
+                .unwrap();
         assert!(f.get("questions").is_none());
         let f = frame(json!({"questions": null}), Policy::default());
         assert_eq!(f["questions"], Value::Null);
@@ -265,5 +355,49 @@ mod tests {
         );
         let long = client_name(&"é".repeat(300), "1").unwrap();
         assert_eq!(long.chars().count(), MAX_CLIENT_CHARS);
+    }
+
+    #[test]
+    fn context_from_the_client_its_roots_or_the_directory() {
+        let none = |_: &str| None;
+        let c = context(
+            none,
+            Some(("claude-code", "1.0.3")),
+            Some(("file:///home/dev/src/my%20app/", None)),
+            Some(Path::new("/elsewhere")),
+        );
+        assert_eq!(c.agent.as_deref(), Some("claude-code/1.0.3"));
+        assert_eq!(c.cwd.as_deref(), Some("/home/dev/src/my app"));
+        assert_eq!(c.project.as_deref(), Some("my app"));
+        // A named root names the project; a non-file root falls back to the directory.
+        let c = context(none, None, Some(("file:///w/x", Some("Website"))), None);
+        assert_eq!(c.project.as_deref(), Some("Website"));
+        let c = context(
+            none,
+            None,
+            Some(("https://example.com/repo", None)),
+            Some(Path::new("/src/api")),
+        );
+        assert_eq!(c.cwd.as_deref(), Some("/src/api"));
+        assert_eq!(c.project.as_deref(), Some("api"));
+        // The environment wins; values are made acceptable to the daemon.
+        let env = |k: &str| match k {
+            "ASKBUS_PROJECT" => Some("from-env".to_owned()),
+            "ASKBUS_TITLE" => Some("two\nlines".to_owned()),
+            "ASKBUS_SESSION" => Some(String::new()),
+            _ => None,
+        };
+        let c = context(
+            env,
+            Some(("evil\u{1b}]0;x", "9")),
+            None,
+            Some(Path::new("/")),
+        );
+        assert_eq!(c.project.as_deref(), Some("from-env"));
+        assert_eq!(c.title.as_deref(), Some("twolines"));
+        assert_eq!(c.session, None);
+        assert_eq!(c.agent.as_deref(), Some("evil]0;x/9"));
+        assert_eq!(c.cwd.as_deref(), Some("/"));
+        assert_eq!(c.check(), Ok(()));
     }
 }

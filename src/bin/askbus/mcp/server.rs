@@ -22,6 +22,9 @@ use askbusd::protocol::{ErrorCode, ProducerResponse};
 use super::call::{self, Ended, Policy};
 use super::tool;
 
+/// How long a call waits for the client's `roots/list` answer.
+const ROOTS_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// What a progress notification says while the question waits.
 const PROGRESS_MESSAGE: &str = "Waiting for the user to answer";
 
@@ -65,7 +68,18 @@ impl AskUserServer {
             .client_info()
             .and_then(|info| call::client_name(&info.name, &info.version));
         let id = new_correlation_id();
-        let request = call::request_frame(&id, arguments, self.policy);
+        let info = context.client_info();
+        let who = call::context(
+            |name| std::env::var(name).ok(),
+            info.as_ref()
+                .map(|info| (info.name.as_str(), info.version.as_str())),
+            self.first_root(context)
+                .await
+                .as_ref()
+                .map(|(u, n)| (u.as_str(), n.as_deref())),
+            std::env::current_dir().ok().as_deref(),
+        );
+        let request = call::request_frame(&id, arguments, self.policy, Some(&who));
         let withdraw = CancellationToken::new();
         let timeout_ms = OnceLock::new();
         let asked = call::ask(
@@ -123,6 +137,36 @@ impl AskUserServer {
                 tracing::warn!(error = %e, "ask_user call failed");
                 CallToolResult::error(vec![ContentBlock::text(e.to_string())])
             }
+        }
+    }
+
+    /// The client's first root (`roots/list`), when it offers roots: where the agent works.
+    /// A client that does not answer in time is treated as having none. (Roots are deprecated
+    /// by a newer MCP revision, but the clients people run today offer them.)
+    #[allow(deprecated)]
+    async fn first_root(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<(String, Option<String>)> {
+        let offers = context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.roots.is_some());
+        if !offers {
+            return None;
+        }
+        let listed = tokio::time::timeout(ROOTS_TIMEOUT, context.peer.list_roots()).await;
+        match listed {
+            Ok(Ok(list)) => list
+                .roots
+                .into_iter()
+                .find(|r| r.uri.starts_with("file://"))
+                .map(|r| (r.uri, r.name)),
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "roots/list failed");
+                None
+            }
+            Err(_) => None,
         }
     }
 

@@ -43,6 +43,24 @@ impl Entry {
     pub fn who(&self) -> String {
         who(&self.request)
     }
+
+    /// The project the waiting list groups it under (`None`: asked without one).
+    pub fn project(&self) -> Option<&str> {
+        self.request.context.as_ref()?.project.as_deref()
+    }
+
+    /// "agent · title" (what is known of it), safe to print; empty without a context.
+    pub fn about(&self) -> String {
+        let Some(c) = &self.request.context else {
+            return String::new();
+        };
+        [&c.agent, &c.title]
+            .into_iter()
+            .flatten()
+            .map(|v| crate::term::sanitize(v).into_owned())
+            .collect::<Vec<_>>()
+            .join(" · ")
+    }
 }
 
 pub fn who(r: &UiRequest) -> String {
@@ -123,6 +141,8 @@ pub enum BusUpdate {
 
 pub struct App {
     pub entries: Vec<Entry>,
+    /// What this UI's subscribe filter shows ("" for everything), for the list's title.
+    pub filter: String,
     pub view: View,
     pub list_cursor: usize,
     pub conn: Conn,
@@ -145,6 +165,7 @@ impl App {
     pub fn new() -> App {
         App {
             entries: Vec::new(),
+            filter: String::new(),
             view: View::List,
             list_cursor: 0,
             conn: Conn::Connecting,
@@ -254,7 +275,19 @@ impl App {
             e.stale = false;
         } else {
             let id = r.correlation_id.clone();
-            self.entries.push(Entry::new(r, now));
+            // Grouped by project: after the last one of its project (groups in the order
+            // their first question came), so the list shows each project's questions together.
+            let entry = Entry::new(r, now);
+            let at = self
+                .entries
+                .iter()
+                .rposition(|e| e.project() == entry.project())
+                .map_or(self.entries.len(), |i| i + 1);
+            if at <= self.list_cursor && at < self.entries.len() {
+                // Keep the cursor on the question it was on.
+                self.list_cursor += 1;
+            }
+            self.entries.insert(at, entry);
             if was_idle {
                 self.view = View::Dialog(id);
             }
@@ -482,6 +515,7 @@ mod tests {
                 uid: 0,
             },
             context: None,
+            node: None,
         }
     }
 

@@ -36,11 +36,12 @@ use ratatui::Terminal;
 use tokio::signal::unix::{signal, SignalKind};
 
 use app::{Action, App, BusUpdate};
+use askbusd::protocol::SubscribeFilter;
 
 /// The name this UI announces to the daemon.
 const CLIENT: &str = concat!("askbus-ui/", env!("CARGO_PKG_VERSION"));
 
-pub async fn run(socket: &Path) -> Result<ExitCode> {
+pub async fn run(socket: &Path, filter: SubscribeFilter) -> Result<ExitCode> {
     if !std::io::stdout().is_terminal() {
         eprintln!(
             "askbus ui: standard output is not a terminal, and the dialog needs one.\n\
@@ -53,7 +54,7 @@ pub async fn run(socket: &Path) -> Result<ExitCode> {
     // is kept and printed when the UI quits, instead of being swallowed.
     let piped = (!std::io::stdin().is_terminal()).then(PipedInput::start);
     let mut term = TerminalGuard::enter().context("cannot set up the terminal")?;
-    let result = event_loop(&mut term.terminal, socket, piped.as_ref()).await;
+    let result = event_loop(&mut term.terminal, socket, filter, piped.as_ref()).await;
     drop(term);
     if let Some(p) = piped {
         let text = p.take();
@@ -101,11 +102,13 @@ impl PipedInput {
 async fn event_loop(
     terminal: &mut Terminal<CrosstermBackend<BufWriter<Stdout>>>,
     socket: &Path,
+    filter: SubscribeFilter,
     piped: Option<&PipedInput>,
 ) -> Result<()> {
     let mut pipe_ended = piped.map(|p| p.ended.clone());
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let conn = tokio::spawn(conn::run(socket.to_owned(), CLIENT.to_owned(), tx));
+    let label = crate::context::describe_filter(&filter);
+    let conn = tokio::spawn(conn::run(socket.to_owned(), CLIENT.to_owned(), filter, tx));
     let _abort = AbortOnDrop(conn);
     let mut keys = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(500));
@@ -115,6 +118,7 @@ async fn event_loop(
     let mut int = signal(SignalKind::interrupt())?;
     let socket_text = socket.display().to_string();
     let mut app = App::new();
+    app.filter = label;
     let mut answerer = None;
     loop {
         terminal.draw(|f| render::draw(f, &app, Instant::now(), &socket_text))?;

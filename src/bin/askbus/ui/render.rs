@@ -133,7 +133,11 @@ fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socket: &str) {
         .borders(Borders::ALL)
         .border_type(BorderType::Rounded)
         .border_style(Style::new().fg(DIM))
-        .title(" Pending questions ");
+        .title(if app.filter.is_empty() {
+            " Pending questions ".to_owned()
+        } else {
+            format!(" Pending questions · {} ", app.filter)
+        });
     let width = area.width.saturating_sub(4) as usize;
     let mut lines: Vec<Line> = Vec::new();
     let mut focus = (0, 0);
@@ -172,8 +176,28 @@ fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socket: &str) {
             }
         }
     }
+    // Grouped by project (the entries are kept in group order); headers only once some
+    // question says what it is about.
+    let grouped = app.entries.iter().any(|e| e.project().is_some());
     for (i, e) in app.entries.iter().enumerate() {
         let here = i == app.list_cursor;
+        if grouped && (i == 0 || app.entries[i - 1].project() != e.project()) {
+            let n = app
+                .entries
+                .iter()
+                .filter(|x| x.project() == e.project())
+                .count();
+            let name = e
+                .project()
+                .map_or("(no project)".into(), crate::term::sanitize);
+            if i > 0 {
+                lines.push(Line::raw(""));
+            }
+            lines.push(Line::styled(
+                truncate(&format!("▸ {name} ({n})"), width),
+                Style::new().fg(ACCENT).bold(),
+            ));
+        }
         if here {
             focus.0 = lines.len();
         }
@@ -192,6 +216,16 @@ fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socket: &str) {
             first.push(Span::styled(" (reconnecting…)", Style::new().fg(WARN)));
         }
         lines.push(Line::from(first));
+        let about = e.about();
+        if !about.is_empty() {
+            lines.push(Line::from(vec![
+                Span::raw("     "),
+                Span::styled(
+                    truncate(&about, width.saturating_sub(5)),
+                    Style::new().italic(),
+                ),
+            ]));
+        }
         let qs = &e.dialog.questions;
         if let Some(q) = qs.first() {
             let more = match qs.len() {
@@ -344,6 +378,19 @@ fn dialog(frame: &mut Frame, entry: &Entry, now: Instant, area: Rect) {
     let width = area.width.saturating_sub(4) as usize;
     let d = &entry.dialog;
     let mut body = Body::default();
+    // Who is asking, about what: project, agent and title above the questions.
+    let about: Vec<String> = [entry.project().map(str::to_owned), Some(entry.about())]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .map(|s| crate::term::sanitize(&s).into_owned())
+        .collect();
+    if !about.is_empty() {
+        for l in wrap(&about.join(" · "), width) {
+            body.push(Line::styled(l, Style::new().fg(ACCENT).italic()));
+        }
+        body.push(Line::raw(""));
+    }
     if d.has_review() {
         body.push(tabs_line(d, width));
         body.push(Line::raw(""));
@@ -779,6 +826,7 @@ mod tests {
                     uid: 0,
                 },
                 context: None,
+                node: None,
             })),
             now,
         );
@@ -915,6 +963,7 @@ mod tests {
                     uid: 0,
                 },
                 context: None,
+                node: None,
             })),
             now,
         );
@@ -1020,6 +1069,7 @@ mod tests {
                     title: Some(format!("ti{evil}")),
                     ..Default::default()
                 })),
+                node: None,
             })),
             now,
         );

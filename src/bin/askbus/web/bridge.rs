@@ -24,14 +24,11 @@ use std::time::Duration;
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use serde_json::json;
 use tokio::sync::watch;
-use tokio::time::{interval, sleep, Interval, MissedTickBehavior};
+use tokio::time::{interval, MissedTickBehavior};
 
-use askbusd::client::{Ui, UiEvent};
+use askbusd::client::{UiAnswerer, UiEvent, UiSubscription, Update};
 use askbusd::protocol::{parse_inbound, ErrorFrame, Inbound, ServerFrame};
 
-/// First delay before reconnecting to the daemon; doubled up to `MAX_RETRY`.
-const MIN_RETRY: Duration = Duration::from_millis(100);
-const MAX_RETRY: Duration = Duration::from_secs(3);
 /// Pings keep idle connections open through proxies (nginx drops them after 60 s by default)
 /// and reveal a vanished phone.
 const KEEPALIVE: Duration = Duration::from_secs(25);
@@ -45,143 +42,88 @@ pub struct Bridge {
     pub stopping: watch::Receiver<bool>,
 }
 
-enum End {
-    TabClosed,
-    DaemonGone(String),
-}
-
 /// Serves one tab until it closes (or `askbus web` stops).
 pub async fn tab(mut ws: WebSocket, bridge: &Bridge, peer: SocketAddr) {
     let client = format!("askbus-web/{} ({peer})", env!("CARGO_PKG_VERSION"));
     let mut stopping = bridge.stopping.clone();
     let mut keepalive = interval(KEEPALIVE);
     keepalive.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut retry = MIN_RETRY;
+    // A person reads this tab: refusals are shown and retried too.
+    let mut sub = UiSubscription::new(&bridge.socket, Some(&client)).persistent();
+    // The live connection's answerer; `None` while the daemon is away.
+    let mut answerer: Option<UiAnswerer> = None;
     loop {
-        let why = match Ui::subscribe(&bridge.socket, Some(&client)).await {
-            Ok(ui) => {
-                retry = MIN_RETRY;
-                let hello = json!({
-                    "type": "daemon",
-                    "state": "connected",
-                    "pending": ui.pending_at_subscribe(),
-                });
-                if send_json(&mut ws, &hello).await.is_err() {
+        tokio::select! {
+            update = sub.next() => {
+                let message = match update {
+                    Ok(Update::Connected((pending, live))) => {
+                        answerer = Some(live);
+                        json!({"type": "daemon", "state": "connected", "pending": pending})
+                    }
+                    Ok(Update::Event(event)) => serde_json::to_value(ui_frame(event))
+                        .expect("server frames serialize"),
+                    Ok(Update::Down { error, retry_in }) => {
+                        answerer = None;
+                        down(&error.to_string(), retry_in)
+                    }
+                    // Not returned by a persistent subscription.
+                    Err(e) => down(&e.to_string(), Duration::ZERO),
+                };
+                if send_json(&mut ws, &message).await.is_err() {
                     return;
                 }
-                match pump(&mut ws, ui, &mut stopping, &mut keepalive).await {
-                    End::TabClosed => return,
-                    End::DaemonGone(why) => why,
-                }
             }
-            Err(e) => e.to_string(),
-        };
-        let down = json!({
-            "type": "daemon",
-            "state": "down",
-            "error": why,
-            "retryMs": retry.as_millis() as u64,
-        });
-        if send_json(&mut ws, &down).await.is_err() {
-            return;
-        }
-        if !wait_while_down(&mut ws, retry, &mut stopping, &mut keepalive).await {
-            return;
-        }
-        retry = (retry * 2).min(MAX_RETRY);
-    }
-}
-
-/// Carries frames both ways while the daemon connection lasts.
-async fn pump(
-    ws: &mut WebSocket,
-    mut ui: Ui,
-    stopping: &mut watch::Receiver<bool>,
-    keepalive: &mut Interval,
-) -> End {
-    loop {
-        tokio::select! {
-            event = ui.next() => match event {
-                Ok(Some(event)) => {
-                    if send_json(ws, &ui_frame(event)).await.is_err() {
-                        return End::TabClosed;
-                    }
-                }
-                Ok(None) => return End::DaemonGone("askbusd closed the connection".into()),
-                Err(e) => return End::DaemonGone(e.to_string()),
-            },
-            msg = ws.recv() => match page_message(msg) {
-                Page::Closed => return End::TabClosed,
-                Page::Ignore => {}
-                Page::Refused(err) => {
-                    if send_json(ws, &ServerFrame::Error(err)).await.is_err() {
-                        return End::TabClosed;
-                    }
-                }
-                Page::Answer { correlation_id, answers, cancelled } => {
-                    let sent = if cancelled {
-                        ui.dismiss(&correlation_id).await
-                    } else {
-                        ui.answer(&correlation_id, &answers).await
-                    };
-                    if let Err(e) = sent {
-                        return End::DaemonGone(e.to_string());
-                    }
-                }
-            },
-            _ = keepalive.tick() => {
-                if ws.send(Message::Ping(Default::default())).await.is_err() {
-                    return End::TabClosed;
-                }
-            }
-            _ = until_stopping(stopping) => {
-                close(ws).await;
-                return End::TabClosed;
-            }
-        }
-    }
-}
-
-/// Waits `delay` before the next reconnection, still serving the tab: answers sent meanwhile
-/// are refused (the questions they answer died with the daemon). `false` if the tab closed.
-async fn wait_while_down(
-    ws: &mut WebSocket,
-    delay: Duration,
-    stopping: &mut watch::Receiver<bool>,
-    keepalive: &mut Interval,
-) -> bool {
-    let timer = sleep(delay);
-    tokio::pin!(timer);
-    loop {
-        tokio::select! {
-            _ = &mut timer => return true,
             msg = ws.recv() => {
                 let refusal = match page_message(msg) {
-                    Page::Closed => return false,
+                    Page::Closed => return,
                     Page::Ignore => continue,
                     Page::Refused(err) => err,
-                    Page::Answer { correlation_id, .. } => ErrorFrame {
-                        code: "unavailable".into(),
-                        message: "askbusd is not running, so the question is no longer pending"
-                            .into(),
-                        correlation_id: Some(correlation_id),
+                    Page::Answer { correlation_id, answers, cancelled } => match &answerer {
+                        Some(a) => {
+                            // A failed send means the daemon went away; the subscription
+                            // reports it next.
+                            let _ = if cancelled {
+                                a.dismiss(&correlation_id).await
+                            } else {
+                                a.answer(&correlation_id, &answers).await
+                            };
+                            continue;
+                        }
+                        // The questions it answers died with the daemon.
+                        None => ErrorFrame {
+                            code: "unavailable".into(),
+                            message: "askbusd is not running, so the question is no longer \
+                                      pending"
+                                .into(),
+                            correlation_id: Some(correlation_id),
+                        },
                     },
                 };
-                if send_json(ws, &ServerFrame::Error(refusal)).await.is_err() {
-                    return false;
+                if send_json(&mut ws, &ServerFrame::Error(refusal)).await.is_err() {
+                    return;
                 }
             }
             _ = keepalive.tick() => {
                 if ws.send(Message::Ping(Default::default())).await.is_err() {
-                    return false;
+                    return;
                 }
             }
-            _ = until_stopping(stopping) => {
-                close(ws).await;
-                return false;
+            _ = until_stopping(&mut stopping) => {
+                close(&mut ws).await;
+                return;
             }
         }
     }
+}
+
+/// The page's notice that the daemon is unreachable, and when the next attempt is.
+fn down(error: &str, retry_in: Duration) -> serde_json::Value {
+    json!({
+        "type": "daemon",
+        "state": "down",
+        "error": error,
+        "retryMs": retry_in.as_millis() as u64,
+    })
 }
 
 /// A message from the page, classified.

@@ -121,7 +121,12 @@ pub async fn run(args: WebArgs, socket: PathBuf) -> Result<ExitCode> {
     }
     if args.open {
         if let Err(e) = open::that_detached(&link) {
-            eprintln!("askbus web: cannot open a browser ({e}); open the link above");
+            // The opener's own error is Rust debug text ("ExitStatus(unix_wait_status(768))").
+            let why = match e.kind() {
+                std::io::ErrorKind::NotFound => "no opener such as xdg-open is installed",
+                _ => "the system's opener (xdg-open or the like) failed",
+            };
+            eprintln!("askbus web: cannot open a browser: {why}; open the link above");
         }
     }
 

@@ -13,7 +13,7 @@ use super::{
     question_index, ApprovalAck, ApprovalResponse, ApprovalWithdrawn, End, Outcome, RequestContext,
     ToolOutcome, UiApproval, WithdrawReason,
 };
-use crate::protocol::error::FrameError;
+use crate::protocol::error::{Code, FrameError};
 
 /// Who asked, as UIs are told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -30,6 +30,10 @@ pub struct UiInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
     pub pid: Option<i32>,
+    /// Federation: the node the UI is connected to (absent for a local UI of a daemon
+    /// without federation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// One thing that happened on the bus, as watchers see it: who and how long, never the
@@ -62,6 +66,9 @@ pub struct BusEvent {
     /// The error code (`rejected` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// Federation: the question's origin node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     /// `approval` for approvals; absent for questions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
@@ -170,6 +177,9 @@ pub struct UiRequest {
     /// The producer's `context`, as it sent it (known fields only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Box<RequestContext>>,
+    /// Federation: the node the question was asked on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// The daemon's encoding of a `UiRequest`: the questions stay the JSON text they were
@@ -182,6 +192,8 @@ pub struct UiRequestRef<'a> {
     pub timeout_ms: u64,
     pub producer: &'a ProducerInfo,
     pub context: Option<&'a RequestContext>,
+    /// Federation: the origin node (written last, as `UiRequest` serializes it).
+    pub node: Option<&'a str>,
 }
 
 /// The one terminal answer a producer gets for an accepted request.
@@ -216,7 +228,8 @@ fn index_keyed<'de, D: serde::Deserializer<'de>>(
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorFrame {
-    pub code: String,
+    /// Known to this crate, or kept as sent.
+    pub code: Code,
     pub message: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correlation_id: Option<String>,
@@ -225,7 +238,7 @@ pub struct ErrorFrame {
 impl From<&FrameError> for ErrorFrame {
     fn from(e: &FrameError) -> Self {
         ErrorFrame {
-            code: e.code.as_str().to_owned(),
+            code: e.code.into(),
             message: e.message.clone(),
             correlation_id: e.correlation_id.clone(),
         }
@@ -346,6 +359,7 @@ mod tests {
                 timeout_ms: 5,
                 producer: &producer,
                 context: context.as_ref(),
+                node: Some("n\u{e9}\"1"),
             }
             .encode();
             let owned = ServerFrame::AskUserRequest(UiRequest {
@@ -354,6 +368,7 @@ mod tests {
                 timeout_ms: 5,
                 producer,
                 context: context.map(Box::new),
+                node: Some("n\u{e9}\"1".into()),
             });
             assert_eq!(by_ref, crate::protocol::encode(&owned));
         }
@@ -363,6 +378,7 @@ mod tests {
             timeout_ms: 5,
             producer: &ProducerInfo::default(),
             context: None,
+            node: None,
         }
         .encode();
         let back: ServerFrame = serde_json::from_slice(&by_ref).unwrap();

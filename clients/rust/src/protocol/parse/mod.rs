@@ -43,6 +43,22 @@ mod tests {
     }
 
     #[test]
+    fn a_lone_surrogate_anywhere_is_invalid_json_on_every_path() {
+        // Found by fuzzing: the fast path kept the questions raw and took this frame.
+        let lone = br#"{"type":"ask-user-request","correlationId":"f","questions":[{"question":"a \ude80","header":"h","type":"text"}]}"#;
+        assert_eq!(code_of(lone), ErrorCode::InvalidJson);
+        let paired = br#"{"type":"ask-user-request","correlationId":"f","questions":[{"question":"a \ud83d\ude80","header":"h","type":"text"}]}"#;
+        let mut bad_utf8 = br#"{"type":"ask-user-request","correlationId":"f","questions":[{"question":"a","header":"h","type":"text"}],"extra":"x"}"#.to_vec();
+        let at = bad_utf8.len() - 3;
+        bad_utf8[at] = 0x8c;
+        assert_eq!(code_of(&bad_utf8), ErrorCode::InvalidJson);
+        assert!(matches!(
+            parse_inbound(paired),
+            Ok(Inbound::AskUserRequest(_))
+        ));
+    }
+
+    #[test]
     fn rejects_non_json_and_non_objects() {
         assert_eq!(code_of(b""), ErrorCode::InvalidJson);
         assert_eq!(code_of(b"{"), ErrorCode::InvalidJson);

@@ -1,24 +1,34 @@
 //! The async Rust client: a raw frame `Connection`, a `Producer` whose `ask()` returns the
-//! terminal response (several asks may be in flight on one connection), and a `Ui` that
-//! yields requests and sends answers (split into `UiEvents` and a cloneable `UiAnswerer` when
-//! both must happen at once), and a `Watcher` that observes the bus.
+//! terminal response (several asks may be in flight on one connection; it reconnects and
+//! resends across a daemon restart), a `Ui` that yields requests and sends answers (split into
+//! `UiEvents` and a cloneable `UiAnswerer` when both must happen at once), a `Watcher` that
+//! observes the bus, and the reconnecting [`UiSubscription`] and [`WatchSubscription`]. Every
+//! reconnection follows the one [`Backoff`] policy all askbus clients share.
 
-use std::collections::{BTreeMap, HashMap};
+mod backoff;
+mod producer;
+mod subscription;
+
+pub use backoff::Backoff;
+pub use producer::{Producer, ProducerOptions};
+pub use subscription::{UiSubscription, UiUpdate, Update, WatchSubscription, WatchUpdate};
+
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Map, Value};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
-use tokio::sync::{oneshot, Mutex as AsyncMutex};
+use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use crate::protocol::{
-    codec, encode, BusEvent, ClientFrame, ErrorFrame, NoUiPolicy, Outcome, ProducerResponse,
-    RequestContext, ServerFrame, SubscribeFilter, UiRequest, WithdrawReason, PROTOCOL_VERSION,
+    codec, encode, BusEvent, ClientFrame, Code, ErrorFrame, NoUiPolicy, Outcome, RequestContext,
+    ServerFrame, SubscribeFilter, UiRequest, WithdrawReason, PROTOCOL_VERSION,
 };
 
 /// The longest frame a client accepts from the daemon. Daemon frames may exceed the daemon's
@@ -44,6 +54,39 @@ pub enum ClientError {
     /// The socket is served by a daemon of another uid (see [`crate::trust`]).
     #[error(transparent)]
     Untrusted(#[from] crate::trust::UntrustedDaemon),
+    /// A question's deadline passed while no daemon could be reached to take it.
+    #[error("no askbusd at {path} took the question before its deadline")]
+    Unreachable { path: PathBuf },
+}
+
+impl ClientError {
+    /// The daemon's error code, when the daemon refused something.
+    pub fn code(&self) -> Option<&Code> {
+        match self {
+            ClientError::Rejected(e) => Some(&e.code),
+            _ => None,
+        }
+    }
+}
+
+/// The socket path when none is given, as the daemon and every client resolve it:
+/// `$ASKBUS_SOCKET`, else `$XDG_RUNTIME_DIR/askbus.sock`, else `/run/askbus/askbus.sock` for
+/// root, else `/tmp/askbus-<uid>/askbus.sock`.
+pub fn default_socket_path() -> PathBuf {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    if let Some(p) = env("ASKBUS_SOCKET") {
+        return PathBuf::from(p);
+    }
+    if let Some(dir) = env("XDG_RUNTIME_DIR") {
+        return Path::new(&dir).join("askbus.sock");
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if uid == 0 {
+        PathBuf::from("/run/askbus/askbus.sock")
+    } else {
+        PathBuf::from(format!("/tmp/askbus-{uid}/askbus.sock"))
+    }
 }
 
 /// How long a connect refused for a full accept queue (`EAGAIN`) or a socket nobody listens
@@ -138,7 +181,11 @@ impl Connection {
             Some(ServerFrame::Error(e)) => Err(ClientError::Rejected(e)),
             Some(welcome @ ServerFrame::Welcome { .. }) => Ok(welcome),
             Some(other) => Err(ClientError::Protocol(format!(
-                "expected welcome, got {other:?}"
+                "expected welcome, got a {} frame",
+                serde_json::to_value(&other)
+                    .ok()
+                    .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
+                    .unwrap_or_default()
             ))),
             None => Err(ClientError::Closed),
         }
@@ -157,7 +204,7 @@ impl Connection {
         }
     }
 
-    fn into_split(
+    pub(crate) fn into_split(
         self,
     ) -> (
         FramedRead<OwnedReadHalf, LengthDelimitedCodec>,
@@ -178,92 +225,6 @@ pub struct Ask {
     pub no_ui: Option<NoUiPolicy>,
     /// Who is asking, about what; shown to UIs with the questions and used by their filters.
     pub context: Option<RequestContext>,
-}
-
-type Waiter = oneshot::Sender<Result<ProducerResponse, ClientError>>;
-
-/// A producer connection. `ask` may be called concurrently; each call gets its own answer.
-pub struct Producer {
-    writer: AsyncMutex<FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>>,
-    waiters: Arc<Mutex<HashMap<String, Waiter>>>,
-    reader: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Producer {
-    fn drop(&mut self) {
-        self.reader.abort();
-    }
-}
-
-impl Producer {
-    /// Connects, announcing `client` (e.g. `"my-agent/1.2"`) to the UIs.
-    pub async fn connect(path: &Path, client: Option<&str>) -> Result<Producer, ClientError> {
-        let mut conn = Connection::connect(path).await?;
-        conn.hello(client).await?;
-        let (mut reader, writer) = conn.into_split();
-        let waiters: Arc<Mutex<HashMap<String, Waiter>>> = Arc::default();
-        let w = waiters.clone();
-        let reader = tokio::spawn(async move {
-            let fail_all = |err: fn() -> ClientError| {
-                for (_, tx) in w.lock().expect("waiters lock").drain() {
-                    let _ = tx.send(Err(err()));
-                }
-            };
-            while let Some(item) = reader.next().await {
-                let Ok(payload) = item else { break };
-                let frame: ServerFrame = match serde_json::from_slice(&payload) {
-                    Ok(f) => f,
-                    Err(_) => continue,
-                };
-                let (id, result) = match frame {
-                    ServerFrame::AskUserResponse(r) => (r.correlation_id.clone(), Ok(r)),
-                    ServerFrame::Error(e) => match e.correlation_id.clone() {
-                        Some(id) => (id, Err(ClientError::Rejected(e))),
-                        None => continue,
-                    },
-                    _ => continue,
-                };
-                if let Some(tx) = w.lock().expect("waiters lock").remove(&id) {
-                    let _ = tx.send(result);
-                }
-            }
-            fail_all(|| ClientError::Closed);
-        });
-        Ok(Producer {
-            writer: AsyncMutex::new(writer),
-            waiters,
-            reader,
-        })
-    }
-
-    /// Asks and waits for the one terminal answer (or the error that rejected the request).
-    pub async fn ask(&self, ask: Ask) -> Result<ProducerResponse, ClientError> {
-        let id = ask.correlation_id.unwrap_or_else(new_correlation_id);
-        let (tx, rx) = oneshot::channel();
-        self.waiters
-            .lock()
-            .expect("waiters lock")
-            .insert(id.clone(), tx);
-        let frame = encode(&ClientFrame::AskUserRequest {
-            correlation_id: &id,
-            questions: &ask.questions,
-            timeout_ms: ask.timeout_ms,
-            no_ui: ask.no_ui,
-            context: ask.context.as_ref(),
-        });
-        if let Err(e) = self.writer.lock().await.send(frame).await {
-            self.waiters.lock().expect("waiters lock").remove(&id);
-            return Err(e.into());
-        }
-        rx.await.unwrap_or(Err(ClientError::Closed))
-    }
-
-    /// Withdraws a question this producer asked; its `ask` returns reason `withdrawn`.
-    pub async fn cancel(&self, correlation_id: &str) -> Result<(), ClientError> {
-        let frame = encode(&ClientFrame::AskUserCancel { correlation_id });
-        self.writer.lock().await.send(frame).await?;
-        Ok(())
-    }
 }
 
 /// A correlationId unique across processes and time: pid, clock and a counter.
@@ -332,6 +293,11 @@ impl Ui {
                 None => return Err(ClientError::Closed),
             }
         }
+    }
+
+    /// [`Ui::subscribe`] on the default socket ([`default_socket_path`]).
+    pub async fn subscribe_default(client: Option<&str>) -> Result<Ui, ClientError> {
+        Ui::subscribe(&default_socket_path(), client).await
     }
 
     /// How many requests were pending when the subscription began (the replay's length).

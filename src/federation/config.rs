@@ -1,0 +1,195 @@
+//! Federation settings, resolved: the NATS servers and credentials, this node's name, the
+//! subject prefix, and which questions are shared and shown. Turned into async-nats connect
+//! options here, so `--check-config` reads the credential and TLS files as a start would.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::broker::FedPolicy;
+
+/// Default subject prefix and bucket-name stem.
+pub const DEFAULT_PREFIX: &str = "askbus";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShareUsers {
+    /// The daemon's own uid (the default).
+    Own,
+    Uids(BTreeSet<u32>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FederationConfig {
+    pub servers: Vec<String>,
+    pub node: String,
+    pub prefix: String,
+    pub creds_file: Option<PathBuf>,
+    pub nkey_seed_file: Option<PathBuf>,
+    pub token_file: Option<PathBuf>,
+    pub user: Option<String>,
+    pub password_file: Option<PathBuf>,
+    pub tls_ca: Option<PathBuf>,
+    pub tls_cert: Option<PathBuf>,
+    pub tls_key: Option<PathBuf>,
+    pub share: bool,
+    pub share_users: ShareUsers,
+    pub accept: bool,
+    pub accept_nodes: BTreeSet<String>,
+    pub heartbeat: Duration,
+    pub node_timeout: Duration,
+    pub answer_timeout: Duration,
+    /// The daemon's own uid: what it shares by default, and whose UIs see remote questions.
+    pub own_uid: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FederationError {
+    #[error("federation: cannot read {what} {path}: {source}")]
+    File {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("federation: {0}")]
+    Invalid(String),
+}
+
+/// Whether `name` may be a node name (a NATS subject token and a KV key part).
+pub fn valid_node(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Whether `prefix` may be a subject prefix (it also names the buckets).
+pub fn valid_prefix(prefix: &str) -> bool {
+    (1..=32).contains(&prefix.len())
+        && prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// This machine's host name (the telemetry's `node` without federation).
+pub fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its length; gethostname NUL-terminates within it or
+    // truncates, and we stop at the first NUL either way.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "localhost".to_owned();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// The host name as a node name: other characters become `-`.
+pub fn default_node(host: &str) -> String {
+    let name: String = host
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if name.is_empty() {
+        "localhost".into()
+    } else {
+        name
+    }
+}
+
+impl FederationConfig {
+    /// The broker's sharing policy.
+    pub fn policy(&self) -> FedPolicy {
+        FedPolicy {
+            node: self.node.as_str().into(),
+            share_uids: if !self.share {
+                BTreeSet::new()
+            } else {
+                match &self.share_users {
+                    ShareUsers::Own => BTreeSet::from([self.own_uid]),
+                    ShareUsers::Uids(u) => u.clone(),
+                }
+            },
+            accept: self.accept,
+            accept_nodes: self.accept_nodes.clone(),
+            shown_as_uid: self.own_uid,
+        }
+    }
+
+    /// The connect options, with credentials and TLS read from their files.
+    pub async fn connect_options(&self) -> Result<async_nats::ConnectOptions, FederationError> {
+        let read = |what: &'static str, path: &PathBuf| {
+            std::fs::read_to_string(path)
+                .map(|s| s.trim().to_owned())
+                .map_err(|source| FederationError::File {
+                    what,
+                    path: path.clone(),
+                    source,
+                })
+        };
+        let mut o = match &self.creds_file {
+            Some(path) => async_nats::ConnectOptions::with_credentials_file(path.clone())
+                .await
+                .map_err(|source| FederationError::File {
+                    what: "creds file",
+                    path: path.clone(),
+                    source,
+                })?,
+            None => async_nats::ConnectOptions::new(),
+        };
+        if let Some(path) = &self.nkey_seed_file {
+            o = o.nkey(read("nkey seed file", path)?);
+        }
+        if let Some(path) = &self.token_file {
+            o = o.token(read("token file", path)?);
+        }
+        match (&self.user, &self.password_file) {
+            (Some(user), Some(path)) => {
+                o = o.user_and_password(user.clone(), read("password file", path)?);
+            }
+            (None, None) => {}
+            _ => {
+                return Err(FederationError::Invalid(
+                    "user and password_file go together".into(),
+                ))
+            }
+        }
+        if let Some(ca) = &self.tls_ca {
+            read("TLS CA", ca)?;
+            o = o.add_root_certificates(ca.clone()).require_tls(true);
+        }
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => {
+                read("TLS client certificate", cert)?;
+                read("TLS client key", key)?;
+                o = o
+                    .add_client_certificate(cert.clone(), key.clone())
+                    .require_tls(true);
+            }
+            (None, None) => {}
+            _ => {
+                return Err(FederationError::Invalid(
+                    "tls_cert and tls_key go together".into(),
+                ))
+            }
+        }
+        for s in &self.servers {
+            s.parse::<async_nats::ServerAddr>()
+                .map_err(|e| FederationError::Invalid(format!("bad NATS URL {s:?}: {e}")))?;
+        }
+        Ok(o.name(format!("askbusd {}", self.node))
+            .retry_on_initial_connect()
+            .max_reconnects(None)
+            .request_timeout(Some(self.answer_timeout))
+            // Back in reach soon after the server is: at most 2 s between attempts.
+            .reconnect_delay_callback(|attempts| {
+                Duration::from_millis((attempts as u64 * 100).min(2000))
+            }))
+    }
+}

@@ -1,0 +1,710 @@
+//! Federation over NATS JetStream: this node's link to the other askbusd nodes. It owns the
+//! NATS connection (async-nats), the `P_pending` and `P_nodes` KV buckets and the
+//! `P.answer.<node>` subject (layout in proto/PROTOCOL.md, "Federation"). The broker stays
+//! pure: it hands what must cross NATS to this task through a bounded queue (`FedLink`), and
+//! this task feeds what arrives back in as broker operations through the hub. A remote node is
+//! one more kind of peer: its questions are pending requests with an origin, its UIs' answers
+//! are answers decided by the broker like a local UI's.
+
+pub mod config;
+pub mod link;
+mod wire;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use async_nats::jetstream::{self, kv};
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use tokio::sync::{broadcast, mpsc};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+pub use config::{FederationConfig, FederationError, ShareUsers};
+pub use link::{unreachable, FedLink, FedStatus};
+use wire::{AnswerReply, Entry, NodeBeat};
+
+use crate::broker::{FedOut, Forward, RemoteQuestion, SharedEnd, SharedQuestion};
+use crate::hub::Hub;
+use crate::protocol::{ErrorCode, FrameError, Outcome, WithdrawReason};
+
+/// Effects the broker may queue for this task before it resyncs instead.
+const QUEUE: usize = 8192;
+
+/// How long the end of a question stays in the bucket (for nodes that reconnect).
+const ENDED_TTL: Duration = Duration::from_secs(600);
+
+/// Slack on a question's entry TTL beyond its deadline.
+const ENTRY_SLACK: Duration = Duration::from_secs(5);
+
+/// Starts federating `hub` as `cfg` says; the task runs until `stop`, then tells the other
+/// nodes what ended meanwhile and leaves.
+pub async fn start(
+    cfg: FederationConfig,
+    hub: Arc<Hub>,
+    stop: CancellationToken,
+) -> Result<(Arc<FedStatus>, tokio::task::JoinHandle<()>), FederationError> {
+    let status = Arc::new(FedStatus {
+        node: cfg.node.clone(),
+        ..FedStatus::default()
+    });
+    let (tx, rx) = mpsc::channel(QUEUE);
+    let resync = Arc::new(AtomicBool::new(false));
+    hub.federate(
+        cfg.policy(),
+        FedLink::new(tx, resync.clone(), status.clone()),
+    );
+    let options = cfg.connect_options().await?;
+    let task = Task {
+        prefix: cfg.prefix.clone(),
+        node: cfg.node.clone(),
+        heartbeat: cfg.heartbeat,
+        node_timeout: cfg.node_timeout,
+        answer_timeout: cfg.answer_timeout,
+        hub,
+        status: status.clone(),
+        resync,
+        started_ms: unix_ms(SystemTime::now()),
+    };
+    let servers = cfg.servers.clone();
+    let handle = tokio::spawn(async move { task.run(options, servers, rx, stop).await });
+    Ok((status, handle))
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+struct Task {
+    prefix: String,
+    node: String,
+    heartbeat: Duration,
+    node_timeout: Duration,
+    answer_timeout: Duration,
+    hub: Arc<Hub>,
+    status: Arc<FedStatus>,
+    resync: Arc<AtomicBool>,
+    started_ms: u64,
+}
+
+/// One watch entry: of the questions bucket (`true`) or the nodes bucket.
+type Watched = (bool, Result<kv::Entry, kv::WatcherError>);
+
+/// What one connection to NATS set up: both buckets' watches, as one stream.
+struct Session {
+    watch: futures_util::stream::BoxStream<'static, Watched>,
+}
+
+/// Other nodes as this one knows them.
+#[derive(Default)]
+struct Presence {
+    /// Nodes heard from, and when.
+    alive: HashMap<String, Instant>,
+    /// Questions of nodes not (yet) alive, by node then key.
+    held: HashMap<String, HashMap<String, Entry>>,
+}
+
+impl Task {
+    fn pending_bucket(&self) -> String {
+        format!("{}_pending", self.prefix)
+    }
+
+    fn nodes_bucket(&self) -> String {
+        format!("{}_nodes", self.prefix)
+    }
+
+    fn answer_subject(&self, node: &str) -> String {
+        format!("{}.answer.{node}", self.prefix)
+    }
+
+    async fn run(
+        self,
+        options: async_nats::ConnectOptions,
+        servers: Vec<String>,
+        mut rx: mpsc::Receiver<FedOut>,
+        stop: CancellationToken,
+    ) {
+        let this = Arc::new(self);
+        let (ev_tx, mut ev_rx) = mpsc::channel::<async_nats::Event>(256);
+        let (perm_tx, _) = broadcast::channel::<String>(64);
+        let options = {
+            let perm_tx = perm_tx.clone();
+            options.event_callback(move |event| {
+                let ev_tx = ev_tx.clone();
+                let perm_tx = perm_tx.clone();
+                async move {
+                    if let async_nats::Event::ServerError(async_nats::ServerError::Other(msg)) =
+                        &event
+                    {
+                        let _ = perm_tx.send(msg.clone());
+                    }
+                    let _ = ev_tx.try_send(event);
+                }
+            })
+        };
+        let client = match options.connect(servers.clone()).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, servers = ?servers, "federation: cannot connect to NATS");
+                return;
+            }
+        };
+        let js = jetstream::new(client.clone());
+        let mut answers = match client.subscribe(this.answer_subject(&this.node)).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "federation: cannot subscribe to the answer subject");
+                return;
+            }
+        };
+        let mut session: Option<Session> = None;
+        let mut presence = Presence::default();
+        let mut ended_offline: HashMap<String, SharedEnd> = HashMap::new();
+        let mut heartbeat = tokio::time::interval(this.heartbeat);
+        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut need_setup = client.connection_state() == async_nats::connection::State::Connected;
+        loop {
+            if need_setup {
+                need_setup = false;
+                match this.setup(&js, &mut presence, &mut ended_offline).await {
+                    Ok(s) => {
+                        session = Some(s);
+                        this.status.connected.store(true, Ordering::Relaxed);
+                        tracing::info!(node = %this.node, "federation: connected to NATS");
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "federation: setting up JetStream failed; retrying");
+                        session = None;
+                        // Retried on the next heartbeat tick.
+                    }
+                }
+            }
+            let connected = this.status.connected();
+            let next_expiry = presence
+                .alive
+                .values()
+                .min()
+                .map(|t| *t + this.node_timeout);
+            let judging = connected && session.is_some();
+            let expiry = async {
+                match (judging, next_expiry) {
+                    (true, Some(at)) => tokio::time::sleep_until(at).await,
+                    _ => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                ev = ev_rx.recv() => match ev {
+                    Some(async_nats::Event::Connected) if !this.status.connected() || session.is_none() => {
+                        need_setup = true;
+                    }
+                    Some(async_nats::Event::Disconnected) => {
+                        this.status.connected.store(false, Ordering::Relaxed);
+                        this.status.reconnects.fetch_add(1, Ordering::Relaxed);
+                        session = None;
+                        tracing::warn!("federation: disconnected from NATS; the local bus carries on");
+                    }
+                    Some(other) => tracing::debug!(event = %other, "federation: NATS event"),
+                    None => {}
+                },
+                out = rx.recv() => {
+                    let Some(out) = out else { break };
+                    this.handle_out(out, &js, &client, session.is_some(), &perm_tx, &mut ended_offline).await;
+                    if this.resync.swap(false, Ordering::Relaxed) && session.is_some() {
+                        need_setup = true;
+                    }
+                }
+                msg = answers.next() => {
+                    let Some(msg) = msg else { break };
+                    this.answer(&client, msg).await;
+                }
+                entry = next_entry(&mut session) => {
+                    match entry {
+                        Some((true, Ok(e))) => this.pending_entry(e, &mut presence),
+                        Some((false, Ok(e))) => this.node_entry(e, &mut presence),
+                        Some((_, Err(e))) => {
+                            tracing::warn!(error = %e, "federation: a watch failed; starting over");
+                            session = None;
+                            need_setup = this.status.connected();
+                        }
+                        None => { session = None; need_setup = this.status.connected(); }
+                    }
+                }
+                _ = heartbeat.tick() => {
+                    // A setup that failed (JetStream not ready yet, e.g. a cluster still
+                    // electing its leader) is retried while the connection is up.
+                    let up = client.connection_state() == async_nats::connection::State::Connected;
+                    if session.is_none() && up {
+                        need_setup = true;
+                    }
+                    if this.status.connected() {
+                        let beat = this.clone();
+                        let (js, client) = (js.clone(), client.clone());
+                        tokio::spawn(async move { beat.beat(&js, &client).await });
+                    }
+                }
+                _ = expiry => this.expire_nodes(&mut presence),
+            }
+        }
+        // A clean stop: the ends the shutdown queued go out, then the other nodes drop this
+        // one's questions at once.
+        if this.status.connected() {
+            while let Ok(out) = rx.try_recv() {
+                if !matches!(out, FedOut::Forward(_)) {
+                    this.handle_out(out, &js, &client, true, &perm_tx, &mut ended_offline)
+                        .await;
+                }
+            }
+            if let Ok(nodes) = js.get_key_value(this.nodes_bucket()).await {
+                let _ = tokio::time::timeout(Duration::from_secs(1), nodes.purge(&this.node)).await;
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(1), client.flush()).await;
+        }
+    }
+
+    /// Buckets, watches, and the reconcile every (re)connect does: republish what is pending
+    /// here, end what no longer is, drop remote questions the bucket no longer holds.
+    async fn setup(
+        &self,
+        js: &jetstream::Context,
+        presence: &mut Presence,
+        ended_offline: &mut HashMap<String, SharedEnd>,
+    ) -> Result<Session, async_nats::Error> {
+        let pending = bucket(js, &self.pending_bucket(), Duration::from_secs(86_400)).await?;
+        let nodes = bucket(js, &self.nodes_bucket(), Duration::from_secs(3_600)).await?;
+        self.put_beat(js).await?;
+        // Keys first: what the bucket holds now.
+        let mut keys = HashSet::new();
+        let mut listed = pending.keys().await?;
+        while let Some(k) = listed.next().await {
+            keys.insert(k?);
+        }
+        let mine = format!("{}.", self.node);
+        let now = Instant::now();
+        let shared = self.hub.run(|b, _, _| b.shared_questions(now));
+        let shared_ids: HashSet<&str> = shared.iter().map(|q| &*q.id).collect();
+        for key in keys.iter().filter(|k| k.starts_with(&mine)) {
+            let Some(id) = wire::id_of_key(&key[mine.len()..]) else {
+                continue;
+            };
+            if shared_ids.contains(id.as_str()) {
+                continue;
+            }
+            let end = ended_offline.remove(&id).unwrap_or_else(|| SharedEnd {
+                id: Arc::from(id.as_str()),
+                reason: "producer-gone",
+                answered_by: None,
+                winner_peer: None,
+            });
+            // Only a question still in the bucket as pending needs its end written.
+            if let Ok(Some(v)) = pending.get(key.clone()).await {
+                if matches!(wire::parse_entry(&v), Some(Entry::Question { .. })) {
+                    self.publish_end(js, &end).await;
+                }
+            }
+        }
+        ended_offline.clear();
+        for q in &shared {
+            self.publish_question(js, q).await;
+        }
+        // Remote questions shown here whose key is gone from the bucket ended while this node
+        // was away (the ends themselves expired).
+        let shown = self.hub.run(|b, _, _| b.remote_questions());
+        for (origin, id) in shown {
+            if !keys.contains(&wire::key(&origin, &id)) {
+                self.hub.run(|b, now, fx| {
+                    b.remote_end(&origin, &id, WithdrawReason::Withdrawn, None, None, now, fx)
+                });
+            }
+        }
+        // Presence is judged afresh from now: nobody was heard from while we were away.
+        let now = Instant::now();
+        for seen in presence.alive.values_mut() {
+            *seen = now;
+        }
+        let pending_watch = pending.watch_with_history(">").await?;
+        let nodes_watch = nodes.watch_with_history(">").await?;
+        Ok(Session {
+            watch: Box::pin(futures_util::stream::select(
+                pending_watch.map(|e| (true, e)),
+                nodes_watch.map(|e| (false, e)),
+            )),
+        })
+    }
+
+    async fn put_beat(&self, js: &jetstream::Context) -> Result<(), async_nats::Error> {
+        let beat = NodeBeat {
+            v: 1,
+            node: &self.node,
+            server: crate::SERVER_NAME,
+            heartbeat_ms: self.heartbeat.as_millis() as u64,
+            started_ms: self.started_ms,
+        };
+        let ttl = self.node_timeout.max(Duration::from_secs(1));
+        let ack = publish(
+            js,
+            format!("$KV.{}.{}", self.nodes_bucket(), self.node),
+            serde_json::to_vec(&beat)?,
+            ttl,
+        )
+        .await?;
+        ack.await?;
+        Ok(())
+    }
+
+    async fn beat(&self, js: &jetstream::Context, client: &async_nats::Client) {
+        let t0 = std::time::Instant::now();
+        if client.flush().await.is_ok() {
+            self.status
+                .rtt_us
+                .store(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
+        }
+        if let Err(e) = self.put_beat(js).await {
+            tracing::debug!(error = %e, "federation: heartbeat not written");
+        }
+    }
+
+    async fn publish_question(&self, js: &jetstream::Context, q: &SharedQuestion) {
+        let deadline_ms = unix_ms(SystemTime::now() + q.remaining);
+        let entry = wire::question(&self.node, q, deadline_ms);
+        let subject = format!(
+            "$KV.{}.{}",
+            self.pending_bucket(),
+            wire::key(&self.node, &q.id)
+        );
+        let ttl = q.remaining + ENTRY_SLACK;
+        if let Err(e) = publish(js, subject, entry, ttl).await {
+            tracing::warn!(error = %e, id = &*q.id, "federation: question not shared");
+        }
+    }
+
+    async fn publish_end(&self, js: &jetstream::Context, end: &SharedEnd) {
+        let entry = wire::ended(&self.node, end);
+        let subject = format!(
+            "$KV.{}.{}",
+            self.pending_bucket(),
+            wire::key(&self.node, &end.id)
+        );
+        if let Err(e) = publish(js, subject, entry, ENDED_TTL).await {
+            tracing::warn!(error = %e, id = &*end.id, "federation: end not shared");
+        }
+    }
+
+    async fn handle_out(
+        self: &Arc<Self>,
+        out: FedOut,
+        js: &jetstream::Context,
+        client: &async_nats::Client,
+        online: bool,
+        perm_tx: &broadcast::Sender<String>,
+        ended_offline: &mut HashMap<String, SharedEnd>,
+    ) {
+        match out {
+            FedOut::Publish(q) => {
+                if online {
+                    ended_offline.remove(&*q.id);
+                    self.publish_question(js, &q).await;
+                }
+                // Offline: the reconnect republishes every question still pending.
+            }
+            FedOut::Ended(end) => {
+                if online {
+                    self.publish_end(js, &end).await;
+                } else {
+                    ended_offline.insert(end.id.to_string(), end);
+                }
+            }
+            FedOut::Forward(f) => {
+                let id = f.response.correlation_id.clone();
+                if !online {
+                    self.status.forward_errors.fetch_add(1, Ordering::Relaxed);
+                    let err = unreachable(&id, "this node is not connected to NATS");
+                    let ui = f.ui;
+                    self.hub.run(|b, _, fx| b.forwarded(ui, &id, Err(err), fx));
+                    return;
+                }
+                let this = self.clone();
+                let client = client.clone();
+                let perm = perm_tx.subscribe();
+                tokio::spawn(async move { this.forward(client, f, perm).await });
+            }
+        }
+    }
+
+    /// Sends a local UI's answer to the origin and hands the UI the origin's decision.
+    async fn forward(
+        &self,
+        client: async_nats::Client,
+        f: Forward,
+        mut perm: broadcast::Receiver<String>,
+    ) {
+        let id = f.response.correlation_id.clone();
+        let subject = self.answer_subject(&f.origin);
+        let body = wire::answer_request(&f.response, &f.by, f.ui);
+        let request = async_nats::Request::new()
+            .payload(body.into())
+            .timeout(Some(self.answer_timeout));
+        let refused = async {
+            loop {
+                match perm.recv().await {
+                    Ok(msg) if mentions(&msg, &subject) => return msg,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+                }
+            }
+        };
+        let decision = tokio::select! {
+            r = client.send_request(subject.clone(), request) => match r {
+                Ok(msg) => match serde_json::from_slice::<AnswerReply>(&msg.payload) {
+                    Ok(reply) => reply.decision(&id),
+                    Err(_) => Err(unreachable(&id, &format!("node {} sent a reply this node cannot read", f.origin))),
+                },
+                Err(e) => {
+                    use async_nats::client::RequestErrorKind;
+                    let why = match e.kind() {
+                        RequestErrorKind::NoResponders => format!("node {} is not connected to NATS (no responder on {subject})", f.origin),
+                        RequestErrorKind::TimedOut => format!("node {} did not reply within {} ms", f.origin, self.answer_timeout.as_millis()),
+                        _ => format!("NATS: {e}"),
+                    };
+                    Err(unreachable(&id, &why))
+                }
+            },
+            msg = refused => Err(FrameError::new(
+                ErrorCode::Forbidden,
+                format!("the NATS server refused to carry this answer to node {}: {msg}", f.origin),
+            ).with_id(Some(&id))),
+        };
+        if decision.is_ok() {
+            self.status.forwarded.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.status.forward_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        let ui = f.ui;
+        self.hub.run(|b, _, fx| b.forwarded(ui, &id, decision, fx));
+    }
+
+    /// Another node's UI answers a question asked here.
+    async fn answer(&self, client: &async_nats::Client, msg: async_nats::Message) {
+        let Some(reply) = msg.reply.clone() else {
+            return;
+        };
+        let decision = match wire::parse_answer(&msg.payload) {
+            Ok((resp, by, peer)) => self
+                .hub
+                .run(|b, now, fx| b.respond_remote(resp, by, peer, now, fx)),
+            Err(err) => Err(err),
+        };
+        let body = wire::answer_reply(&decision);
+        if let Err(e) = client.publish(reply, body.into()).await {
+            tracing::warn!(error = %e, "federation: answer reply not sent");
+        }
+    }
+
+    fn pending_entry(&self, e: kv::Entry, presence: &mut Presence) {
+        let Some((node, _)) = e.key.split_once('.') else {
+            return;
+        };
+        if node == self.node {
+            return;
+        }
+        let node = node.to_owned();
+        match e.operation {
+            kv::Operation::Put => {}
+            kv::Operation::Delete | kv::Operation::Purge => {
+                // Its entry expired (a grace after its deadline) or was removed.
+                if let Some(held) = presence.held.get_mut(&node) {
+                    held.remove(&e.key);
+                }
+                let Some(id) = e.key.split_once('.').and_then(|(_, k)| wire::id_of_key(k)) else {
+                    return;
+                };
+                self.hub.run(|b, now, fx| {
+                    b.remote_end(&node, &id, WithdrawReason::Timeout, None, None, now, fx)
+                });
+                return;
+            }
+        }
+        let Some(entry) = wire::parse_entry(&e.value) else {
+            tracing::warn!(key = %e.key, "federation: an entry this node cannot read; ignored");
+            return;
+        };
+        match entry {
+            Entry::Ended {
+                id,
+                reason,
+                answered_by,
+                winner_peer,
+            } => {
+                if let Some(held) = presence.held.get_mut(&node) {
+                    held.remove(&e.key);
+                }
+                let winner = answered_by
+                    .as_ref()
+                    .filter(|by| by.node.as_deref() == Some(self.node.as_str()))
+                    .and(winner_peer);
+                self.hub.run(|b, now, fx| {
+                    b.remote_end(&node, &id, reason, answered_by, winner, now, fx)
+                });
+            }
+            q @ Entry::Question { .. } => {
+                if presence.alive.contains_key(&node) {
+                    self.show(&node, q);
+                } else {
+                    presence.held.entry(node).or_default().insert(e.key, q);
+                }
+            }
+        }
+    }
+
+    fn show(&self, node: &str, q: Entry) {
+        let Entry::Question {
+            id,
+            questions,
+            context,
+            producer,
+            deadline_ms,
+        } = q
+        else {
+            return;
+        };
+        let now_ms = unix_ms(SystemTime::now());
+        if deadline_ms <= now_ms {
+            return;
+        }
+        let request = match wire::valid_request(&id, &questions, context.as_deref()) {
+            Ok(r) => r,
+            Err(msg) => {
+                tracing::warn!(node, id, error = %msg, "federation: a remote question failed validation; not shown");
+                return;
+            }
+        };
+        let q = RemoteQuestion {
+            node: Arc::from(node),
+            request,
+            producer,
+            remaining: Duration::from_millis(deadline_ms - now_ms),
+        };
+        self.hub.run(|b, now, fx| b.remote_ask(q, now, fx));
+    }
+
+    fn node_entry(&self, e: kv::Entry, presence: &mut Presence) {
+        let node = e.key.clone();
+        if node == self.node {
+            return;
+        }
+        match e.operation {
+            kv::Operation::Put => {
+                let new = presence
+                    .alive
+                    .insert(node.clone(), Instant::now())
+                    .is_none();
+                if new {
+                    tracing::info!(node, "federation: node joined");
+                    self.publish_nodes(presence);
+                    if let Some(held) = presence.held.remove(&node) {
+                        for (_, q) in held {
+                            self.show(&node, q);
+                        }
+                    }
+                }
+            }
+            kv::Operation::Delete | kv::Operation::Purge => {
+                if presence.alive.remove(&node).is_some() {
+                    tracing::info!(node, "federation: node left");
+                    self.publish_nodes(presence);
+                }
+                self.hub.run(|b, now, fx| b.node_gone(&node, now, fx));
+            }
+        }
+    }
+
+    fn expire_nodes(&self, presence: &mut Presence) {
+        let now = Instant::now();
+        let gone: Vec<String> = presence
+            .alive
+            .iter()
+            .filter(|(_, seen)| **seen + self.node_timeout <= now)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for node in gone {
+            presence.alive.remove(&node);
+            tracing::warn!(
+                node,
+                timeout_ms = self.node_timeout.as_millis() as u64,
+                "federation: node not heard from; its questions are withdrawn"
+            );
+            self.hub.run(|b, now, fx| b.node_gone(&node, now, fx));
+        }
+        self.publish_nodes(presence);
+    }
+
+    fn publish_nodes(&self, presence: &Presence) {
+        let mut nodes: Vec<String> = presence.alive.keys().cloned().collect();
+        nodes.sort();
+        *self.status.nodes.lock().unwrap_or_else(|e| e.into_inner()) = nodes;
+    }
+}
+
+/// The next entry of the session's watches (never, without a session).
+async fn next_entry(session: &mut Option<Session>) -> Option<Watched> {
+    match session {
+        Some(s) => s.watch.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether a server error names `subject` (as "Permissions Violation for Publish to …").
+fn mentions(msg: &str, subject: &str) -> bool {
+    msg.match_indices(subject).any(|(at, _)| {
+        let after = msg[at + subject.len()..].chars().next();
+        !matches!(after, Some(c) if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+    })
+}
+
+/// A KV bucket with per-message TTLs, created on first use.
+async fn bucket(
+    js: &jetstream::Context,
+    name: &str,
+    max_age: Duration,
+) -> Result<kv::Store, async_nats::Error> {
+    match js.get_key_value(name).await {
+        Ok(store) => Ok(store),
+        Err(_) => Ok(js
+            .create_key_value(kv::Config {
+                bucket: name.to_owned(),
+                history: 1,
+                max_age,
+                storage: jetstream::stream::StorageType::File,
+                limit_markers: Some(Duration::from_secs(60)),
+                ..Default::default()
+            })
+            .await?),
+    }
+}
+
+/// A KV put with a per-message TTL (the KV API has none for a plain put).
+async fn publish(
+    js: &jetstream::Context,
+    subject: String,
+    payload: Vec<u8>,
+    ttl: Duration,
+) -> Result<jetstream::context::PublishAckFuture, async_nats::Error> {
+    let mut headers = async_nats::HeaderMap::new();
+    // Whole seconds, rounded up: never shorter than asked.
+    let secs = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
+    headers.insert("Nats-TTL", secs.max(1).to_string().as_str());
+    Ok(js
+        .publish_with_headers(subject, headers, payload.into())
+        .await?)
+}
+
+/// The answer a remote UI gets, as a reply (`Ok` = ack).
+pub(crate) fn reply_of(decision: &Result<Outcome, FrameError>) -> Value {
+    match decision {
+        Ok(outcome) => json!({ "outcome": outcome.as_str() }),
+        Err(e) => json!({ "error": { "code": e.code.as_str(), "message": e.message } }),
+    }
+}

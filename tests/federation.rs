@@ -1,0 +1,674 @@
+//! Federation across askbusd nodes through a real nats-server (JetStream): a question asked on
+//! one node is shown on the others, answered from any of them, and withdrawn everywhere with
+//! the reason its origin decided.
+
+mod common;
+
+use std::time::Duration;
+
+use common::nats::{fed_stats, node, node_with_args, wait_remote_pending, wait_sees, Nats};
+use common::{answer, choice_request, request_with, rt, Daemon, Raw};
+use serde_json::{json, Value};
+
+/// Three nodes A, B, C on one server, each seeing the other two.
+async fn three(nats: &Nats, extra: &str) -> (Daemon, Daemon, Daemon) {
+    let url = nats.url();
+    let args = ["--max-pending-per-connection", "5000"];
+    let a = node_with_args(&url, "A", &args, extra);
+    let b = node_with_args(&url, "B", &args, extra);
+    let c = node_with_args(&url, "C", &args, extra);
+    wait_sees(&a, &["B", "C"]).await;
+    wait_sees(&b, &["A", "C"]).await;
+    wait_sees(&c, &["A", "B"]).await;
+    (a, b, c)
+}
+
+/// The frame's JSON text with its correlationId replaced, to compare two responses.
+fn without_id(v: &Value) -> String {
+    let mut v = v.clone();
+    v["correlationId"] = json!("-");
+    v.to_string()
+}
+
+#[test]
+fn an_answer_from_b_reaches_the_producer_on_a_as_a_local_answer_would_and_c_withdraws() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let (a, b, c) = three(&nats, "").await;
+        let (mut ui_a, _) = a.ui().await;
+        let (mut ui_b, _) = b.ui().await;
+        let (mut ui_c, _) = c.ui().await;
+        let mut producer = a.connect().await;
+        producer.send(json!({"type": "hello", "protocol": 1, "client": "agent/1"})).await;
+        producer.recv_type("welcome").await;
+
+        // The reference: answered by a UI on A itself.
+        producer.send(choice_request("local-1")).await;
+        let shown = ui_a.recv_type("ask-user-request").await;
+        assert_eq!(shown["node"], "A", "{shown}");
+        for ui in [&mut ui_b, &mut ui_c] {
+            let r = ui.recv_type("ask-user-request").await;
+            assert_eq!(r["correlationId"], "local-1");
+        }
+        ui_a.send(answer("local-1", json!({"0": "PostgreSQL"}))).await;
+        ui_a.recv_type("ask-user-ack").await;
+        let local = producer.recv_type("ask-user-response").await;
+        for ui in [&mut ui_b, &mut ui_c] {
+            let w = ui.recv_type("ask-user-withdrawn").await;
+            assert_eq!(w["reason"], "answered", "{w}");
+            assert_eq!(w["answeredBy"]["node"], "A", "{w}");
+        }
+
+        // Across nodes: asked on A, answered on B.
+        producer.send(choice_request("fed-1")).await;
+        ui_a.recv_type("ask-user-request").await;
+        let on_b = ui_b.recv_type("ask-user-request").await;
+        assert_eq!(on_b["node"], "A", "{on_b}");
+        assert_eq!(on_b["producer"]["client"], "agent/1", "{on_b}");
+        assert_eq!(on_b["questions"], shown["questions"]);
+        let on_c = ui_c.recv_type("ask-user-request").await;
+        assert_eq!(on_c["correlationId"], "fed-1");
+        ui_b.send(answer("fed-1", json!({"0": "PostgreSQL"}))).await;
+        let ack = ui_b.recv_type("ask-user-ack").await;
+        assert_eq!(ack["outcome"], "answered");
+        let remote = producer.recv_type("ask-user-response").await;
+        assert_eq!(without_id(&remote), without_id(&local), "a remote answer reads as a local one");
+        for ui in [&mut ui_a, &mut ui_c] {
+            let w = ui.recv_type("ask-user-withdrawn").await;
+            assert_eq!(w["correlationId"], "fed-1");
+            assert_eq!(w["reason"], "answered", "{w}");
+            assert_eq!(w["node"], "A", "{w}");
+            assert_eq!(w["answeredBy"]["node"], "B", "{w}");
+            assert_eq!(w["answeredBy"]["client"], "test-ui/1", "{w}");
+        }
+        // B's UI got its ack and no withdrawal; a second answer is not-pending, as locally.
+        ui_b.send(answer("fed-1", json!({"0": "SQLite"}))).await;
+        ui_b.recv_error("not-pending").await;
+        ui_c.send(answer("fed-1", json!({"0": "SQLite"}))).await;
+        let late = ui_c.recv_error("not-pending").await;
+        assert_eq!(late["correlationId"], "fed-1");
+        producer.expect_silence(Duration::from_millis(200)).await;
+
+        // Telemetry is the origin's, and names the node and UI that answered.
+        let records = a.wait_telemetry(2);
+        let fed = records.iter().find(|r| r["correlationId"] == "fed-1").expect("record");
+        assert_eq!(fed["reason"], "answered");
+        assert_eq!(fed["node"], "A");
+        assert_eq!(fed["ui"]["node"], "B", "{fed}");
+        assert_eq!(fed["ui"]["client"], "test-ui/1", "{fed}");
+        assert!(b.telemetry_records().is_empty(), "only the origin writes telemetry");
+
+        // An invalid answer from B is refused by A as a local one would be, and stays pending.
+        producer.send(choice_request("fed-2")).await;
+        for ui in [&mut ui_a, &mut ui_b, &mut ui_c] {
+            ui.recv_type("ask-user-request").await;
+        }
+        ui_b.send(answer("fed-2", json!({"5": "x"}))).await;
+        let err = ui_b.recv_error("invalid-response").await;
+        assert_eq!(err["correlationId"], "fed-2");
+        ui_c.send(json!({"type": "ask-user-response", "correlationId": "fed-2", "answers": {}, "cancelled": true})).await;
+        assert_eq!(ui_c.recv_type("ask-user-ack").await["outcome"], "dismissed");
+        let dismissed = producer.recv_type("ask-user-response").await;
+        assert_eq!(dismissed["reason"], "dismissed");
+        let w = ui_b.recv_type("ask-user-withdrawn").await;
+        assert_eq!(w["answeredBy"]["node"], "C", "{w}");
+        ui_a.recv_type("ask-user-withdrawn").await;
+    });
+}
+
+#[test]
+fn timeout_and_cancel_on_a_withdraw_on_b_and_c_with_the_same_reason() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let (a, b, c) = three(&nats, "").await;
+        let (mut ui_b, _) = b.ui().await;
+        let (mut ui_c, _) = c.ui().await;
+        let mut producer = a.connect().await;
+        producer
+            .send(request_with("t-1", json!({"timeoutMs": 300})))
+            .await;
+        producer.send(choice_request("c-1")).await;
+        for ui in [&mut ui_b, &mut ui_c] {
+            assert_eq!(
+                ui.recv_type("ask-user-request").await["correlationId"],
+                "t-1"
+            );
+            assert_eq!(
+                ui.recv_type("ask-user-request").await["correlationId"],
+                "c-1"
+            );
+        }
+        let timed_out = producer.recv_type("ask-user-response").await;
+        assert_eq!(timed_out["reason"], "timeout");
+        for ui in [&mut ui_b, &mut ui_c] {
+            let w = ui.recv_type("ask-user-withdrawn").await;
+            assert_eq!(
+                (w["correlationId"].clone(), w["reason"].clone()),
+                (json!("t-1"), json!("timeout")),
+                "{w}"
+            );
+        }
+        producer
+            .send(json!({"type": "ask-user-cancel", "correlationId": "c-1"}))
+            .await;
+        assert_eq!(
+            producer.recv_type("ask-user-response").await["reason"],
+            "withdrawn"
+        );
+        for ui in [&mut ui_b, &mut ui_c] {
+            let w = ui.recv_type("ask-user-withdrawn").await;
+            assert_eq!(
+                (w["correlationId"].clone(), w["reason"].clone()),
+                (json!("c-1"), json!("withdrawn")),
+                "{w}"
+            );
+        }
+        // A producer that goes away: producer-gone everywhere.
+        producer.send(choice_request("g-1")).await;
+        ui_b.recv_type("ask-user-request").await;
+        ui_c.recv_type("ask-user-request").await;
+        drop(producer);
+        for ui in [&mut ui_b, &mut ui_c] {
+            assert_eq!(
+                ui.recv_type("ask-user-withdrawn").await["reason"],
+                "producer-gone"
+            );
+        }
+        wait_remote_pending(&b, 0).await;
+    });
+}
+
+#[test]
+fn a_node_that_joins_late_and_a_ui_that_subscribes_late_are_replayed_every_pending_question() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let mut producer = a.connect().await;
+        for i in 0..5 {
+            producer.send(choice_request(&format!("q-{i}"))).await;
+        }
+        producer.ping().await;
+        let b = node_with_args(&url, "B", &["--metrics-listen", "{socket}.metrics"], "");
+        wait_sees(&b, &["A"]).await;
+        wait_remote_pending(&b, 5).await;
+        let metrics = common::parse_metrics(&common::scrape_unix(
+            &b.socket.with_extension("sock.metrics"),
+        ));
+        assert_eq!(metrics["askbus_federation_connected"], 1.0);
+        assert_eq!(metrics["askbus_federation_nodes"], 1.0);
+        assert_eq!(metrics["askbus_federation_remote_pending"], 5.0);
+        let (mut ui_b, n) = b.ui().await;
+        assert_eq!(n, 5);
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            let r = ui_b.recv_type("ask-user-request").await;
+            assert_eq!(r["node"], "A");
+            assert!(r["timeoutMs"].as_u64().unwrap() > 500_000, "{r}");
+            ids.push(r["correlationId"].as_str().unwrap().to_owned());
+        }
+        ids.sort();
+        assert_eq!(ids, ["q-0", "q-1", "q-2", "q-3", "q-4"]);
+        ui_b.send(answer("q-3", json!({"0": "SQLite"}))).await;
+        ui_b.recv_type("ask-user-ack").await;
+        let resp = producer.recv_type("ask-user-response").await;
+        assert_eq!(resp["correlationId"], "q-3");
+        assert_eq!(resp["answers"]["0"], "SQLite");
+    });
+}
+
+#[test]
+fn b_and_c_race_on_many_questions_one_winner_and_one_terminal_frame_each() {
+    const N: usize = 1000;
+    let nats = Nats::start();
+    rt().block_on(async {
+        let (a, b, c) = three(&nats, "").await;
+        let (ui_b, _) = b.ui().await;
+        let (ui_c, _) = c.ui().await;
+        let mut producer = a.connect().await;
+        for i in 0..N {
+            producer.send(choice_request(&format!("r-{i}"))).await;
+        }
+        // Each UI answers every question it is shown, and is told the fate of every answer:
+        // an ack, or not-pending (the other node won).
+        async fn racer(mut ui: Raw, label: &'static str) -> (Raw, Vec<String>) {
+            let mut won = Vec::new();
+            let (mut settled, mut sent, mut refused) = (0, 0, 0);
+            while settled < N || won.len() + refused < sent {
+                let Some(f) = ui.recv_within(Duration::from_secs(10)).await else {
+                    panic!("{label}: stuck after {settled} settled, {sent} sent, {} won, {refused} refused", won.len());
+                };
+                match f["type"].as_str().unwrap() {
+                    "ask-user-request" => {
+                        let id = f["correlationId"].as_str().unwrap();
+                        ui.send(answer(id, json!({"0": label}))).await;
+                        sent += 1;
+                    }
+                    "ask-user-ack" => {
+                        won.push(f["correlationId"].as_str().unwrap().to_owned());
+                        settled += 1;
+                    }
+                    "ask-user-withdrawn" => {
+                        assert_eq!(f["reason"], "answered", "{f}");
+                        settled += 1;
+                    }
+                    "error" => {
+                        assert_eq!(f["code"], "not-pending", "{f}");
+                        refused += 1;
+                    }
+                    _ => panic!("unexpected {f}"),
+                }
+            }
+            assert_eq!(sent, N, "{label} was shown every question once");
+            (ui, won)
+        }
+        let (rb, rc) = tokio::join!(racer(ui_b, "B"), racer(ui_c, "C"));
+        let (mut won_b, mut won_c) = (rb.1, rc.1);
+        assert_eq!(
+            won_b.len() + won_c.len(),
+            N,
+            "exactly one winner per question"
+        );
+        let mut by_id = std::collections::HashMap::new();
+        for _ in 0..N {
+            let r = producer.recv_type("ask-user-response").await;
+            let id = r["correlationId"].as_str().unwrap().to_owned();
+            assert!(
+                by_id
+                    .insert(id, r["answers"]["0"].as_str().unwrap().to_owned())
+                    .is_none(),
+                "two terminal frames"
+            );
+        }
+        producer.expect_silence(Duration::from_millis(300)).await;
+        for id in won_b.drain(..) {
+            assert_eq!(
+                by_id[&id], "B",
+                "{id}: the acked UI's answer is the one delivered"
+            );
+        }
+        for id in won_c.drain(..) {
+            assert_eq!(by_id[&id], "C", "{id}");
+        }
+        // The losers' late answers were all refused: nothing else arrives.
+        let (mut ui_b, mut ui_c) = (rb.0, rc.0);
+        ui_b.ping().await;
+        ui_c.ping().await;
+    });
+}
+
+#[test]
+fn a_sigkilled_origin_s_questions_leave_the_other_nodes_within_the_bound() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let (mut a, b, c) = three(&nats, "").await;
+        let (mut ui_b, _) = b.ui().await;
+        let (mut ui_c, _) = c.ui().await;
+        let mut producer = a.connect().await;
+        producer.send(choice_request("k-1")).await;
+        ui_b.recv_type("ask-user-request").await;
+        ui_c.recv_type("ask-user-request").await;
+        a.kill();
+        // The documented bound with the defaults: 6 s without a heartbeat (+ one 2 s beat).
+        let bound = Duration::from_secs(8) + Duration::from_secs(2);
+        for ui in [&mut ui_b, &mut ui_c] {
+            let w = ui
+                .recv_within(bound)
+                .await
+                .expect("withdrawn within the bound");
+            assert_eq!(w["type"], "ask-user-withdrawn", "{w}");
+            assert_eq!(w["reason"], "producer-gone", "{w}");
+        }
+        // An answer to it now is not-pending, as for any ended question.
+        ui_b.send(answer("k-1", json!({"0": "SQLite"}))).await;
+        ui_b.recv_error("not-pending").await;
+        // A restarted A ends what its previous life left in the bucket: C (joining late) does
+        // not show it.
+        a.restart();
+        wait_sees(&b, &["A"]).await;
+        let late = node(&nats.url(), "D", "");
+        wait_sees(&late, &["A", "B", "C"]).await;
+        let (mut ui_d, n) = late.ui().await;
+        assert_eq!(n, 0);
+        ui_d.expect_silence(Duration::from_millis(300)).await;
+    });
+}
+
+#[test]
+fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_nothing() {
+    let mut nats = Nats::start();
+    rt().block_on(async {
+        let (a, b) = {
+            let url = nats.url();
+            let a = node(&url, "A", "");
+            let b = node(&url, "B", "");
+            wait_sees(&a, &["B"]).await;
+            wait_sees(&b, &["A"]).await;
+            (a, b)
+        };
+        let (mut ui_a, _) = a.ui().await;
+        let (mut ui_b, _) = b.ui().await;
+        let mut producer = a.connect().await;
+        for id in ["p-1", "p-2", "p-3"] {
+            producer.send(choice_request(id)).await;
+            ui_a.recv_type("ask-user-request").await;
+            ui_b.recv_type("ask-user-request").await;
+        }
+        nats.kill();
+        // Wait for B to notice.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while fed_stats(&b).await["connected"] == true {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "B never noticed NATS was gone"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Refused at once, with a clear error; the question stays.
+        ui_b.send(answer("p-1", json!({"0": "SQLite"}))).await;
+        let err = ui_b.recv_error("origin-unreachable").await;
+        assert_eq!(err["correlationId"], "p-1");
+        assert!(
+            err["message"].as_str().unwrap().contains("still pending"),
+            "{err}"
+        );
+        // The local bus is unchanged on A: answer one, ask one.
+        ui_a.send(answer("p-2", json!({"0": "SQLite"}))).await;
+        ui_a.recv_type("ask-user-ack").await;
+        assert_eq!(
+            producer.recv_type("ask-user-response").await["correlationId"],
+            "p-2"
+        );
+        producer.send(choice_request("p-4")).await;
+        ui_a.recv_type("ask-user-request").await;
+
+        nats.restart();
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        // B learns p-2 ended while it was away, and is shown p-4.
+        let mut seen = Vec::new();
+        while seen.len() < 2 {
+            let f = ui_b.recv().await;
+            seen.push((
+                f["type"].as_str().unwrap().to_owned(),
+                f["correlationId"].as_str().unwrap().to_owned(),
+            ));
+        }
+        seen.sort();
+        assert_eq!(
+            seen,
+            [
+                ("ask-user-request".to_owned(), "p-4".to_owned()),
+                ("ask-user-withdrawn".to_owned(), "p-2".to_owned())
+            ]
+        );
+        wait_remote_pending(&b, 3).await;
+        // Every pending question is answerable from B, once.
+        for id in ["p-1", "p-3", "p-4"] {
+            ui_b.send(answer(id, json!({"0": "PostgreSQL"}))).await;
+            assert_eq!(ui_b.recv_type("ask-user-ack").await["correlationId"], id);
+            let r = producer.recv_type("ask-user-response").await;
+            assert_eq!(r["correlationId"], id);
+            assert_eq!(
+                ui_a.recv_type("ask-user-withdrawn").await["correlationId"],
+                id
+            );
+        }
+        producer.expect_silence(Duration::from_millis(300)).await;
+        assert!(fed_stats(&b).await["reconnects"].as_u64().unwrap() >= 1);
+    });
+}
+
+/// nats-server users A, B, C (password = the name) in one JetStream account: each may write
+/// only its own keys and receive only its own answers; A and B may answer each other, C may
+/// answer B but not A.
+const PERMISSIONS: &str = r#"
+accounts {
+  ASKBUS {
+    jetstream: enabled
+    users = [
+      { user: A, password: A, permissions: {
+          publish: { allow: ["$JS.API.>", "$JS.FC.>", "$JS.ACK.>", "$KV.askbus_pending.A.>", "$KV.askbus_nodes.A", "askbus.answer.B"] }
+          subscribe: { allow: ["_INBOX.>", "askbus.answer.A"] }
+          allow_responses: true } }
+      { user: B, password: B, permissions: {
+          publish: { allow: ["$JS.API.>", "$JS.FC.>", "$JS.ACK.>", "$KV.askbus_pending.B.>", "$KV.askbus_nodes.B", "askbus.answer.A"] }
+          subscribe: { allow: ["_INBOX.>", "askbus.answer.B"] }
+          allow_responses: true } }
+      { user: C, password: C, permissions: {
+          publish: { allow: ["$JS.API.>", "$JS.FC.>", "$JS.ACK.>", "$KV.askbus_pending.C.>", "$KV.askbus_nodes.C", "askbus.answer.B"] }
+          subscribe: { allow: ["_INBOX.>", "askbus.answer.C"] }
+          allow_responses: true } }
+    ]
+  }
+}
+"#;
+
+#[test]
+fn a_node_without_permission_cannot_answer_and_its_ui_is_told_why() {
+    let nats = Nats::start_with(&[], Some(PERMISSIONS));
+    rt().block_on(async {
+        let url = nats.url();
+        let creds = |n: &str| {
+            let path = nats.dir.path().join(format!("{n}.password"));
+            std::fs::write(&path, n).unwrap();
+            format!("user = \"{n}\"\npassword_file = \"{}\"", path.display())
+        };
+        let a = node(&url, "A", &creds("A"));
+        let b = node(&url, "B", &creds("B"));
+        let c = node(&url, "C", &creds("C"));
+        wait_sees(&a, &["B", "C"]).await;
+        wait_sees(&b, &["A", "C"]).await;
+        wait_sees(&c, &["A", "B"]).await;
+        let (mut ui_b, _) = b.ui().await;
+        let (mut ui_c, _) = c.ui().await;
+        let mut producer = a.connect().await;
+        producer.send(choice_request("perm-1")).await;
+        ui_b.recv_type("ask-user-request").await;
+        ui_c.recv_type("ask-user-request").await;
+        ui_c.send(answer("perm-1", json!({"0": "SQLite"}))).await;
+        let err = ui_c.recv_error("forbidden").await;
+        assert_eq!(err["correlationId"], "perm-1");
+        let msg = err["message"].as_str().unwrap();
+        assert!(
+            msg.contains("Permissions Violation") && msg.contains("askbus.answer.A"),
+            "{msg}"
+        );
+        // Still pending: B (allowed) answers it.
+        ui_b.send(answer("perm-1", json!({"0": "PostgreSQL"})))
+            .await;
+        ui_b.recv_type("ask-user-ack").await;
+        let r = producer.recv_type("ask-user-response").await;
+        assert_eq!(r["answers"]["0"], "PostgreSQL");
+        let w = ui_c.recv_type("ask-user-withdrawn").await;
+        assert_eq!(w["answeredBy"]["node"], "B");
+        // A wrong password: the node runs, its local bus works, it says it is not connected.
+        let bad = node(&url, "D", "user = \"A\"\npassword_file = \"/dev/null\"");
+        let mut p = bad.connect().await;
+        p.ping().await;
+        assert_eq!(fed_stats(&bad).await["connected"], false);
+    });
+}
+
+/// A test CA, and a server certificate it signed for 127.0.0.1, made with the openssl CLI.
+fn test_ca(dir: &std::path::Path) {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=askbus test CA",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    std::fs::write(dir.join("ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "1",
+        "-extfile",
+        "ext",
+    ]);
+}
+
+#[test]
+fn nodes_federate_over_tls_with_a_test_ca() {
+    let certs = tempfile::tempdir().unwrap();
+    test_ca(certs.path());
+    let p = |f: &str| certs.path().join(f).display().to_string();
+    let nats = Nats::start_with(
+        &[
+            "--tls",
+            "--tlscert",
+            &p("server.pem"),
+            "--tlskey",
+            &p("server.key"),
+        ],
+        None,
+    )
+    .tls();
+    rt().block_on(async {
+        let url = nats.url();
+        assert!(url.starts_with("tls://"));
+        let tls = format!("tls_ca = \"{}\"", p("ca.pem"));
+        let a = node(&url, "A", &tls);
+        let b = node(&url, "B", &tls);
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let (mut ui_b, _) = b.ui().await;
+        let mut producer = a.connect().await;
+        producer.send(choice_request("tls-1")).await;
+        ui_b.recv_type("ask-user-request").await;
+        ui_b.send(answer("tls-1", json!({"0": "SQLite"}))).await;
+        ui_b.recv_type("ask-user-ack").await;
+        assert_eq!(
+            producer.recv_type("ask-user-response").await["reason"],
+            "answered"
+        );
+        // A node that does not trust the CA never connects (and says so), yet serves locally.
+        let untrusting = node(&url, "C", "");
+        untrusting.connect().await.ping().await;
+        assert_eq!(fed_stats(&untrusting).await["connected"], false);
+    });
+}
+
+#[test]
+fn a_three_server_cluster_with_a_node_on_each_server() {
+    use common::nats::free_port;
+    let cluster: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let routes = cluster
+        .iter()
+        .map(|p| format!("nats://127.0.0.1:{p}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let servers: Vec<Nats> = (0..3)
+        .map(|i| {
+            let listen = format!("nats://127.0.0.1:{}", cluster[i]);
+            let name = format!("s{i}");
+            Nats::start_with(
+                &[
+                    "--server_name",
+                    &name,
+                    "--cluster_name",
+                    "askbus-test",
+                    "--cluster",
+                    &listen,
+                    "--routes",
+                    &routes,
+                ],
+                None,
+            )
+        })
+        .collect();
+    rt().block_on(async {
+        let a = node(&servers[0].url(), "A", "");
+        let b = node(&servers[1].url(), "B", "");
+        let c = node(&servers[2].url(), "C", "");
+        wait_sees(&a, &["B", "C"]).await;
+        wait_sees(&b, &["A", "C"]).await;
+        wait_sees(&c, &["A", "B"]).await;
+        let (mut ui_b, _) = b.ui().await;
+        let (mut ui_c, _) = c.ui().await;
+        let mut producer = a.connect().await;
+        producer.send(choice_request("cl-1")).await;
+        ui_b.recv_type("ask-user-request").await;
+        ui_c.recv_type("ask-user-request").await;
+        ui_c.send(answer("cl-1", json!({"0": "PostgreSQL"}))).await;
+        ui_c.recv_type("ask-user-ack").await;
+        assert_eq!(
+            producer.recv_type("ask-user-response").await["answers"]["0"],
+            "PostgreSQL"
+        );
+        let w = ui_b.recv_type("ask-user-withdrawn").await;
+        assert_eq!(w["answeredBy"]["node"], "C", "{w}");
+    });
+}
+
+#[test]
+fn askbus_answer_on_b_answers_a_question_asked_on_a() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let mut producer = a.connect().await;
+        producer.send(choice_request("cli-1")).await;
+        producer.ping().await;
+        wait_remote_pending(&b, 1).await;
+        let out = b
+            .cli()
+            .args(["answer", "cli-1", "--answer", "0=PostgreSQL"])
+            .output()
+            .expect("askbus answer");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r = producer.recv_type("ask-user-response").await;
+        assert_eq!(r["answers"]["0"], "PostgreSQL");
+        assert_eq!(r["reason"], "answered");
+    });
+}
