@@ -713,6 +713,8 @@ mod web {
                     };
                 }
             }
+            let _ = child.kill();
+            let _ = child.wait();
             panic!("askbus web printed no link");
         }
 
