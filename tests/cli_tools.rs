@@ -380,7 +380,6 @@ fn mcp_answers_a_line_that_is_not_json_with_a_parse_error_and_keeps_serving() {
     let list = exchange(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#);
     assert_eq!(list["id"], 3, "{list}");
     assert_eq!(list["result"]["tools"][0]["name"], "ask_person", "{list}");
-    drop(exchange);
     drop(stdin);
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
