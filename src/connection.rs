@@ -91,6 +91,15 @@ pub async fn serve(
         let err = match read {
             Read::More => continue,
             Read::Closed => break,
+            Read::Eof => {
+                // A half-close is not a disconnect: a one-shot producer (`nc -N`, `socat`)
+                // shuts its write side after its request and reads the answer.
+                if hub.run_in(&mut conn.batch, |b, _, _| b.half_close(id)) {
+                    conn.batch.flush();
+                    serve_half_closed(&stream, &outbox, &close).await;
+                }
+                break;
+            }
             Read::Close => {
                 closing_on_error = true;
                 break;
@@ -126,6 +135,54 @@ pub async fn serve(
     shutdown_write(&stream);
     if closing_on_error {
         discard_until_eof(&stream).await;
+    }
+}
+
+/// Serves a peer that shut its write side while it still has something to receive: its
+/// frames are written until the broker has nothing more for it (`Outbox::finish`), it closes
+/// its end too (which withdraws what it asked), or the connection must end.
+async fn serve_half_closed(stream: &UnixStream, outbox: &Outbox, close: &CancellationToken) {
+    let hangup = hangup(stream);
+    tokio::pin!(hangup);
+    loop {
+        if outbox.is_finished() {
+            return;
+        }
+        let stalled = outbox.is_stalled();
+        tokio::select! {
+            biased;
+            _ = close.cancelled() => return,
+            _ = outbox.cancel_token().cancelled() => return,
+            _ = &mut hangup => return,
+            _ = outbox.write_stalled(), if stalled => {}
+            _ = outbox.woken() => {}
+        }
+    }
+}
+
+/// Completes when the peer has closed its end entirely (not just its write side): the socket
+/// then reports a hang-up. The stream's own registration is always writable and at end of
+/// input, so a duplicate descriptor registered for reading only is watched, on which the
+/// hang-up is the one event left to come. If no descriptor is left for it, the peer is
+/// treated as gone at once, as before half-closes were served.
+async fn hangup(stream: &UnixStream) {
+    use std::os::fd::AsFd;
+    use tokio::io::unix::AsyncFd;
+    use tokio::io::Interest;
+    let Ok(fd) = stream.as_fd().try_clone_to_owned() else {
+        return;
+    };
+    // SAFETY: `fd` is an open descriptor owned by the `OwnedFd` the AsyncFd takes, which
+    // closes it only when the AsyncFd is dropped.
+    let Ok(watch) = (unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }) else {
+        return;
+    };
+    loop {
+        match watch.ready(Interest::WRITABLE).await {
+            Ok(guard) if guard.ready().is_write_closed() => return,
+            Ok(mut guard) => guard.clear_ready(),
+            Err(_) => return,
+        }
     }
 }
 
@@ -166,8 +223,11 @@ fn shutdown_write(stream: &UnixStream) {
 enum Read {
     /// Frames were handled (or none were complete yet): keep reading.
     More,
-    /// The peer closed (or the socket failed); mid-frame data, if any, is dropped.
+    /// The socket failed, or the peer shut its side in the middle of a frame (which is
+    /// dropped).
     Closed,
+    /// The peer shut its write side at a frame boundary; it may still be reading.
+    Eof,
     /// A frame's handling asked to close the connection (its error frame is queued).
     Close,
     /// The length prefix exceeded the limit.
@@ -246,7 +306,7 @@ impl FrameReader {
         on_frame: &mut impl FnMut(&[u8]) -> Next,
     ) -> Read {
         match self.stream.try_read_buf(scratch) {
-            Ok(0) => return Read::Closed,
+            Ok(0) => return Read::Eof,
             Ok(_) => {}
             Err(e) if is_retry(&e) => return Read::More,
             Err(_) => return Read::Closed,

@@ -422,6 +422,11 @@ impl Hub {
                 }
             }
         }
+        for peer in inner.broker.take_finished() {
+            if let Some(outbox) = inner.outboxes.get(&peer) {
+                outbox.finish();
+            }
+        }
         if let Some(next) = inner.broker.next_deadline() {
             if inner.armed.is_none_or(|armed| next < armed) {
                 inner.armed = Some(next);

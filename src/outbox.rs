@@ -49,6 +49,9 @@ struct State {
     closed: bool,
     /// The UI has more of the pending table to receive, once its buffer has room.
     replay: bool,
+    /// A half-closed peer has nothing more to receive: the connection closes once what is
+    /// queued is written.
+    finished: bool,
 }
 
 impl State {
@@ -209,6 +212,17 @@ impl Outbox {
             return true;
         }
         false
+    }
+
+    /// Tells the connection's task that its half-closed peer has nothing more to receive.
+    pub fn finish(&self) {
+        self.state().finished = true;
+        self.shared.wake.notify_one();
+    }
+
+    /// Whether [`Outbox::finish`] was called.
+    pub fn is_finished(&self) -> bool {
+        self.state().finished
     }
 
     /// Whether the connection's task must finish a write.

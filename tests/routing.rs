@@ -1,5 +1,6 @@
 //! Routing behaviour of the real daemon: broadcast, first answer wins, replay, timeouts,
-//! the no-UI policy, cancel, producer loss, duplicates and invalid answers.
+//! the no-UI policy, cancel, producer loss, half-closed connections, duplicates and invalid
+//! answers.
 
 mod common;
 
@@ -524,4 +525,103 @@ async fn watchers_see_every_event_without_question_text() {
     assert_eq!(watch.recv_type("bus-event").await["event"], "request");
     watch.send(answer("w2", json!({"0": "SQLite"}))).await;
     watch.recv_error("not-subscribed").await;
+}
+
+/// A one-shot producer (`nc -N`, `socat`) shuts its write side after its request: that is not
+/// a disconnect. Its question stays pending, and the response is written to the side it still
+/// reads; the daemon then closes the connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producer_that_half_closes_still_gets_its_answer() {
+    let d = Daemon::start();
+    // Without a UI, the only end is the timeout: a half-close that withdrew the question
+    // would close the connection with no response at all.
+    let mut producer = d.connect().await;
+    producer
+        .send(request_with("h0", json!({"timeoutMs": 300})))
+        .await;
+    producer.shutdown_write().await;
+    let resp = producer.recv_type("ask-user-response").await;
+    assert_eq!(
+        (resp["correlationId"].as_str(), resp["reason"].as_str()),
+        (Some("h0"), Some("timeout"))
+    );
+    producer.expect_closed().await;
+
+    // Answered by a UI: two questions, the connection stays open until both are answered.
+    let (mut ui, _) = d.ui().await;
+    let mut producer = d.connect().await;
+    producer.send(choice_request("h1")).await;
+    producer.send(choice_request("h2")).await;
+    producer.shutdown_write().await;
+    ui.recv_type("ask-user-request").await;
+    ui.recv_type("ask-user-request").await;
+    ui.send(answer("h1", json!({"0": "SQLite"}))).await;
+    ui.recv_type("ask-user-ack").await;
+    let resp = producer.recv_type("ask-user-response").await;
+    assert_eq!(resp["correlationId"], "h1");
+    assert_eq!(resp["answers"], json!({"0": "SQLite"}));
+    ui.send(answer("h2", json!({"0": "PostgreSQL"}))).await;
+    ui.recv_type("ask-user-ack").await;
+    let resp = producer.recv_type("ask-user-response").await;
+    assert_eq!(resp["correlationId"], "h2");
+    assert_eq!(resp["reason"], "answered");
+    producer.expect_closed().await;
+    let records = d.wait_telemetry(3);
+    assert!(
+        records.iter().all(|r| r["reason"] != "producer-gone"),
+        "{records:?}"
+    );
+}
+
+/// Only a full close withdraws: a half-closed producer that then closes its end entirely
+/// (or is killed) has its questions withdrawn as `producer-gone`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_closed_producer_that_closes_entirely_withdraws_its_question() {
+    let d = Daemon::start();
+    let (mut ui, _) = d.ui().await;
+    let mut producer = d.connect().await;
+    producer.send(choice_request("hc")).await;
+    producer.shutdown_write().await;
+    ui.recv_type("ask-user-request").await;
+    // Still pending after the half-close: another UI is replayed it.
+    let (mut late, pending) = d.ui().await;
+    assert_eq!(pending, 1);
+    late.recv_type("ask-user-request").await;
+    drop(producer);
+    let w = ui.recv_type("ask-user-withdrawn").await;
+    assert_eq!(
+        (w["correlationId"].as_str(), w["reason"].as_str()),
+        (Some("hc"), Some("producer-gone"))
+    );
+    assert_eq!(d.wait_telemetry(1)[0]["reason"], "producer-gone");
+}
+
+/// A UI that shuts its write side can no longer answer: it stops being a UI, and having
+/// nothing else to receive, is closed. A watcher that does keeps its events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_closed_ui_is_closed_and_a_half_closed_watcher_keeps_watching() {
+    let d = Daemon::start();
+    let (mut ui, _) = d.ui().await;
+    ui.shutdown_write().await;
+    ui.expect_closed().await;
+
+    let mut watch = d.connect().await;
+    watch.send(json!({"type": "watch"})).await;
+    watch.recv_type("watching").await;
+    watch.shutdown_write().await;
+    let mut producer = d.connect().await;
+    producer
+        .send(request_with("hw", json!({"timeoutMs": 200})))
+        .await;
+    assert_eq!(
+        producer.recv_type("ask-user-response").await["reason"],
+        "timeout"
+    );
+    let ev = watch.recv_type("bus-event").await;
+    assert_eq!(
+        (ev["event"].as_str(), ev["correlationId"].as_str()),
+        (Some("request"), Some("hw"))
+    );
+    let ev = watch.recv_type("bus-event").await;
+    assert_eq!(ev["event"], "timeout");
 }

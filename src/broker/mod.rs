@@ -105,6 +105,9 @@ pub struct Broker {
     fed: Option<FedPolicy>,
     /// How many of `pending` are remote (they count against no local limit).
     remote_len: usize,
+    /// Peers that shut their write side and still have something to receive (see
+    /// [`Broker::half_close`]).
+    half_closed: BTreeSet<PeerId>,
 }
 
 impl Broker {
@@ -119,6 +122,7 @@ impl Broker {
             closed: false,
             fed: None,
             remote_len: 0,
+            half_closed: BTreeSet::new(),
         }
     }
 
@@ -242,6 +246,7 @@ impl Broker {
         if self.peers.remove(&peer).is_none() {
             return;
         }
+        self.half_closed.remove(&peer);
         self.uis.remove(&peer);
         self.watchers.remove(&peer);
         for id in self.pending.owned_by(peer) {
@@ -249,6 +254,43 @@ impl Broker {
             // No one is left to tell: counted and logged like every other end.
             self.count_end(End::ProducerGone, &id, &req, None, now, None, None, fx);
         }
+    }
+
+    /// The peer shut its write side (a one-shot producer: `nc -N`, `socat`, a script that
+    /// closes stdin): it sends nothing more but still reads, so this is not a disconnect. Its
+    /// pending requests stay until they end, and their responses are sent as usual; a watcher
+    /// keeps its events. It stops being a UI, as it can no longer answer. Returns whether the
+    /// connection has anything left to receive; once it has not, [`Broker::take_finished`]
+    /// names it.
+    pub fn half_close(&mut self, peer: PeerId) -> bool {
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return false;
+        };
+        p.ui = None;
+        self.uis.remove(&peer);
+        let keep = self.pending.count_of_producer(peer) > 0 || self.watchers.contains(&peer);
+        if keep {
+            self.half_closed.insert(peer);
+        }
+        keep
+    }
+
+    /// The half-closed peers whose last request has ended (its response is queued): their
+    /// connections close once it is written. Each is named once.
+    pub fn take_finished(&mut self) -> Vec<PeerId> {
+        if self.half_closed.is_empty() {
+            return Vec::new();
+        }
+        let done: Vec<PeerId> = self
+            .half_closed
+            .iter()
+            .copied()
+            .filter(|&p| self.pending.count_of_producer(p) == 0 && !self.watchers.contains(&p))
+            .collect();
+        for p in &done {
+            self.half_closed.remove(p);
+        }
+        done
     }
 
     /// Makes `peer` a UI. It is sent `subscribed` with the pending count now, then (through

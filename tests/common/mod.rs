@@ -456,6 +456,13 @@ impl Raw {
         }
     }
 
+    /// Shuts the write side (shutdown(2) `SHUT_WR`), as `nc -N` does after its input: the
+    /// daemon reads end of input, and this side can still read.
+    pub async fn shutdown_write(&mut self) {
+        use tokio::io::AsyncWriteExt;
+        self.stream.shutdown().await.expect("shutdown(SHUT_WR)");
+    }
+
     /// Sends one frame holding `value`.
     pub async fn send(&mut self, value: Value) {
         self.send_payload(value.to_string().as_bytes()).await;
