@@ -477,7 +477,7 @@ impl Conn<'_> {
                 }));
             }
             Inbound::Ping { id } => self.reply(encode(&ServerFrame::Pong { id })),
-            Inbound::Stats => self.reply(self.hub.stats_frame()),
+            Inbound::Stats => self.reply(self.hub.stats_frame_for(id)),
             Inbound::Subscribe { client, filter } => {
                 self.hub.run_in(&mut self.batch, |b, _, fx| {
                     b.subscribe(id, client, filter, fx)

@@ -506,6 +506,36 @@ impl Hub {
     }
 
     /// The `stats` frame: live counters, documented in proto/PROTOCOL.md.
+    /// The `stats` answer for `peer`. The daemon-wide counters are for the daemon's own uid,
+    /// root and operators; any other uid (admitted by the access rules) is told only about
+    /// itself, so it learns nothing of other users' activity (PROTOCOL.md, The stats frame).
+    pub fn stats_frame_for(&self, peer: PeerId) -> Bytes {
+        let scoped = {
+            let inner = self.lock();
+            let b = &inner.broker;
+            match b.peer_info(peer) {
+                Some(info) if !sees_everything(info) => Some((info.uid, b.counts_of_uid(info.uid))),
+                _ => None,
+            }
+        };
+        let Some((uid, own)) = scoped else {
+            return self.stats_frame();
+        };
+        encode(&json!({
+            "type": "stats",
+            "scope": "own",
+            "uid": uid,
+            "server": crate::SERVER_NAME,
+            "node": &*self.node,
+            "uptimeMs": self.started.elapsed().as_millis() as u64,
+            "connections": own.connections,
+            "producers": own.producers,
+            "uis": own.uis,
+            "pending": own.pending,
+        }))
+    }
+
+    /// The daemon-wide `stats` frame.
     pub fn stats_frame(&self) -> Bytes {
         let c = &self.counters;
         let get = Counters::get;
@@ -561,6 +591,14 @@ impl Hub {
         }
         encode(&frame)
     }
+}
+
+/// Whether a peer may see the daemon's counters for everyone: the daemon's own uid, root, or
+/// an operator.
+fn sees_everything(info: &PeerInfo) -> bool {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    let own_uid = unsafe { libc::geteuid() };
+    info.rights.operator || info.uid == 0 || info.uid == own_uid
 }
 
 /// The `approvals` object of the stats frame: approvals alone, by reason and decision.
@@ -665,5 +703,70 @@ mod tests {
         assert!(t0.elapsed() >= Duration::from_millis(10_000));
         stop.cancel();
         timer.await.unwrap();
+    }
+
+    /// The own-scope stats have exactly the shape of proto/examples/server/stats.own.json and
+    /// count only the asking uid's share; the daemon's uid and operators get the full frame.
+    #[tokio::test]
+    async fn stats_for_another_uid_count_only_its_own_share() {
+        let hub = Hub::new(
+            Limits::default(),
+            TelemetrySink::disabled(),
+            Arc::default(),
+            "t",
+        );
+        let other = 4_000_123;
+        let peer = |uid, operator| PeerInfo {
+            uid,
+            rights: Rights {
+                produce: true,
+                ui: true,
+                operator,
+            },
+            ..PeerInfo::default()
+        };
+        let mut keep = Vec::new();
+        for (id, info) in [
+            (1, peer(other, false)),
+            (2, peer(other + 1, false)),
+            (3, peer(other + 2, true)),
+            (4, peer(unsafe { libc::geteuid() }, false)),
+        ] {
+            let (ours, theirs) = UnixStream::pair().unwrap();
+            hub.connect(id, info, Outbox::new(Arc::new(ours), 1 << 20));
+            keep.push(theirs);
+        }
+        hub.run(|b, now, fx| b.ask(2, request("theirs", 60_000), now, fx));
+        let own: Value = serde_json::from_slice(&hub.stats_frame_for(1)).unwrap();
+        let example: Value = serde_json::from_str(include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/proto/examples/server/stats.own.json"
+        )))
+        .unwrap();
+        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        let (mut a, mut b) = (keys(&own), keys(&example));
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+        assert_eq!(
+            (own["uid"].as_u64(), own["connections"].as_u64()),
+            (Some(other as u64), Some(1))
+        );
+        assert_eq!(
+            (own["pending"].as_u64(), own["producers"].as_u64()),
+            (Some(0), Some(0))
+        );
+        let asker: Value = serde_json::from_slice(&hub.stats_frame_for(2)).unwrap();
+        assert_eq!(
+            (asker["pending"].as_u64(), asker["producers"].as_u64()),
+            (Some(1), Some(1))
+        );
+        for full in [3, 4] {
+            let v: Value = serde_json::from_slice(&hub.stats_frame_for(full)).unwrap();
+            assert!(
+                v.get("scope").is_none() && v["pending"] == 1 && v["connections"] == 4,
+                "{v}"
+            );
+        }
     }
 }

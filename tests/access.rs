@@ -297,3 +297,63 @@ async fn served(d: &Daemon) -> common::Raw {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// `stats` as another uid: the daemon-wide counters are for the daemon's own uid, root and
+/// operators; any other uid is told only about itself (its connections, UIs, pending).
+#[test]
+fn stats_show_another_uid_only_its_own_counts() {
+    if !is_root() {
+        return;
+    }
+    let d = shared_daemon("");
+    let bob_asks = spawn_ask_as(&d, BOB);
+    wait_pending(&d, 1);
+    let stats_as = |uid: u32| -> Value {
+        let out = cli_as(&d, uid, &["stats", "--json"]);
+        assert!(
+            out.status.success(),
+            "uid {uid}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let alice = stats_as(ALICE);
+    assert_eq!(alice["scope"], "own", "{alice}");
+    assert_eq!(alice["uid"], ALICE);
+    // Alice sees neither Bob's question nor his connection, nor any daemon-wide counter.
+    assert_eq!(alice["pending"], 0, "{alice}");
+    assert_eq!(alice["producers"], 0, "{alice}");
+    assert_eq!(alice["connections"], 1, "her own stats connection: {alice}");
+    for daemon_wide in [
+        "requests",
+        "outcomes",
+        "latencyMs",
+        "errors",
+        "connectionsTotal",
+        "framesIn",
+    ] {
+        assert!(alice.get(daemon_wide).is_none(), "{daemon_wide} in {alice}");
+    }
+    let bob = stats_as(BOB);
+    assert_eq!(
+        (bob["scope"].as_str(), bob["pending"].as_u64()),
+        (Some("own"), Some(1)),
+        "{bob}"
+    );
+    assert_eq!(bob["producers"], 1, "{bob}");
+    // The operator and root (the daemon's uid here) see everything.
+    let op = stats_as(OPERATOR);
+    assert!(op.get("scope").is_none(), "{op}");
+    assert_eq!(op["pending"], 1, "{op}");
+    assert!(op["requests"]["accepted"].as_u64() >= Some(1), "{op}");
+    let own = rt().block_on(stats(&d));
+    assert!(
+        own.get("scope").is_none() && own["connectionsTotal"].as_u64() >= Some(4),
+        "{own}"
+    );
+    // The human rendering says what it is.
+    let out = cli_as(&d, ALICE, &["stats"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("uid {ALICE}")), "{text}");
+    drop(bob_asks);
+}

@@ -55,6 +55,15 @@ pub struct Snapshot {
     pub pending: usize,
 }
 
+/// One uid's share of the bus now (see [`Broker::counts_of_uid`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct UidCounts {
+    pub connections: usize,
+    pub producers: usize,
+    pub uis: usize,
+    pub pending: usize,
+}
+
 /// The limits and defaults that apply to new requests; replaceable at run time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
@@ -175,6 +184,21 @@ impl Broker {
                 filter: SubscribeFilter::default(),
             },
         );
+    }
+
+    /// What one uid has on the bus now, for its own `stats`: its connections, those with a
+    /// request pending, its UIs, and its pending requests.
+    pub fn counts_of_uid(&self, uid: u32) -> UidCounts {
+        let mut c = UidCounts {
+            pending: self.pending.count_of_uid(uid),
+            ..UidCounts::default()
+        };
+        for (id, p) in self.peers.iter().filter(|(_, p)| p.info.uid == uid) {
+            c.connections += 1;
+            c.producers += usize::from(self.pending.count_of_producer(*id) > 0);
+            c.uis += usize::from(p.ui.is_some());
+        }
+        c
     }
 
     /// Connections by role.
