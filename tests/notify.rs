@@ -194,6 +194,19 @@ impl Drop for Bus {
 struct Notifier {
     child: Child,
     _config: tempfile::TempDir,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+/// Forwards a child's stderr to the test's and to a channel.
+fn forward(stderr: std::process::ChildStderr) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("[notify] {line}");
+            let _ = tx.send(line);
+        }
+    });
+    rx
 }
 
 impl Notifier {
@@ -210,15 +223,24 @@ impl Notifier {
             .stderr(Stdio::piped())
             .spawn()
             .expect("askbus notify");
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("[notify] {line}");
-            }
-        });
+        let lines = forward(child.stderr.take().unwrap());
         Notifier {
             child,
             _config: config,
+            lines,
+        }
+    }
+
+    /// Waits for a stderr line containing `text`.
+    fn wait_line(&self, text: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(WAIT)
+                .unwrap_or_else(|_| panic!("no line with {text:?}"));
+            if line.contains(text) {
+                return line;
+            }
         }
     }
 
@@ -468,4 +490,223 @@ fn nothing_to_notify_is_an_error() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("nothing to notify"), "{err}");
+}
+
+/// A request the test's HTTP server received.
+#[derive(Debug)]
+struct Http {
+    path: String,
+    headers: HashMap<String, String>,
+    body: Value,
+}
+
+/// An HTTP server of the test's own on loopback: records each request and answers with the
+/// next status of `statuses` (200 once they run out).
+async fn http_server(statuses: Vec<u16>) -> (String, mpsc::UnboundedReceiver<Http>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut statuses = statuses.into_iter();
+        loop {
+            let Ok((mut s, _)) = listener.accept().await else {
+                return;
+            };
+            let mut buf = Vec::new();
+            let (head_len, content_length) = loop {
+                let mut chunk = [0u8; 4096];
+                let n = s.read(&mut chunk).await.unwrap_or(0);
+                if n == 0 {
+                    break (0, 0);
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map_or(0, |v| v.trim().parse().unwrap());
+                    break (i + 4, len);
+                }
+            };
+            if head_len == 0 {
+                continue;
+            }
+            while buf.len() < head_len + content_length {
+                let mut chunk = [0u8; 4096];
+                let n = s.read(&mut chunk).await.unwrap_or(0);
+                if n == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            let head = String::from_utf8_lossy(&buf[..head_len]).into_owned();
+            let mut lines = head.lines();
+            let path = lines.next().unwrap().split(' ').nth(1).unwrap().to_owned();
+            let headers = lines
+                .filter_map(|l| l.split_once(':'))
+                .map(|(k, v)| (k.trim().to_lowercase(), v.trim().to_owned()))
+                .collect();
+            let body = serde_json::from_slice(&buf[head_len..]).unwrap_or(Value::Null);
+            let status = statuses.next().unwrap_or(200);
+            let reply =
+                format!("HTTP/1.1 {status} X\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+            let _ = s.write_all(reply.as_bytes()).await;
+            let _ = tx.send(Http {
+                path,
+                headers,
+                body,
+            });
+        }
+    });
+    (base, rx)
+}
+
+async fn next_http(rx: &mut mpsc::UnboundedReceiver<Http>) -> Http {
+    tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("a push")
+        .expect("server alive")
+}
+
+/// `askbus notify` pushing only (no desktop), with a short retry for the tests.
+fn push_notifier(d: &Daemon, args: &[&str], env: &[(&str, &str)]) -> Notifier {
+    let config = tempfile::tempdir().unwrap();
+    let mut cmd = d.cli();
+    cmd.args(["notify", "--no-desktop"])
+        .args(args)
+        .env("XDG_CONFIG_HOME", config.path())
+        .env("ASKBUS_NOTIFY_RETRY_MS", "50")
+        .env_remove("DBUS_SESSION_BUS_ADDRESS")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("askbus notify");
+    let lines = forward(child.stderr.take().unwrap());
+    Notifier {
+        child,
+        _config: config,
+        lines,
+    }
+}
+
+#[test]
+fn ntfy_gets_the_fields_headers_and_signed_action_urls() {
+    let d = Daemon::start();
+    common::rt().block_on(async {
+        let (base, mut rx) = http_server(vec![503]).await;
+        let topic = format!("{base}/askbus-test");
+        let _n = push_notifier(
+            &d,
+            &[
+                "--ntfy",
+                &topic,
+                "--push-after",
+                "0",
+                "--web-url",
+                "http://127.0.0.1:7870/",
+            ],
+            &[("ASKBUS_NTFY_TOKEN", "tk_secret")],
+        );
+        let mut p = d.connect().await;
+        p.send(yesno("n1", json!({}))).await;
+        // The first publish gets 503: it is retried, the same.
+        let first = next_http(&mut rx).await;
+        let h = next_http(&mut rx).await;
+        assert_eq!(first.body, h.body);
+        assert_eq!(h.path, "/");
+        assert_eq!(h.headers["authorization"], "Bearer tk_secret");
+        assert!(h.headers["content-type"].starts_with("application/json"));
+        let b = &h.body;
+        assert_eq!(b["topic"], "askbus-test");
+        assert_eq!(b["title"], "gemini-cli/0.61.0 (shop) · Deploy");
+        assert_eq!(b["message"], "Deploy <b>now</b>?");
+        assert_eq!(b["priority"], 4);
+        assert_eq!(b["tags"], json!(["robot"]));
+        let actions = b["actions"].as_array().unwrap();
+        assert_eq!(actions.len(), 3, "{b}");
+        for (a, label) in actions.iter().zip(["Yes", "No"]) {
+            assert_eq!(a["action"], "http");
+            assert_eq!(a["method"], "POST");
+            assert_eq!(a["label"], label);
+            let url = a["url"].as_str().unwrap();
+            assert!(url.starts_with("http://127.0.0.1:7870/a/v1."), "{url}");
+        }
+        assert_eq!(actions[2]["action"], "view");
+        assert_eq!(actions[2]["label"], "Open");
+        let click = b["click"].as_str().unwrap();
+        assert!(click.starts_with("http://127.0.0.1:7870/o/v1."), "{click}");
+        // No token, no answer, nothing of the page's secrets in what leaves the machine.
+        assert!(!b.to_string().contains("answers"));
+    });
+}
+
+#[test]
+fn redacted_pushes_carry_no_question_text() {
+    let d = Daemon::start();
+    common::rt().block_on(async {
+        let (base, mut rx) = http_server(vec![]).await;
+        let hook = format!("{base}/hook");
+        let _n = push_notifier(
+            &d,
+            &[
+                "--webhook",
+                &hook,
+                "--push-after",
+                "0",
+                "--redact",
+                "--web-url",
+                "http://127.0.0.1:7870",
+            ],
+            &[],
+        );
+        let mut p = d.connect().await;
+        p.send(common::request_with(
+            "r1",
+            json!({"context": {"agent": "claude-code"}}),
+        ))
+        .await;
+        let h = next_http(&mut rx).await;
+        assert_eq!(h.path, "/hook");
+        let text = h.body.to_string();
+        for secret in ["Which database", "Database", "SQLite", "PostgreSQL"] {
+            assert!(!text.contains(secret), "{secret} leaked: {text}");
+        }
+        assert_eq!(
+            h.body["message"],
+            "agent claude-code is waiting for an answer"
+        );
+        assert_eq!(h.body["correlationIds"], json!(["r1"]));
+        // Option labels are the agent's text: only "Open" is left.
+        let labels: Vec<&str> = h.body["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["label"].as_str().unwrap())
+            .collect();
+        assert_eq!(labels, ["Open"]);
+    });
+}
+
+#[test]
+fn a_failing_target_is_retried_then_reported() {
+    let d = Daemon::start();
+    common::rt().block_on(async {
+        let (base, mut rx) = http_server(vec![500; 100]).await;
+        let hook = format!("{base}/hook");
+        let n = push_notifier(&d, &["--webhook", &hook, "--push-after", "0"], &[]);
+        let mut p = d.connect().await;
+        p.send(yesno("f1", json!({}))).await;
+        for _ in 0..6 {
+            next_http(&mut rx).await;
+        }
+        // Six attempts, then it gives up and says so.
+        let line = n.wait_line("webhook failed f1");
+        assert!(line.contains("gave up after 6 attempts"), "{line}");
+        assert!(line.contains("HTTP 500"), "{line}");
+        assert!(rx.try_recv().is_err(), "a seventh attempt");
+    });
 }

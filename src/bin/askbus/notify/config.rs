@@ -104,7 +104,8 @@ pub fn secret(env: &str, file: Option<&Path>) -> Result<Option<String>> {
         return Ok(Some(v.to_string_lossy().trim().to_owned()));
     }
     let Some(file) = file else { return Ok(None) };
-    let meta = std::fs::metadata(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let meta =
+        std::fs::metadata(file).with_context(|| format!("cannot read {}", file.display()))?;
     if meta.mode() & 0o077 != 0 {
         bail!(
             "{} is readable by others (mode {:o}): `chmod 600 {}` first",
@@ -142,10 +143,7 @@ pub fn targets(
         }
         out.push(Target::Ntfy {
             topic_url: url.to_owned(),
-            token: secret(
-                "ASKBUS_NTFY_TOKEN",
-                n.and_then(|n| n.token_file.as_deref()),
-            )?,
+            token: secret("ASKBUS_NTFY_TOKEN", n.and_then(|n| n.token_file.as_deref()))?,
             priority,
             tags: n
                 .and_then(|n| n.tags.clone())
@@ -229,7 +227,9 @@ mod tests {
         assert!(secret("ASKBUS_TEST_UNSET_VAR", Some(&p)).is_err());
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(
-            secret("ASKBUS_TEST_UNSET_VAR", Some(&p)).unwrap().as_deref(),
+            secret("ASKBUS_TEST_UNSET_VAR", Some(&p))
+                .unwrap()
+                .as_deref(),
             Some("tok")
         );
     }

@@ -161,7 +161,9 @@ impl Desktop {
     }
 }
 
-async fn timed<T>(f: impl std::future::Future<Output = zbus::Result<T>>) -> Result<T, DesktopError> {
+async fn timed<T>(
+    f: impl std::future::Future<Output = zbus::Result<T>>,
+) -> Result<T, DesktopError> {
     match tokio::time::timeout(CALL_TIMEOUT, f).await {
         Ok(r) => Ok(r?),
         Err(_) => Err(DesktopError::Timeout(CALL_TIMEOUT)),

@@ -650,13 +650,12 @@ impl Notifier {
                 overflow.push(id);
                 continue;
             }
-            let mut actions: Vec<(String, String)> = e
-                .w
-                .choices
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (format!("a{i}"), c.label.clone()))
-                .collect();
+            let mut actions: Vec<(String, String)> =
+                e.w.choices
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (format!("a{i}"), c.label.clone()))
+                    .collect();
             actions.extend(open_actions());
             let body = e.w.body.clone();
             let note = Note {
@@ -840,10 +839,7 @@ impl Notifier {
         if agents.len() > shown.len() {
             body.push_str(&format!(" and {} more agents", agents.len() - shown.len()));
         }
-        let click = self
-            .links
-            .as_ref()
-            .and_then(|l| self.open_link(l, &ids[0]));
+        let click = self.links.as_ref().and_then(|l| self.open_link(l, &ids[0]));
         let actions = click
             .iter()
             .map(|url| push::Action {

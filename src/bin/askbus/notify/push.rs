@@ -68,8 +68,13 @@ pub struct Message {
 /// How a push ended.
 #[derive(Debug)]
 pub enum Outcome {
-    Sent { attempts: u32 },
-    Failed { attempts: u32, error: String },
+    Sent {
+        attempts: u32,
+    },
+    Failed {
+        attempts: u32,
+        error: String,
+    },
     /// Every request it was about ended before it could be delivered.
     Skipped,
 }
@@ -190,7 +195,11 @@ async fn post(http: &reqwest::Client, target: &Target, msg: &Message) -> Result<
                 text: format!("{topic_url} is not a topic URL (https://HOST/TOPIC)"),
                 retry: false,
             })?;
-            (base, token.as_deref(), ntfy_body(topic, *priority, tags, msg))
+            (
+                base,
+                token.as_deref(),
+                ntfy_body(topic, *priority, tags, msg),
+            )
         }
         Target::Webhook { url, token } => (url.clone(), token.as_deref(), webhook_body(msg)),
         Target::Slack { url } => (url.clone(), None, slack_body(msg)),
