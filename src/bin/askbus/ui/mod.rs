@@ -3,9 +3,11 @@
 //!
 //! - [`encode`]: the answer strings (pure, unit-tested against the reference's rules);
 //! - [`input`]: the line editor used by text fields;
+//! - [`question`]: a question as the dialog reads it, and a choice's rows;
 //! - [`dialog`]: one request's dialog state and keys;
-//! - [`app`]: every request, the view, the connection state, notices;
-//! - [`render`]: drawing with ratatui;
+//! - [`entry`]: a pending request, the connection state, the view, notices, what is sent;
+//! - [`app`]: every request and the transitions bus events and keys make;
+//! - [`render`]: drawing with ratatui (the frame, the list, a question's dialog);
 //! - [`scroll`]: what part of a tall dialog is shown, and the keys that scroll it;
 //! - [`conn`]: the subscription, reconnecting with backoff;
 //! - this file: the terminal and the loop joining keys, bus events and the clock.
@@ -14,7 +16,9 @@ mod app;
 mod conn;
 mod dialog;
 mod encode;
+mod entry;
 mod input;
+mod question;
 mod render;
 mod scroll;
 

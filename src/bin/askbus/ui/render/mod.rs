@@ -1,0 +1,243 @@
+//! Drawing the UI with ratatui: a status bar, then the pending list or one request's dialog
+//! (laid out as Gemini CLI's AskUserDialog lays it out), then a notice line. Reads the state,
+//! never changes it; everything fits in an 80×24 terminal and scrolls to the focused row.
+//!
+//! - this file: the frame (status bar, notice line), the scrolled body with its markers and
+//!   hint line, shared by every view;
+//! - [`list`]: the waiting list, grouped by project;
+//! - [`question`]: a question's dialog (tabs, choices, text fields, the review);
+//! - [`text`]: wrapping and cutting bus text to a width, sanitized.
+
+mod list;
+mod question;
+#[cfg(test)]
+mod tests;
+mod text;
+
+use std::time::Instant;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Color, Style, Stylize};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+use unicode_width::UnicodeWidthStr;
+
+use super::app::{App, Conn, Entry, Tone, View};
+use super::scroll::Scroll;
+use crate::term::sanitize;
+pub use text::{truncate, wrap};
+
+pub(super) const ACCENT: Color = Color::Cyan;
+pub(super) const GOOD: Color = Color::Green;
+pub(super) const WARN: Color = Color::Yellow;
+pub(super) const BAD: Color = Color::Red;
+pub(super) const DIM: Color = Color::DarkGray;
+
+pub fn draw(frame: &mut Frame, app: &App, now: Instant, socket: &str) {
+    let area = frame.area();
+    if area.height < 3 || area.width < 20 {
+        frame.render_widget(Paragraph::new("askbus ui: enlarge the terminal"), area);
+        return;
+    }
+    let top = Rect { height: 1, ..area };
+    let bottom = Rect {
+        y: area.bottom() - 1,
+        height: 1,
+        ..area
+    };
+    let main = Rect {
+        y: area.y + 1,
+        height: area.height - 2,
+        ..area
+    };
+    status_bar(frame, app, now, top);
+    notice_bar(frame, app, now, bottom);
+    match app.open_entry() {
+        Some(entry) => question::dialog(frame, entry, now, main),
+        None => list::list(frame, app, now, main, socket),
+    }
+    scrub(frame.buffer_mut());
+}
+
+/// The last line of defence: no cell reaches the terminal holding a control or bidi
+/// character, whatever path its text took (bus text is sanitized where it is laid out; this
+/// catches what a future change forgets, and text the person pasted).
+fn scrub(buf: &mut Buffer) {
+    for cell in buf.content.iter_mut() {
+        if cell.symbol().contains(crate::term::is_unsafe) {
+            let clean = sanitize(cell.symbol()).into_owned();
+            cell.set_symbol(&clean);
+        }
+    }
+}
+
+fn status_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
+    let mut spans = vec![
+        Span::styled(
+            " askbus ui ",
+            Style::new().bg(ACCENT).fg(Color::Black).bold(),
+        ),
+        Span::raw(" "),
+    ];
+    spans.push(match &app.conn {
+        Conn::Connected => Span::styled("● connected", Style::new().fg(GOOD)),
+        Conn::Connecting => Span::styled("◌ connecting…", Style::new().fg(WARN)),
+        Conn::Down { retry_at, .. } => Span::styled(
+            format!(
+                "✗ disconnected · retrying in {}",
+                crate::duration::short(retry_at.saturating_duration_since(now))
+            ),
+            Style::new().fg(BAD).bold(),
+        ),
+    });
+    let n = app.entries.len();
+    let right = match n {
+        0 => "no questions pending ".to_owned(),
+        1 => "1 question pending ".to_owned(),
+        n => format!("{n} questions pending "),
+    };
+    let used: usize = spans.iter().map(|s| s.content.width()).sum();
+    let pad = (area.width as usize).saturating_sub(used + right.width());
+    spans.push(Span::raw(" ".repeat(pad)));
+    spans.push(Span::styled(right, Style::new().fg(DIM)));
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn notice_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
+    let mut spans = Vec::new();
+    if let Some(n) = app.notice.as_ref().filter(|n| n.live(now)) {
+        let color = match n.tone {
+            Tone::Info => Color::Reset,
+            Tone::Good => GOOD,
+            Tone::Warn => WARN,
+            Tone::Bad => BAD,
+        };
+        spans.push(Span::styled(
+            format!(" {}", sanitize(&n.text)),
+            Style::new().fg(color),
+        ));
+    }
+    if app.view != View::List {
+        let others = app.entries.len().saturating_sub(1);
+        if others > 0 {
+            let right = format!("{others} more waiting · Ctrl+L list ");
+            let used: usize = spans.iter().map(|s| s.content.width()).sum();
+            let room = (area.width as usize).saturating_sub(right.width());
+            if used > room {
+                spans = vec![Span::raw(truncate(
+                    &spans[0].content,
+                    room.saturating_sub(1),
+                ))];
+            }
+            let used: usize = spans.iter().map(|s| s.content.width()).sum();
+            spans.push(Span::raw(" ".repeat(room.saturating_sub(used))));
+            spans.push(Span::styled(right, Style::new().fg(ACCENT)));
+        }
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The top of `area` tall enough for a bordered box of `body_lines`, a blank row and the hint
+/// row (all of `area` when they do not fit: then the body scrolls).
+pub(super) fn fit(area: Rect, body_lines: usize) -> Rect {
+    let want = body_lines.saturating_add(4).min(u16::MAX as usize) as u16;
+    Rect {
+        height: area.height.min(want),
+        ..area
+    }
+}
+
+/// Renders `lines` scrolled by `scroll` so rows `focus.0..focus.1` are visible (unless
+/// scrolled by hand), a "▲ N more" / "▼ N more" row where lines are hidden, a hint line at the
+/// bottom, and the terminal cursor at `cursor` (line index, column) if it is on screen.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn body_and_footer(
+    frame: &mut Frame,
+    inner: Rect,
+    lines: Vec<Line>,
+    focus: (usize, usize),
+    prefer_top: bool,
+    scroll: &Scroll,
+    cursor: Option<(usize, usize)>,
+    hints: &str,
+) {
+    if inner.height < 2 || inner.width < 4 {
+        return;
+    }
+    let text_area = Rect {
+        x: inner.x + 1,
+        width: inner.width - 2,
+        ..inner
+    };
+    let footer = Rect {
+        y: inner.bottom() - 1,
+        height: 1,
+        ..text_area
+    };
+    // One blank row above the footer, as the reference leaves.
+    let body_h = inner.height.saturating_sub(2).max(1) as usize;
+    let body = Rect {
+        height: body_h as u16,
+        ..text_area
+    };
+    let view = scroll.view(lines.len(), body_h, focus, prefer_top);
+    let mut rows: Vec<Line> = Vec::with_capacity(body_h);
+    if view.above > 0 {
+        rows.push(more_marker("▲", view.above, "above", "PgUp/Home"));
+    }
+    let first_row = rows.len();
+    rows.extend(lines.into_iter().skip(view.top).take(view.shown));
+    if view.below > 0 {
+        rows.push(more_marker("▼", view.below, "below", "PgDn/End"));
+    }
+    frame.render_widget(Paragraph::new(rows), body);
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            truncate(hints, footer.width as usize),
+            Style::new().fg(DIM),
+        )),
+        footer,
+    );
+    if let Some((line, col)) = cursor {
+        if line >= view.top && line < view.top + view.shown {
+            frame.set_cursor_position(Position {
+                x: body.x + (col as u16).min(body.width.saturating_sub(1)),
+                y: body.y + (first_row + line - view.top) as u16,
+            });
+        }
+    }
+}
+
+/// "▲ 3 more lines above (PgUp/Home)".
+fn more_marker(arrow: &str, n: usize, where_: &str, keys: &str) -> Line<'static> {
+    let lines = if n == 1 { "line" } else { "lines" };
+    Line::styled(
+        format!("{arrow} {n} more {lines} {where_} ({keys})"),
+        Style::new().fg(ACCENT),
+    )
+}
+
+#[derive(Default)]
+pub(super) struct Body {
+    lines: Vec<Line<'static>>,
+    focus: Option<(usize, usize)>,
+    cursor: Option<(usize, usize)>,
+}
+
+impl Body {
+    fn push(&mut self, line: Line<'static>) {
+        self.lines.push(line);
+    }
+}
+
+/// "9m 58s left", as the person reads the time a request has before it times out.
+pub(super) fn time_left(e: &Entry, now: Instant) -> String {
+    let left = e.deadline.saturating_duration_since(now);
+    if left.is_zero() {
+        "timing out".into()
+    } else {
+        format!("{} left", crate::duration::short(left))
+    }
+}
