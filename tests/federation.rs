@@ -3,6 +3,7 @@
 //! the reason its origin decided.
 
 mod common;
+mod pty;
 
 use std::time::Duration;
 
@@ -354,6 +355,9 @@ fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_
             ui_a.recv_type("ask-user-request").await;
             ui_b.recv_type("ask-user-request").await;
         }
+        producer.send(approval("ap-x", json!({}))).await;
+        ui_a.recv_type("tool-confirmation-request").await;
+        ui_b.recv_type("tool-confirmation-request").await;
         nats.kill();
         // Wait for B to notice.
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -381,6 +385,12 @@ fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_
         );
         producer.send(choice_request("p-4")).await;
         ui_a.recv_type("ask-user-request").await;
+        // An approval's decision, too, is refused while the origin cannot be reached: never
+        // an approval on failure, and the producer hears nothing.
+        ui_b.send(decide("ap-x", "proceed_once")).await;
+        let err = ui_b.recv_error("origin-unreachable").await;
+        assert_eq!(err["correlationId"], "ap-x");
+        producer.expect_silence(Duration::from_millis(100)).await;
 
         nats.restart();
         wait_sees(&a, &["B"]).await;
@@ -402,7 +412,7 @@ fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_
                 ("ask-user-withdrawn".to_owned(), "p-2".to_owned())
             ]
         );
-        wait_remote_pending(&b, 3).await;
+        wait_remote_pending(&b, 4).await;
         // Every pending question is answerable from B, once.
         for id in ["p-1", "p-3", "p-4"] {
             ui_b.send(answer(id, json!({"0": "PostgreSQL"}))).await;
@@ -414,6 +424,18 @@ fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_
                 id
             );
         }
+        // The approval, decided on B now, is approved once.
+        ui_b.send(decide("ap-x", "proceed_once")).await;
+        assert_eq!(
+            ui_b.recv_type("tool-confirmation-ack").await["confirmed"],
+            true
+        );
+        let r = producer.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["confirmed"].clone()),
+            (json!("ap-x"), json!(true))
+        );
+        ui_a.recv_type("tool-confirmation-withdrawn").await;
         producer.expect_silence(Duration::from_millis(300)).await;
         assert!(fed_stats(&b).await["reconnects"].as_u64().unwrap() >= 1);
     });
@@ -670,5 +692,376 @@ fn askbus_answer_on_b_answers_a_question_asked_on_a() {
         let r = producer.recv_type("ask-user-response").await;
         assert_eq!(r["answers"]["0"], "PostgreSQL");
         assert_eq!(r["reason"], "answered");
+    });
+}
+
+/// `askbus web` on a node: its link's token, and one WebSocket (a tab) speaking the page's
+/// protocol: the daemon's UI frames as JSON text messages, answers sent the same way.
+mod web {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+    use std::process::{Child, Command, Stdio};
+
+    use serde_json::Value;
+
+    pub struct Web {
+        child: Child,
+        pub port: u16,
+        pub token: String,
+    }
+
+    impl Web {
+        pub fn start(socket: &std::path::Path) -> Web {
+            let mut child = Command::new(super::common::cli_bin())
+                .arg("--socket")
+                .arg(socket)
+                .args(["web", "--listen", "127.0.0.1:0"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn askbus web");
+            let out = BufReader::new(child.stdout.take().expect("stdout"));
+            for line in out.lines() {
+                let line = line.expect("read stdout");
+                if let Some(link) = line.trim().strip_prefix("http://127.0.0.1:") {
+                    let (port, rest) = link.split_once('/').expect("a path");
+                    let token = rest.strip_prefix("?token=").expect("a token");
+                    return Web {
+                        port: port.parse().expect("a port"),
+                        token: token.to_owned(),
+                        child,
+                    };
+                }
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("askbus web printed no link");
+        }
+
+        /// Opens a tab's WebSocket, signed in with the link's token.
+        pub fn tab(&self) -> Tab {
+            let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+            s.set_read_timeout(Some(super::common::RECV_TIMEOUT))
+                .unwrap();
+            let req = format!(
+                "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nOrigin: http://127.0.0.1:{p}\r\n\
+                 Cookie: askbus-web-{p}={t}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                 Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+                p = self.port,
+                t = self.token
+            );
+            s.write_all(req.as_bytes()).unwrap();
+            let mut head = Vec::new();
+            let mut b = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                s.read_exact(&mut b).expect("the handshake's reply");
+                head.push(b[0]);
+            }
+            let head = String::from_utf8_lossy(&head);
+            assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+            Tab { s }
+        }
+    }
+
+    impl Drop for Web {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    pub struct Tab {
+        s: TcpStream,
+    }
+
+    impl Tab {
+        /// The next text message, as JSON (pings are skipped; the server never masks).
+        pub fn recv(&mut self) -> Value {
+            loop {
+                let mut h = [0u8; 2];
+                self.s
+                    .read_exact(&mut h)
+                    .expect("a WebSocket frame in time");
+                let len = match h[1] & 0x7f {
+                    126 => {
+                        let mut l = [0u8; 2];
+                        self.s.read_exact(&mut l).unwrap();
+                        u16::from_be_bytes(l) as usize
+                    }
+                    127 => {
+                        let mut l = [0u8; 8];
+                        self.s.read_exact(&mut l).unwrap();
+                        u64::from_be_bytes(l) as usize
+                    }
+                    n => n as usize,
+                };
+                let mut payload = vec![0u8; len];
+                self.s.read_exact(&mut payload).unwrap();
+                match h[0] & 0x0f {
+                    1 => return serde_json::from_slice(&payload).expect("JSON text"),
+                    8 => panic!("the tab was closed: {payload:?}"),
+                    _ => {}
+                }
+            }
+        }
+
+        pub fn recv_type(&mut self, t: &str) -> Value {
+            loop {
+                let f = self.recv();
+                if f["type"] == t {
+                    return f;
+                }
+                assert!(
+                    !matches!(f["type"].as_str(), Some("error")),
+                    "wanted {t}, got {f}"
+                );
+            }
+        }
+
+        /// Sends a text message (masked, as a browser's are).
+        pub fn send(&mut self, v: &Value) {
+            let payload = v.to_string().into_bytes();
+            let mut frame = vec![0x81u8];
+            match payload.len() {
+                n @ 0..=125 => frame.push(0x80 | n as u8),
+                n @ 126..=65535 => {
+                    frame.push(0x80 | 126);
+                    frame.extend_from_slice(&(n as u16).to_be_bytes());
+                }
+                n => {
+                    frame.push(0x80 | 127);
+                    frame.extend_from_slice(&(n as u64).to_be_bytes());
+                }
+            }
+            let mask = [0x12u8, 0x34, 0x56, 0x78];
+            frame.extend_from_slice(&mask);
+            frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+            self.s.write_all(&frame).unwrap();
+        }
+    }
+}
+
+#[test]
+fn askbus_web_on_b_answers_a_question_asked_on_a() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let mut producer = a.connect().await;
+        producer
+            .send(json!({"type": "hello", "protocol": 1, "client": "agent/1"}))
+            .await;
+        producer.recv_type("welcome").await;
+        producer.send(choice_request("web-1")).await;
+        producer.ping().await;
+        wait_remote_pending(&b, 1).await;
+        let socket = b.socket.clone();
+        // The tab blocks on its socket: it runs off the runtime that serves the producer.
+        let tab = tokio::task::spawn_blocking(move || {
+            let web = web::Web::start(&socket);
+            let mut tab = web.tab();
+            let shown = tab.recv_type("ask-user-request");
+            assert_eq!(shown["correlationId"], "web-1", "{shown}");
+            assert_eq!(shown["node"], "A", "{shown}");
+            assert_eq!(shown["producer"]["client"], "agent/1", "{shown}");
+            tab.send(&answer("web-1", json!({"0": "PostgreSQL"})));
+            let ack = tab.recv_type("ask-user-ack");
+            assert_eq!(ack["correlationId"], "web-1");
+            assert_eq!(ack["outcome"], "answered");
+            // A second answer: not-pending, from the origin, as a local UI is told.
+            tab.send(&answer("web-1", json!({"0": "SQLite"})));
+            let f = tab.recv();
+            assert_eq!(
+                (f["type"].clone(), f["code"].clone()),
+                (json!("error"), json!("not-pending")),
+                "{f}"
+            );
+        });
+        let r = producer.recv_type("ask-user-response").await;
+        assert_eq!(r["correlationId"], "web-1");
+        assert_eq!(r["answers"]["0"], "PostgreSQL");
+        assert_eq!(r["reason"], "answered");
+        tab.await.expect("the tab's side");
+        producer.expect_silence(Duration::from_millis(200)).await;
+        let rec = a.wait_telemetry(1);
+        assert_eq!(rec[0]["ui"]["node"], "B", "{}", rec[0]);
+        assert!(
+            rec[0]["ui"]["client"]
+                .as_str()
+                .unwrap()
+                .starts_with("askbus-web/"),
+            "{}",
+            rec[0]
+        );
+    });
+}
+
+#[test]
+fn askbus_ui_on_b_answers_a_question_asked_on_a() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let ui = pty::Pty::askbus(&["ui", "--socket", b.socket.to_str().unwrap()]);
+        ui.wait_for("● connected").await;
+        let mut producer = a.connect().await;
+        producer
+            .send(json!({"type": "hello", "protocol": 1, "client": "agent/1"}))
+            .await;
+        producer.recv_type("welcome").await;
+        producer.send(choice_request("tty-1")).await;
+        let screen = ui.wait_for("Which database?").await;
+        assert!(screen.contains("agent/1 (pid "), "{screen}");
+        assert!(
+            screen.contains(" on A)"),
+            "the origin node is shown:\n{screen}"
+        );
+        let mut ui = ui;
+        ui.keys(pty::DOWN);
+        ui.wait_for("● 2. PostgreSQL").await;
+        ui.keys(pty::ENTER);
+        let r = producer.recv_type("ask-user-response").await;
+        assert_eq!(r["correlationId"], "tty-1");
+        assert_eq!(r["answers"]["0"], "PostgreSQL");
+        ui.wait_for("✓ Answer delivered to agent/1").await;
+        ui.wait_for("No questions pending.").await;
+    });
+}
+
+/// The golden approval (`client/tool-confirmation-request.json`) under another id, with
+/// `context` and any extra fields.
+fn approval(id: &str, extra: Value) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("proto/examples/client/tool-confirmation-request.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["correlationId"] = json!(id);
+    v["context"] = json!({"project": "askbus", "agent": "gemini-cli/0.61.0"});
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v
+}
+
+fn decide(id: &str, outcome: &str) -> Value {
+    json!({"type": "tool-confirmation-response", "correlationId": id,
+           "confirmed": outcome != "cancel", "outcome": outcome})
+}
+
+#[test]
+fn approvals_federate_like_questions_and_the_origin_alone_decides() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let (a, b, c) = three(&nats, "").await;
+        let (mut ui_a, _) = a.ui().await;
+        let (mut ui_b, _) = b.ui().await;
+        let (mut ui_c, _) = c.ui().await;
+        let mut producer = a.connect().await;
+        producer
+            .send(json!({"type": "hello", "protocol": 1, "client": "gemini-cli/0.61.0"}))
+            .await;
+        producer.recv_type("welcome").await;
+
+        // The reference: decided by a UI on A.
+        producer.send(approval("ap-local", json!({}))).await;
+        let shown_a = ui_a.recv_type("tool-confirmation-request").await;
+        assert_eq!(shown_a["node"], "A", "{shown_a}");
+        for ui in [&mut ui_b, &mut ui_c] {
+            ui.recv_type("tool-confirmation-request").await;
+        }
+        ui_a.send(decide("ap-local", "proceed_once")).await;
+        let local_ack = ui_a.recv_type("tool-confirmation-ack").await;
+        let local = producer.recv_type("tool-confirmation-response").await;
+        for ui in [&mut ui_b, &mut ui_c] {
+            let w = ui.recv_type("tool-confirmation-withdrawn").await;
+            assert_eq!(w["reason"], "answered", "{w}");
+            assert_eq!(w["answeredBy"]["node"], "A", "{w}");
+        }
+
+        // Asked on A, decided on B: shown everywhere with its node, tool call and context.
+        producer.send(approval("ap-1", json!({}))).await;
+        ui_a.recv_type("tool-confirmation-request").await;
+        let on_b = ui_b.recv_type("tool-confirmation-request").await;
+        let on_c = ui_c.recv_type("tool-confirmation-request").await;
+        for shown in [&on_b, &on_c] {
+            assert_eq!(shown["node"], "A", "{shown}");
+            assert_eq!(shown["correlationId"], "ap-1");
+            for field in ["toolCall", "details", "outcomes", "context"] {
+                assert_eq!(shown[field], shown_a[field], "{field}: {shown}");
+            }
+            assert_eq!(shown["producer"]["client"], "gemini-cli/0.61.0");
+        }
+        // A question's answer to an approval, and an outcome it does not offer, are refused
+        // by the origin as a local UI's would be; the approval stays pending.
+        ui_c.send(answer("ap-1", json!({"0": "x"}))).await;
+        let wrong = ui_c.recv_type("error").await;
+        assert_eq!(wrong["correlationId"], "ap-1", "{wrong}");
+        ui_b.send(decide("ap-1", "proceed_always_server")).await;
+        let refused = ui_b.recv_type("error").await;
+        assert_eq!(refused["correlationId"], "ap-1", "{refused}");
+        assert!(
+            refused["message"].as_str().unwrap().contains("proceed_always_server"),
+            "{refused}"
+        );
+        ui_b.send(decide("ap-1", "proceed_once")).await;
+        let ack = ui_b.recv_type("tool-confirmation-ack").await;
+        assert_eq!(without_id(&ack), without_id(&local_ack), "{ack}");
+        let remote = producer.recv_type("tool-confirmation-response").await;
+        assert_eq!(without_id(&remote), without_id(&local), "a remote decision reads as a local one");
+        assert_eq!(remote["confirmed"], true);
+        for ui in [&mut ui_a, &mut ui_c] {
+            let w = ui.recv_type("tool-confirmation-withdrawn").await;
+            assert_eq!(w["correlationId"], "ap-1");
+            assert_eq!(w["reason"], "answered", "{w}");
+            assert_eq!(w["node"], "A", "{w}");
+            assert_eq!(w["answeredBy"]["node"], "B", "{w}");
+        }
+        ui_c.send(decide("ap-1", "cancel")).await;
+        ui_c.recv_error("not-pending").await;
+        let records = a.wait_telemetry(2);
+        let rec = records.iter().find(|r| r["correlationId"] == "ap-1").expect("record");
+        assert_eq!(rec["ui"]["node"], "B", "{rec}");
+
+        // Dismissed on C: never an approval.
+        producer.send(approval("ap-2", json!({}))).await;
+        for ui in [&mut ui_a, &mut ui_b, &mut ui_c] {
+            ui.recv_type("tool-confirmation-request").await;
+        }
+        ui_c.send(json!({"type": "tool-confirmation-response", "correlationId": "ap-2", "dismissed": true}))
+            .await;
+        let ack = ui_c.recv_type("tool-confirmation-ack").await;
+        assert_eq!((ack["reason"].clone(), ack["confirmed"].clone()), (json!("dismissed"), json!(false)));
+        let r = producer.recv_type("tool-confirmation-response").await;
+        assert_eq!((r["reason"].clone(), r["confirmed"].clone(), r["outcome"].clone()),
+            (json!("dismissed"), json!(false), json!("cancel")), "{r}");
+        ui_a.recv_type("tool-confirmation-withdrawn").await;
+        ui_b.recv_type("tool-confirmation-withdrawn").await;
+
+        // A timeout and a cancel on A withdraw everywhere with the same reason, unconfirmed.
+        producer.send(approval("ap-t", json!({"timeoutMs": 300}))).await;
+        producer.send(approval("ap-c", json!({}))).await;
+        for ui in [&mut ui_b, &mut ui_c] {
+            ui.recv_type("tool-confirmation-request").await;
+            ui.recv_type("tool-confirmation-request").await;
+        }
+        let r = producer.recv_type("tool-confirmation-response").await;
+        assert_eq!((r["correlationId"].clone(), r["reason"].clone(), r["confirmed"].clone()),
+            (json!("ap-t"), json!("timeout"), json!(false)), "{r}");
+        producer.send(json!({"type": "tool-confirmation-cancel", "correlationId": "ap-c"})).await;
+        let r = producer.recv_type("tool-confirmation-response").await;
+        assert_eq!((r["reason"].clone(), r["confirmed"].clone()), (json!("withdrawn"), json!(false)));
+        for ui in [&mut ui_b, &mut ui_c] {
+            for (id, reason) in [("ap-t", "timeout"), ("ap-c", "withdrawn")] {
+                let w = ui.recv_type("tool-confirmation-withdrawn").await;
+                assert_eq!((w["correlationId"].clone(), w["reason"].clone()), (json!(id), json!(reason)), "{w}");
+            }
+        }
+        wait_remote_pending(&b, 0).await;
     });
 }

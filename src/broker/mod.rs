@@ -33,7 +33,10 @@ use tokio::time::Instant;
 pub use effects::{Effects, Msg};
 pub use error::BrokerError;
 pub use peers::{PeerId, PeerInfo, Rights, RoleCounts};
-pub use remote::{FedOut, FedPolicy, Forward, RemoteQuestion, SharedEnd, SharedQuestion};
+pub use remote::{
+    Acked, Answer, FedOut, FedPolicy, Forward, RemoteQuestion, RemoteRequest, SharedEnd,
+    SharedQuestion,
+};
 pub use request::ValidRequest;
 pub use stats::{ApprovalStats, BrokerStats};
 
