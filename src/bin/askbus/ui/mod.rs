@@ -13,6 +13,7 @@
 //! - this file: the terminal and the loop joining keys, bus events and the clock.
 
 mod app;
+mod approval;
 mod conn;
 mod dialog;
 mod encode;
@@ -159,8 +160,12 @@ async fn event_loop(
                     (Action::Quit, _) => break,
                     (Action::Answer { id, answers }, Some(a)) => a.answer(id, answers).await.map_err(|e| (id, e)),
                     (Action::Dismiss { id }, Some(a)) => a.dismiss(id).await.map_err(|e| (id, e)),
+                    (Action::Decide { id, .. } | Action::DismissApproval { id }, Some(_)) => {
+                        app.on_send_failed(id, "TODO approvals client API");
+                        Ok(())
+                    }
                     // The app sends nothing while disconnected; a race with a drop lands here.
-                    (Action::Answer { id, .. } | Action::Dismiss { id }, None) => {
+                    (Action::Answer { id, .. } | Action::Dismiss { id } | Action::Decide { id, .. } | Action::DismissApproval { id }, None) => {
                         app.on_send_failed(id, "not connected to askbusd");
                         Ok(())
                     }

@@ -10,7 +10,10 @@ use ratatui::widgets::{Block, BorderType, Borders};
 use ratatui::Frame;
 use unicode_width::UnicodeWidthStr;
 
-use super::super::app::{App, Conn};
+use askbusd::protocol::UiApproval;
+use serde_json::Value;
+
+use super::super::app::{App, Ask, Conn};
 use super::super::scroll::Scroll;
 use super::{body_and_footer, fit, time_left, truncate, wrap, ACCENT, BAD, DIM, WARN};
 
@@ -112,19 +115,32 @@ pub(super) fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socke
                 ),
             ]));
         }
-        let qs = &e.dialog.questions;
-        if let Some(q) = qs.first() {
-            let more = match qs.len() {
-                1 => String::new(),
-                n => format!("  (+{} more)", n - 1),
+        let (body, more) = match &e.ask {
+            Ask::Question { dialog, .. } => {
+                let qs = &dialog.questions;
+                let more = match qs.len() {
+                    0 | 1 => String::new(),
+                    n => format!("  (+{} more)", n - 1),
+                };
+                let body = qs.first().map(|q| {
+                    let text = q.text.lines().next().unwrap_or("");
+                    format!("{} {text}", chip_text(&q.header))
+                });
+                (body, more)
+            }
+            Ask::Approval { request, .. } => (Some(approval_summary(request)), String::new()),
+        };
+        if let Some(body) = body {
+            let style = if e.is_approval() {
+                Style::new().fg(WARN)
+            } else {
+                Style::new().fg(DIM)
             };
-            let text = q.text.lines().next().unwrap_or("");
-            let body = format!("{} {text}", chip_text(&q.header));
             lines.push(Line::from(vec![
                 Span::raw("     "),
                 Span::styled(
                     truncate(&body, width.saturating_sub(5 + more.width())),
-                    Style::new().fg(DIM),
+                    style,
                 ),
                 Span::styled(more, Style::new().fg(DIM)),
             ]));
@@ -159,4 +175,30 @@ pub(super) fn chip_text(header: &str) -> String {
     } else {
         format!("[{header}]")
     }
+}
+
+/// One line saying what an approval would do: "⚑ Approval: $ rm -rf build", "⚑ Approval:
+/// edit src/main.rs", "⚑ Approval: github › create_issue".
+pub(super) fn approval_summary(a: &UiApproval) -> String {
+    let d = a.details.as_ref();
+    let s = |k: &str| {
+        d.and_then(|d| d.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    let tool = a
+        .tool_call
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let what = match s("type") {
+        "exec" | "sandbox_expansion" => format!("$ {}", s("command").lines().next().unwrap_or("")),
+        "edit" => format!("edit {}", s("fileName")),
+        "mcp" => format!("{} › {}", s("serverName"), s("toolName")),
+        "info" => s("prompt").lines().next().unwrap_or("").to_owned(),
+        "exit_plan_mode" => format!("plan {}", s("planPath")),
+        _ if !s("title").is_empty() => s("title").to_owned(),
+        _ => tool.to_owned(),
+    };
+    format!("⚑ Approval: {what}")
 }

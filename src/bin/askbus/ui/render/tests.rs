@@ -287,3 +287,67 @@ fn escapes_in_bus_text_never_reach_a_cell() {
     assert!(dialog.contains("D␛]52"), "{dialog}");
     assert!(second.contains("P␛]52"), "{second}");
 }
+
+fn app_with_approval(frame: serde_json::Value) -> App {
+    let mut app = App::new();
+    let now = Instant::now();
+    app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+    let a: askbusd::protocol::UiApproval = serde_json::from_value(frame).unwrap();
+    app.on_bus(BusUpdate::Approval(a), now);
+    app
+}
+
+fn approval_frame(details: serde_json::Value, outcomes: serde_json::Value) -> serde_json::Value {
+    json!({"correlationId": "a1", "toolCall": {"name": "run_shell_command",
+        "args": {"command": "rm -rf build && cargo build"}},
+        "details": details, "outcomes": outcomes, "timeoutMs": 120_000,
+        "producer": {"client": "gemini-cli/0.61.0", "pid": 42, "uid": 0},
+        "context": {"project": "shop", "agent": "gemini", "cwd": "/home/me/shop", "title": "fixing the build"}})
+}
+
+#[test]
+fn dump_approvals() {
+    let exec = json!({"type": "exec", "title": "Confirm Shell Command",
+        "command": "rm -rf build && cargo build", "rootCommand": "rm, cargo",
+        "rootCommands": ["rm", "cargo"]});
+    let mut diff = String::from("Index: main.rs\n===================================================================\n--- main.rs\tCurrent\n+++ main.rs\tProposed\n@@ -1,40 +1,41 @@\n");
+    for i in 0..40 {
+        diff.push_str(&format!(" line {i}\n-old {i}\n+new {i}\n"));
+    }
+    let edit = json!({"type": "edit", "title": "Confirm Edit", "fileName": "main.rs",
+        "filePath": "/home/me/shop/src/main.rs", "fileDiff": diff, "originalContent": "x",
+        "newContent": "y"});
+    let mcp = json!({"type": "mcp", "title": "Confirm MCP Tool", "serverName": "github",
+        "toolName": "create_issue", "toolDisplayName": "Create issue",
+        "toolArgs": {"repo": "me/shop", "title": "Build broken", "labels": ["bug", "ci"]}});
+    let info = json!({"type": "info", "title": "Confirm Web Fetch", "prompt": "Fetch these pages and summarise them",
+        "urls": ["https://example.com/a", "https://example.com/b"]});
+    for (d, o) in [
+        (exec, json!(["proceed_once", "proceed_always", "cancel"])),
+        (edit, json!(["proceed_once", "cancel"])),
+        (
+            mcp,
+            json!([
+                "proceed_once",
+                "proceed_always_server",
+                "proceed_always_tool",
+                "cancel"
+            ]),
+        ),
+        (info, json!(["proceed_once", "cancel"])),
+    ] {
+        let app = app_with_approval(approval_frame(d, o));
+        for (w, h) in [(80, 24), (60, 20), (40, 16)] {
+            eprintln!("{w}x{h}\n{}\n", text(&app, w, h));
+        }
+    }
+    let mut app = app_with_approval(approval_frame(
+        json!(null),
+        json!(["proceed_once", "cancel"]),
+    ));
+    app.on_key(KeyEvent::new(KeyCode::Char('n'), KeyModifiers::NONE));
+    app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::NONE));
+    eprintln!("{}", text(&app, 80, 24));
+    app.on_key(KeyEvent::new(KeyCode::Char('l'), KeyModifiers::CONTROL));
+    eprintln!("{}", text(&app, 80, 24));
+}
