@@ -97,9 +97,14 @@ impl Entry {
         }
     }
 
-    /// "client (pid N)", as the person is told who asked.
+    /// "client (pid N)" (federated: "client (pid N on NODE)"), as the person is told who asked.
     pub fn who(&self) -> String {
-        who(self.producer())
+        // Approvals stay on the node they were asked on: only questions carry one.
+        let node = match &self.ask {
+            Ask::Question { request, .. } => request.node.as_deref(),
+            Ask::Approval { .. } => None,
+        };
+        who(self.producer(), node)
     }
 
     /// The project the waiting list groups it under (`None`: asked without one).
@@ -121,12 +126,16 @@ impl Entry {
     }
 }
 
-pub fn who(p: &ProducerInfo) -> String {
+pub fn who(p: &ProducerInfo, node: Option<&str>) -> String {
     // The client name is the producer's to choose: shown, never obeyed.
     let name = crate::term::sanitize(p.client.as_deref().unwrap_or("unnamed agent"));
-    match p.pid {
-        Some(pid) => format!("{name} (pid {pid})"),
-        None => name.into_owned(),
+    // Federated: the node it was asked on, since a pid alone names no machine.
+    let node = node.map(crate::term::sanitize);
+    match (p.pid, node) {
+        (Some(pid), Some(node)) => format!("{name} (pid {pid} on {node})"),
+        (Some(pid), None) => format!("{name} (pid {pid})"),
+        (None, Some(node)) => format!("{name} (on {node})"),
+        (None, None) => name.into_owned(),
     }
 }
 

@@ -373,6 +373,8 @@ function renderDialog(focus) {
   form.append(el('p', { class: 'from', id: 'dialog-from' }, [
     el('span', { class: 'agent', text: agentName(r) }),
     el('span', { class: 'pid', text: `pid ${r.producer.pid ?? '?'}` }),
+    // Federated: the node it was asked on (a pid alone names no machine).
+    r.node ? el('span', { class: 'node', text: `on ${r.node}` }) : null,
     countdown(r),
   ]));
   if (many) form.append(renderTabs(r));
