@@ -96,13 +96,25 @@ pub(super) fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socke
         } else {
             Style::new()
         };
+        // Who asks gives way to the countdown when the line is narrow, never the reverse.
+        let number = format!("{}. ", i + 1);
+        let left = format!(" · {}", time_left(e, now));
+        let stale = if e.stale { " (reconnecting…)" } else { "" };
+        let room = width.saturating_sub(marker.width() + number.width() + left.width());
+        // (The status bar says offline too: a narrow line leaves the reminder out.)
+        let stale = if room >= stale.width() + 12 {
+            stale
+        } else {
+            ""
+        };
+        let who = truncate(&e.who(), room.saturating_sub(stale.width()).max(4));
         let mut first = vec![
             Span::styled(marker, Style::new().fg(ACCENT)),
-            Span::styled(format!("{}. {}", i + 1, e.who()), style),
-            Span::styled(format!(" · {}", time_left(e, now)), Style::new().fg(DIM)),
+            Span::styled(format!("{number}{who}"), style),
+            Span::styled(left, Style::new().fg(DIM)),
         ];
-        if e.stale {
-            first.push(Span::styled(" (reconnecting…)", Style::new().fg(WARN)));
+        if !stale.is_empty() {
+            first.push(Span::styled(stale, Style::new().fg(WARN)));
         }
         lines.push(Line::from(first));
         let about = e.about();

@@ -90,17 +90,20 @@ fn status_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
         ),
         Span::raw(" "),
     ];
-    spans.push(match &app.conn {
+    let state = match &app.conn {
         Conn::Connected => Span::styled("● connected", Style::new().fg(GOOD)),
         Conn::Connecting => Span::styled("◌ connecting…", Style::new().fg(WARN)),
-        Conn::Down { retry_at, .. } => Span::styled(
-            format!(
-                "✗ disconnected · retrying in {}",
-                crate::duration::short(retry_at.saturating_duration_since(now))
-            ),
-            Style::new().fg(BAD).bold(),
-        ),
-    });
+        Conn::Down { retry_at, .. } => {
+            let retry = crate::duration::short(retry_at.saturating_duration_since(now));
+            let mut text = format!("✗ disconnected · retrying in {retry}");
+            if 12 + text.width() > area.width as usize {
+                // Narrow: the countdown is the news, the words give way.
+                text = format!("✗ offline · retry in {retry}");
+            }
+            Span::styled(text, Style::new().fg(BAD).bold())
+        }
+    };
+    spans.push(state);
     let approvals = app.entries.iter().filter(|e| e.is_approval()).count();
     let questions = app.entries.len() - approvals;
     let count = |n: usize, what: &str| match n {
@@ -217,11 +220,31 @@ pub(super) fn body_and_footer(
 pub(super) fn footer(frame: &mut Frame, area: Rect, hints: &str) {
     frame.render_widget(
         Paragraph::new(Line::styled(
-            truncate(hints, area.width as usize),
+            fit_hints(hints, area.width as usize),
             Style::new().fg(DIM),
         )),
         area,
     );
+}
+
+/// The hint line in `width` columns: said in fewer words when narrow ("Enter to select · ↑/↓
+/// to navigate · Esc to cancel" becomes "Enter select · ↑/↓ move · Esc cancel"), so the
+/// keys at its end (Esc) stay on screen; cut only when even that does not fit.
+pub fn fit_hints(hints: &str, width: usize) -> String {
+    let mut h = hints.to_owned();
+    for (long, short) in [
+        (" to ", " "),
+        ("navigate", "move"),
+        ("switch questions", "switch"),
+        ("edit answers", "edit"),
+        (" with this reason", ""),
+    ] {
+        if h.width() <= width {
+            break;
+        }
+        h = h.replace(long, short);
+    }
+    truncate(&h, width)
 }
 
 /// Renders `lines` into `body` scrolled by `scroll` so rows `focus.0..focus.1` are visible

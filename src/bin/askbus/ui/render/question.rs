@@ -80,10 +80,13 @@ pub(super) fn block(entry: &Entry, now: Instant, area: Rect, verb: &str) -> Bloc
         .title(Line::from(title))
         .title(Line::from(left).right_aligned());
     if entry.stale {
-        block = block.title_bottom(Line::styled(
-            " offline: answers wait for the reconnect ",
-            Style::new().fg(WARN),
-        ));
+        let text = " offline: answers wait for the reconnect ";
+        let text = if text.width() + 4 <= area.width as usize {
+            text
+        } else {
+            " offline "
+        };
+        block = block.title_bottom(Line::styled(text, Style::new().fg(WARN)));
     }
     block
 }

@@ -306,48 +306,60 @@ fn approval_frame(details: serde_json::Value, outcomes: serde_json::Value) -> se
 }
 
 #[test]
-fn dump_approvals() {
-    let exec = json!({"type": "exec", "title": "Confirm Shell Command",
-        "command": "rm -rf build && cargo build", "rootCommand": "rm, cargo",
-        "rootCommands": ["rm", "cargo"]});
-    let mut diff = String::from("Index: main.rs\n===================================================================\n--- main.rs\tCurrent\n+++ main.rs\tProposed\n@@ -1,40 +1,41 @@\n");
-    for i in 0..40 {
-        diff.push_str(&format!(" line {i}\n-old {i}\n+new {i}\n"));
+fn narrow_screens_keep_the_countdown_and_the_escape_hint() {
+    let mut app = App::new();
+    let now = Instant::now();
+    app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+    for id in ["a", "b"] {
+        app.on_bus(
+            BusUpdate::Event(UiEvent::Request(UiRequest {
+                correlation_id: id.into(),
+                questions: json!([{"question": "Q?", "header": "H", "type": "yesno"}]),
+                timeout_ms: 598_000,
+                producer: ProducerInfo {
+                    client: Some("a-very-long-agent-name/with-a-version-1.2.3".into()),
+                    pid: Some(4242),
+                    uid: 0,
+                },
+                context: None,
+                node: None,
+            })),
+            now,
+        );
     }
-    let edit = json!({"type": "edit", "title": "Confirm Edit", "fileName": "main.rs",
-        "filePath": "/home/me/shop/src/main.rs", "fileDiff": diff, "originalContent": "x",
-        "newContent": "y"});
-    let mcp = json!({"type": "mcp", "title": "Confirm MCP Tool", "serverName": "github",
-        "toolName": "create_issue", "toolDisplayName": "Create issue",
-        "toolArgs": {"repo": "me/shop", "title": "Build broken", "labels": ["bug", "ci"]}});
-    let info = json!({"type": "info", "title": "Confirm Web Fetch", "prompt": "Fetch these pages and summarise them",
-        "urls": ["https://example.com/a", "https://example.com/b"]});
-    for (d, o) in [
-        (exec, json!(["proceed_once", "proceed_always", "cancel"])),
-        (edit, json!(["proceed_once", "cancel"])),
-        (
-            mcp,
-            json!([
-                "proceed_once",
-                "proceed_always_server",
-                "proceed_always_tool",
-                "cancel"
-            ]),
-        ),
-        (info, json!(["proceed_once", "cancel"])),
-    ] {
-        let app = app_with_approval(approval_frame(d, o));
-        for (w, h) in [(80, 24), (60, 20), (40, 16)] {
-            eprintln!("{w}x{h}\n{}\n", text(&app, w, h));
-        }
-    }
-    let mut app = app_with_approval(approval_frame(
-        json!(null),
-        json!(["proceed_once", "cancel"]),
-    ));
-    app.on_key(KeyEvent::new(KeyCode::Char('n'), KeyModifiers::NONE));
-    app.on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::NONE));
-    eprintln!("{}", text(&app, 80, 24));
+    let dialog = text(&app, 40, 16);
+    assert!(dialog.contains("Esc cancel"), "{dialog}");
     app.on_key(KeyEvent::new(KeyCode::Char('l'), KeyModifiers::CONTROL));
-    eprintln!("{}", text(&app, 80, 24));
+    for w in [40, 60] {
+        let list = text(&app, w, 16);
+        let row = list.lines().find(|l| l.contains("1. a-very")).unwrap();
+        assert!(row.contains("… · 9m 5"), "{w}: {row}");
+        assert!(
+            list.contains("q quit") || list.contains("q to quit"),
+            "{list}"
+        );
+    }
+    app.on_bus(
+        BusUpdate::Down {
+            error: "gone".into(),
+            retry_in: Duration::from_secs(5),
+        },
+        now,
+    );
+    let down = text(&app, 40, 16);
+    let status = down.lines().next().unwrap();
+    assert!(status.contains("✗ offline · retry in "), "{status}");
+    assert!(
+        status.trim_end().ends_with('s'),
+        "the countdown is whole: {status}"
+    );
+    assert!(text(&app, 80, 24).contains("✗ disconnected · retrying in "));
+}
+
+#[test]
+fn hints_say_less_before_they_are_cut() {
+    let h = "Enter to select · ↑/↓ to navigate · Esc to cancel";
+    assert_eq!(fit_hints(h, 80), h);
+    assert_eq!(fit_hints(h, 36), "Enter select · ↑/↓ move · Esc cancel");
+    assert!(fit_hints(h, 20).ends_with('…'));
 }
