@@ -136,7 +136,7 @@ async fn allow_always_only_where_offered() {
     )
     .await;
     let screen = ui.wait_for("2. Deny").await;
-    assert!(!screen.contains("Allow always"), "{screen}");
+    assert!(!screen.contains("2. Allow always"), "{screen}");
     // Its number is Deny now: "3" does nothing, ↓ then Enter denies.
     ui.keys("3");
     ui.keys(DOWN);
@@ -239,7 +239,7 @@ async fn a_long_diff_is_coloured_and_scrolls_while_the_buttons_stay() {
             "more lines below (PgDn/End)",
             "● 1. Allow once",
             "3. Deny",
-            "PgUp/PgDn to scroll",
+            "PgUp/PgDn",
         ] {
             assert!(top.contains(part), "{part:?} at {cols}×{rows}\n{top}");
         }
@@ -489,9 +489,11 @@ async fn withdrawn_or_answered_elsewhere_closes_saying_why() {
     ui.wait_for("● 1. Allow once").await;
     p.send(json!({"type": "tool-confirmation-cancel", "correlationId": "w1"}))
         .await;
-    ui.wait_for("Closed: approval request from gemini-cli/0.61.0 (pid ")
-        .await;
-    ui.wait_for("the agent withdrew it").await;
+    ui.wait_until("the notice", |s| {
+        s.contains("Closed: approval from gemini-cli/0.61.0 (pid ")
+            && s.contains(") — the agent withdrew it")
+    })
+    .await;
     p.recv_type("tool-confirmation-response").await;
 
     // Another UI decides first.
@@ -540,4 +542,45 @@ async fn escape_sequences_in_approvals_never_reach_the_terminal() {
     assert!(!text.contains('\u{9b}') && !text.contains('\u{202e}'));
     ui.keys("1");
     p.recv_type("tool-confirmation-response").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_filter_never_shows_another_projects_approval() {
+    let d = Daemon::start();
+    let mut p = producer(&d.socket).await;
+    let approval = |id: &str, project: &str, command: &str| {
+        json!({"type": "tool-confirmation-request", "correlationId": id,
+            "toolCall": {"name": "run_shell_command"},
+            "details": {"type": "exec", "title": "Confirm Shell Command", "command": command,
+                        "rootCommand": "make", "rootCommands": ["make"]},
+            "context": {"project": project}})
+    };
+    // One of each pending before the UI starts (the replay), then one of each live.
+    p.send(approval("b1", "blog", "make publish-blog")).await;
+    p.send(approval("s1", "shop", "make deploy-shop")).await;
+    p.ping().await;
+    let mut ui = Pty::askbus(&[
+        "ui",
+        "--socket",
+        d.socket.to_str().unwrap(),
+        "--project",
+        "shop",
+    ]);
+    let screen = ui.wait_for("$ make deploy-shop").await;
+    assert!(screen.contains("1 approval pending"), "{screen}");
+    p.send(approval("b2", "blog", "make rebuild-blog")).await;
+    p.send(approval("s2", "shop", "make migrate-shop")).await;
+    ui.wait_for("1 more waiting").await;
+    ui.keys(CTRL_L);
+    let list = ui.wait_for("$ make migrate-shop").await;
+    for s in [&screen, &list] {
+        assert!(!s.contains("blog"), "{s}");
+    }
+    assert!(list.contains("2 approvals pending"), "{list}");
+    ui.keys("1");
+    ui.wait_for("$ make deploy-shop").await;
+    ui.keys("1");
+    let r = p.recv_type("tool-confirmation-response").await;
+    assert_eq!(r["correlationId"], "s1");
+    assert_eq!(r["confirmed"], true);
 }

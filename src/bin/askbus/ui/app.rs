@@ -133,12 +133,12 @@ impl App {
                 }
             }
             BusUpdate::Event(UiEvent::Error(e)) => self.on_error(e),
-            BusUpdate::Approval(a) => self.on_approval(a, now),
-            BusUpdate::ApprovalWithdrawn {
+            BusUpdate::Event(UiEvent::Approval(a)) => self.on_approval(a, now),
+            BusUpdate::Event(UiEvent::ApprovalWithdrawn {
                 correlation_id,
                 reason,
-            } => self.on_withdrawn(&correlation_id, reason),
-            BusUpdate::ApprovalAck(ack) => {
+            }) => self.on_withdrawn(&correlation_id, reason),
+            BusUpdate::Event(UiEvent::ApprovalAck(ack)) => {
                 let whom = self.sent.remove(&ack.correlation_id).unwrap_or_default();
                 match (ack.reason, ack.outcome) {
                     (AckOutcome::Dismissed, _) => self.notice(
@@ -156,7 +156,7 @@ impl App {
         }
     }
 
-    fn on_approval(&mut self, a: UiApproval, now: Instant) {
+    fn on_approval(&mut self, a: Box<UiApproval>, now: Instant) {
         let id = a.correlation_id.clone();
         if let Some(e) = self.entries.iter_mut().find(|e| e.id() == id) {
             // The same approval again after a reconnect: keep the reason typed into it.
@@ -165,7 +165,7 @@ impl App {
                     *decision = Decision::new(&a.outcomes);
                 }
                 e.deadline = now + Duration::from_millis(a.timeout_ms);
-                **request = a;
+                *request = a;
                 e.stale = false;
                 self.arrived(&id);
                 return;
@@ -452,7 +452,7 @@ fn scroll_key(entry: &Entry, key: &KeyEvent, ctrl: bool) -> Option<Move> {
         _ => None,
     }
 }
-/// "Approval request" from "approval request".
+/// "Approval" from "approval".
 fn capitalized(s: &str) -> String {
     let mut c = s.chars();
     c.next()

@@ -6,9 +6,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use askbusd::client::UiEvent;
-use askbusd::protocol::{
-    ApprovalAck, ProducerInfo, RequestContext, ToolOutcome, UiApproval, UiRequest, WithdrawReason,
-};
+use askbusd::protocol::{ProducerInfo, RequestContext, ToolOutcome, UiApproval, UiRequest};
 
 use super::approval::Decision;
 use super::dialog::Dialog;
@@ -51,12 +49,12 @@ impl Entry {
         }
     }
 
-    pub fn approval(request: UiApproval, now: Instant) -> Entry {
+    pub fn approval(request: Box<UiApproval>, now: Instant) -> Entry {
         Entry {
             deadline: now + Duration::from_millis(request.timeout_ms),
             ask: Ask::Approval {
                 decision: Decision::new(&request.outcomes),
-                request: Box::new(request),
+                request,
             },
             stale: false,
             scroll: Scroll::default(),
@@ -77,7 +75,7 @@ impl Entry {
     /// "question" or "approval", as notices name it.
     pub fn noun(&self) -> &'static str {
         if self.is_approval() {
-            "approval request"
+            "approval"
         } else {
             "question"
         }
@@ -210,15 +208,6 @@ pub enum BusUpdate {
         pending: u64,
     },
     Event(UiEvent),
-    /// An approval to decide (new, or replayed after a reconnect).
-    Approval(UiApproval),
-    /// An approval is no longer pending.
-    ApprovalWithdrawn {
-        correlation_id: String,
-        reason: WithdrawReason,
-    },
-    /// This UI's decision won.
-    ApprovalAck(ApprovalAck),
     Down {
         error: String,
         retry_in: Duration,

@@ -85,7 +85,11 @@ pub(super) fn dialog(
             None,
         );
     }
-    let shown_from = buttons.len() - buttons_h;
+    // Rows that do not fit: those away from the cursor's button go (the focus stays in view).
+    let focus = button_row(decision);
+    let shown_from = focus
+        .saturating_sub(buttons_h.saturating_sub(1))
+        .min(buttons.len() - buttons_h);
     frame.render_widget(
         Paragraph::new(buttons.into_iter().skip(shown_from).collect::<Vec<_>>()),
         buttons_rect,
@@ -231,6 +235,11 @@ fn buttons(d: &Decision, width: usize) -> (Vec<Line<'static>>, Option<(usize, us
         }
     }
     (rows, cursor)
+}
+
+/// The row of the button under the cursor (the reason rows follow Deny, the last button).
+fn button_row(d: &Decision) -> usize {
+    d.cursor
 }
 
 fn hints(d: &Decision, scrolls: bool) -> String {

@@ -22,10 +22,17 @@ pub(super) fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socke
         .borders(Borders::ALL)
         .border_type(BorderType::Rounded)
         .border_style(Style::new().fg(DIM))
-        .title(if app.filter.is_empty() {
-            " Pending questions ".to_owned()
-        } else {
-            format!(" Pending questions · {} ", app.filter)
+        .title({
+            let what = if app.entries.iter().any(|e| e.is_approval()) {
+                "Pending questions and approvals"
+            } else {
+                "Pending questions"
+            };
+            if app.filter.is_empty() {
+                format!(" {what} ")
+            } else {
+                format!(" {what} · {} ", app.filter)
+            }
         });
     let width = area.width.saturating_sub(4) as usize;
     let mut lines: Vec<Line> = Vec::new();

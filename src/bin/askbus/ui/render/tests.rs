@@ -293,7 +293,7 @@ fn app_with_approval(frame: serde_json::Value) -> App {
     let now = Instant::now();
     app.on_bus(BusUpdate::Connected { pending: 0 }, now);
     let a: askbusd::protocol::UiApproval = serde_json::from_value(frame).unwrap();
-    app.on_bus(BusUpdate::Approval(a), now);
+    app.on_bus(BusUpdate::Event(UiEvent::Approval(Box::new(a))), now);
     app
 }
 
@@ -362,4 +362,31 @@ fn hints_say_less_before_they_are_cut() {
     assert_eq!(fit_hints(h, 80), h);
     assert_eq!(fit_hints(h, 36), "Enter select · ↑/↓ move · Esc cancel");
     assert!(fit_hints(h, 20).ends_with('…'));
+}
+
+#[test]
+fn an_approval_at_40_columns_keeps_the_command_and_every_button() {
+    let exec = json!({"type": "exec", "title": "Confirm Shell Command",
+        "command": "rm -rf build && cargo build", "rootCommand": "rm, cargo",
+        "rootCommands": ["rm", "cargo"]});
+    let app = app_with_approval(approval_frame(
+        exec,
+        json!(["proceed_once", "proceed_always", "cancel"]),
+    ));
+    for (w, h) in [(40, 16), (100, 30)] {
+        let screen = text(&app, w, h);
+        for part in [
+            "$ rm -rf build && cargo build",
+            "1. Allow once",
+            "2. Allow always",
+            "3. Deny",
+            "Esc",
+            "1 ",
+        ] {
+            assert!(screen.contains(part), "{part:?} at {w}×{h}\n{screen}");
+        }
+    }
+    // So tiny that the buttons take every row: they still show, the details give way.
+    let tiny = text(&app, 40, 8);
+    assert!(tiny.contains("1. Allow once"), "{tiny}");
 }
