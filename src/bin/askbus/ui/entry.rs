@@ -97,10 +97,10 @@ impl Entry {
 
     /// "client (pid N)" (federated: "client (pid N on NODE)"), as the person is told who asked.
     pub fn who(&self) -> String {
-        // Approvals stay on the node they were asked on: only questions carry one.
+        // Federated: the node it was asked on.
         let node = match &self.ask {
             Ask::Question { request, .. } => request.node.as_deref(),
-            Ask::Approval { .. } => None,
+            Ask::Approval { request, .. } => request.node.as_deref(),
         };
         who(self.producer(), node)
     }
