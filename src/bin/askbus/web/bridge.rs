@@ -27,7 +27,7 @@ use tokio::sync::watch;
 use tokio::time::{interval, MissedTickBehavior};
 
 use askbusd::client::{UiAnswerer, UiEvent, UiSubscription, Update};
-use askbusd::protocol::{parse_inbound, ErrorFrame, Inbound, ServerFrame};
+use askbusd::protocol::{parse_inbound, ApprovalWithdrawn, ErrorFrame, Inbound, ServerFrame};
 
 /// Pings keep idle connections open through proxies (nginx drops them after 60 s by default)
 /// and reveal a vanished phone.
@@ -179,6 +179,15 @@ fn ui_frame(event: UiEvent) -> ServerFrame {
             outcome,
         },
         UiEvent::Error(e) => ServerFrame::Error(e),
+        UiEvent::Approval(a) => ServerFrame::ToolConfirmationRequest(*a),
+        UiEvent::ApprovalWithdrawn {
+            correlation_id,
+            reason,
+        } => ServerFrame::ToolConfirmationWithdrawn(ApprovalWithdrawn {
+            correlation_id,
+            reason,
+        }),
+        UiEvent::ApprovalAck(a) => ServerFrame::ToolConfirmationAck(a),
     }
 }
 
