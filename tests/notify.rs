@@ -320,6 +320,53 @@ fn a_click_answers_and_the_notification_says_so() {
 }
 
 #[test]
+fn an_approval_is_allowed_or_denied_in_one_click() {
+    let d = Daemon::start();
+    common::rt().block_on(async {
+        let mut bus = Bus::start().await;
+        let _n = Notifier::start(&d, &bus, &[]);
+        let mut p = d.connect().await;
+        for (id, key, confirmed, outcome) in [
+            ("ap1", "a0", true, "proceed_once"),
+            ("ap2", "a1", false, "cancel"),
+        ] {
+            p.send(
+                json!({"type": "tool-confirmation-request", "correlationId": id,
+                "toolCall": {"name": "run_shell_command", "args": {"command": "rm -rf build"}},
+                "details": {"type": "exec", "title": "Confirm Shell Command",
+                    "command": "rm -rf build", "rootCommand": "rm", "rootCommands": ["rm"]},
+                "context": {"agent": "claude-code/2.0"}}),
+            )
+            .await;
+            let (nid, summary, body, actions) = bus.next_new().await;
+            assert_eq!(summary, "claude-code/2.0 · Confirm Shell Command");
+            assert_eq!(body, "rm -rf build");
+            assert_eq!(
+                actions,
+                ["a0", "Allow", "a1", "Deny", "open", "Open", "default", "Open"]
+            );
+            bus.click(nid, key).await;
+            let r = loop {
+                let f = p.recv().await;
+                if f["type"] == "tool-confirmation-response" && f["correlationId"] == id {
+                    break f;
+                }
+            };
+            assert_eq!(r["confirmed"], confirmed, "{r}");
+            assert_eq!(r["outcome"], outcome, "{r}");
+            assert_eq!(r["reason"], "answered", "{r}");
+            loop {
+                if let Call::Notify { replaces, body, .. } = bus.call().await {
+                    assert_eq!(replaces, nid);
+                    assert_eq!(body, "Decided from this notification.");
+                    break;
+                }
+            }
+        }
+    });
+}
+
+#[test]
 fn answered_elsewhere_withdrawn_or_timed_out_closes_it() {
     let d = Daemon::start();
     common::rt().block_on(async {

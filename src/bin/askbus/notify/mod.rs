@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use askbusd::client::{ClientError, UiAnswerer, UiEvent, UiSubscription, Update};
-use askbusd::protocol::{Code, ErrorCode, SubscribeFilter, UiRequest};
+use askbusd::protocol::{Code, Decision, ErrorCode, SubscribeFilter};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -375,9 +375,14 @@ impl Notifier {
 
     async fn event(&mut self, event: UiEvent) {
         match event {
-            UiEvent::Request(r) => self.arrived(Waiting::from_question(&r), &r).await,
-            UiEvent::Withdrawn { correlation_id, .. } => self.ended(&correlation_id).await,
+            UiEvent::Request(r) => self.arrived(Waiting::from_question(&r)).await,
+            UiEvent::Approval(a) => self.arrived(Waiting::from_approval(&a)).await,
+            UiEvent::Withdrawn { correlation_id, .. }
+            | UiEvent::ApprovalWithdrawn { correlation_id, .. } => {
+                self.ended(&correlation_id).await
+            }
             UiEvent::Ack { correlation_id, .. } => self.answered_here(&correlation_id).await,
+            UiEvent::ApprovalAck(a) => self.answered_here(&a.correlation_id).await,
             UiEvent::Error(e) => {
                 let Some(id) = e.correlation_id.as_deref() else {
                     eprintln!(
@@ -404,7 +409,7 @@ impl Notifier {
         }
     }
 
-    async fn arrived(&mut self, w: Waiting, _frame: &UiRequest) {
+    async fn arrived(&mut self, w: Waiting) {
         self.replay_left = self.replay_left.saturating_sub(1);
         let generation = self.generation;
         if let Some(e) = self.entries.get_mut(&w.id) {
@@ -567,7 +572,7 @@ impl Notifier {
         entry.clicked = Some(nid);
         let sent = match &c.answer {
             Answer::Question(answers) => answerer.answer(id, answers).await,
-            Answer::Approval(outcome) => answer_approval(&answerer, id, *outcome).await,
+            Answer::Approval(outcome) => answerer.decide(id, &Decision::allow(*outcome)).await,
         };
         if let Err(e) = sent {
             if let Some(entry) = self.entries.get_mut(id) {
@@ -882,16 +887,6 @@ fn open_actions() -> Vec<(String, String)> {
         ("open".into(), "Open".into()),
         ("default".into(), "Open".into()),
     ]
-}
-
-async fn answer_approval(
-    _answerer: &UiAnswerer,
-    _id: &str,
-    _outcome: askbusd::protocol::ToolOutcome,
-) -> Result<(), ClientError> {
-    Err(ClientError::Protocol(
-        "this askbus cannot answer approvals yet".into(),
-    ))
 }
 
 async fn sleep_until(at: Option<Instant>) {

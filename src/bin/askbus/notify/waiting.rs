@@ -2,8 +2,6 @@
 //! once from the request frame (question or approval), so the notifier keeps a few short
 //! strings per pending request rather than the frame. Owns the privacy rules too: what a
 //! redacted push may say, and that no answer text is ever put into a notification.
-// Approvals reach the notifier once the client's subscriber API for them is in.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 
