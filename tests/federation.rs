@@ -3,6 +3,7 @@
 //! the reason its origin decided.
 
 mod common;
+mod pty;
 
 use std::time::Duration;
 
@@ -670,5 +671,245 @@ fn askbus_answer_on_b_answers_a_question_asked_on_a() {
         let r = producer.recv_type("ask-user-response").await;
         assert_eq!(r["answers"]["0"], "PostgreSQL");
         assert_eq!(r["reason"], "answered");
+    });
+}
+
+/// `askbus web` on a node: its link's token, and one WebSocket (a tab) speaking the page's
+/// protocol: the daemon's UI frames as JSON text messages, answers sent the same way.
+mod web {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+    use std::process::{Child, Command, Stdio};
+
+    use serde_json::Value;
+
+    pub struct Web {
+        child: Child,
+        pub port: u16,
+        pub token: String,
+    }
+
+    impl Web {
+        pub fn start(socket: &std::path::Path) -> Web {
+            let mut child = Command::new(super::common::cli_bin())
+                .arg("--socket")
+                .arg(socket)
+                .args(["web", "--listen", "127.0.0.1:0"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn askbus web");
+            let out = BufReader::new(child.stdout.take().expect("stdout"));
+            for line in out.lines() {
+                let line = line.expect("read stdout");
+                if let Some(link) = line.trim().strip_prefix("http://127.0.0.1:") {
+                    let (port, rest) = link.split_once('/').expect("a path");
+                    let token = rest.strip_prefix("?token=").expect("a token");
+                    return Web {
+                        port: port.parse().expect("a port"),
+                        token: token.to_owned(),
+                        child,
+                    };
+                }
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("askbus web printed no link");
+        }
+
+        /// Opens a tab's WebSocket, signed in with the link's token.
+        pub fn tab(&self) -> Tab {
+            let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+            s.set_read_timeout(Some(super::common::RECV_TIMEOUT))
+                .unwrap();
+            let req = format!(
+                "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nOrigin: http://127.0.0.1:{p}\r\n\
+                 Cookie: askbus-web-{p}={t}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                 Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+                p = self.port,
+                t = self.token
+            );
+            s.write_all(req.as_bytes()).unwrap();
+            let mut head = Vec::new();
+            let mut b = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                s.read_exact(&mut b).expect("the handshake's reply");
+                head.push(b[0]);
+            }
+            let head = String::from_utf8_lossy(&head);
+            assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+            Tab { s }
+        }
+    }
+
+    impl Drop for Web {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    pub struct Tab {
+        s: TcpStream,
+    }
+
+    impl Tab {
+        /// The next text message, as JSON (pings are skipped; the server never masks).
+        pub fn recv(&mut self) -> Value {
+            loop {
+                let mut h = [0u8; 2];
+                self.s
+                    .read_exact(&mut h)
+                    .expect("a WebSocket frame in time");
+                let len = match h[1] & 0x7f {
+                    126 => {
+                        let mut l = [0u8; 2];
+                        self.s.read_exact(&mut l).unwrap();
+                        u16::from_be_bytes(l) as usize
+                    }
+                    127 => {
+                        let mut l = [0u8; 8];
+                        self.s.read_exact(&mut l).unwrap();
+                        u64::from_be_bytes(l) as usize
+                    }
+                    n => n as usize,
+                };
+                let mut payload = vec![0u8; len];
+                self.s.read_exact(&mut payload).unwrap();
+                match h[0] & 0x0f {
+                    1 => return serde_json::from_slice(&payload).expect("JSON text"),
+                    8 => panic!("the tab was closed: {payload:?}"),
+                    _ => {}
+                }
+            }
+        }
+
+        pub fn recv_type(&mut self, t: &str) -> Value {
+            loop {
+                let f = self.recv();
+                if f["type"] == t {
+                    return f;
+                }
+                assert!(
+                    !matches!(f["type"].as_str(), Some("error")),
+                    "wanted {t}, got {f}"
+                );
+            }
+        }
+
+        /// Sends a text message (masked, as a browser's are).
+        pub fn send(&mut self, v: &Value) {
+            let payload = v.to_string().into_bytes();
+            let mut frame = vec![0x81u8];
+            match payload.len() {
+                n @ 0..=125 => frame.push(0x80 | n as u8),
+                n @ 126..=65535 => {
+                    frame.push(0x80 | 126);
+                    frame.extend_from_slice(&(n as u16).to_be_bytes());
+                }
+                n => {
+                    frame.push(0x80 | 127);
+                    frame.extend_from_slice(&(n as u64).to_be_bytes());
+                }
+            }
+            let mask = [0x12u8, 0x34, 0x56, 0x78];
+            frame.extend_from_slice(&mask);
+            frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+            self.s.write_all(&frame).unwrap();
+        }
+    }
+}
+
+#[test]
+fn askbus_web_on_b_answers_a_question_asked_on_a() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let mut producer = a.connect().await;
+        producer
+            .send(json!({"type": "hello", "protocol": 1, "client": "agent/1"}))
+            .await;
+        producer.recv_type("welcome").await;
+        producer.send(choice_request("web-1")).await;
+        producer.ping().await;
+        wait_remote_pending(&b, 1).await;
+        let socket = b.socket.clone();
+        // The tab blocks on its socket: it runs off the runtime that serves the producer.
+        let tab = tokio::task::spawn_blocking(move || {
+            let web = web::Web::start(&socket);
+            let mut tab = web.tab();
+            let shown = tab.recv_type("ask-user-request");
+            assert_eq!(shown["correlationId"], "web-1", "{shown}");
+            assert_eq!(shown["node"], "A", "{shown}");
+            assert_eq!(shown["producer"]["client"], "agent/1", "{shown}");
+            tab.send(&answer("web-1", json!({"0": "PostgreSQL"})));
+            let ack = tab.recv_type("ask-user-ack");
+            assert_eq!(ack["correlationId"], "web-1");
+            assert_eq!(ack["outcome"], "answered");
+            // A second answer: not-pending, from the origin, as a local UI is told.
+            tab.send(&answer("web-1", json!({"0": "SQLite"})));
+            let f = tab.recv();
+            assert_eq!(
+                (f["type"].clone(), f["code"].clone()),
+                (json!("error"), json!("not-pending")),
+                "{f}"
+            );
+        });
+        let r = producer.recv_type("ask-user-response").await;
+        assert_eq!(r["correlationId"], "web-1");
+        assert_eq!(r["answers"]["0"], "PostgreSQL");
+        assert_eq!(r["reason"], "answered");
+        tab.await.expect("the tab's side");
+        producer.expect_silence(Duration::from_millis(200)).await;
+        let rec = a.wait_telemetry(1);
+        assert_eq!(rec[0]["ui"]["node"], "B", "{}", rec[0]);
+        assert!(
+            rec[0]["ui"]["client"]
+                .as_str()
+                .unwrap()
+                .starts_with("askbus-web/"),
+            "{}",
+            rec[0]
+        );
+    });
+}
+
+#[test]
+fn askbus_ui_on_b_answers_a_question_asked_on_a() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let ui = pty::Pty::askbus(&["ui", "--socket", b.socket.to_str().unwrap()]);
+        ui.wait_for("● connected").await;
+        let mut producer = a.connect().await;
+        producer
+            .send(json!({"type": "hello", "protocol": 1, "client": "agent/1"}))
+            .await;
+        producer.recv_type("welcome").await;
+        producer.send(choice_request("tty-1")).await;
+        let screen = ui.wait_for("Which database?").await;
+        assert!(screen.contains("agent/1 (pid "), "{screen}");
+        assert!(
+            screen.contains(" on A)"),
+            "the origin node is shown:\n{screen}"
+        );
+        let mut ui = ui;
+        ui.keys(pty::DOWN);
+        ui.wait_for("● 2. PostgreSQL").await;
+        ui.keys(pty::ENTER);
+        let r = producer.recv_type("ask-user-response").await;
+        assert_eq!(r["correlationId"], "tty-1");
+        assert_eq!(r["answers"]["0"], "PostgreSQL");
+        ui.wait_for("✓ Answer delivered to agent/1").await;
+        ui.wait_for("No questions pending.").await;
     });
 }

@@ -38,7 +38,7 @@ impl Entry {
         &self.request.correlation_id
     }
 
-    /// "client (pid N)", as the person is told who asked.
+    /// "client (pid N)" (federated: "client (pid N on NODE)"), as the person is told who asked.
     pub fn who(&self) -> String {
         who(&self.request)
     }
@@ -65,9 +65,13 @@ impl Entry {
 pub fn who(r: &UiRequest) -> String {
     // The client name is the producer's to choose: shown, never obeyed.
     let name = crate::term::sanitize(r.producer.client.as_deref().unwrap_or("unnamed agent"));
-    match r.producer.pid {
-        Some(pid) => format!("{name} (pid {pid})"),
-        None => name.into_owned(),
+    // Federated: the node it was asked on, since a pid alone names no machine.
+    let node = r.node.as_deref().map(crate::term::sanitize);
+    match (r.producer.pid, node) {
+        (Some(pid), Some(node)) => format!("{name} (pid {pid} on {node})"),
+        (Some(pid), None) => format!("{name} (pid {pid})"),
+        (None, Some(node)) => format!("{name} (on {node})"),
+        (None, None) => name.into_owned(),
     }
 }
 

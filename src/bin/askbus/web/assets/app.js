@@ -231,6 +231,7 @@ function onRequest(f, kind) {
     questions,
     approval: kind === 'approval' ? f : null,
     producer: f.producer || {},
+    node: typeof f.node === 'string' ? f.node : null,
     context,
     deadline,
     states: questions.map(A.initialState),
@@ -475,6 +476,8 @@ function renderFrom(r) {
     el('span', { class: 'agent', text: agentName(r) }),
     c.project ? el('span', { class: 'chip project', title: 'Project', text: c.project }) : null,
     el('span', { class: 'pid', text: `pid ${r.producer.pid ?? '?'}` }),
+    // Federated: the node it was asked on (a pid alone names no machine).
+    r.node ? el('span', { class: 'node', text: `on ${r.node}` }) : null,
     countdown(r),
   ]);
   const more = [
