@@ -272,7 +272,7 @@ async fn websocket(
     let filter = bridge::filter(q.project, q.agent, q.session);
     // An answer never needs more than the daemon accepts in one frame.
     ws.max_message_size(askbusd::protocol::DEFAULT_MAX_FRAME_BYTES)
-        .on_upgrade(move |socket| async move {
-            bridge::tab(socket, &app.bridge, peer, filter).await
-        })
+        .on_upgrade(
+            move |socket| async move { bridge::tab(socket, &app.bridge, peer, filter).await },
+        )
 }
