@@ -333,12 +333,12 @@ impl Hub {
                     // waiting for an ack (shares and ends are resent by the resync).
                     if let Some(FedOut::Forward(f)) = refused {
                         let err = crate::federation::link::unreachable(
-                            &f.response.correlation_id,
+                            f.response.correlation_id(),
                             "this node's federation queue is full",
                         );
                         inner.broker.forwarded(
                             f.ui,
-                            &f.response.correlation_id,
+                            f.response.correlation_id(),
                             Err(err),
                             &mut inner.fx,
                         );

@@ -355,6 +355,9 @@ fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_
             ui_a.recv_type("ask-user-request").await;
             ui_b.recv_type("ask-user-request").await;
         }
+        producer.send(approval("ap-x", json!({}))).await;
+        ui_a.recv_type("tool-confirmation-request").await;
+        ui_b.recv_type("tool-confirmation-request").await;
         nats.kill();
         // Wait for B to notice.
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -382,6 +385,12 @@ fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_
         );
         producer.send(choice_request("p-4")).await;
         ui_a.recv_type("ask-user-request").await;
+        // An approval's decision, too, is refused while the origin cannot be reached: never
+        // an approval on failure, and the producer hears nothing.
+        ui_b.send(decide("ap-x", "proceed_once")).await;
+        let err = ui_b.recv_error("origin-unreachable").await;
+        assert_eq!(err["correlationId"], "ap-x");
+        producer.expect_silence(Duration::from_millis(100)).await;
 
         nats.restart();
         wait_sees(&a, &["B"]).await;
@@ -403,7 +412,7 @@ fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_
                 ("ask-user-withdrawn".to_owned(), "p-2".to_owned())
             ]
         );
-        wait_remote_pending(&b, 3).await;
+        wait_remote_pending(&b, 4).await;
         // Every pending question is answerable from B, once.
         for id in ["p-1", "p-3", "p-4"] {
             ui_b.send(answer(id, json!({"0": "PostgreSQL"}))).await;
@@ -415,6 +424,18 @@ fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_
                 id
             );
         }
+        // The approval, decided on B now, is approved once.
+        ui_b.send(decide("ap-x", "proceed_once")).await;
+        assert_eq!(
+            ui_b.recv_type("tool-confirmation-ack").await["confirmed"],
+            true
+        );
+        let r = producer.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["confirmed"].clone()),
+            (json!("ap-x"), json!(true))
+        );
+        ui_a.recv_type("tool-confirmation-withdrawn").await;
         producer.expect_silence(Duration::from_millis(300)).await;
         assert!(fed_stats(&b).await["reconnects"].as_u64().unwrap() >= 1);
     });
@@ -911,5 +932,136 @@ fn askbus_ui_on_b_answers_a_question_asked_on_a() {
         assert_eq!(r["answers"]["0"], "PostgreSQL");
         ui.wait_for("✓ Answer delivered to agent/1").await;
         ui.wait_for("No questions pending.").await;
+    });
+}
+
+/// The golden approval (`client/tool-confirmation-request.json`) under another id, with
+/// `context` and any extra fields.
+fn approval(id: &str, extra: Value) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("proto/examples/client/tool-confirmation-request.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["correlationId"] = json!(id);
+    v["context"] = json!({"project": "askbus", "agent": "gemini-cli/0.61.0"});
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v
+}
+
+fn decide(id: &str, outcome: &str) -> Value {
+    json!({"type": "tool-confirmation-response", "correlationId": id,
+           "confirmed": outcome != "cancel", "outcome": outcome})
+}
+
+#[test]
+fn approvals_federate_like_questions_and_the_origin_alone_decides() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let (a, b, c) = three(&nats, "").await;
+        let (mut ui_a, _) = a.ui().await;
+        let (mut ui_b, _) = b.ui().await;
+        let (mut ui_c, _) = c.ui().await;
+        let mut producer = a.connect().await;
+        producer
+            .send(json!({"type": "hello", "protocol": 1, "client": "gemini-cli/0.61.0"}))
+            .await;
+        producer.recv_type("welcome").await;
+
+        // The reference: decided by a UI on A.
+        producer.send(approval("ap-local", json!({}))).await;
+        let shown_a = ui_a.recv_type("tool-confirmation-request").await;
+        assert_eq!(shown_a["node"], "A", "{shown_a}");
+        for ui in [&mut ui_b, &mut ui_c] {
+            ui.recv_type("tool-confirmation-request").await;
+        }
+        ui_a.send(decide("ap-local", "proceed_once")).await;
+        let local_ack = ui_a.recv_type("tool-confirmation-ack").await;
+        let local = producer.recv_type("tool-confirmation-response").await;
+        for ui in [&mut ui_b, &mut ui_c] {
+            let w = ui.recv_type("tool-confirmation-withdrawn").await;
+            assert_eq!(w["reason"], "answered", "{w}");
+            assert_eq!(w["answeredBy"]["node"], "A", "{w}");
+        }
+
+        // Asked on A, decided on B: shown everywhere with its node, tool call and context.
+        producer.send(approval("ap-1", json!({}))).await;
+        ui_a.recv_type("tool-confirmation-request").await;
+        let on_b = ui_b.recv_type("tool-confirmation-request").await;
+        let on_c = ui_c.recv_type("tool-confirmation-request").await;
+        for shown in [&on_b, &on_c] {
+            assert_eq!(shown["node"], "A", "{shown}");
+            assert_eq!(shown["correlationId"], "ap-1");
+            for field in ["toolCall", "details", "outcomes", "context"] {
+                assert_eq!(shown[field], shown_a[field], "{field}: {shown}");
+            }
+            assert_eq!(shown["producer"]["client"], "gemini-cli/0.61.0");
+        }
+        // A question's answer to an approval, and an outcome it does not offer, are refused
+        // by the origin as a local UI's would be; the approval stays pending.
+        ui_c.send(answer("ap-1", json!({"0": "x"}))).await;
+        let wrong = ui_c.recv_type("error").await;
+        assert_eq!(wrong["correlationId"], "ap-1", "{wrong}");
+        ui_b.send(decide("ap-1", "proceed_always_server")).await;
+        let refused = ui_b.recv_type("error").await;
+        assert_eq!(refused["correlationId"], "ap-1", "{refused}");
+        assert!(
+            refused["message"].as_str().unwrap().contains("proceed_always_server"),
+            "{refused}"
+        );
+        ui_b.send(decide("ap-1", "proceed_once")).await;
+        let ack = ui_b.recv_type("tool-confirmation-ack").await;
+        assert_eq!(without_id(&ack), without_id(&local_ack), "{ack}");
+        let remote = producer.recv_type("tool-confirmation-response").await;
+        assert_eq!(without_id(&remote), without_id(&local), "a remote decision reads as a local one");
+        assert_eq!(remote["confirmed"], true);
+        for ui in [&mut ui_a, &mut ui_c] {
+            let w = ui.recv_type("tool-confirmation-withdrawn").await;
+            assert_eq!(w["correlationId"], "ap-1");
+            assert_eq!(w["reason"], "answered", "{w}");
+            assert_eq!(w["node"], "A", "{w}");
+            assert_eq!(w["answeredBy"]["node"], "B", "{w}");
+        }
+        ui_c.send(decide("ap-1", "cancel")).await;
+        ui_c.recv_error("not-pending").await;
+        let records = a.wait_telemetry(2);
+        let rec = records.iter().find(|r| r["correlationId"] == "ap-1").expect("record");
+        assert_eq!(rec["ui"]["node"], "B", "{rec}");
+
+        // Dismissed on C: never an approval.
+        producer.send(approval("ap-2", json!({}))).await;
+        for ui in [&mut ui_a, &mut ui_b, &mut ui_c] {
+            ui.recv_type("tool-confirmation-request").await;
+        }
+        ui_c.send(json!({"type": "tool-confirmation-response", "correlationId": "ap-2", "dismissed": true}))
+            .await;
+        let ack = ui_c.recv_type("tool-confirmation-ack").await;
+        assert_eq!((ack["reason"].clone(), ack["confirmed"].clone()), (json!("dismissed"), json!(false)));
+        let r = producer.recv_type("tool-confirmation-response").await;
+        assert_eq!((r["reason"].clone(), r["confirmed"].clone(), r["outcome"].clone()),
+            (json!("dismissed"), json!(false), json!("cancel")), "{r}");
+        ui_a.recv_type("tool-confirmation-withdrawn").await;
+        ui_b.recv_type("tool-confirmation-withdrawn").await;
+
+        // A timeout and a cancel on A withdraw everywhere with the same reason, unconfirmed.
+        producer.send(approval("ap-t", json!({"timeoutMs": 300}))).await;
+        producer.send(approval("ap-c", json!({}))).await;
+        for ui in [&mut ui_b, &mut ui_c] {
+            ui.recv_type("tool-confirmation-request").await;
+            ui.recv_type("tool-confirmation-request").await;
+        }
+        let r = producer.recv_type("tool-confirmation-response").await;
+        assert_eq!((r["correlationId"].clone(), r["reason"].clone(), r["confirmed"].clone()),
+            (json!("ap-t"), json!("timeout"), json!(false)), "{r}");
+        producer.send(json!({"type": "tool-confirmation-cancel", "correlationId": "ap-c"})).await;
+        let r = producer.recv_type("tool-confirmation-response").await;
+        assert_eq!((r["reason"].clone(), r["confirmed"].clone()), (json!("withdrawn"), json!(false)));
+        for ui in [&mut ui_b, &mut ui_c] {
+            for (id, reason) in [("ap-t", "timeout"), ("ap-c", "withdrawn")] {
+                let w = ui.recv_type("tool-confirmation-withdrawn").await;
+                assert_eq!((w["correlationId"].clone(), w["reason"].clone()), (json!(id), json!(reason)), "{w}");
+            }
+        }
+        wait_remote_pending(&b, 0).await;
     });
 }

@@ -25,7 +25,10 @@ use tokio::time::{Duration, Instant};
 pub use effects::{Effects, Msg};
 pub use error::BrokerError;
 pub use peers::{PeerId, PeerInfo, Rights, RoleCounts};
-pub use remote::{FedOut, FedPolicy, Forward, RemoteQuestion, SharedEnd, SharedQuestion};
+pub use remote::{
+    Acked, Answer, FedOut, FedPolicy, Forward, RemoteQuestion, RemoteRequest, SharedEnd,
+    SharedQuestion,
+};
 pub use request::ValidRequest;
 pub use stats::{ApprovalStats, BrokerStats};
 
@@ -34,10 +37,9 @@ use pending::{Pending, PendingTable};
 
 use crate::approvals::{self, ApprovalBody, ValidApproval};
 use crate::protocol::{
-    encode, encode_fast, ApprovalAck, ApprovalResponse, AskUserResponse, BusEventKind, Decision,
-    End, FrameError, NoUiPolicy, Outcome, ProducerResponse, RequestContext, RequestKind,
-    ServerFrame, SubscribeFilter, TimeoutMs, ToolConfirmationResponse, ToolOutcome, UiInfo,
-    WithdrawReason,
+    encode, encode_fast, ApprovalResponse, AskUserResponse, BusEventKind, Decision, End,
+    FrameError, NoUiPolicy, Outcome, ProducerResponse, RequestContext, RequestKind, ServerFrame,
+    SubscribeFilter, TimeoutMs, ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
 };
 use crate::questions::{self, DaemonOutcome, QuestionMeta, ToolResult};
 
@@ -688,7 +690,8 @@ impl Broker {
         };
         if let Some(origin) = remote {
             // The origin decides; this UI learns the outcome from its reply.
-            return self.forward(peer, origin, resp, answered_by, fx);
+            let answer = remote::Answer::Question(resp);
+            return self.forward(peer, origin, answer, answered_by, fx);
         }
         let req = self.take(
             id,
@@ -888,28 +891,57 @@ impl Broker {
             fx.error(peer, err.into_frame_error(id));
             return;
         };
-        if let Decision::Decided { outcome, .. } = &resp.decision {
-            if !body.outcomes.contains(outcome) {
-                let err = BrokerError::OutcomeNotOffered {
-                    outcome: *outcome,
-                    offered: body.outcomes.clone(),
-                };
-                fx.error(peer, err.into_frame_error(id));
-                return;
-            }
+        if let Err(err) = self.offered(id, body, &resp) {
+            fx.error(peer, err);
+            return;
         }
         let answered_by = UiInfo {
             client: ui.info.client.clone(),
             pid: ui.info.pid,
             node: self.fed.as_ref().map(|f| f.node.to_string()),
         };
-        let req = self.take(
-            id,
-            WithdrawReason::Answered,
-            Some(peer),
-            Some(&answered_by),
-            fx,
-        );
+        if let Some(origin) = req.origin.clone() {
+            // The origin decides; this UI learns the outcome from its reply. Until then the
+            // approval stays pending: a decision that never arrives approves nothing.
+            let answer = remote::Answer::Approval(resp);
+            return self.forward(peer, origin, answer, answered_by, fx);
+        }
+        let id = id.to_owned();
+        let acked = self.decided(&id, resp, answered_by, Some(peer), now, fx);
+        fx.frame(peer, acked.frame(&id));
+    }
+
+    /// Refuses a decision whose outcome the approval does not offer.
+    fn offered(
+        &self,
+        id: &str,
+        body: &ApprovalBody,
+        resp: &ToolConfirmationResponse,
+    ) -> Result<(), FrameError> {
+        if let Decision::Decided { outcome, .. } = &resp.decision {
+            if !body.outcomes.contains(outcome) {
+                let err = BrokerError::OutcomeNotOffered {
+                    outcome: *outcome,
+                    offered: body.outcomes.clone(),
+                };
+                return Err(err.into_frame_error(id));
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends a pending approval with a UI's checked decision (`winner`: the local UI that
+    /// made it, left out of the withdrawal); returns the ack that UI is owed.
+    fn decided(
+        &mut self,
+        id: &str,
+        resp: ToolConfirmationResponse,
+        answered_by: UiInfo,
+        winner: Option<PeerId>,
+        now: Instant,
+        fx: &mut Effects,
+    ) -> remote::Acked {
+        let req = self.take(id, WithdrawReason::Answered, winner, Some(&answered_by), fx);
         let (reason, outcome, message, payload) = match resp.decision {
             Decision::Dismissed => {
                 let message = approvals::daemon_message(Outcome::Dismissed, req.timeout_ms);
@@ -922,13 +954,6 @@ impl Broker {
             } => (Outcome::Answered, outcome, message, payload),
         };
         let confirmed = reason == Outcome::Answered && outcome.confirms();
-        let ack = ServerFrame::ToolConfirmationAck(ApprovalAck {
-            correlation_id: id.to_owned(),
-            reason,
-            confirmed,
-            outcome,
-        });
-        fx.frame(peer, encode(&ack));
         let latency = now - req.accepted_at;
         self.stats.record_latency(latency);
         self.stats.approvals.record_latency(latency);
@@ -941,6 +966,11 @@ impl Broker {
             payload,
         };
         self.finish_approval(req, response, Some(answered_by), now, fx);
+        remote::Acked::Approval {
+            reason,
+            confirmed,
+            outcome,
+        }
     }
 
     /// Ends a request nobody answered (timeout, no-ui, withdrawn, shutdown): for an approval

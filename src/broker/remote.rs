@@ -15,9 +15,11 @@ use super::pending::Pending;
 use super::{
     effects, Broker, BrokerError, Effects, Ending, PeerId, ValidRequest, MAX_RESULT_BYTES,
 };
+use crate::approvals::{ApprovalBody, ValidApproval};
 use crate::protocol::{
-    encode_fast, encode_with, json, AskUserResponse, BusEventKind, End, FrameError, Outcome,
-    ProducerInfo, RequestContext, UiInfo, UiRequestRef, WithdrawReason,
+    encode, encode_fast, encode_with, json, ApprovalAck, AskUserResponse, BusEventKind, End,
+    FrameError, Outcome, ProducerInfo, RequestContext, ServerFrame, ToolConfirmationResponse,
+    UiInfo, UiRequestRef, WithdrawReason,
 };
 use crate::questions;
 
@@ -53,6 +55,8 @@ pub struct SharedQuestion {
     pub timeout_ms: u64,
     /// Time left before its deadline.
     pub remaining: Duration,
+    /// `Some` for an approval (then `questions` is empty).
+    pub approval: Option<Box<ApprovalBody>>,
 }
 
 /// The end of a shared question.
@@ -66,12 +70,59 @@ pub struct SharedEnd {
     pub winner_peer: Option<PeerId>,
 }
 
+/// A UI's answer to a question or its decision on an approval.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    Question(AskUserResponse),
+    Approval(ToolConfirmationResponse),
+}
+
+impl Answer {
+    pub fn correlation_id(&self) -> &str {
+        match self {
+            Answer::Question(r) => &r.correlation_id,
+            Answer::Approval(r) => &r.correlation_id,
+        }
+    }
+}
+
+/// What the origin told the UI whose answer it took: `ask-user-ack` or
+/// `tool-confirmation-ack`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acked {
+    Question(Outcome),
+    Approval {
+        reason: Outcome,
+        confirmed: bool,
+        outcome: crate::protocol::ToolOutcome,
+    },
+}
+
+impl Acked {
+    /// The ack frame for the UI.
+    pub fn frame(&self, id: &str) -> Bytes {
+        match *self {
+            Acked::Question(outcome) => encode_fast::ack(id, outcome),
+            Acked::Approval {
+                reason,
+                confirmed,
+                outcome,
+            } => encode(&ServerFrame::ToolConfirmationAck(ApprovalAck {
+                correlation_id: id.to_owned(),
+                reason,
+                confirmed,
+                outcome,
+            })),
+        }
+    }
+}
+
 /// A local UI's answer to a remote question, to be sent to its origin.
 #[derive(Debug, Clone)]
 pub struct Forward {
     pub ui: PeerId,
     pub origin: Arc<str>,
-    pub response: AskUserResponse,
+    pub response: Answer,
     pub by: UiInfo,
 }
 
@@ -83,11 +134,18 @@ pub enum FedOut {
     Forward(Forward),
 }
 
+/// What another node asks: a question or an approval, validated as a local one would be.
+#[derive(Debug)]
+pub enum RemoteRequest {
+    Question(ValidRequest),
+    Approval(Box<ValidApproval>),
+}
+
 /// A question another node shares, read and validated off the broker's lock.
 #[derive(Debug)]
 pub struct RemoteQuestion {
     pub node: Arc<str>,
-    pub request: ValidRequest,
+    pub request: RemoteRequest,
     pub producer: ProducerInfo,
     /// Time left before its origin's deadline.
     pub remaining: Duration,
@@ -119,16 +177,19 @@ impl Broker {
 
     /// The `ask-user-request` a UI is sent: with `node` once federated.
     pub(super) fn ui_frame(&self, id: &str, req: &Pending, now: Instant) -> Bytes {
-        if req.approval.is_some() {
-            // Approvals stay on their own node: they carry no node and are never shared.
-            return req.encode_for_ui(id, now);
-        }
         let (node, now) = match (&req.origin, &self.fed) {
             // The UI is told the origin's time left, not the grace this node adds.
             (Some(origin), _) => (Some(&**origin), now + REMOTE_GRACE),
             (None, Some(f)) => (Some(&*f.node), now),
             (None, None) => return req.encode_for_ui(id, now),
         };
+        if let Some(body) = &req.approval {
+            let timeout_ms = req.deadline.saturating_duration_since(now).as_millis() as u64;
+            let mut frame =
+                body.ui_frame(id, timeout_ms, &req.producer_info, req.context.as_deref());
+            frame.node = node.map(str::to_owned);
+            return encode(&ServerFrame::ToolConfirmationRequest(frame));
+        }
         UiRequestRef {
             correlation_id: id,
             questions: &req.questions,
@@ -149,12 +210,16 @@ impl Broker {
         reason: WithdrawReason,
         answered_by: Option<&UiInfo>,
     ) -> Bytes {
-        let Some(f) = self.fed.as_ref().filter(|_| req.approval.is_none()) else {
+        let Some(f) = self.fed.as_ref() else {
             return req.encode_withdrawn(id, reason);
         };
         let node = req.origin.as_deref().unwrap_or(&f.node);
+        let kind: &[u8] = match req.approval {
+            Some(_) => br#"{"type":"tool-confirmation-withdrawn","correlationId":"#,
+            None => br#"{"type":"ask-user-withdrawn","correlationId":"#,
+        };
         encode_with(|out| {
-            out.extend_from_slice(br#"{"type":"ask-user-withdrawn","correlationId":"#);
+            out.extend_from_slice(kind);
             json::write_str(out, id);
             out.extend_from_slice(br#","reason":""#);
             out.extend_from_slice(reason.as_str().as_bytes());
@@ -173,7 +238,7 @@ impl Broker {
         let Some(f) = &self.fed else {
             return;
         };
-        if !f.share_uids.contains(&req.producer_info.uid) || req.approval.is_some() {
+        if !f.share_uids.contains(&req.producer_info.uid) {
             return;
         }
         req.shared = true;
@@ -184,6 +249,7 @@ impl Broker {
             context: req.context.clone(),
             timeout_ms: req.timeout_ms,
             remaining: Duration::from_millis(req.timeout_ms),
+            approval: req.approval.clone(),
         }));
     }
 
@@ -218,6 +284,7 @@ impl Broker {
                 context: req.context.clone(),
                 timeout_ms: req.timeout_ms,
                 remaining: req.deadline.saturating_duration_since(now),
+                approval: req.approval.clone(),
             })
             .collect()
     }
@@ -245,7 +312,19 @@ impl Broker {
         if !f.accept || (!f.accept_nodes.is_empty() && !f.accept_nodes.contains(&*q.node)) {
             return false;
         }
-        let id = q.request.correlation_id;
+        let (id, questions, meta, context, approval) = match q.request {
+            RemoteRequest::Question(r) => (r.correlation_id, r.questions, r.meta, r.context, None),
+            RemoteRequest::Approval(a) => {
+                let a = *a;
+                (
+                    a.correlation_id,
+                    Box::from(""),
+                    Vec::new(),
+                    a.context,
+                    Some(Box::new(a.body)),
+                )
+            }
+        };
         if let Some(existing) = self.pending.get(id.as_str()) {
             // The same question again (a republish after a reconnect) is already shown; a
             // different node's question with a pending id cannot be told apart, so it is not.
@@ -260,13 +339,13 @@ impl Broker {
             seq,
             producer: REMOTE,
             producer_info: producer,
-            questions: q.request.questions,
-            meta: q.request.meta,
-            approval: None,
+            questions,
+            meta,
+            approval,
             accepted_at: now,
             deadline: now + q.remaining + REMOTE_GRACE,
             timeout_ms,
-            context: q.request.context.map(Box::new),
+            context: context.map(Box::new),
             origin: Some(q.node),
             shared: false,
         };
@@ -363,7 +442,7 @@ impl Broker {
         &mut self,
         ui: PeerId,
         origin: Arc<str>,
-        response: AskUserResponse,
+        response: Answer,
         by: UiInfo,
         fx: &mut Effects,
     ) {
@@ -380,14 +459,14 @@ impl Broker {
         &mut self,
         ui: PeerId,
         id: &str,
-        decision: Result<Outcome, FrameError>,
+        decision: Result<Acked, FrameError>,
         fx: &mut Effects,
     ) {
         if !self.peers.contains_key(&ui) {
             return;
         }
         match decision {
-            Ok(outcome) => fx.frame(ui, encode_fast::ack(id, outcome)),
+            Ok(acked) => fx.frame(ui, acked.frame(id)),
             Err(err) => fx.error(ui, err),
         }
     }
@@ -397,16 +476,41 @@ impl Broker {
     /// value, sent back as the reply.
     pub fn respond_remote(
         &mut self,
-        resp: AskUserResponse,
+        answer: Answer,
         by: UiInfo,
         by_peer: Option<PeerId>,
         now: Instant,
         fx: &mut Effects,
-    ) -> Result<Outcome, FrameError> {
-        let id = resp.correlation_id.clone();
+    ) -> Result<Acked, FrameError> {
+        let id = answer.correlation_id().to_owned();
         let Some(req) = self.pending.get(id.as_str()).filter(|r| r.shared) else {
             // Not pending, or not one this node shares: nothing about it leaks.
             return Err(BrokerError::NotPending(id.clone()).into_frame_error(&id));
+        };
+        let resp = match (answer, &req.approval) {
+            (Answer::Question(resp), None) => resp,
+            (Answer::Approval(resp), Some(body)) => {
+                self.offered(&id, body, &resp)?;
+                let acked = self.decided(&id, resp, by, None, now, fx);
+                self.mark_winner(&id, by_peer, fx);
+                return Ok(acked);
+            }
+            (Answer::Question(_), Some(_)) => {
+                let kind = super::RequestKind::Approval;
+                return Err(BrokerError::WrongKind {
+                    id: id.clone(),
+                    kind,
+                }
+                .into_frame_error(&id));
+            }
+            (Answer::Approval(_), None) => {
+                let kind = super::RequestKind::Question;
+                return Err(BrokerError::WrongKind {
+                    id: id.clone(),
+                    kind,
+                }
+                .into_frame_error(&id));
+            }
         };
         let count = req.meta.len();
         if !resp.cancelled {
@@ -442,6 +546,12 @@ impl Broker {
         let outcome = ending.outcome;
         self.stats.record_latency(now - req.accepted_at);
         self.finish(&id, req, ending, now, fx);
+        self.mark_winner(&id, by_peer, fx);
+        Ok(Acked::Question(outcome))
+    }
+
+    /// The end just queued for `id` names the winning UI's connection on its node.
+    fn mark_winner(&self, id: &str, by_peer: Option<PeerId>, fx: &mut Effects) {
         for out in fx.federation.iter_mut().rev() {
             if let FedOut::Ended(end) = out {
                 if *end.id == *id {
@@ -450,6 +560,5 @@ impl Broker {
                 }
             }
         }
-        Ok(outcome)
     }
 }

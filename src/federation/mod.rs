@@ -26,9 +26,9 @@ pub use config::{FederationConfig, FederationError, ShareUsers};
 pub use link::{unreachable, FedLink, FedStatus};
 use wire::{AnswerReply, Entry, NodeBeat};
 
-use crate::broker::{FedOut, Forward, RemoteQuestion, SharedEnd, SharedQuestion};
+use crate::broker::{Acked, FedOut, Forward, RemoteQuestion, SharedEnd, SharedQuestion};
 use crate::hub::Hub;
-use crate::protocol::{ErrorCode, FrameError, Outcome, WithdrawReason};
+use crate::protocol::{ErrorCode, FrameError, WithdrawReason};
 
 /// Effects the broker may queue for this task before it resyncs instead.
 const QUEUE: usize = 8192;
@@ -418,7 +418,7 @@ impl Task {
                 }
             }
             FedOut::Forward(f) => {
-                let id = f.response.correlation_id.clone();
+                let id = f.response.correlation_id().to_owned();
                 if !online {
                     self.status.forward_errors.fetch_add(1, Ordering::Relaxed);
                     let err = unreachable(&id, "this node is not connected to NATS");
@@ -441,7 +441,7 @@ impl Task {
         f: Forward,
         mut perm: broadcast::Receiver<String>,
     ) {
-        let id = f.response.correlation_id.clone();
+        let id = f.response.correlation_id().to_owned();
         let subject = self.answer_subject(&f.origin);
         let body = wire::answer_request(&f.response, &f.by, f.ui);
         let request = async_nats::Request::new()
@@ -563,6 +563,7 @@ impl Task {
         let Entry::Question {
             id,
             questions,
+            approval,
             context,
             producer,
             deadline_ms,
@@ -574,7 +575,7 @@ impl Task {
         if deadline_ms <= now_ms {
             return;
         }
-        let request = match wire::valid_request(&id, &questions, context.as_deref()) {
+        let request = match wire::valid_request(&id, &questions, approval, context.as_deref()) {
             Ok(r) => r,
             Err(msg) => {
                 tracing::warn!(node, id, error = %msg, "federation: a remote question failed validation; not shown");
@@ -702,9 +703,17 @@ async fn publish(
 }
 
 /// The answer a remote UI gets, as a reply (`Ok` = ack).
-pub(crate) fn reply_of(decision: &Result<Outcome, FrameError>) -> Value {
+pub(crate) fn reply_of(decision: &Result<Acked, FrameError>) -> Value {
     match decision {
-        Ok(outcome) => json!({ "outcome": outcome.as_str() }),
+        Ok(Acked::Question(outcome)) => json!({ "outcome": outcome.as_str() }),
+        Ok(Acked::Approval {
+            reason,
+            confirmed,
+            outcome,
+        }) => json!({
+            "outcome": reason.as_str(),
+            "approval": { "confirmed": confirmed, "outcome": outcome.as_str() },
+        }),
         Err(e) => json!({ "error": { "code": e.code.as_str(), "message": e.message } }),
     }
 }

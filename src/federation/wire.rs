@@ -9,10 +9,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-use crate::broker::{PeerId, SharedEnd, SharedQuestion, ValidRequest};
+use crate::approvals::ApprovalBody;
+use crate::broker::{
+    Acked, Answer, PeerId, RemoteRequest, SharedEnd, SharedQuestion, ValidRequest,
+};
 use crate::protocol::{
-    parse_inbound, AskUserResponse, ErrorCode, FrameError, Inbound, Outcome, ProducerInfo, UiInfo,
-    WithdrawReason,
+    parse_inbound, Decision, ErrorCode, FrameError, Inbound, Outcome, ProducerInfo,
+    ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
 };
 
 /// A question's key in the pending bucket: its node, then its id in unpadded base64url (KV
@@ -34,8 +37,16 @@ pub fn question(node: &str, q: &SharedQuestion, deadline_ms: u64) -> Vec<u8> {
     serde_json::to_writer(&mut out, node).expect("a string serializes");
     out.extend_from_slice(br#","correlationId":"#);
     serde_json::to_writer(&mut out, &*q.id).expect("a string serializes");
-    out.extend_from_slice(br#","questions":"#);
-    out.extend_from_slice(q.questions.as_bytes());
+    match &q.approval {
+        Some(body) => {
+            out.extend_from_slice(br#","kind":"approval","approval":"#);
+            serde_json::to_writer(&mut out, &approval_fields(body)).expect("JSON serializes");
+        }
+        None => {
+            out.extend_from_slice(br#","questions":"#);
+            out.extend_from_slice(q.questions.as_bytes());
+        }
+    }
     out.extend_from_slice(br#","producer":"#);
     serde_json::to_writer(&mut out, &q.producer).expect("ProducerInfo serializes");
     if let Some(context) = &q.context {
@@ -50,6 +61,28 @@ pub fn question(node: &str, q: &SharedQuestion, deadline_ms: u64) -> Vec<u8> {
         .as_bytes(),
     );
     out
+}
+
+/// What an approval's entry carries: the fields of its `tool-confirmation-request` a UI is
+/// shown (the effective outcomes), without the envelope.
+fn approval_fields(body: &ApprovalBody) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("toolCall".into(), body.tool_call.clone());
+    if let Some(v) = &body.server_name {
+        m.insert("serverName".into(), json!(v));
+    }
+    if let Some(v) = &body.tool_annotations {
+        m.insert("toolAnnotations".into(), v.clone());
+    }
+    if let Some(v) = &body.subagent {
+        m.insert("subagent".into(), json!(v));
+    }
+    if let Some(v) = &body.details {
+        m.insert("details".into(), v.clone());
+    }
+    let outcomes: Vec<&str> = body.outcomes.iter().map(|o| o.as_str()).collect();
+    m.insert("outcomes".into(), json!(outcomes));
+    m
 }
 
 /// A question's end entry.
@@ -70,7 +103,9 @@ pub fn ended(node: &str, end: &SharedEnd) -> Vec<u8> {
 pub enum Entry {
     Question {
         id: String,
+        /// A question's questions, or an approval's fields (`approval`).
         questions: Box<RawValue>,
+        approval: bool,
         context: Option<Box<RawValue>>,
         producer: ProducerInfo,
         deadline_ms: u64,
@@ -90,6 +125,8 @@ struct RawEntry {
     correlation_id: String,
     #[serde(default)]
     questions: Option<Box<RawValue>>,
+    #[serde(default)]
+    approval: Option<Box<RawValue>>,
     #[serde(default)]
     context: Option<Box<RawValue>>,
     #[serde(default)]
@@ -127,9 +164,15 @@ pub fn parse_entry(bytes: &[u8]) -> Option<Entry> {
             winner_peer,
         });
     }
+    let (questions, approval) = match (raw.questions, raw.approval) {
+        (Some(q), None) => (q, false),
+        (None, Some(a)) => (a, true),
+        _ => return None,
+    };
     Some(Entry::Question {
         id: raw.correlation_id,
-        questions: raw.questions?,
+        questions,
+        approval,
         context: raw.context,
         producer: raw.producer.unwrap_or_default(),
         deadline_ms: raw.deadline_ms?,
@@ -141,9 +184,36 @@ pub fn parse_entry(bytes: &[u8]) -> Option<Entry> {
 pub fn valid_request(
     id: &str,
     questions: &RawValue,
+    approval: bool,
     context: Option<&RawValue>,
-) -> Result<ValidRequest, String> {
-    let mut frame = br#"{"type":"ask-user-request","correlationId":"#.to_vec();
+) -> Result<RemoteRequest, String> {
+    let mut frame = if approval {
+        // The approval's fields become the frame's own: `{"type":…,"correlationId":…,` + the
+        // object without its opening brace.
+        let fields = questions.get().trim_start();
+        let Some(rest) = fields.strip_prefix('{') else {
+            return Err("an approval entry's fields must be an object".into());
+        };
+        let mut f = br#"{"type":"tool-confirmation-request","correlationId":"#.to_vec();
+        serde_json::to_writer(&mut f, id).map_err(|e| e.to_string())?;
+        if let Some(context) = context {
+            f.extend_from_slice(br#","context":"#);
+            f.extend_from_slice(context.get().as_bytes());
+        }
+        if !rest.trim_start().starts_with('}') {
+            f.push(b',');
+        }
+        f.extend_from_slice(rest.as_bytes());
+        return match parse_inbound(&f) {
+            Ok(Inbound::ToolConfirmationRequest(req)) => crate::approvals::check(req)
+                .map(|a| RemoteRequest::Approval(Box::new(a)))
+                .map_err(|r| r.message),
+            Ok(_) => Err("not an approval".into()),
+            Err(e) => Err(e.message),
+        };
+    } else {
+        br#"{"type":"ask-user-request","correlationId":"#.to_vec()
+    };
     serde_json::to_writer(&mut frame, id).map_err(|e| e.to_string())?;
     frame.extend_from_slice(br#","questions":"#);
     frame.extend_from_slice(questions.get().as_bytes());
@@ -153,9 +223,9 @@ pub fn valid_request(
     }
     frame.push(b'}');
     match parse_inbound(&frame) {
-        Ok(Inbound::AskUserRequest(req)) => {
-            ValidRequest::check(req).map_err(|(_, _, e)| e.to_string())
-        }
+        Ok(Inbound::AskUserRequest(req)) => ValidRequest::check(req)
+            .map(RemoteRequest::Question)
+            .map_err(|(_, _, e)| e.to_string()),
         Ok(_) => Err("not a request".into()),
         Err(e) => Err(e.message),
     }
@@ -172,37 +242,70 @@ pub struct NodeBeat<'a> {
     pub started_ms: u64,
 }
 
-/// An answer to send to the origin: an `ask-user-response` frame plus who answered.
-pub fn answer_request(resp: &AskUserResponse, by: &UiInfo, peer: PeerId) -> Vec<u8> {
-    let answers: Map<String, Value> = resp
-        .answers
-        .iter()
-        .map(|(i, a)| (i.to_string(), json!(a)))
-        .collect();
+/// An answer to send to the origin: the UI's `ask-user-response` or
+/// `tool-confirmation-response` frame plus who answered.
+pub fn answer_request(answer: &Answer, by: &UiInfo, peer: PeerId) -> Vec<u8> {
     let mut ui = serde_json::to_value(by).expect("UiInfo serializes");
     ui["peer"] = json!(peer);
-    serde_json::to_vec(&json!({
-        "type": "ask-user-response",
-        "correlationId": resp.correlation_id,
-        "answers": answers,
-        "cancelled": resp.cancelled,
-        "ui": ui,
-    }))
-    .expect("JSON serializes")
+    let v = match answer {
+        Answer::Question(resp) => {
+            let answers: Map<String, Value> = resp
+                .answers
+                .iter()
+                .map(|(i, a)| (i.to_string(), json!(a)))
+                .collect();
+            json!({
+                "type": "ask-user-response",
+                "correlationId": resp.correlation_id,
+                "answers": answers,
+                "cancelled": resp.cancelled,
+                "ui": ui,
+            })
+        }
+        Answer::Approval(ToolConfirmationResponse {
+            correlation_id,
+            decision,
+        }) => {
+            let mut v = json!({
+                "type": "tool-confirmation-response",
+                "correlationId": correlation_id,
+            });
+            match decision {
+                Decision::Dismissed => v["dismissed"] = json!(true),
+                Decision::Decided {
+                    outcome,
+                    message,
+                    payload,
+                } => {
+                    v["confirmed"] = json!(outcome.confirms());
+                    v["outcome"] = json!(outcome.as_str());
+                    if let Some(m) = message {
+                        v["message"] = json!(m);
+                    }
+                    if let Some(p) = payload {
+                        v["payload"] = Value::Object(p.clone());
+                    }
+                }
+            }
+            v["ui"] = ui;
+            v
+        }
+    };
+    serde_json::to_vec(&v).expect("JSON serializes")
 }
 
 /// An answer another node sent: the response (checked as a UI's would be), who answered, and
 /// their connection there.
-pub fn parse_answer(bytes: &[u8]) -> Result<(AskUserResponse, UiInfo, Option<PeerId>), FrameError> {
-    let resp = match parse_inbound(bytes)? {
-        Inbound::AskUserResponse(r) => r,
-        _ => {
-            return Err(FrameError::new(
+pub fn parse_answer(bytes: &[u8]) -> Result<(Answer, UiInfo, Option<PeerId>), FrameError> {
+    let resp =
+        match parse_inbound(bytes)? {
+            Inbound::AskUserResponse(r) => Answer::Question(r),
+            Inbound::ToolConfirmationResponse(r) => Answer::Approval(r),
+            _ => return Err(FrameError::new(
                 ErrorCode::InvalidResponse,
-                "an answer request must be an ask-user-response",
-            ))
-        }
-    };
+                "an answer request must be an ask-user-response or a tool-confirmation-response",
+            )),
+        };
     let v: Value = serde_json::from_slice(bytes).unwrap_or_default();
     let ui = v.get("ui");
     let by = UiInfo {
@@ -224,7 +327,7 @@ pub fn parse_answer(bytes: &[u8]) -> Result<(AskUserResponse, UiInfo, Option<Pee
 }
 
 /// The origin's reply to an answer request.
-pub fn answer_reply(decision: &Result<Outcome, FrameError>) -> Vec<u8> {
+pub fn answer_reply(decision: &Result<Acked, FrameError>) -> Vec<u8> {
     serde_json::to_vec(&super::reply_of(decision)).expect("JSON serializes")
 }
 
@@ -232,8 +335,17 @@ pub fn answer_reply(decision: &Result<Outcome, FrameError>) -> Vec<u8> {
 pub struct AnswerReply {
     #[serde(default)]
     outcome: Option<Outcome>,
+    /// An approval's decision: `{"confirmed","outcome"}`.
+    #[serde(default)]
+    approval: Option<ReplyApproval>,
     #[serde(default)]
     error: Option<ReplyError>,
+}
+
+#[derive(Deserialize)]
+struct ReplyApproval {
+    confirmed: bool,
+    outcome: ToolOutcome,
 }
 
 #[derive(Deserialize)]
@@ -244,9 +356,18 @@ struct ReplyError {
 
 impl AnswerReply {
     /// What the UI is told: an ack, or the origin's error as the origin worded it.
-    pub fn decision(self, id: &str) -> Result<Outcome, FrameError> {
+    pub fn decision(self, id: &str) -> Result<Acked, FrameError> {
         match (self.outcome, self.error) {
-            (Some(outcome @ (Outcome::Answered | Outcome::Dismissed)), None) => Ok(outcome),
+            (Some(reason @ (Outcome::Answered | Outcome::Dismissed)), None) => {
+                Ok(match self.approval {
+                    None => Acked::Question(reason),
+                    Some(a) => Acked::Approval {
+                        reason,
+                        confirmed: a.confirmed,
+                        outcome: a.outcome,
+                    },
+                })
+            }
             (_, Some(e)) => {
                 let code = ErrorCode::parse(&e.code).unwrap_or(ErrorCode::InvalidResponse);
                 Err(FrameError::new(code, e.message).with_id(Some(id)))
@@ -275,6 +396,39 @@ mod tests {
     }
 
     #[test]
+    fn an_approval_entry_is_checked_as_a_local_request_would_be() {
+        let fields = |v: &str| RawValue::from_string(v.to_owned()).unwrap();
+        let ok = fields(
+            r#"{"toolCall":{"name":"run_shell_command","args":{}},"outcomes":["cancel","proceed_once","proceed_always"]}"#,
+        );
+        let context = fields(r#"{"project":"askbus"}"#);
+        match valid_request("ap", &ok, true, Some(&context)) {
+            Ok(RemoteRequest::Approval(a)) => {
+                assert_eq!(a.body.tool(), "run_shell_command");
+                assert_eq!(a.body.outcomes.len(), 3);
+                assert_eq!(a.context.unwrap().project.as_deref(), Some("askbus"));
+            }
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            r#"{"toolCall":{"name":""}}"#,
+            r#"{}"#,
+            r#"[1]"#,
+            r#"{"toolCall":{"name":"x"},"outcomes":["maybe"]}"#,
+        ] {
+            assert!(
+                valid_request("ap", &fields(bad), true, None).is_err(),
+                "{bad}"
+            );
+        }
+        // An entry that holds both, or neither, is not read.
+        assert!(parse_entry(
+            br#"{"correlationId":"x","questions":[],"approval":{},"deadlineMs":1}"#
+        )
+        .is_none());
+    }
+
+    #[test]
     fn malformed_entries_and_answers_are_refused() {
         assert!(parse_entry(b"not json").is_none());
         assert!(parse_entry(br#"{"correlationId":"x"}"#).is_none());
@@ -286,6 +440,9 @@ mod tests {
             br#"{"type":"ask-user-response","correlationId":"x","answers":{"0":"b"},"ui":{"node":"B","pid":3,"peer":9}}"#,
         )
         .unwrap();
+        let Answer::Question(resp) = resp else {
+            panic!("a question's answer")
+        };
         assert_eq!(resp.answers[&0], "b");
         assert_eq!(by.node.as_deref(), Some("B"));
         assert_eq!(peer, Some(9));

@@ -85,6 +85,7 @@ impl ApprovalBody {
             timeout_ms,
             producer: producer.clone(),
             context: context.cloned(),
+            node: None,
         }
     }
 }

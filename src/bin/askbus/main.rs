@@ -19,6 +19,7 @@ mod duration;
 mod explain;
 mod fail;
 mod hook;
+mod links;
 mod mcp;
 mod pending;
 mod schema;

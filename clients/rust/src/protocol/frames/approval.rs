@@ -138,6 +138,9 @@ pub struct UiApproval {
     /// The producer's `context`, as it sent it (known fields only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<RequestContext>,
+    /// Federation: the node the approval was asked on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// The one terminal answer a producer gets for an accepted approval.
