@@ -164,7 +164,7 @@ for (const [screen, options] of VIEWPORTS) {
       assert.deepEqual(offered, ['alpha', 'beta']);
       await page.getByRole('combobox', { name: 'Project', exact: true }).fill(' beta ');
       await page.getByRole('button', { name: 'Apply' }).click();
-      await page.waitForURL((u) => u.search === '?project=beta');
+      await page.waitForFunction(() => location.search === '?project=beta');
       await page.locator('#conn[data-state="up"]').waitFor();
       await page.locator('#queue').waitFor({ state: 'hidden' });
       await page.locator('.from .chip.project', { hasText: 'beta' }).waitFor();
@@ -181,7 +181,7 @@ for (const [screen, options] of VIEWPORTS) {
       await page.getByRole('alert').filter({ hasText: 'the agent must be one line without control characters' }).waitFor();
       assert.equal(new URL(page.url()).search, '?project=beta');
       await page.getByRole('button', { name: 'Show all' }).click();
-      await page.waitForURL((u) => u.search === '');
+      await page.waitForFunction(() => location.search === '');
       await page.locator('#queue-list .item').nth(3).waitFor();
       assert.equal(await page.locator('#queue-count').innerText(), '4');
     });

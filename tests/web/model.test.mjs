@@ -38,6 +38,7 @@ test('filter: from and to the address, other parameters kept', () => {
   });
   assert.equal(F.toSearch('?x=1&project=old', { project: 'new one' }), '?x=1&project=new+one');
   assert.equal(F.toSearch('?project=old&agent=a', {}), '');
+  assert.equal(F.toSearch('?token=secret&project=old', { project: 'p' }), '?project=p', 'never the token');
   assert.equal(F.describe({ project: 'p', agent: 'a' }), 'project p, agent a');
   assert.equal(F.describe({}), 'all projects and agents');
 });

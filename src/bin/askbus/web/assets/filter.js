@@ -31,9 +31,11 @@ export function fromSearch(search) {
   return { filter, problems };
 }
 
-/** `search` with the filter's keys set (and others, such as unrelated parameters, kept). */
+/** `search` with the filter's keys set, other parameters kept but the access token: an
+ * address made to be shared must not carry access to the page. */
 export function toSearch(search, filter) {
   const params = new URLSearchParams(search);
+  params.delete('token');
   for (const key of Object.keys(KEYS)) {
     if (filter[key]) params.set(key, filter[key]);
     else params.delete(key);
