@@ -130,6 +130,16 @@ impl App {
                 }
             }
             BusUpdate::Event(UiEvent::Error(e)) => self.on_error(e),
+            // Approvals are not shown here yet; those of the replay still count in it.
+            BusUpdate::Event(UiEvent::Approval(_)) => {
+                if let Some((remaining, _)) = &mut self.replay {
+                    *remaining = remaining.saturating_sub(1);
+                }
+                if matches!(&self.replay, Some((0, _))) {
+                    self.finish_replay();
+                }
+            }
+            BusUpdate::Event(UiEvent::ApprovalWithdrawn { .. } | UiEvent::ApprovalAck(_)) => {}
         }
     }
 

@@ -18,11 +18,13 @@
 //! "askbusd is not running".
 //!
 //! What the page is sent: the daemon's own UI frames (`ask-user-request`,
-//! `ask-user-withdrawn`, `ask-user-ack`, `error`) as JSON text messages, plus
+//! `ask-user-withdrawn`, `ask-user-ack`, the approvals' `tool-confirmation-request`,
+//! `-withdrawn`, `-ack`, and `error`) as JSON text messages, plus
 //! `{"type":"daemon","state":"connected","pending":N,"filter":{…}}` after each subscription
 //! and `{"type":"daemon","state":"down","error":"…","retryMs":N}` while the daemon is
-//! unreachable. What the page may send: `ask-user-response` frames only, checked with the
-//! daemon's own parser before they are passed on; a page cannot ask, watch or cancel.
+//! unreachable. What the page may send: `ask-user-response` and `tool-confirmation-response`
+//! frames only, checked with the daemon's own parser before they are passed on; a page
+//! cannot ask, watch or cancel.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -35,7 +37,8 @@ use tokio::time::{interval, MissedTickBehavior};
 
 use askbusd::client::{UiAnswerer, UiEvent, UiSubscription, Update};
 use askbusd::protocol::{
-    check_context_value, parse_inbound, ErrorFrame, Inbound, ServerFrame, SubscribeFilter,
+    check_context_value, parse_inbound, ApprovalWithdrawn, Decision, ErrorFrame, Inbound,
+    ServerFrame, SubscribeFilter,
 };
 
 /// Pings keep idle connections open through proxies (nginx drops them after 60 s by default)
@@ -142,24 +145,30 @@ pub async fn tab(
                     Page::Closed => return,
                     Page::Ignore => continue,
                     Page::Refused(err) => err,
-                    Page::Answer { correlation_id, answers, cancelled } => match &answerer {
+                    Page::Answer(answer) => match &answerer {
                         Some(a) => {
                             // A failed send means the daemon went away; the subscription
                             // reports it next.
-                            let _ = if cancelled {
-                                a.dismiss(&correlation_id).await
-                            } else {
-                                a.answer(&correlation_id, &answers).await
+                            let _ = match &answer {
+                                Answer::Question { correlation_id, cancelled: true, .. } => {
+                                    a.dismiss(correlation_id).await
+                                }
+                                Answer::Question { correlation_id, answers, .. } => {
+                                    a.answer(correlation_id, answers).await
+                                }
+                                Answer::Approval { correlation_id, decision } => {
+                                    a.decide(correlation_id, decision).await
+                                }
                             };
                             continue;
                         }
-                        // The questions it answers died with the daemon.
+                        // The requests it answers died with the daemon.
                         None => ErrorFrame {
                             code: "unavailable".into(),
-                            message: "askbusd is not running, so the question is no longer \
+                            message: "askbusd is not running, so the request is no longer \
                                       pending"
                                 .into(),
-                            correlation_id: Some(correlation_id),
+                            correlation_id: Some(answer.correlation_id().to_owned()),
                         },
                     },
                 };
@@ -197,11 +206,30 @@ enum Page {
     Ignore,
     /// Not an answer: the page is told why, and nothing reaches the daemon.
     Refused(ErrorFrame),
-    Answer {
+    Answer(Answer),
+}
+
+/// What the page may send: an answer to a question or a decision on an approval.
+enum Answer {
+    Question {
         correlation_id: String,
         answers: std::collections::BTreeMap<usize, String>,
         cancelled: bool,
     },
+    Approval {
+        correlation_id: String,
+        decision: Decision,
+    },
+}
+
+impl Answer {
+    fn correlation_id(&self) -> &str {
+        match self {
+            Answer::Question { correlation_id, .. } | Answer::Approval { correlation_id, .. } => {
+                correlation_id
+            }
+        }
+    }
 }
 
 fn page_message(msg: Option<Result<Message, axum::Error>>) -> Page {
@@ -211,14 +239,20 @@ fn page_message(msg: Option<Result<Message, axum::Error>>) -> Page {
         Some(Ok(_)) => return Page::Ignore,
     };
     match parse_inbound(text.as_bytes()) {
-        Ok(Inbound::AskUserResponse(r)) => Page::Answer {
+        Ok(Inbound::AskUserResponse(r)) => Page::Answer(Answer::Question {
             correlation_id: r.correlation_id,
             answers: r.answers,
             cancelled: r.cancelled,
-        },
+        }),
+        Ok(Inbound::ToolConfirmationResponse(r)) => Page::Answer(Answer::Approval {
+            correlation_id: r.correlation_id,
+            decision: r.decision,
+        }),
         Ok(_) => Page::Refused(ErrorFrame {
             code: "forbidden".into(),
-            message: "the page may only send ask-user-response frames".into(),
+            message: "the page may only send ask-user-response and tool-confirmation-response \
+                      frames"
+                .into(),
             correlation_id: None,
         }),
         Err(e) => Page::Refused(ErrorFrame::from(&e)),
@@ -243,6 +277,15 @@ fn ui_frame(event: UiEvent) -> ServerFrame {
             outcome,
         },
         UiEvent::Error(e) => ServerFrame::Error(e),
+        UiEvent::Approval(a) => ServerFrame::ToolConfirmationRequest(*a),
+        UiEvent::ApprovalWithdrawn {
+            correlation_id,
+            reason,
+        } => ServerFrame::ToolConfirmationWithdrawn(ApprovalWithdrawn {
+            correlation_id,
+            reason,
+        }),
+        UiEvent::ApprovalAck(a) => ServerFrame::ToolConfirmationAck(a),
     }
 }
 
