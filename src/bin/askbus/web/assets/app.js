@@ -501,6 +501,7 @@ function renderApproval(r, focus) {
   const a = r.approval;
   const form = el('form', {
     class: 'dialog approval',
+    'data-id': r.id,
     'aria-labelledby': 'approval-title',
     'aria-describedby': 'dialog-from',
     novalidate: true,
@@ -556,6 +557,7 @@ function renderDialog(focus) {
   const onReview = many && r.tab === r.questions.length;
   const form = el('form', {
     class: 'dialog',
+    'data-id': r.id,
     'aria-labelledby': 'dialog-from',
     novalidate: true,
     onsubmit: (e) => {
