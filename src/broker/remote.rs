@@ -496,7 +496,7 @@ impl Broker {
                 return Ok(acked);
             }
             (Answer::Question(_), Some(_)) => {
-                let kind = super::RequestKind::Approval;
+                let kind = crate::protocol::RequestKind::Approval;
                 return Err(BrokerError::WrongKind {
                     id: id.clone(),
                     kind,
@@ -504,7 +504,7 @@ impl Broker {
                 .into_frame_error(&id));
             }
             (Answer::Approval(_), None) => {
-                let kind = super::RequestKind::Question;
+                let kind = crate::protocol::RequestKind::Question;
                 return Err(BrokerError::WrongKind {
                     id: id.clone(),
                     kind,
