@@ -229,7 +229,7 @@ for (const [screen, options] of VIEWPORTS) {
       producer.ask(third, [{ ...migrate, header: 'Third' }]);
       await page.locator('#queue-list .item').nth(1).waitFor();
       await page.evaluate((id) => { location.hash = `q=${encodeURIComponent(id)}`; }, third);
-      await page.locator('.chip', { hasText: 'Third' }).first().waitFor();
+      await page.locator(`#dialog form[data-id="${third}"]`).waitFor();
       assert.equal(await page.locator('#queue-list .item[aria-current="true"]').getAttribute('data-id'), third);
     });
 
