@@ -172,6 +172,7 @@ impl Broker {
                 ui: None,
                 asked: false,
                 filter: SubscribeFilter::default(),
+                node: self.fed.as_ref().map(|f| f.node.clone()),
             },
         );
     }

@@ -155,6 +155,10 @@ impl Broker {
     /// Turns federation on (or changes its policy on reload). Remote questions already shown
     /// stay until they end.
     pub fn set_federation(&mut self, policy: Option<FedPolicy>) {
+        let node = policy.as_ref().map(|f| f.node.clone());
+        for p in self.peers.values_mut() {
+            p.node = node.clone();
+        }
         self.fed = policy;
     }
 

@@ -34,7 +34,10 @@ impl Broker {
                 break;
             }
             let uid = req.producer_info.uid;
-            let wanted = self.peers[&peer].filter.matches(req.context.as_deref());
+            let p = &self.peers[&peer];
+            let wanted = p
+                .filter
+                .matches_request(req.context.as_deref(), p.node_of(req));
             match (before.sees(uid) && wanted, after.sees(uid) && wanted) {
                 (false, true) => fx.frame(peer, self.ui_frame(id, req, now)),
                 (true, false) => {
@@ -65,7 +68,10 @@ impl Broker {
         // What a UI subscribing again had and no longer asks for leaves its screen.
         if let Some(cursor) = p.ui.filter(|_| p.filter != filter) {
             for (seq, id, req) in self.pending.iter() {
-                if cursor.has_seen(seq) && p.shown(req) && !filter.matches(req.context.as_deref()) {
+                if cursor.has_seen(seq)
+                    && p.shown(req)
+                    && !filter.matches_request(req.context.as_deref(), p.node_of(req))
+                {
                     fx.frame(peer, encode_fast::withdrawn(id, WithdrawReason::Withdrawn));
                 }
             }
@@ -76,7 +82,7 @@ impl Broker {
             self.pending
                 .iter()
                 .filter(|(_, _, r)| p.info.sees(r.producer_info.uid))
-                .filter(|(_, _, r)| filter.matches(r.context.as_deref()))
+                .filter(|(_, _, r)| filter.matches_request(r.context.as_deref(), p.node_of(r)))
                 .count()
         } else if p.info.rights.operator {
             self.pending.len()
