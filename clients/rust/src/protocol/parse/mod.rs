@@ -225,7 +225,7 @@ mod tests {
             (r#"[]"#, "filter must be an object, not an array"),
             (
                 r#"{"colour":"a"}"#,
-                "filter has no key \"colour\" (known: project, agent, session)",
+                "filter has no key \"colour\" (known: project, agent, session, node)",
             ),
             (
                 r#"{"project":1}"#,
