@@ -135,6 +135,27 @@ pub fn human(s: &Map<String, Value>) -> String {
     out
 }
 
+/// The stats a uid other than the daemon's (and not an operator) is given: its own share.
+fn human_own(s: &Map<String, Value>) -> String {
+    let uptime = s
+        .get("uptimeMs")
+        .and_then(Value::as_u64)
+        .map(|ms| crate::duration::short(Duration::from_millis(ms)))
+        .unwrap_or_else(|| "?".into());
+    format!(
+        "{} on {}, up {uptime}\n\
+         yours (uid {}): pending questions: {}   connections: {} ({} UIs, {} producers waiting)\n\
+         daemon-wide counters are shown to the daemon's own user, root and operators only\n",
+        num(s.get("server")),
+        num(s.get("node")),
+        num(s.get("uid")),
+        num(s.get("pending")),
+        num(s.get("connections")),
+        num(s.get("uis")),
+        num(s.get("producers")),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,25 +185,4 @@ mod tests {
         assert!(text.contains("federation: peers 2"), "{text}");
         assert!(!text.contains('{'), "{text}");
     }
-}
-
-/// The stats a uid other than the daemon's (and not an operator) is given: its own share.
-fn human_own(s: &Map<String, Value>) -> String {
-    let uptime = s
-        .get("uptimeMs")
-        .and_then(Value::as_u64)
-        .map(|ms| crate::duration::short(Duration::from_millis(ms)))
-        .unwrap_or_else(|| "?".into());
-    format!(
-        "{} on {}, up {uptime}\n\
-         yours (uid {}): pending questions: {}   connections: {} ({} UIs, {} producers waiting)\n\
-         daemon-wide counters are shown to the daemon's own user, root and operators only\n",
-        num(s.get("server")),
-        num(s.get("node")),
-        num(s.get("uid")),
-        num(s.get("pending")),
-        num(s.get("connections")),
-        num(s.get("uis")),
-        num(s.get("producers")),
-    )
 }
