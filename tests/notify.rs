@@ -563,6 +563,41 @@ fn a_burst_of_a_thousand_is_batched_and_memory_stays_flat() {
 }
 
 #[test]
+fn a_malformed_report_is_refused_and_counts_nothing() {
+    let d = Daemon::start();
+    common::rt().block_on(async {
+        let mut c = d.connect().await;
+        for (frame, message) in [
+            (
+                json!({"type": "notify-report", "sink": "ntfy", "result": "delivered"}),
+                "result must be one of sent, failed, answered, not \"delivered\"",
+            ),
+            (
+                json!({"type": "notify-report", "sink": "Ntfy!", "result": "sent"}),
+                "sink must be 1 to 32 lowercase letters",
+            ),
+            (
+                json!({"type": "notify-report", "sink": "ntfy", "result": "sent", "correlationIds": [1]}),
+                "correlationIds[0] must be a string, not a number",
+            ),
+            (
+                json!({"type": "notify-report", "result": "sent"}),
+                "notify-report needs \"sink\"",
+            ),
+        ] {
+            c.send(frame).await;
+            let e = c.recv_error("invalid-frame").await;
+            assert!(
+                e["message"].as_str().unwrap().starts_with(message),
+                "{e}"
+            );
+        }
+        // The connection is still served.
+        c.ping().await;
+    });
+}
+
+#[test]
 fn nothing_to_notify_is_an_error() {
     let d = Daemon::start();
     let out = d

@@ -299,6 +299,9 @@ class BusEvent:
     details_type: Optional[str] = None
     confirmed: Optional[bool] = None
     outcome: Optional[str] = None
+    #: ``event == "notify"``: a notifier's delivery report (``sink``, ``result``: sent,
+    #: failed or answered, ``count``, ``error``); ``producer`` is then the notifier.
+    notify: Optional[Dict[str, Any]] = None
 
 
 R = TypeVar("R")
