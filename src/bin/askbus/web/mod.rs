@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Path, Request, State, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, Path, Query, Request, State, WebSocketUpgrade};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -253,12 +253,26 @@ fn serve(a: &'static assets::Asset) -> Response {
     ([(header::CONTENT_TYPE, a.content_type)], Body::from(a.body)).into_response()
 }
 
+/// The page's filter rides on the WebSocket's query (`/ws?project=P&agent=A`), so each tab
+/// subscribes with its own (a tab's filter changes by reconnecting). Other keys (the token)
+/// are not the bridge's business.
+#[derive(Debug, serde::Deserialize)]
+struct WsQuery {
+    project: Option<String>,
+    agent: Option<String>,
+    session: Option<String>,
+}
+
 async fn websocket(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Query(q): Query<WsQuery>,
     ws: WebSocketUpgrade,
 ) -> Response {
+    let filter = bridge::filter(q.project, q.agent, q.session);
     // An answer never needs more than the daemon accepts in one frame.
     ws.max_message_size(askbusd::protocol::DEFAULT_MAX_FRAME_BYTES)
-        .on_upgrade(move |socket| async move { bridge::tab(socket, &app.bridge, peer).await })
+        .on_upgrade(
+            move |socket| async move { bridge::tab(socket, &app.bridge, peer, filter).await },
+        )
 }
