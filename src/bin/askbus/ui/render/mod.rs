@@ -138,35 +138,40 @@ fn status_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
 }
 
 fn notice_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
+    let width = area.width as usize;
+    let notice = app.notice.as_ref().filter(|n| n.live(now));
+    let others = match app.view {
+        View::List => 0,
+        View::Dialog(_) => app.entries.len().saturating_sub(1),
+    };
+    let mut right = String::new();
+    if others > 0 {
+        right = format!("{others} more waiting · Ctrl+L list ");
+        if notice.is_some() && width < right.width() + 30 {
+            // Narrow: the notice is the news; the reminder says the least it can.
+            right = format!("+{others} · Ctrl+L ");
+        }
+    }
     let mut spans = Vec::new();
-    if let Some(n) = app.notice.as_ref().filter(|n| n.live(now)) {
+    if let Some(n) = notice {
         let color = match n.tone {
             Tone::Info => Color::Reset,
             Tone::Good => GOOD,
             Tone::Warn => WARN,
             Tone::Bad => BAD,
         };
+        let room = width.saturating_sub(right.width() + 2);
         spans.push(Span::styled(
-            format!(" {}", sanitize(&n.text)),
+            format!(" {}", truncate(&n.text, room)),
             Style::new().fg(color),
         ));
     }
-    if app.view != View::List {
-        let others = app.entries.len().saturating_sub(1);
-        if others > 0 {
-            let right = format!("{others} more waiting · Ctrl+L list ");
-            let used: usize = spans.iter().map(|s| s.content.width()).sum();
-            let room = (area.width as usize).saturating_sub(right.width());
-            if used > room {
-                spans = vec![Span::raw(truncate(
-                    &spans[0].content,
-                    room.saturating_sub(1),
-                ))];
-            }
-            let used: usize = spans.iter().map(|s| s.content.width()).sum();
-            spans.push(Span::raw(" ".repeat(room.saturating_sub(used))));
-            spans.push(Span::styled(right, Style::new().fg(ACCENT)));
-        }
+    if !right.is_empty() {
+        let used: usize = spans.iter().map(|s| s.content.width()).sum();
+        spans.push(Span::raw(
+            " ".repeat(width.saturating_sub(used + right.width())),
+        ));
+        spans.push(Span::styled(right, Style::new().fg(ACCENT)));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }

@@ -390,3 +390,38 @@ fn an_approval_at_40_columns_keeps_the_command_and_every_button() {
     let tiny = text(&app, 40, 8);
     assert!(tiny.contains("1. Allow once"), "{tiny}");
 }
+
+#[test]
+fn a_long_notice_is_cut_visibly_and_keeps_room_for_the_reminder() {
+    let mut app = app_with(long_multiselect());
+    let now = Instant::now();
+    app.on_bus(
+        BusUpdate::Event(UiEvent::Request(UiRequest {
+            correlation_id: "d".into(),
+            questions: json!([{"question": "Q?", "header": "H", "type": "yesno"}]),
+            timeout_ms: 90_000,
+            producer: ProducerInfo {
+                client: Some("x".into()),
+                pid: None,
+                uid: 0,
+            },
+            context: None,
+            node: None,
+        })),
+        now,
+    );
+    app.on_bus(
+        BusUpdate::Event(UiEvent::Error(askbusd::protocol::ErrorFrame {
+            code: "internal".into(),
+            message: "a long explanation of what went wrong, longer than any narrow line".into(),
+            correlation_id: None,
+        })),
+        now,
+    );
+    for w in [40u16, 80] {
+        let screen = text(&app, w, 20);
+        let bottom = screen.lines().last().unwrap();
+        assert!(bottom.contains('…'), "{w}: {bottom}");
+        assert!(bottom.contains("Ctrl+L"), "{w}: {bottom}");
+    }
+}
