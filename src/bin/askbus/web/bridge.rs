@@ -76,6 +76,8 @@ pub fn filter(
         project: check("project", project)?,
         agent: check("agent", agent)?,
         session: check("session", session)?,
+        // The page has no node filter (yet): a federated page sees every node it may.
+        node: None,
     })
 }
 
