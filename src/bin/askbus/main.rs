@@ -21,6 +21,7 @@ mod fail;
 mod hook;
 mod links;
 mod mcp;
+mod notify;
 mod pending;
 mod schema;
 mod service;
@@ -193,6 +194,14 @@ enum Command {
     /// status 2 with the reason on stderr, or with --fallback ask hands the decision back to the
     /// agent's own prompt. Exit status 0: allowed (or handed back).
     Hook(hook::HookArgs),
+    /// Tell the person an agent is waiting: desktop notifications and pushes to a phone.
+    ///
+    /// A long-running UI: a desktop notification (org.freedesktop.Notifications) per waiting
+    /// question or approval, with buttons that answer it in one click (Yes/No, up to three
+    /// options, Allow/Deny) and "Open"; pushes to ntfy, a JSON webhook or Slack, whose buttons
+    /// are signed single-use links to `askbus web` (--web-url). A request answered elsewhere,
+    /// withdrawn or timed out closes its notification. Reconnects when askbusd restarts.
+    Notify(notify::NotifyArgs),
     /// Print the daemon's live counters.
     Stats {
         /// The stats frame as compact JSON on one line, for scripts
@@ -359,6 +368,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Hook(args) => Ok(hook::run(&socket, args).await),
         Command::Web(args) => web::run(args, socket).await,
+        Command::Notify(args) => notify::run(&socket, args).await,
         Command::Bench(_) | Command::BenchRelay | Command::Service(_) => {
             unreachable!("dispatched before the runtime")
         }
