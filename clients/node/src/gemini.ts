@@ -11,13 +11,22 @@
  *   have `type: 'ask_user'`, answered with the `tool-confirmation-response` the CLI's own dialog
  *   sends (`outcome: 'proceed_once'` with `payload: {answers}`, or `outcome: 'cancel'`).
  *
+ *
+ * And the agent's own permission prompts: a `tool-confirmation-request` on the bus (what
+ * core's tools publish for a call the policy engine says to ask about: `toolCall`,
+ * `serverName`, `details`, …) is asked through askbusd as an approval, and answered on the bus
+ * with the reference's `tool-confirmation-response` (`confirmed`, `outcome`, `payload`). Only a
+ * person's approval is `confirmed: true`: a refusal, a timeout or a lost daemon answers
+ * `confirmed: false, outcome: "cancel"`. Subscribing makes the bus hand such requests to the
+ * bridge instead of answering `requiresUserConfirmation` (no listener).
+ *
  * The bus is typed structurally: gemini-cli-core is never a dependency of this package.
  */
 
 import { randomUUID } from "node:crypto";
 
-import { Producer, type AskResponse, type ProducerOptions } from "./producer.js";
-import type { NoUiPolicy } from "./protocol.js";
+import { Producer, type AskResponse, type Confirmation, type ProducerOptions } from "./producer.js";
+import type { NoUiPolicy, ToolOutcome } from "./protocol.js";
 
 /** What the bridge needs of a MessageBus (gemini-cli-core's class has all of it). */
 export interface MessageBusLike {
@@ -39,6 +48,14 @@ export interface BridgeOptions extends ProducerOptions {
   onError?: (error: unknown, correlationId: string) => void;
   /** Told about each daemon answer before it is relayed (with the tool result it carries). */
   onResponse?: (response: AskResponse, correlationId: string) => void;
+  /** Bridge `tool-confirmation-request` messages (the agent's permission prompts; default true). */
+  approvals?: boolean;
+  /** What the UIs may offer for those beyond "Allow once" and "Deny" (e.g. `["proceed_always"]`
+   * when the agent acts on it). */
+  approvalOutcomes?: ToolOutcome[];
+  /** Told about each approval's end before it is relayed: the person's reason for a denial
+   * (`message`), or why nobody approved (the bus's response has no field for it). */
+  onConfirmation?: (confirmation: Confirmation, correlationId: string) => void;
 }
 
 export interface BridgeHandle {
@@ -53,10 +70,12 @@ const ASK_USER_REQUEST = "ask-user-request";
 const ASK_USER_RESPONSE = "ask-user-response";
 const TOOL_CALLS_UPDATE = "tool-calls-update";
 const TOOL_CONFIRMATION_RESPONSE = "tool-confirmation-response";
+const TOOL_CONFIRMATION_REQUEST = "tool-confirmation-request";
+const ASK_USER_TOOL = "ask_user";
 
 interface Bridged {
   daemonId: string;
-  kind: "message" | "tool";
+  kind: "message" | "tool" | "approval";
   schedulerId?: string;
 }
 
@@ -110,6 +129,44 @@ export function bridgeMessageBus(bus: MessageBusLike, opts: BridgeOptions = {}):
       );
   };
 
+  const forwardApproval = (busId: string, msg: any, b: Bridged) => {
+    bridged.set(busId, b);
+    producer
+      .confirm(msg.toolCall, {
+        correlationId: b.daemonId,
+        details: msg.details ?? undefined,
+        serverName: typeof msg.serverName === "string" ? msg.serverName : undefined,
+        toolAnnotations: msg.toolAnnotations ?? undefined,
+        subagent: typeof msg.subagent === "string" ? msg.subagent : undefined,
+        outcomes: opts.approvalOutcomes,
+        timeoutMs: opts.timeoutMs,
+        noUi: opts.noUi,
+      })
+      .then((c) => {
+        // Answered meanwhile on the bus (a local dialog), or withdrawn by detach: say nothing.
+        if (bridged.get(busId) !== b) return;
+        bridged.delete(busId);
+        opts.onConfirmation?.(c, busId);
+        if (c.reason === "refused" || c.reason === "daemon-lost") opts.onError?.(c.error, busId);
+        if (detached && !c.confirmed) return;
+        const reply: Record<string, unknown> = { type: TOOL_CONFIRMATION_RESPONSE, correlationId: busId, confirmed: c.confirmed, outcome: c.outcome };
+        if (c.payload !== undefined) reply.payload = c.payload;
+        publish(reply);
+      });
+  };
+
+  const onToolConfirmationRequest = (msg: any) => {
+    if (detached || typeof msg?.correlationId !== "string" || bridged.has(msg.correlationId)) return;
+    if (msg.toolCall?.name === ASK_USER_TOOL) {
+      // The ask_user tool's own confirmation is its questions (bridged from the scheduler's
+      // tool-calls-update): let it show them rather than ask "allow ask_user?" first. This is
+      // what the bus answers when no one listens.
+      publish({ type: TOOL_CONFIRMATION_RESPONSE, correlationId: msg.correlationId, confirmed: false, requiresUserConfirmation: true });
+      return;
+    }
+    forwardApproval(msg.correlationId, msg, { daemonId: randomUUID(), kind: "approval" });
+  };
+
   const withdraw = (busId: string) => {
     const b = bridged.get(busId);
     if (!b) return;
@@ -120,6 +177,13 @@ export function bridgeMessageBus(bus: MessageBusLike, opts: BridgeOptions = {}):
   const onAskUserRequest = (msg: any) => {
     if (detached || typeof msg?.correlationId !== "string" || bridged.has(msg.correlationId)) return;
     forward(msg.correlationId, msg.questions, { daemonId: randomUUID(), kind: "message" });
+  };
+
+  // Someone else on the bus answered an approval first: take it back from the UIs.
+  const onToolConfirmationResponse = (msg: any) => {
+    if (typeof msg?.correlationId === "string" && bridged.get(msg.correlationId)?.kind === "approval") {
+      withdraw(msg.correlationId);
+    }
   };
 
   // Someone else on the bus (an in-process dialog) answered first: take the question back.
@@ -157,6 +221,11 @@ export function bridgeMessageBus(bus: MessageBusLike, opts: BridgeOptions = {}):
   bus.subscribe(ASK_USER_RESPONSE, onAskUserResponse);
   const tools = opts.toolConfirmations ?? true;
   if (tools) bus.subscribe(TOOL_CALLS_UPDATE, onToolCallsUpdate);
+  const approvals = opts.approvals ?? true;
+  if (approvals) {
+    bus.subscribe(TOOL_CONFIRMATION_REQUEST, onToolConfirmationRequest);
+    bus.subscribe(TOOL_CONFIRMATION_RESPONSE, onToolConfirmationResponse);
+  }
 
   return {
     producer,
@@ -169,6 +238,10 @@ export function bridgeMessageBus(bus: MessageBusLike, opts: BridgeOptions = {}):
       bus.unsubscribe(ASK_USER_REQUEST, onAskUserRequest);
       bus.unsubscribe(ASK_USER_RESPONSE, onAskUserResponse);
       if (tools) bus.unsubscribe(TOOL_CALLS_UPDATE, onToolCallsUpdate);
+      if (approvals) {
+        bus.unsubscribe(TOOL_CONFIRMATION_REQUEST, onToolConfirmationRequest);
+        bus.unsubscribe(TOOL_CONFIRMATION_RESPONSE, onToolConfirmationResponse);
+      }
       for (const busId of [...bridged.keys()]) withdraw(busId);
       if (ownsProducer) producer.close();
     },
