@@ -749,6 +749,8 @@ fn welcome_pong_and_acks_match_the_code() {
         let frame = ServerFrame::AskUserWithdrawn {
             correlation_id: id.clone(),
             reason,
+            node: None,
+            answered_by: None,
         };
         assert_eq!(
             example(file),

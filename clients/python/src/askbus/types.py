@@ -266,6 +266,8 @@ class UiInfo:
 
     client: Optional[str]
     pid: Optional[int]
+    #: Federation: the node the UI is connected to.
+    node: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -299,6 +301,8 @@ class BusEvent:
     details_type: Optional[str] = None
     confirmed: Optional[bool] = None
     outcome: Optional[str] = None
+    #: Federation: the node the request was asked on.
+    node: Optional[str] = None
 
 
 R = TypeVar("R")

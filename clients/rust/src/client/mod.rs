@@ -484,6 +484,7 @@ fn ui_event(frame: ServerFrame) -> Option<UiEvent> {
         ServerFrame::AskUserWithdrawn {
             correlation_id,
             reason,
+            ..
         } => UiEvent::Withdrawn {
             correlation_id,
             reason,

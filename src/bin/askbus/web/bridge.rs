@@ -271,6 +271,8 @@ fn ui_frame(event: UiEvent) -> ServerFrame {
         } => ServerFrame::AskUserWithdrawn {
             correlation_id,
             reason,
+            node: None,
+            answered_by: None,
         },
         UiEvent::Ack {
             correlation_id,
@@ -287,6 +289,8 @@ fn ui_frame(event: UiEvent) -> ServerFrame {
         } => ServerFrame::ToolConfirmationWithdrawn(ApprovalWithdrawn {
             correlation_id,
             reason,
+            node: None,
+            answered_by: None,
         }),
         UiEvent::ApprovalAck(a) => ServerFrame::ToolConfirmationAck(a),
     }

@@ -275,6 +275,12 @@ pub enum ServerFrame {
     AskUserWithdrawn {
         correlation_id: String,
         reason: WithdrawReason,
+        /// Federation: the node the question was asked on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
+        /// Federation, reason `answered`: the UI that answered, and its node.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_by: Option<UiInfo>,
     },
     /// To the UI whose answer won: the producer is being sent it.
     #[serde(rename_all = "camelCase")]
@@ -316,6 +322,8 @@ mod tests {
         let f = ServerFrame::AskUserWithdrawn {
             correlation_id: "c".into(),
             reason: WithdrawReason::ProducerGone,
+            node: None,
+            answered_by: None,
         };
         let text = String::from_utf8(crate::protocol::encode(&f).to_vec()).unwrap();
         assert_eq!(
