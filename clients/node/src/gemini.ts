@@ -20,13 +20,20 @@
  * `confirmed: false, outcome: "cancel"`. Subscribing makes the bus hand such requests to the
  * bridge instead of answering `requiresUserConfirmation` (no listener).
  *
+ * Every question and approval carries the request `context` the bridge can tell
+ * (`bridgeContext`): the agent (`gemini-cli-core/<version>`), the session id and project root
+ * from the agent's `Config` when given, else the working directory, and the project named
+ * after it.
+ *
  * The bus is typed structurally: gemini-cli-core is never a dependency of this package.
  */
 
 import { randomUUID } from "node:crypto";
+import { createRequire } from "node:module";
+import { basename } from "node:path";
 
 import { Producer, type AskResponse, type Confirmation, type ProducerOptions } from "./producer.js";
-import type { NoUiPolicy, ToolOutcome } from "./protocol.js";
+import { CONTEXT_FIELDS, contextFromEnv, mergeContext, type NoUiPolicy, type RequestContext, type ToolOutcome } from "./protocol.js";
 
 /** What the bridge needs of a MessageBus (gemini-cli-core's class has all of it). */
 export interface MessageBusLike {
@@ -35,9 +42,19 @@ export interface MessageBusLike {
   unsubscribe(type: string, listener: (message: any) => void): void;
 }
 
+/** What the bridge reads of Gemini CLI core's `Config` (its class has all of it). */
+export interface GeminiConfigLike {
+  getSessionId?(): string;
+  getProjectRoot?(): string;
+  getTargetDir?(): string;
+}
+
 export interface BridgeOptions extends ProducerOptions {
   /** Ask through this producer instead of one the bridge opens (and closes on detach). */
   producer?: Producer;
+  /** The agent's `Config` (`config` in Gemini CLI core): its session id and project root go
+   * into every question's context. */
+  config?: GeminiConfigLike;
   /** Passed with every question set; the daemon's default otherwise. */
   timeoutMs?: number;
   noUi?: NoUiPolicy;
@@ -66,6 +83,62 @@ export interface BridgeHandle {
   readonly producer: Producer;
 }
 
+/** The version of the @google/gemini-cli-core this process loads, when it can be found. */
+function coreVersion(): string | undefined {
+  try {
+    const require = createRequire(import.meta.url);
+    const v = require("@google/gemini-cli-core/package.json")?.version;
+    return typeof v === "string" ? v : undefined;
+  } catch {
+    return undefined; // not installed beside us, or its exports hide package.json
+  }
+}
+
+/** Whether the daemon would take `value` for context field `name` (non-empty, one line, within
+ * the field's length in characters): what the bridge guesses is left out rather than have a
+ * question refused for it. */
+function acceptable(name: string, value: unknown): value is string {
+  const limit = CONTEXT_FIELDS.find(([n]) => n === name)?.[2] ?? 256;
+  // eslint-disable-next-line no-control-regex
+  return typeof value === "string" && value.length > 0 && [...value].length <= limit && !/[\u0000-\u001f\u007f-\u009f]/.test(value);
+}
+
+function call(f: (() => string) | undefined, self: object): string | undefined {
+  try {
+    return f?.call(self);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The context the bridge sends with every question: `over` (your `context` option), then the
+ * `ASKBUS_*` variables, then what the bridge knows: `agent` is `gemini-cli-core/<version>`,
+ * `session` the `Config`'s session id, `cwd` its project root (else this process's working
+ * directory) and `project` that directory's name. A guessed value the daemon would refuse is
+ * left out; one you set is sent as is (the daemon names the field it refuses).
+ */
+export function bridgeContext(
+  opts: { config?: GeminiConfigLike; context?: RequestContext } = {},
+  env: Record<string, string | undefined> = process.env,
+): RequestContext {
+  const config = opts.config;
+  const version = coreVersion();
+  const cwd = (config && (call(config.getProjectRoot, config) ?? call(config.getTargetDir, config))) || process.cwd();
+  const known: Record<string, unknown> = {
+    agent: version ? `gemini-cli-core/${version}` : "gemini-cli-core",
+    session: config && call(config.getSessionId, config),
+    cwd,
+    project: basename(cwd),
+  };
+  const guessed: RequestContext = {};
+  for (const [name] of CONTEXT_FIELDS) {
+    const v = known[name];
+    if (acceptable(name, v)) guessed[name] = v;
+  }
+  return mergeContext(guessed, mergeContext(contextFromEnv(env), opts.context));
+}
+
 const ASK_USER_REQUEST = "ask-user-request";
 const ASK_USER_RESPONSE = "ask-user-response";
 const TOOL_CALLS_UPDATE = "tool-calls-update";
@@ -82,6 +155,8 @@ interface Bridged {
 export function bridgeMessageBus(bus: MessageBusLike, opts: BridgeOptions = {}): BridgeHandle {
   const producer = opts.producer ?? new Producer({ client: "askbus-gemini-bridge", ...opts });
   const ownsProducer = opts.producer === undefined;
+  // A given producer's own context (its options and the variables) wins over the guesses.
+  const context = mergeContext(bridgeContext(opts), opts.producer ? opts.producer.context : {});
   // Keyed by the bus's correlationId. The daemon gets ids of its own: the bus's are only
   // unique within this process, the daemon's pending table is shared by every agent.
   const bridged = new Map<string, Bridged>();
@@ -111,7 +186,7 @@ export function bridgeMessageBus(bus: MessageBusLike, opts: BridgeOptions = {}):
   const forward = (busId: string, questions: unknown, b: Bridged) => {
     bridged.set(busId, b);
     producer
-      .ask(questions, { correlationId: b.daemonId, timeoutMs: opts.timeoutMs, noUi: opts.noUi })
+      .ask(questions, { correlationId: b.daemonId, timeoutMs: opts.timeoutMs, noUi: opts.noUi, context })
       .then(
         (r) => {
           // Answered meanwhile on the bus (a local dialog), or withdrawn by detach: say nothing.
@@ -141,6 +216,7 @@ export function bridgeMessageBus(bus: MessageBusLike, opts: BridgeOptions = {}):
         outcomes: opts.approvalOutcomes,
         timeoutMs: opts.timeoutMs,
         noUi: opts.noUi,
+        context,
       })
       .then((c) => {
         // Answered meanwhile on the bus (a local dialog), or withdrawn by detach: say nothing.

@@ -25,7 +25,7 @@ export {
   type UiRequestState,
   type UiWithdrawReason,
 } from "./ui.js";
-export { bridgeMessageBus, type BridgeHandle, type BridgeOptions, type MessageBusLike } from "./gemini.js";
+export { bridgeContext, bridgeMessageBus, type BridgeHandle, type BridgeOptions, type GeminiConfigLike, type MessageBusLike } from "./gemini.js";
 export { buildAnswers, choiceAnswer, multiSelectAnswer, textAnswer, yesNoAnswer } from "./answers.js";
 export { defaultSocketPath } from "./paths.js";
 export type { ReconnectOptions } from "./backoff.js";
