@@ -24,6 +24,31 @@ async fn three(nats: &Nats, extra: &str) -> (Daemon, Daemon, Daemon) {
     (a, b, c)
 }
 
+/// Asserts a live frame has exactly the fields (nested too) of its golden example in
+/// proto/examples/server (the federated ones are written by hand; this keeps them honest).
+fn like_golden(live: &Value, example: &str) {
+    fn shape(v: &Value, at: &str, out: &mut std::collections::BTreeSet<String>) {
+        if let Value::Object(map) = v {
+            // The request's own context is the context tests' business, not federation's.
+            for (k, v) in map.iter().filter(|(k, _)| *k != "context") {
+                let path = format!("{at}/{k}");
+                out.insert(path.clone());
+                if k != "questions" && k != "toolCall" && k != "details" {
+                    shape(v, &path, out);
+                }
+            }
+        }
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("proto/examples/server")
+        .join(example);
+    let golden: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let (mut a, mut b) = (Default::default(), Default::default());
+    shape(live, "", &mut a);
+    shape(&golden, "", &mut b);
+    assert_eq!(a, b, "{example}: {live}");
+}
+
 /// The frame's JSON text with its correlationId replaced, to compare two responses.
 fn without_id(v: &Value) -> String {
     let mut v = v.clone();
@@ -39,6 +64,9 @@ fn an_answer_from_b_reaches_the_producer_on_a_as_a_local_answer_would_and_c_with
         let (mut ui_a, _) = a.ui().await;
         let (mut ui_b, _) = b.ui().await;
         let (mut ui_c, _) = c.ui().await;
+        let mut watcher = a.connect().await;
+        watcher.send(json!({"type": "watch"})).await;
+        watcher.recv_type("watching").await;
         let mut producer = a.connect().await;
         producer.send(json!({"type": "hello", "protocol": 1, "client": "agent/1"})).await;
         producer.recv_type("welcome").await;
@@ -65,6 +93,7 @@ fn an_answer_from_b_reaches_the_producer_on_a_as_a_local_answer_would_and_c_with
         ui_a.recv_type("ask-user-request").await;
         let on_b = ui_b.recv_type("ask-user-request").await;
         assert_eq!(on_b["node"], "A", "{on_b}");
+        like_golden(&on_b, "ask-user-request.federated.json");
         assert_eq!(on_b["producer"]["client"], "agent/1", "{on_b}");
         assert_eq!(on_b["questions"], shown["questions"]);
         let on_c = ui_c.recv_type("ask-user-request").await;
@@ -81,6 +110,7 @@ fn an_answer_from_b_reaches_the_producer_on_a_as_a_local_answer_would_and_c_with
             assert_eq!(w["node"], "A", "{w}");
             assert_eq!(w["answeredBy"]["node"], "B", "{w}");
             assert_eq!(w["answeredBy"]["client"], "test-ui/1", "{w}");
+            like_golden(&w, "ask-user-withdrawn.federated.json");
         }
         // B's UI got its ack and no withdrawal; a second answer is not-pending, as locally.
         ui_b.send(answer("fed-1", json!({"0": "SQLite"}))).await;
@@ -89,6 +119,16 @@ fn an_answer_from_b_reaches_the_producer_on_a_as_a_local_answer_would_and_c_with
         let late = ui_c.recv_error("not-pending").await;
         assert_eq!(late["correlationId"], "fed-1");
         producer.expect_silence(Duration::from_millis(200)).await;
+
+        // The origin's watchers see who answered, and where.
+        let event = loop {
+            let e = watcher.recv_type("bus-event").await;
+            if e["correlationId"] == "fed-1" && e["event"] == "answered" {
+                break e;
+            }
+        };
+        assert_eq!((event["node"].clone(), event["ui"]["node"].clone()), (json!("A"), json!("B")), "{event}");
+        like_golden(&event, "bus-event.answered.federated.json");
 
         // Telemetry is the origin's, and names the node and UI that answered.
         let records = a.wait_telemetry(2);
@@ -372,6 +412,7 @@ fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_
         ui_b.send(answer("p-1", json!({"0": "SQLite"}))).await;
         let err = ui_b.recv_error("origin-unreachable").await;
         assert_eq!(err["correlationId"], "p-1");
+        like_golden(&err, "error.origin-unreachable.json");
         assert!(
             err["message"].as_str().unwrap().contains("still pending"),
             "{err}"
@@ -991,6 +1032,7 @@ fn approvals_federate_like_questions_and_the_origin_alone_decides() {
         let on_c = ui_c.recv_type("tool-confirmation-request").await;
         for shown in [&on_b, &on_c] {
             assert_eq!(shown["node"], "A", "{shown}");
+            like_golden(shown, "tool-confirmation-request.federated.json");
             assert_eq!(shown["correlationId"], "ap-1");
             for field in ["toolCall", "details", "outcomes", "context"] {
                 assert_eq!(shown[field], shown_a[field], "{field}: {shown}");
@@ -1021,6 +1063,7 @@ fn approvals_federate_like_questions_and_the_origin_alone_decides() {
             assert_eq!(w["reason"], "answered", "{w}");
             assert_eq!(w["node"], "A", "{w}");
             assert_eq!(w["answeredBy"]["node"], "B", "{w}");
+            like_golden(&w, "tool-confirmation-withdrawn.federated.json");
         }
         ui_c.send(decide("ap-1", "cancel")).await;
         ui_c.recv_error("not-pending").await;
@@ -1121,5 +1164,130 @@ fn a_ui_filters_by_node_and_askbus_pending_node_lists_one_node_s_questions() {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("from-a") && !text.contains("from-b"), "{text}");
+    });
+}
+
+/// `askbusd --check-config` with `text` as the file and `args`: (ok, stderr).
+fn check_config(text: &str, args: &[&str]) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbusd.toml");
+    std::fs::write(
+        &path,
+        text.replace("{dir}", &dir.path().display().to_string()),
+    )
+    .unwrap();
+    let out = std::process::Command::new(common::daemon_bin())
+        .arg("--check-config")
+        .arg("--config")
+        .arg(&path)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn check_config_validates_the_federation_section_and_its_files() {
+    let (ok, err) = check_config(
+        "nats = \"nats://127.0.0.1:4222\"\nnode = \"devbox\"\n[federation]\nprefix = \"team_1\"\naccept_nodes = [\"laptop\"]\n",
+        &[],
+    );
+    assert!(ok, "{err}");
+    for (text, args, wanted) in [
+        (
+            "nats = \"nats://x:4222\"\nnode = \"dev box\"\n",
+            &[][..],
+            "node",
+        ),
+        (
+            "nats = \"nats://x:4222\"\n[federation]\nprefix = \"a.b\"\n",
+            &[],
+            "prefix",
+        ),
+        (
+            "nats = \"nats://x:4222\"\n[federation]\nshare = \"yes\"\n",
+            &[],
+            "share",
+        ),
+        (
+            "nats = \"nats://x:4222\"\n[federation]\nbogus = 1\n",
+            &[],
+            "bogus",
+        ),
+        (
+            "nats = \"nats://x:4222\"\n[federation]\ncreds_file = \"{dir}/missing.creds\"\n",
+            &[],
+            "missing.creds",
+        ),
+        (
+            "nats = \"nats://x:4222\"\n[federation]\ntls_ca = \"{dir}/missing-ca.pem\"\n",
+            &[],
+            "missing-ca.pem",
+        ),
+        (
+            "",
+            &["--nats", "nats://x:4222", "--node", "a/b"][..],
+            "node",
+        ),
+    ] {
+        let (ok, err) = check_config(text, args);
+        assert!(!ok, "{text:?} {args:?} passed");
+        assert!(err.contains(wanted), "{text:?}: {err}");
+    }
+}
+
+#[test]
+fn sighup_reloads_what_is_shown_and_askbus_stats_shows_the_federation() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let (mut ui_b, _) = b.ui().await;
+        let mut producer = a.connect().await;
+        producer.send(choice_request("before")).await;
+        ui_b.recv_type("ask-user-request").await;
+        // B stops accepting A's questions: what is shown stays, new ones are not shown.
+        b.write_config("[federation]\naccept_nodes = [\"C\"]\n");
+        b.reload();
+        producer.send(choice_request("after")).await;
+        producer.ping().await;
+        ui_b.expect_silence(Duration::from_millis(300)).await;
+        assert_eq!(fed_stats(&b).await["remotePending"], 1);
+        // And back.
+        b.write_config("[federation]\n");
+        b.reload();
+        producer.send(choice_request("again")).await;
+        assert_eq!(
+            ui_b.recv_type("ask-user-request").await["correlationId"],
+            "again"
+        );
+        // A connection setting takes a restart, and says so.
+        b.write_config("[federation]\nprefix = \"other\"\n");
+        b.reload();
+        let log = b.log_text();
+        assert!(
+            log.contains("take a restart") && log.contains("\"federation\""),
+            "{log}"
+        );
+
+        let out = b.cli().arg("stats").output().expect("askbus stats");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("federation"), "{text}");
+        assert!(text.contains("connected"), "{text}");
+        assert!(
+            text.contains("remotePending") || text.contains("remote"),
+            "{text}"
+        );
     });
 }

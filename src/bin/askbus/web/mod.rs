@@ -261,6 +261,7 @@ struct WsQuery {
     project: Option<String>,
     agent: Option<String>,
     session: Option<String>,
+    node: Option<String>,
 }
 
 async fn websocket(
@@ -269,7 +270,7 @@ async fn websocket(
     Query(q): Query<WsQuery>,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let filter = bridge::filter(q.project, q.agent, q.session);
+    let filter = bridge::filter(q.project, q.agent, q.session, q.node);
     // An answer never needs more than the daemon accepts in one frame.
     ws.max_message_size(askbusd::protocol::DEFAULT_MAX_FRAME_BYTES)
         .on_upgrade(
