@@ -503,6 +503,7 @@ fn client_examples_are_accepted_or_refused_as_indexed() {
                             "tool-confirmation-response",
                             Inbound::ToolConfirmationResponse(_)
                         )
+                        | ("notify-report", Inbound::NotifyReport(_))
                 );
                 if !same {
                     failures.push(format!("{}: parsed as {frame:?}", ex.file));
@@ -1175,7 +1176,7 @@ fn bus_events_describe_the_example_request() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    let mut expected: BTreeSet<&str> = ["request", "producer-gone", "rejected"].into();
+    let mut expected: BTreeSet<&str> = ["request", "producer-gone", "rejected", "notify"].into();
     for o in [
         Outcome::Answered,
         Outcome::Dismissed,

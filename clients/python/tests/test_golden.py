@@ -142,6 +142,7 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
                            ("project", parsed.project), ("kind", parsed.kind),
                            ("tool", parsed.tool), ("detailsType", parsed.details_type),
                            ("confirmed", parsed.confirmed), ("outcome", parsed.outcome),
+                           ("notify", parsed.notify),
                            ("node", parsed.node)):
             if value is not None:
                 out[key] = value
@@ -179,6 +180,8 @@ class GoldenFramesTest(unittest.TestCase):
             "tool-confirmation-request": lambda f: _frames.tool_confirmation_request(
                 f["correlationId"], f["toolCall"], f.get("details"), f.get("outcomes"),
                 f.get("timeoutMs"), f.get("noUi"), f.get("serverName"), f.get("context")),
+            "notify-report": lambda f: _frames.notify_report(
+                f["sink"], f["result"], f.get("correlationIds", ()), f.get("error")),
             "tool-confirmation-cancel": lambda f: _frames.tool_confirmation_cancel(
                 f["correlationId"]),
             "tool-confirmation-response": lambda f: _frames.tool_confirmation_response(

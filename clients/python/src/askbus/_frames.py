@@ -81,6 +81,20 @@ def stats() -> Dict[str, Any]:
     return {"type": "stats"}
 
 
+def notify_report(
+    sink: str,
+    result: str,
+    correlation_ids: Sequence[str] = (),
+    error: Optional[str] = None,
+) -> Dict[str, Any]:
+    """A notifier's delivery report: ``result`` is sent, failed or answered."""
+    frame: Dict[str, Any] = {"type": "notify-report", "sink": sink, "result": result,
+                             "correlationIds": list(correlation_ids)}
+    if error is not None:
+        frame["error"] = error
+    return frame
+
+
 def watch(client: Optional[str] = None) -> Dict[str, Any]:
     frame: Dict[str, Any] = {"type": "watch"}
     if client is not None:
@@ -493,6 +507,7 @@ def parse_bus_event(frame: Mapping[str, Any]) -> BusEvent:
         details_type=_optional(frame, "detailsType", str),
         confirmed=_optional(frame, "confirmed", bool),
         outcome=_optional(frame, "outcome", str),
+        notify=_optional(frame, "notify", dict),
         node=_optional(frame, "node", str),
     )
 

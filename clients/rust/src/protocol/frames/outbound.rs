@@ -83,6 +83,9 @@ pub struct BusEvent {
     pub confirmed: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<ToolOutcome>,
+    /// `notify` events: a notifier's delivery report (the `producer` is the notifier).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<Box<super::NotifyFacts>>,
 }
 
 /// What a watcher event reports: a request's arrival or its [`End`]. A client reads an event
