@@ -34,6 +34,8 @@ use askbusd::protocol::{parse_inbound, ErrorFrame, Inbound, ServerFrame};
 const KEEPALIVE: Duration = Duration::from_secs(25);
 /// WebSocket close code "going away".
 const GOING_AWAY: u16 = 1001;
+/// WebSocket close code "policy violation": the session was signed out.
+const POLICY_VIOLATION: u16 = 1008;
 
 /// What every tab's bridge shares.
 pub struct Bridge {
@@ -42,8 +44,14 @@ pub struct Bridge {
     pub stopping: watch::Receiver<bool>,
 }
 
-/// Serves one tab until it closes (or `askbus web` stops).
-pub async fn tab(mut ws: WebSocket, bridge: &Bridge, peer: SocketAddr) {
+/// Serves one tab until it closes, `askbus web` stops, or its session is signed out
+/// (`revoked`).
+pub async fn tab(
+    mut ws: WebSocket,
+    bridge: &Bridge,
+    peer: SocketAddr,
+    revoked: tokio_util::sync::CancellationToken,
+) {
     let client = format!("askbus-web/{} ({peer})", env!("CARGO_PKG_VERSION"));
     let mut stopping = bridge.stopping.clone();
     let mut keepalive = interval(KEEPALIVE);
@@ -109,7 +117,11 @@ pub async fn tab(mut ws: WebSocket, bridge: &Bridge, peer: SocketAddr) {
                 }
             }
             _ = until_stopping(&mut stopping) => {
-                close(&mut ws).await;
+                close(&mut ws, GOING_AWAY, "askbus web stopped").await;
+                return;
+            }
+            _ = revoked.cancelled() => {
+                close(&mut ws, POLICY_VIOLATION, "signed out").await;
                 return;
             }
         }
@@ -193,10 +205,10 @@ async fn send_json(ws: &mut WebSocket, value: &impl serde::Serialize) -> Result<
     ws.send(Message::Text(text.into())).await
 }
 
-async fn close(ws: &mut WebSocket) {
+async fn close(ws: &mut WebSocket, code: u16, reason: &'static str) {
     let frame = CloseFrame {
-        code: GOING_AWAY,
-        reason: "askbus web stopped".into(),
+        code,
+        reason: reason.into(),
     };
     let _ = ws.send(Message::Close(Some(frame))).await;
 }
