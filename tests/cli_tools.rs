@@ -329,3 +329,58 @@ fn completions_and_man_page() {
     );
     assert!(text.contains("validate"));
 }
+
+/// `askbus mcp` answers a line that is not JSON with JSON-RPC's parse error (-32700, id null)
+/// and goes on serving: the lines after it, before and after the handshake, are answered.
+#[test]
+fn mcp_answers_a_line_that_is_not_json_with_a_parse_error_and_keeps_serving() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(cli_bin())
+        .args(["mcp", "--socket"])
+        .arg(dir.path().join("absent.sock"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, lines) = channel::<String>();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let mut exchange = |line: &str| -> Value {
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+        let reply = lines
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no reply to {line:?}"));
+        serde_json::from_str(&reply).unwrap()
+    };
+    let parse_error = |v: &Value| {
+        assert_eq!(v["jsonrpc"], "2.0", "{v}");
+        assert!(v["id"].is_null(), "{v}");
+        assert_eq!(v["error"]["code"], -32700, "{v}");
+    };
+    parse_error(&exchange("this is not json"));
+    let init = exchange(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    );
+    assert_eq!(init["id"], 1, "{init}");
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    // A notification gets no reply: sent together with the next line.
+    parse_error(&exchange(
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"",
+    ));
+    parse_error(&exchange("\u{1b}[A"));
+    let list = exchange(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#);
+    assert_eq!(list["id"], 3, "{list}");
+    assert_eq!(list["result"]["tools"][0]["name"], "ask_person", "{list}");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}

@@ -17,7 +17,7 @@ fn filter(project: Option<&str>, agent: Option<&str>) -> SubscribeFilter {
     SubscribeFilter {
         project: project.map(str::to_owned),
         agent: agent.map(str::to_owned),
-        session: None,
+        ..SubscribeFilter::default()
     }
 }
 
@@ -253,11 +253,11 @@ async fn bad_context_values_are_refused_naming_the_field() {
     // Bad filters are refused without making the connection a UI.
     let mut bad_ui = d.connect().await;
     bad_ui
-        .send(json!({"type": "subscribe", "filter": {"node": "x", "project": "web"}}))
+        .send(json!({"type": "subscribe", "filter": {"host": "x", "project": "web"}}))
         .await;
     let err = bad_ui.recv_error("invalid-frame").await;
     assert!(
-        err["message"].as_str().unwrap().contains("\"node\""),
+        err["message"].as_str().unwrap().contains("\"host\""),
         "{err}"
     );
     bad_ui

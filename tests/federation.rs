@@ -1107,3 +1107,61 @@ fn approvals_federate_like_questions_and_the_origin_alone_decides() {
         wait_remote_pending(&b, 0).await;
     });
 }
+
+#[test]
+fn a_ui_filters_by_node_and_askbus_pending_node_lists_one_node_s_questions() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let mut on_a = a.connect().await;
+        let mut on_b = b.connect().await;
+        on_a.send(choice_request("from-a")).await;
+        on_b.send(choice_request("from-b")).await;
+        on_a.ping().await;
+        on_b.ping().await;
+        wait_remote_pending(&b, 1).await;
+        // On B: a UI that wants only A's questions, and one that wants only B's own.
+        let subscribe = |node: &str| {
+            json!({"type": "subscribe", "client": "test-ui/1", "filter": {"node": node}})
+        };
+        let mut only_a = b.connect().await;
+        only_a.send(subscribe("A")).await;
+        assert_eq!(only_a.recv_type("subscribed").await["pending"], 1);
+        let r = only_a.recv_type("ask-user-request").await;
+        assert_eq!((r["correlationId"].clone(), r["node"].clone()), (json!("from-a"), json!("A")));
+        let mut only_b = b.connect().await;
+        only_b.send(subscribe("B")).await;
+        assert_eq!(only_b.recv_type("subscribed").await["pending"], 1);
+        let r = only_b.recv_type("ask-user-request").await;
+        assert_eq!((r["correlationId"].clone(), r["node"].clone()), (json!("from-b"), json!("B")));
+        // Live ones too; and an answer outside the filter is forbidden, the question stays.
+        on_a.send(choice_request("from-a-2")).await;
+        let r = only_a.recv_type("ask-user-request").await;
+        assert_eq!(r["correlationId"], "from-a-2");
+        only_b.send(answer("from-a-2", json!({"0": "SQLite"}))).await;
+        let err = only_b.recv_error("forbidden").await;
+        assert!(err["message"].as_str().unwrap().contains("filter"), "{err}");
+        only_a.send(answer("from-a-2", json!({"0": "SQLite"}))).await;
+        only_a.recv_type("ask-user-ack").await;
+        assert_eq!(on_a.recv_type("ask-user-response").await["correlationId"], "from-a-2");
+        only_b.expect_silence(Duration::from_millis(200)).await;
+        // A bad node value is refused like any filter value.
+        let mut bad = b.connect().await;
+        bad.send(json!({"type": "subscribe", "filter": {"node": ""}})).await;
+        let err = bad.recv_error("invalid-frame").await;
+        assert!(err["message"].as_str().unwrap().contains("filter.node"), "{err}");
+        // The CLI's --node.
+        let out = b
+            .cli()
+            .args(["pending", "--json", "--node", "A"])
+            .output()
+            .expect("askbus pending");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("from-a") && !text.contains("from-b"), "{text}");
+    });
+}

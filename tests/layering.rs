@@ -93,6 +93,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "federation",
         &[
+            "approvals",
             "broker",
             "federation::config",
             "federation::link",

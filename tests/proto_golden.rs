@@ -667,6 +667,15 @@ fn error_examples_carry_the_daemons_messages() {
     assert!(err.get("correlationId").is_none());
     assert!(refused.code.closes_connection());
 
+    // 1 spelled as a float: the file's own text (serde keeps 1.0 a float when re-encoding).
+    let text = std::fs::read(proto().join("examples/client/hello.protocol-1.0.json")).unwrap();
+    assert!(String::from_utf8_lossy(&text).contains("\"protocol\": 1.0"));
+    let refused = parse_inbound(&text).unwrap_err();
+    let err = example("server/error.unsupported-protocol.float.json");
+    assert_eq!(err["code"], refused.code.as_str());
+    assert_eq!(err["message"], refused.message.as_str());
+    assert!(refused.code.closes_connection());
+
     let err = example("server/error.not-pending.json");
     let id = example("client/ask-user-response.json")["correlationId"]
         .as_str()

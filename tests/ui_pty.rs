@@ -758,3 +758,47 @@ async fn every_part_is_reachable_by_keyboard_at_80x24_and_60x20() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_100x30_and_40_columns_the_countdown_and_the_keys_stay_readable() {
+    for (rows, cols) in [(30, 100), (20, 40)] {
+        let daemon = Daemon::start();
+        let mut ui = Pty::askbus_sized(
+            &["ui", "--socket", daemon.socket.to_str().unwrap()],
+            rows,
+            cols,
+        );
+        ui.wait_for("● connected").await;
+        // A 36-character client name: at 40 columns the name gives way, never the countdown.
+        let mut p = producer(&daemon.socket, "a-very-long-agent-name/with-ver-1.2.3").await;
+        ask(&mut p, "m", json!([platforms()])).await;
+        ask(&mut p, "n", json!([db_question(false)])).await;
+        let screen = ui.wait_for(" Platforms ").await;
+        let title = screen.lines().nth(1).unwrap();
+        assert!(
+            title.contains("m 00s left") || title.contains("m 59s left"),
+            "{title}"
+        );
+        assert!(title.contains("a-very-long"), "{title}");
+        // The hint line keeps Esc; the reminder of the other question stays.
+        assert!(screen.contains("Esc"), "{cols}\n{screen}");
+        assert!(screen.contains("Ctrl+L"), "{cols}\n{screen}");
+        ui.keys(END);
+        let end = ui.wait_for("Done").await;
+        assert!(end.contains("All of the above"), "{cols}\n{end}");
+        ui.keys(CTRL_L);
+        let list = ui.wait_for("2. a-very").await;
+        for row in list.lines().filter(|l| l.contains(". a-very")) {
+            assert!(
+                row.contains(" left"),
+                "the countdown is cut at {cols}: {row}"
+            );
+        }
+        // Number keys open a question, and in it a number answers and advances.
+        ui.keys("2");
+        ui.wait_for("Which database should the service").await;
+        ui.keys("2");
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(r["answers"], json!({"0": "SQLite"}), "{cols}");
+    }
+}

@@ -772,6 +772,48 @@ fn an_open_link_signs_in_once_and_shows_the_question() {
 }
 
 #[test]
+fn an_exposed_link_key_is_refused_and_no_link_works() {
+    use std::os::unix::fs::PermissionsExt;
+    let daemon = Daemon::start();
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("links.key");
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut child = Command::new(cli_bin())
+        .arg("--socket")
+        .arg(&daemon.socket)
+        .args(["web", "--listen", "127.0.0.1:0", "--link-key"])
+        .arg(&key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let (port, _) = next_link(&mut out).expect("it serves anyway");
+    let token = sign(&[7u8; 32], &answer_link("q", "SQLite", now() + 600));
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let (status, text, _) = exchange(s, port, "POST", &format!("/a/{token}"), &[], "");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("cannot check signed links"), "{text}");
+    assert!(!text.contains("links.key"), "{text}");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        err.contains("signed links (askbus notify) will not work"),
+        "{err}"
+    );
+    assert!(err.contains("readable or writable by others"), "{err}");
+}
+
+#[test]
 fn beyond_loopback_only_with_allow_remote_and_a_warning() {
     let daemon = Daemon::start();
     let out = Command::new(cli_bin())

@@ -36,6 +36,31 @@ async fn hello_ping_and_unsupported_protocol() {
     c.expect_closed().await;
 }
 
+/// PROTOCOL.md: any `protocol` but the JSON integer 1 is refused, so also 1 written as a
+/// float; the connection is closed after the error, as for protocol 2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hello_with_protocol_1_written_as_a_float_is_refused() {
+    let d = Daemon::start();
+    for spelling in ["1.0", "1e0", "1E+0", "10e-1"] {
+        let mut c = d.connect().await;
+        let payload = format!(r#"{{"type":"hello","protocol":{spelling},"client":"t/1"}}"#);
+        c.send_payload(payload.as_bytes()).await;
+        let err = c.recv_error("unsupported-protocol").await;
+        assert!(
+            err["message"]
+                .as_str()
+                .unwrap()
+                .contains("send the JSON integer 1"),
+            "{spelling}: {err}"
+        );
+        c.expect_closed().await;
+    }
+    // The integer itself still works, on a fresh connection.
+    let mut c = d.connect().await;
+    c.send_payload(br#"{"type":"hello","protocol":1}"#).await;
+    c.recv_type("welcome").await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_frames_get_errors_and_the_connection_survives() {
     let d = Daemon::start();

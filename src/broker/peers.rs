@@ -1,6 +1,8 @@
 //! The peers the broker knows: who each connection is, what the access rules let it do, and
 //! how far a UI has got through the pending table.
 
+use std::sync::Arc;
+
 use super::pending::Pending;
 use crate::protocol::SubscribeFilter;
 
@@ -84,12 +86,23 @@ pub struct Peer {
     pub asked: bool,
     /// As a UI: which requests it asked to be shown (`subscribe`'s filter).
     pub filter: SubscribeFilter,
+    /// Federation: this node's name, the node of the requests asked here (for a `node`
+    /// filter).
+    pub node: Option<Arc<str>>,
 }
 
 impl Peer {
     /// Whether this UI is (or would be) sent the request: it may see its producer's
     /// questions and asked for ones like it.
     pub fn shown(&self, req: &Pending) -> bool {
-        self.info.sees(req.producer_info.uid) && self.filter.matches(req.context.as_deref())
+        self.info.sees(req.producer_info.uid)
+            && self
+                .filter
+                .matches_request(req.context.as_deref(), self.node_of(req))
+    }
+
+    /// The node `req` was asked on, as far as this UI's filter is concerned.
+    pub fn node_of<'a>(&'a self, req: &'a Pending) -> Option<&'a str> {
+        req.origin.as_deref().or(self.node.as_deref())
     }
 }

@@ -155,6 +155,10 @@ impl Broker {
     /// Turns federation on (or changes its policy on reload). Remote questions already shown
     /// stay until they end.
     pub fn set_federation(&mut self, policy: Option<FedPolicy>) {
+        let node = policy.as_ref().map(|f| f.node.clone());
+        for p in self.peers.values_mut() {
+            p.node = node.clone();
+        }
         self.fed = policy;
     }
 
@@ -496,7 +500,7 @@ impl Broker {
                 return Ok(acked);
             }
             (Answer::Question(_), Some(_)) => {
-                let kind = super::RequestKind::Approval;
+                let kind = crate::protocol::RequestKind::Approval;
                 return Err(BrokerError::WrongKind {
                     id: id.clone(),
                     kind,
@@ -504,7 +508,7 @@ impl Broker {
                 .into_frame_error(&id));
             }
             (Answer::Approval(_), None) => {
-                let kind = super::RequestKind::Question;
+                let kind = crate::protocol::RequestKind::Question;
                 return Err(BrokerError::WrongKind {
                     id: id.clone(),
                     kind,

@@ -3,8 +3,10 @@
 
 use serde_json::{json, Value};
 
+use tokio::time::Duration;
+
 use super::*;
-use crate::protocol::{parse_inbound, BusEventKind, End, Inbound};
+use crate::protocol::{parse_inbound, AskUserResponse, BusEventKind, End, Inbound};
 
 const PRODUCER: PeerId = 1;
 const UI_A: PeerId = 10;

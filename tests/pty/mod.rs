@@ -172,6 +172,37 @@ impl Pty {
         }
     }
 
+    /// How the first cell of `text` on the screen is drawn: its foreground colour, bold and
+    /// underline (`None` when the text is not on screen). Colours mean something here (the
+    /// root command of a shell command, a diff's added and removed lines).
+    pub fn style_of(&self, text: &str) -> Option<(vt100::Color, bool, bool)> {
+        let s = self.screen.lock().unwrap();
+        let screen = s.0.screen();
+        let (rows, cols) = screen.size();
+        for row in 0..rows {
+            let line: Vec<String> = (0..cols)
+                .map(|c| match screen.cell(row, c) {
+                    Some(cell) if cell.is_wide_continuation() => String::new(),
+                    Some(cell) if cell.has_contents() => cell.contents(),
+                    _ => " ".to_owned(),
+                })
+                .collect();
+            // Cells hold one character each (wide ones leave an empty cell after them).
+            let joined: String = line.concat();
+            if let Some(byte) = joined.find(text) {
+                let mut at = 0;
+                for (col, cell) in line.iter().enumerate() {
+                    if at >= byte {
+                        let cell = screen.cell(row, col as u16)?;
+                        return Some((cell.fgcolor(), cell.bold(), cell.underline()));
+                    }
+                    at += cell.len();
+                }
+            }
+        }
+        None
+    }
+
     /// Types `keys` as the terminal would send them ("\r" is Enter, "\x1b" Esc, …).
     pub fn keys(&mut self, keys: &str) {
         self.writer.write_all(keys.as_bytes()).unwrap();

@@ -203,6 +203,20 @@ export class Producer {
     this.send({ type: 'ask-user-request', correlationId, questions, ...extra });
   }
 
+  /** Sends an approval (`tool-confirmation-request`). */
+  approve(correlationId, toolCall, details, extra = {}) {
+    this.send({ type: 'tool-confirmation-request', correlationId, toolCall, ...(details ? { details } : {}), ...extra });
+  }
+
+  /** The terminal tool-confirmation-response for `id`. */
+  async decision(id, ms = WAIT_MS) {
+    const f = await this.next(ms);
+    if (f.type !== 'tool-confirmation-response' || f.correlationId !== id) {
+      throw new Error(`expected the tool-confirmation-response for ${id}, got ${JSON.stringify(f)}`);
+    }
+    return f;
+  }
+
   /** Resolves once the daemon has handled everything sent before on this connection: it
    * handles one connection's frames in order, so the pong comes after them. */
   async sync(ms = WAIT_MS) {
@@ -330,12 +344,13 @@ export function websocket(web, headers = {}, listenMs = 800) {
 
 /** A WebSocket client of `askbus web` that can also send (masked, as clients must). */
 export class WsClient {
-  static connect(web, headers = {}) {
+  static connect(web, headers = {}, path = '/ws') {
     return new Promise((resolve, reject) => {
       const req = http.request({
         host: '127.0.0.1',
         port: web.port,
-        path: `${web.dir}ws`,
+        // Under the page's directory, where the session cookie belongs.
+        path: `${web.dir}${path.replace(/^\//, '')}`,
         headers: {
           Connection: 'Upgrade',
           Upgrade: 'websocket',
@@ -444,14 +459,22 @@ export function launchBrowser() {
   });
 }
 
-/** A page of `askbus web` opened through its printed link (which logs the browser in). */
-export async function openPage(context, web) {
+/** A page of `askbus web` opened through its printed link (which logs the browser in); with
+ * `rest` (e.g. `?project=P#q=ID`), then at that address of the page. */
+export async function openPage(context, web, rest = '') {
   const page = await context.newPage();
   page.setDefaultTimeout(WAIT_MS);
   await page.goto(await web.newLink());
+  if (rest) await page.goto(`${web.base}${rest}`);
   await page.locator('#conn[data-state="up"]').waitFor();
   return page;
 }
+
+/** The two screens every page test runs on. */
+export const VIEWPORTS = [
+  ['desktop', { viewport: { width: 1100, height: 800 } }],
+  ['phone', { viewport: { width: 360, height: 740 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true }],
+];
 
 let seq = 0;
 /** A correlationId unique within the run. */

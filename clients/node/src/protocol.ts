@@ -102,6 +102,8 @@ export interface SubscribeFilter {
   /** `name/version`, or just the name. */
   agent?: string;
   session?: string;
+  /** Federation: only requests asked on this askbusd node. */
+  node?: string;
 }
 
 /** The context the `ASKBUS_*` environment variables give (empty ones count as unset). */

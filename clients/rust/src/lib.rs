@@ -18,3 +18,8 @@ pub mod protocol;
 pub mod questions;
 #[cfg(feature = "client")]
 pub mod trust;
+
+/// The README's examples, compiled as doctests so they stay true.
+#[cfg(all(doctest, feature = "client"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

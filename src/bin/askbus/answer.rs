@@ -1,5 +1,5 @@
-//! `askbus answer`: answers (or dismisses) one pending question as a UI would, and reports
-//! whether the answer won.
+//! `askbus answer`: answers (or dismisses) one pending question, or allows or denies one
+//! pending approval, as a UI would, and reports whether the answer won.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,50 +10,127 @@ use anyhow::{anyhow, bail, Result};
 use crate::fail::Failure;
 
 use askbusd::client::{Ui, UiEvent};
-use askbusd::protocol::Outcome;
+use askbusd::protocol::{Decision, Outcome, ToolOutcome, UiApproval};
 
 use crate::term;
 
-pub async fn run(socket: &Path, id: &str, raw: &[String], dismiss: bool) -> Result<ExitCode> {
-    if raw.is_empty() && !dismiss {
-        return Err(Failure::new(
-            crate::ask::exit::USAGE,
-            anyhow!(
-                "say what to send: --answer INDEX=TEXT (one per question, from 0), or \
-                 --dismiss to dismiss the dialog; see `askbus answer --help`"
-            ),
-        )
-        .into());
+/// What the command line says to send.
+#[derive(Debug, PartialEq)]
+pub enum What {
+    Answers(Vec<String>),
+    Dismiss,
+    Allow { always: bool },
+    Deny(Option<String>),
+    Nothing,
+}
+
+impl What {
+    /// clap keeps the flags apart (`conflicts_with`); this reads the one given.
+    pub fn from_flags(
+        answers: Vec<String>,
+        dismiss: bool,
+        allow: bool,
+        always: bool,
+        deny: Option<Option<String>>,
+    ) -> What {
+        if dismiss {
+            What::Dismiss
+        } else if allow {
+            What::Allow { always }
+        } else if let Some(reason) = deny {
+            What::Deny(reason)
+        } else if !answers.is_empty() {
+            What::Answers(answers)
+        } else {
+            What::Nothing
+        }
     }
-    let answers = parse(raw).map_err(|e| Failure::new(crate::ask::exit::USAGE, e))?;
+}
+
+/// What the replay says is pending under the id.
+enum Pending {
+    Question(serde_json::Value),
+    Approval(Box<UiApproval>),
+}
+
+fn usage(e: anyhow::Error) -> anyhow::Error {
+    Failure::new(crate::ask::exit::USAGE, e).into()
+}
+
+pub async fn run(socket: &Path, id: &str, what: What) -> Result<ExitCode> {
+    if what == What::Nothing {
+        return Err(usage(anyhow!(
+            "say what to send: --answer INDEX=TEXT (one per question, from 0) for a question, \
+             --allow [--always] or --deny [REASON] for an approval, or --dismiss; see \
+             `askbus answer --help`"
+        )));
+    }
+    let answers = match &what {
+        What::Answers(raw) => parse(raw).map_err(usage)?,
+        _ => BTreeMap::new(),
+    };
     let mut ui = Ui::subscribe(
         socket,
         Some(concat!("askbus-answer/", env!("CARGO_PKG_VERSION"))),
     )
     .await?;
-    // The replay says what the question is, so picks joined for a question that takes one
-    // answer are refused here instead of arriving as free text.
+    // The replay says what the request is, so a flag that does not fit it (picks joined for
+    // a question that takes one answer, --allow for a question, --always where the agent
+    // does not offer it) is refused here instead of reaching the daemon.
     let mut replayed = 0;
-    let mut asked = None;
+    let mut pending = None;
     while replayed < ui.pending_at_subscribe() {
         match ui.next().await? {
             Some(UiEvent::Request(r)) => {
                 replayed += 1;
                 if r.correlation_id == id {
-                    asked = Some(r.questions);
+                    pending = Some(Pending::Question(r.questions));
+                }
+            }
+            Some(UiEvent::Approval(a)) => {
+                replayed += 1;
+                if a.correlation_id == id {
+                    pending = Some(Pending::Approval(a));
                 }
             }
             Some(_) => {}
             None => bail!("askbusd closed the connection"),
         }
     }
-    if let Some(questions) = asked {
-        check_repeats(raw, &questions).map_err(|e| Failure::new(crate::ask::exit::USAGE, e))?;
-    }
-    if dismiss {
-        ui.dismiss(id).await?;
-    } else {
-        ui.answer(id, &answers).await?;
+    let shown = term::sanitize(id);
+    let decision = match (&what, &pending) {
+        (What::Answers(raw), Some(Pending::Question(questions))) => {
+            check_repeats(raw, questions).map_err(usage)?;
+            None
+        }
+        (What::Answers(_), Some(Pending::Approval(a))) => {
+            return Err(usage(anyhow!(
+                "{shown} is an approval (tool {}), not a question: answer it with --allow \
+                 [--always], --deny [REASON] or --dismiss",
+                term::sanitize(a.tool_call["name"].as_str().unwrap_or("?"))
+            )))
+        }
+        (What::Allow { .. } | What::Deny(_), Some(Pending::Question(_))) => {
+            return Err(usage(anyhow!(
+                "{shown} is a question, not an approval: answer it with --answer INDEX=TEXT \
+                 or --dismiss"
+            )))
+        }
+        (What::Allow { always: true }, Some(Pending::Approval(a))) => {
+            Some(Decision::allow(always_outcome(a).map_err(usage)?))
+        }
+        // Not pending (or not visible to this user): the daemon says which.
+        (What::Allow { always: true }, None) => Some(Decision::allow(ToolOutcome::ProceedAlways)),
+        (What::Allow { always: false }, _) => Some(Decision::allow_once()),
+        (What::Deny(reason), _) => Some(Decision::deny(reason.clone())),
+        (What::Dismiss, Some(Pending::Approval(_))) => Some(Decision::Dismissed),
+        (What::Dismiss | What::Answers(_), _) => None,
+        (What::Nothing, _) => unreachable!("refused above"),
+    };
+    match (&decision, &what) {
+        (Some(d), _) => ui.decide(id, d).await?,
+        (None, What::Dismiss) => ui.dismiss(id).await?,
+        (None, _) => ui.answer(id, &answers).await?,
     }
     loop {
         match ui.next().await? {
@@ -62,8 +139,7 @@ pub async fn run(socket: &Path, id: &str, raw: &[String], dismiss: bool) -> Resu
                 outcome,
             }) if correlation_id == id => {
                 println!(
-                    "{}: {}",
-                    term::sanitize(id),
+                    "{shown}: {}",
                     if outcome == Outcome::Dismissed {
                         "dismissed"
                     } else {
@@ -72,12 +148,52 @@ pub async fn run(socket: &Path, id: &str, raw: &[String], dismiss: bool) -> Resu
                 );
                 return Ok(ExitCode::SUCCESS);
             }
+            Some(UiEvent::ApprovalAck(ack)) if ack.correlation_id == id => {
+                let said = match (ack.reason, ack.outcome) {
+                    (Outcome::Dismissed, _) => "dismissed".to_owned(),
+                    (_, ToolOutcome::Cancel) => "denied".to_owned(),
+                    (_, ToolOutcome::ProceedOnce) => "allowed once".to_owned(),
+                    (_, o) => format!("allowed: {} ({o})", o.label()),
+                };
+                println!("{shown}: {said}");
+                return Ok(ExitCode::SUCCESS);
+            }
             Some(UiEvent::Error(e)) if e.correlation_id.as_deref() == Some(id) => {
                 eprintln!("askbus: {}: {}", e.code, term::sanitize_lines(&e.message));
                 return Ok(ExitCode::FAILURE);
             }
             Some(_) => continue,
             None => bail!("askbusd closed the connection before acknowledging the answer"),
+        }
+    }
+}
+
+/// The outcome `--always` sends: the agent's "Allow always", or the one other "always" it
+/// offers (for this tool, this server, and save); an error when it offers none.
+fn always_outcome(a: &UiApproval) -> Result<ToolOutcome> {
+    if a.outcomes.contains(&ToolOutcome::ProceedAlways) {
+        return Ok(ToolOutcome::ProceedAlways);
+    }
+    let always: Vec<ToolOutcome> = a
+        .outcomes
+        .iter()
+        .copied()
+        .filter(|o| crate::pending::is_always(*o))
+        .collect();
+    match always.as_slice() {
+        [one] => Ok(*one),
+        _ => {
+            let offered: Vec<&str> = a.outcomes.iter().map(|o| o.label()).collect();
+            let why = if always.is_empty() {
+                "the agent does not offer \"Allow always\" for it"
+            } else {
+                "the agent offers several kinds of \"always\" and --always cannot say which"
+            };
+            bail!(
+                "{}: {why} (it offers: {}); use --allow for this call only",
+                term::sanitize(&a.correlation_id),
+                offered.join(", ")
+            )
         }
     }
 }

@@ -52,6 +52,9 @@ pub struct FilterArgs {
     /// Only questions from this agent session
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Federation: only questions asked on this askbusd node
+    #[arg(long, value_name = "NODE")]
+    pub node: Option<String>,
 }
 
 impl FilterArgs {
@@ -60,6 +63,7 @@ impl FilterArgs {
             project: set(self.project.clone()),
             agent: set(self.agent.clone()),
             session: set(self.session.clone()),
+            node: set(self.node.clone()),
         }
     }
 }
@@ -70,6 +74,7 @@ pub fn describe_filter(filter: &SubscribeFilter) -> String {
         ("project", &filter.project),
         ("agent", &filter.agent),
         ("session", &filter.session),
+        ("node", &filter.node),
     ]
     .into_iter()
     .filter_map(|(k, v)| {

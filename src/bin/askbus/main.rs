@@ -21,6 +21,7 @@ mod fail;
 mod hook;
 mod links;
 mod mcp;
+mod notify;
 mod pending;
 mod schema;
 mod service;
@@ -71,23 +72,27 @@ enum Command {
         #[command(flatten)]
         context: context::ContextArgs,
     },
-    /// List the pending questions and exit.
+    /// List the pending questions and approvals and exit.
     Pending {
-        /// Print them as a JSON array of ask-user-request frames
+        /// Print them as a JSON array of ask-user-request and tool-confirmation-request frames
         #[arg(long)]
         json: bool,
         #[command(flatten)]
         filter: context::FilterArgs,
     },
-    /// Answer (or dismiss) one pending question, as a UI would.
+    /// Answer (or dismiss) one pending question or approval, as a UI would.
     ///
     /// Questions are numbered from 0, as `askbus pending` lists them. A choice is answered
     /// with an option's label (or any other text); a multiSelect with its labels joined by
     /// ", " (`--answer '0=SQLite, DuckDB'`, or `--answer 0=SQLite --answer 0=DuckDB`, which
-    /// is joined the same way); a yesno with Yes or No.
+    /// is joined the same way); a yesno with Yes or No. An approval (an agent's tool call) is
+    /// allowed once with --allow, always with --allow --always (where the agent offers it),
+    /// or denied with --deny and an optional reason the agent is told.
     #[command(
         after_help = "Examples:\n  askbus answer ID --answer 0=PostgreSQL --answer 1=Yes\n  \
-        askbus answer ID --answer '0=SQLite, DuckDB'\n  askbus answer ID --dismiss"
+        askbus answer ID --answer '0=SQLite, DuckDB'\n  askbus answer ID --dismiss\n  \
+        askbus answer ID --allow\n  askbus answer ID --allow --always\n  \
+        askbus answer ID --deny 'Not the build directory: run cargo clean instead.'"
     )]
     Answer {
         /// The request's correlationId (from `askbus pending`)
@@ -96,9 +101,18 @@ enum Command {
         /// or for several picks of one multiSelect
         #[arg(long = "answer", value_name = "INDEX=TEXT")]
         answers: Vec<String>,
-        /// Dismiss the dialog instead of answering
-        #[arg(long, conflicts_with = "answers")]
+        /// Dismiss the dialog instead of answering (a question or an approval)
+        #[arg(long, conflicts_with_all = ["answers", "allow", "deny"])]
         dismiss: bool,
+        /// Approve an approval's tool call (once, unless --always)
+        #[arg(long, conflicts_with_all = ["answers", "deny"])]
+        allow: bool,
+        /// With --allow: allow it always (the agent's "Allow always"), where the request offers it
+        #[arg(long, requires = "allow")]
+        always: bool,
+        /// Deny an approval's tool call, with an optional reason the agent is told
+        #[arg(long, value_name = "REASON", num_args = 0..=1, conflicts_with = "answers")]
+        deny: Option<Option<String>>,
     },
     /// Answer questions interactively in this terminal, as they arrive.
     ///
@@ -108,8 +122,11 @@ enum Command {
     Ui(context::FilterArgs),
     /// Serve a page where a browser (or a phone) answers the agents' questions.
     ///
-    /// Prints a link carrying a random access token, new at every start; every request must
-    /// carry it (the link sets it as a cookie). Listens on loopback unless --allow-remote.
+    /// Prints a sign-in link with a one-time code (dead once used, or after --code-ttl); press
+    /// Enter where it runs (or send SIGUSR1) for another, SIGHUP signs every session out. The
+    /// page needs a session; it has "Sign out" and "Sign out everywhere". Also serves the
+    /// signed links of `askbus notify` (/a/TOKEN, /o/TOKEN). Listens on loopback unless
+    /// --allow-remote.
     /// From another machine or a phone, use an SSH tunnel (`ssh -L 7870:127.0.0.1:7870 HOST`,
     /// then open the link there) or a reverse proxy with TLS in front (plus --origin).
     Web(web::WebArgs),
@@ -180,6 +197,14 @@ enum Command {
     /// status 2 with the reason on stderr, or with --fallback ask hands the decision back to the
     /// agent's own prompt. Exit status 0: allowed (or handed back).
     Hook(hook::HookArgs),
+    /// Tell the person an agent is waiting: desktop notifications and pushes to a phone.
+    ///
+    /// A long-running UI: a desktop notification (org.freedesktop.Notifications) per waiting
+    /// question or approval, with buttons that answer it in one click (Yes/No, up to three
+    /// options, Allow/Deny) and "Open"; pushes to ntfy, a JSON webhook or Slack, whose buttons
+    /// are signed single-use links to `askbus web` (--web-url). A request answered elsewhere,
+    /// withdrawn or timed out closes its notification. Reconnects when askbusd restarts.
+    Notify(notify::NotifyArgs),
     /// Print the daemon's live counters.
     Stats {
         /// The stats frame as compact JSON on one line, for scripts
@@ -335,11 +360,18 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             id,
             answers,
             dismiss,
-        } => answer::run(&socket, &id, &answers, dismiss).await,
+            allow,
+            always,
+            deny,
+        } => {
+            let what = answer::What::from_flags(answers, dismiss, allow, always, deny);
+            answer::run(&socket, &id, what).await
+        }
         Command::Stats { json } => stats::run(&socket, json).await,
         Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Hook(args) => Ok(hook::run(&socket, args).await),
         Command::Web(args) => web::run(args, socket).await,
+        Command::Notify(args) => notify::run(&socket, args).await,
         Command::Bench(_) | Command::BenchRelay | Command::Service(_) => {
             unreachable!("dispatched before the runtime")
         }

@@ -27,8 +27,12 @@ from __future__ import annotations
 
 from . import answers, errors
 from ._paths import default_socket_path
-from ._sync import Event, Producer, Request, Subscription, Watch, ask, stats, subscribe, watch
-from .aio import AsyncProducer, AsyncRequest, AsyncSubscription, AsyncWatch, new_correlation_id
+from ._sync import (
+    Approval, Event, Producer, Request, Subscription, Watch, ask, stats, subscribe, watch,
+)
+from .aio import (
+    AsyncApproval, AsyncProducer, AsyncRequest, AsyncSubscription, AsyncWatch, new_correlation_id,
+)
 from .errors import (
     AskbusError,
     ConnectionLost,
@@ -61,9 +65,13 @@ from .errors import (
 from .types import (
     AckOutcome,
     Answers,
+    ApprovalResponse,
     BusEvent,
+    Confirmation,
+    ConfirmationReason,
     NoUiPolicy,
     Option,
+    ToolOutcome,
     ProducerInfo,
     Question,
     Reason,
@@ -81,12 +89,17 @@ __version__ = "0.1.0"
 __all__ = [
     "AckOutcome",
     "Answers",
+    "Approval",
+    "ApprovalResponse",
     "AskbusError",
+    "AsyncApproval",
     "AsyncProducer",
     "AsyncRequest",
     "AsyncSubscription",
     "AsyncWatch",
     "BusEvent",
+    "Confirmation",
+    "ConfirmationReason",
     "ConnectionLost",
     "DaemonError",
     "DaemonUnreachable",
@@ -121,6 +134,7 @@ __all__ = [
     "TimedOut",
     "TooManyConnections",
     "TooManyPending",
+    "ToolOutcome",
     "ToolResult",
     "UnknownType",
     "UiInfo",

@@ -147,6 +147,8 @@ def tool_confirmation_request(
     no_ui: Optional[str] = None,
     server_name: Optional[str] = None,
     context: Optional[Mapping[str, Any]] = None,
+    tool_annotations: Optional[Mapping[str, Any]] = None,
+    subagent: Optional[str] = None,
 ) -> Dict[str, Any]:
     frame: Dict[str, Any] = {
         "type": "tool-confirmation-request",
@@ -155,6 +157,10 @@ def tool_confirmation_request(
     }
     if server_name is not None:
         frame["serverName"] = server_name
+    if tool_annotations is not None:
+        frame["toolAnnotations"] = dict(tool_annotations)
+    if subagent is not None:
+        frame["subagent"] = subagent
     if details is not None:
         frame["details"] = dict(details)
     if outcomes is not None:

@@ -28,6 +28,7 @@ from .types import (
     AckOutcome,
     Answers,
     BusEvent,
+    Confirmation,
     NoUiPolicy,
     ProducerInfo,
     Question,
@@ -205,6 +206,37 @@ class Producer:
             )
         )
 
+    def confirm(
+        self,
+        tool_call: Mapping[str, Any],
+        *,
+        details: Optional[Mapping[str, Any]] = None,
+        outcomes: Optional[List[str]] = None,
+        server_name: Optional[str] = None,
+        tool_annotations: Optional[Mapping[str, Any]] = None,
+        subagent: Optional[str] = None,
+        timeout_ms: Optional[int] = None,
+        no_ui: Optional[NoUiPolicy] = None,
+        correlation_id: Optional[str] = None,
+        context: Union[RequestContext, Mapping[str, Optional[str]], None] = None,
+    ) -> Confirmation:
+        """Asks a person to approve a tool call and blocks until the decision; fails closed
+        (``confirmed`` only when a person approved). See ``AsyncProducer.confirm``."""
+        return self._io.run(
+            self._aio.confirm(
+                tool_call,
+                details=details,
+                outcomes=outcomes,
+                server_name=server_name,
+                tool_annotations=tool_annotations,
+                subagent=subagent,
+                timeout_ms=timeout_ms,
+                no_ui=no_ui,
+                correlation_id=correlation_id,
+                context=context,
+            )
+        )
+
     def cancel(self, correlation_id: str) -> bool:
         """Withdraws a pending question (from another thread than the one asking)."""
         return self._io.run(self._aio.cancel(correlation_id))
@@ -325,6 +357,54 @@ class Request:
         return repr(self._inner).replace("AsyncRequest", "Request", 1)
 
 
+class Approval(Request):
+    """A pending approval (an agent's tool call), as a UI sees it (the blocking twin of
+    ``aio.AsyncApproval``): decide it with ``allow()``, ``deny(reason)`` or ``dismiss()``."""
+
+    _inner: aio.AsyncApproval
+
+    @property
+    def tool(self) -> str:
+        return self._inner.tool
+
+    @property
+    def tool_call(self) -> Dict[str, Any]:
+        return self._inner.tool_call
+
+    @property
+    def details(self) -> Optional[Dict[str, Any]]:
+        return self._inner.details
+
+    @property
+    def outcomes(self) -> List[str]:
+        return self._inner.outcomes
+
+    @property
+    def server_name(self) -> Optional[str]:
+        return self._inner.server_name
+
+    @property
+    def subagent(self) -> Optional[str]:
+        return self._inner.subagent
+
+    def allow(
+        self,
+        outcome: str = "proceed_once",
+        *,
+        message: Optional[str] = None,
+        payload: Optional[Mapping[str, Any]] = None,
+    ) -> AckOutcome:
+        """Approves with ``outcome`` (one of ``outcomes``); see ``aio.AsyncApproval.allow``."""
+        return self._io.run(self._inner.allow(outcome, message=message, payload=payload))
+
+    def deny(self, reason: Optional[str] = None) -> AckOutcome:
+        """Denies; ``reason`` is what the agent is told."""
+        return self._io.run(self._inner.deny(reason))
+
+    def __repr__(self) -> str:
+        return repr(self._inner).replace("AsyncApproval", "Approval", 1)
+
+
 Event = Union[Request, Withdrawal[Request]]
 
 
@@ -379,7 +459,8 @@ class Subscription:
 
     def _wrap(self, inner: aio.AsyncRequest) -> Request:
         if inner._proxy is None:
-            inner._proxy = Request(inner, self._io)
+            kind = Approval if isinstance(inner, aio.AsyncApproval) else Request
+            inner._proxy = kind(inner, self._io)
         proxy: Request = inner._proxy
         return proxy
 

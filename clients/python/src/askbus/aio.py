@@ -53,7 +53,9 @@ from .errors import (
 from .types import (
     AckOutcome,
     Answers,
+    ApprovalResponse,
     BusEvent,
+    Confirmation,
     NoUiPolicy,
     ProducerInfo,
     Question,
@@ -65,6 +67,7 @@ from .types import (
 )
 
 __all__ = [
+    "AsyncApproval",
     "AsyncProducer",
     "AsyncRequest",
     "AsyncSubscription",
@@ -125,7 +128,7 @@ class _Tasks:
 
 
 class _PendingAsk:
-    """One question this producer is waiting on."""
+    """One request (a question, or with ``approval`` an approval) this producer is waiting on."""
 
     def __init__(
         self,
@@ -133,11 +136,14 @@ class _PendingAsk:
         questions: Any,
         timeout_ms: Optional[int],
         no_ui: Optional[str],
-        future: asyncio.Future[Response],
+        future: asyncio.Future[Any],
         context: Optional[Dict[str, str]] = None,
+        approval: Optional[Dict[str, Any]] = None,
     ) -> None:
         self.correlation_id = correlation_id
         self.questions = questions
+        #: The approval's fields (tool_call, details, outcomes, ...), None for a question.
+        self.approval = approval
         self.timeout_ms = timeout_ms
         self.no_ui = no_ui
         self.context = context
@@ -164,7 +170,25 @@ class _PendingAsk:
     def done(self) -> bool:
         return self.future.done()
 
-    def resolve(self, response: Response) -> None:
+    def frame(self, timeout_ms: Optional[int]) -> Dict[str, Any]:
+        if self.approval is not None:
+            return _frames.tool_confirmation_request(
+                self.correlation_id,
+                timeout_ms=timeout_ms,
+                no_ui=self.no_ui,
+                context=self.context,
+                **self.approval,
+            )
+        return _frames.ask_user_request(
+            self.correlation_id, self.questions, timeout_ms, self.no_ui, self.context
+        )
+
+    def cancel_frame(self) -> Dict[str, Any]:
+        if self.approval is not None:
+            return _frames.tool_confirmation_cancel(self.correlation_id)
+        return _frames.ask_user_cancel(self.correlation_id)
+
+    def resolve(self, response: Any) -> None:
         if not self.future.done():
             self.future.set_result(response)
 
@@ -291,6 +315,74 @@ class AsyncProducer:
             )
         loop = asyncio.get_running_loop()
         pa = _PendingAsk(cid, questions, timeout_ms, no_ui, loop.create_future(), wire_context)
+        return cast(Response, await self._request(pa))
+
+    async def confirm(
+        self,
+        tool_call: Mapping[str, Any],
+        *,
+        details: Optional[Mapping[str, Any]] = None,
+        outcomes: Optional[List[str]] = None,
+        server_name: Optional[str] = None,
+        tool_annotations: Optional[Mapping[str, Any]] = None,
+        subagent: Optional[str] = None,
+        timeout_ms: Optional[int] = None,
+        no_ui: Optional[NoUiPolicy] = None,
+        correlation_id: Optional[str] = None,
+        context: Union[RequestContext, Mapping[str, Optional[str]], None] = None,
+    ) -> Confirmation:
+        """Asks a person to approve an agent's tool call (a ``tool-confirmation-request``,
+        Gemini CLI core's: ``tool_call`` is ``{"name": ..., "args": {...}}``, ``details`` its
+        ``SerializableConfirmationDetails``, ``outcomes`` what the agent can act on beyond
+        ``proceed_once`` and ``cancel``) and waits for the decision.
+
+        Never raises for how it ended: the ``Confirmation`` is ``confirmed`` only when a person
+        approved; every other end (dismissed, timeout, no-ui, withdrawn, shutdown, a refused
+        request, no daemon before the deadline) is ``confirmed=False`` with the reason and a
+        message for the agent. Raises ``TypeError`` for arguments that cannot be sent at all.
+        Cancelling the awaiting task withdraws the request from the UIs.
+        """
+        cid = _frames.check_correlation_id(
+            new_correlation_id() if correlation_id is None else correlation_id
+        )
+        if timeout_ms is not None and (
+            isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int)
+        ):
+            raise TypeError(f"timeout_ms must be an int, not {type(timeout_ms).__name__}")
+        if not isinstance(tool_call, Mapping):
+            raise TypeError(f"tool_call must be a mapping, not {type(tool_call).__name__}")
+        approval: Dict[str, Any] = {
+            "tool_call": tool_call,
+            "details": details,
+            "outcomes": outcomes,
+            "server_name": server_name,
+            "tool_annotations": tool_annotations,
+            "subagent": subagent,
+        }
+        wire_context = self.context.merged(RequestContext.of(context)).to_wire()
+        loop = asyncio.get_running_loop()
+        pa = _PendingAsk(
+            cid, None, timeout_ms, no_ui, loop.create_future(), wire_context, approval
+        )
+        _frames.encode(pa.frame(timeout_ms))
+        try:
+            response = await self._request(pa)
+        except AskbusError as e:
+            return _failed_confirmation(cid, e)
+        if not isinstance(response, ApprovalResponse):
+            return _failed_confirmation(
+                cid, ProtocolError("askbusd answered an approval with a question's response")
+            )
+        return Confirmation.from_response(response)
+
+    async def _request(self, pa: _PendingAsk) -> Any:
+        """Sends a request and waits for its terminal frame (or the error that ended it)."""
+        cid = pa.correlation_id
+        if cid in self._asks:
+            raise DuplicateCorrelationId(
+                f"correlationId {cid!r} is already pending on this producer",
+                correlation_id=cid,
+            )
         self._asks[cid] = pa
         try:
             if self._conn is None and self._reconnector is None:
@@ -314,7 +406,7 @@ class AsyncProducer:
             if conn is not None and pa.live_gen == self._gen and not ended:
                 # Awaited, not spawned: a process that exits right after its ask was
                 # cancelled (Ctrl-C) still withdraws the question rather than abandon it.
-                await _send_quietly(conn, _frames.ask_user_cancel(cid))
+                await _send_quietly(conn, pa.cancel_frame())
             raise
         finally:
             if self._asks.get(cid) is pa:
@@ -333,7 +425,7 @@ class AsyncProducer:
         conn = self._conn
         if conn is not None and pa.live_gen == self._gen:
             try:
-                await conn.send(_frames.ask_user_cancel(correlation_id))
+                await conn.send(pa.cancel_frame())
                 return True
             except ConnectionLost:
                 pass
@@ -401,11 +493,7 @@ class AsyncProducer:
                 return
             # The same deadline on the new daemon: what is left of it, not a fresh timeout.
             timeout_ms = max(1, math.ceil(remaining * 1000))
-        payload = _frames.encode(
-            _frames.ask_user_request(
-                pa.correlation_id, pa.questions, timeout_ms, pa.no_ui, pa.context
-            )
-        )
+        payload = _frames.encode(pa.frame(timeout_ms))
         if len(payload) > welcome.max_frame_bytes:
             # Sent, it would make the daemon close the connection every other question shares.
             pa.fail(
@@ -459,8 +547,12 @@ class AsyncProducer:
 
     def _dispatch(self, frame: Dict[str, Any]) -> None:
         kind = frame["type"]
-        if kind == "ask-user-response":
-            response = _frames.parse_response(frame)
+        if kind in ("ask-user-response", "tool-confirmation-response"):
+            response: Any = (
+                _frames.parse_response(frame)
+                if kind == "ask-user-response"
+                else _frames.parse_approval_response(frame)
+            )
             pa = self._asks.get(response.correlation_id)
             if pa is None:
                 return
@@ -567,6 +659,24 @@ class AsyncProducer:
             self._reconnector = None
 
 
+def _failed_confirmation(cid: str, error: AskbusError) -> Confirmation:
+    """A confirmation that no person decided because of ``error``: never an approval."""
+    if isinstance(error, Withdrawn):
+        reason: Any = "withdrawn"
+    elif isinstance(error, DaemonError) and not isinstance(error, NotPending):
+        reason = "refused"
+    else:
+        reason = "daemon-lost"
+    return Confirmation(
+        correlation_id=cid,
+        confirmed=False,
+        outcome="cancel",
+        reason=reason,
+        message=f"{error}; the tool call was not approved.",
+        error=error,
+    )
+
+
 async def _send_quietly(conn: Connection, frame: Mapping[str, Any]) -> None:
     try:
         await conn.send(frame)
@@ -624,7 +734,8 @@ class AsyncRequest:
     ) -> None:
         self._subscription = subscription
         self.correlation_id = frame.correlation_id
-        self.questions = cast(List[Question], frame.questions)
+        # An approval (AsyncApproval) has no questions.
+        self.questions = cast(List[Question], getattr(frame, "questions", []))
         self.timeout_ms = frame.timeout_ms
         self.producer: ProducerInfo = frame.producer
         #: Who is asking, about what (``None`` when the producer did not say).
@@ -704,6 +815,78 @@ class AsyncRequest:
             else (f"outcome={self.outcome!r}" if self.outcome else "pending")
         )
         return f"<AsyncRequest {self.correlation_id} {state} questions={len(self.questions)}>"
+
+
+class AsyncApproval(AsyncRequest):
+    """A pending approval (an agent's tool call) as a UI sees it, with the same lifecycle as
+    a question (``pending``, ``withdrawn``, ``remaining_ms``, ``wait_withdrawn``).
+
+    ``tool_call`` is ``{"name", "args"}``; ``details`` Gemini CLI core's
+    ``SerializableConfirmationDetails`` (``type`` ``exec``, ``edit``, ``mcp``, ``info``, ...),
+    as the producer sent them; ``outcomes`` the choices the UI may offer. Decide it with
+    ``allow()``, ``deny(reason)`` or ``dismiss()``; ``questions`` is empty and ``answer``
+    refuses (an approval is not a question). ``decision`` is the daemon's ack once this UI's
+    decision won.
+    """
+
+    def __init__(
+        self, subscription: AsyncSubscription, frame: _frames.ApprovalRequest, gen: int
+    ) -> None:
+        super().__init__(subscription, cast(Any, frame), gen)
+        self.tool_call: Dict[str, Any] = frame.tool_call
+        self.details: Optional[Dict[str, Any]] = frame.details
+        self.outcomes: List[str] = frame.outcomes
+        self.server_name: Optional[str] = frame.server_name
+        self.tool_annotations: Optional[Dict[str, Any]] = frame.tool_annotations
+        self.subagent: Optional[str] = frame.subagent
+        self.decision: Optional[_frames.ApprovalAck] = None
+
+    @property
+    def tool(self) -> str:
+        """``toolCall.name``."""
+        return str(self.tool_call.get("name", ""))
+
+    async def answer(self, answers: Answers) -> AckOutcome:
+        raise TypeError("an approval is decided with allow(), deny() or dismiss(), not answer()")
+
+    async def allow(
+        self,
+        outcome: str = "proceed_once",
+        *,
+        message: Optional[str] = None,
+        payload: Optional[Mapping[str, Any]] = None,
+    ) -> AckOutcome:
+        """Approves the call with ``outcome`` (one of ``outcomes``: ``"proceed_always"`` for
+        "Allow always" where offered). Returns ``"answered"`` once the daemon acknowledged it;
+        raises ``NotPending`` if another UI was first, ``InvalidResponse`` (and the approval
+        stays pending) for an outcome the request does not offer, ``ValueError`` for
+        ``"cancel"`` (use ``deny``)."""
+        if outcome == "cancel":
+            raise ValueError("cancel denies the call: use deny()")
+        frame = _frames.tool_confirmation_response(
+            self.correlation_id, True, outcome, message, payload
+        )
+        return await self._subscription._answer(self, {}, False, frame)
+
+    async def deny(self, reason: Optional[str] = None) -> AckOutcome:
+        """Denies the call; ``reason`` is what the agent is told. Returns ``"answered"``."""
+        frame = _frames.tool_confirmation_response(
+            self.correlation_id, False, "cancel", reason or None
+        )
+        return await self._subscription._answer(self, {}, False, frame)
+
+    async def dismiss(self) -> AckOutcome:
+        """Closes it without deciding (never an approval); returns ``"dismissed"``."""
+        frame = _frames.tool_confirmation_response(self.correlation_id, dismissed=True)
+        return await self._subscription._answer(self, {}, True, frame)
+
+    def __repr__(self) -> str:
+        state = (
+            f"withdrawn={self.withdraw_reason!r}"
+            if self.withdrawn
+            else (f"outcome={self.outcome!r}" if self.outcome else "pending")
+        )
+        return f"<AsyncApproval {self.correlation_id} {state} tool={self.tool!r}>"
 
 
 AsyncEvent = Union[AsyncRequest, Withdrawal[AsyncRequest]]
@@ -902,9 +1085,9 @@ class AsyncSubscription:
 
     def _dispatch(self, frame: Dict[str, Any], gen: int) -> None:
         parsed = _frames.parse_server_frame(frame)
-        if isinstance(parsed, _frames.UiRequest):
+        if isinstance(parsed, (_frames.UiRequest, _frames.ApprovalRequest)):
             self._on_request(parsed, gen)
-        elif isinstance(parsed, _frames.WithdrawnFrame):
+        elif isinstance(parsed, (_frames.WithdrawnFrame, _frames.ApprovalWithdrawn)):
             req = self._known.get(parsed.correlation_id)
             if req is None:
                 return
@@ -920,6 +1103,13 @@ class AsyncSubscription:
             entry = self._acks.pop(parsed.correlation_id, None)
             if entry is not None and not entry[0].done():
                 entry[0].set_result(parsed.outcome)
+        elif isinstance(parsed, _frames.ApprovalAck):
+            entry = self._acks.pop(parsed.correlation_id, None)
+            known = self._known.get(parsed.correlation_id)
+            if isinstance(known, AsyncApproval):
+                known.decision = parsed
+            if entry is not None and not entry[0].done():
+                entry[0].set_result(parsed.reason)
         elif isinstance(parsed, DaemonError):
             entry = (
                 self._acks.pop(parsed.correlation_id, None) if parsed.correlation_id else None
@@ -929,15 +1119,21 @@ class AsyncSubscription:
             else:
                 log.warning("askbusd: %s: %s", parsed.code, parsed.message)
 
-    def _on_request(self, frame: _frames.UiRequest, gen: int) -> None:
+    def _on_request(
+        self, frame: Union[_frames.UiRequest, _frames.ApprovalRequest], gen: int
+    ) -> None:
         known = self._known.get(frame.correlation_id)
         if known is not None:
             # Already yielded and still pending (a replay after reconnecting, or its
             # producer's resend to a restarted daemon): the same object, not a duplicate.
-            known._refresh(frame, gen)
+            known._refresh(cast(Any, frame), gen)
             self._notify()
             return
-        req = AsyncRequest(self, frame, gen)
+        req: AsyncRequest = (
+            AsyncApproval(self, frame, gen)
+            if isinstance(frame, _frames.ApprovalRequest)
+            else AsyncRequest(self, frame, gen)
+        )
         self._known[req.correlation_id] = req
         assert self._queue is not None
         self._queue.put_nowait(req)
@@ -1026,7 +1222,11 @@ class AsyncSubscription:
             return
 
     async def _answer(
-        self, req: AsyncRequest, answers: Dict[str, str], cancelled: bool
+        self,
+        req: AsyncRequest,
+        answers: Dict[str, str],
+        cancelled: bool,
+        frame: Optional[Dict[str, Any]] = None,
     ) -> AckOutcome:
         if req._answer_lock is None:
             req._answer_lock = asyncio.Lock()
@@ -1063,7 +1263,11 @@ class AsyncSubscription:
                 self._acks[cid] = (fut, gen)
                 sent = True
                 try:
-                    await conn.send(_frames.ask_user_response(cid, answers, cancelled))
+                    await conn.send(
+                        frame
+                        if frame is not None
+                        else _frames.ask_user_response(cid, answers, cancelled)
+                    )
                 except ConnectionLost:
                     pass  # the reader reports the drop to `fut`
                 try:

@@ -133,6 +133,51 @@ class ApprovalResponse:
     payload: Optional[Dict[str, Any]] = None
 
 
+#: How a confirmation ended: the daemon's reasons, ``"refused"`` (the daemon refused the
+#: request: ``Confirmation.error`` says why) and ``"daemon-lost"`` (no daemon held it to its end).
+ConfirmationReason = Literal[
+    "answered", "dismissed", "timeout", "no-ui", "withdrawn", "shutdown", "refused", "daemon-lost"
+]
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """What ``AsyncProducer.confirm`` / ``Producer.confirm`` return, whatever happened.
+
+    It **fails closed**: ``confirmed`` is true only when a person chose an approving outcome
+    (``reason == "answered"``); a timeout, a dismissal, no UI, a shutdown, a refused request
+    (``"refused"``, with the daemon's error in ``error``) or a daemon that could not be reached
+    before the deadline (``"daemon-lost"``) are ``confirmed=False``, ``outcome="cancel"``, with
+    a ``message`` that says why, for the agent.
+    """
+
+    correlation_id: str
+    confirmed: bool
+    outcome: ToolOutcome
+    reason: ConfirmationReason
+    message: Optional[str] = None
+    payload: Optional[Dict[str, Any]] = None
+    error: Optional[BaseException] = None
+
+    @property
+    def decided(self) -> bool:
+        """A person decided (either way), rather than the request ending undecided."""
+        return self.reason == "answered"
+
+    @classmethod
+    def from_response(cls, r: "ApprovalResponse") -> "Confirmation":
+        # confirmed only for answered, whatever a daemon says: fail closed.
+        confirmed = r.confirmed and r.reason == "answered" and r.outcome != "cancel"
+        return cls(
+            correlation_id=r.correlation_id,
+            confirmed=confirmed,
+            outcome=r.outcome if confirmed else "cancel",
+            reason=r.reason,
+            message=r.message,
+            payload=r.payload if confirmed else None,
+        )
+
+
 @dataclass(frozen=True)
 class ProducerInfo:
     """Who asked, as the daemon tells UIs: the name the producer announced (if any), and the

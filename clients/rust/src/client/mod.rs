@@ -1,15 +1,18 @@
 //! The async Rust client: a raw frame `Connection`, a `Producer` whose `ask()` returns the
-//! terminal response (several asks may be in flight on one connection; it reconnects and
-//! resends across a daemon restart), a `Ui` that yields requests and sends answers (split into
+//! terminal response and whose `confirm()` asks a person to approve a tool call (several
+//! requests may be in flight on one connection; it reconnects and resends across a daemon
+//! restart), a `Ui` that yields questions and approvals and sends answers and decisions (split into
 //! `UiEvents` and a cloneable `UiAnswerer` when both must happen at once), a `Watcher` that
 //! observes the bus, and the reconnecting [`UiSubscription`] and [`WatchSubscription`]. Every
 //! reconnection follows the one [`Backoff`] policy all askbus clients share.
 
 mod backoff;
+mod confirm;
 mod producer;
 mod subscription;
 
 pub use backoff::Backoff;
+pub use confirm::{Confirm, Confirmation, ConfirmationReason};
 pub use producer::{Producer, ProducerOptions};
 pub use subscription::{UiSubscription, UiUpdate, Update, WatchSubscription, WatchUpdate};
 
@@ -27,8 +30,9 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use crate::protocol::{
-    codec, encode, BusEvent, ClientFrame, Code, ErrorFrame, NoUiPolicy, Outcome, RequestContext,
-    ServerFrame, SubscribeFilter, UiRequest, WithdrawReason, PROTOCOL_VERSION,
+    codec, encode, ApprovalAck, BusEvent, ClientFrame, Code, Decision, ErrorFrame, NoUiPolicy,
+    Outcome, RequestContext, ServerFrame, SubscribeFilter, UiApproval, UiRequest, WithdrawReason,
+    PROTOCOL_VERSION,
 };
 
 /// The longest frame a client accepts from the daemon. Daemon frames may exceed the daemon's
@@ -238,10 +242,14 @@ pub fn new_correlation_id() -> String {
     format!("{}-{nanos:x}-{n}", std::process::id())
 }
 
-/// What a UI is told.
+/// What a UI is told. Questions and approvals share one correlationId space and one replay
+/// (`pending_at_subscribe` counts both), so a UI that shows only questions must still count
+/// the approvals of the replay.
 #[derive(Debug, Clone)]
 pub enum UiEvent {
+    /// A question to answer ([`Ui::answer`], [`Ui::dismiss`]).
     Request(UiRequest),
+    /// A question is no longer pending.
     Withdrawn {
         correlation_id: String,
         reason: WithdrawReason,
@@ -253,6 +261,35 @@ pub enum UiEvent {
     },
     /// An error about something this UI sent (e.g. `not-pending`: another UI was first).
     Error(ErrorFrame),
+    /// An agent's tool call to approve or deny ([`Ui::decide`]); offer only its `outcomes`.
+    Approval(Box<UiApproval>),
+    /// An approval is no longer pending.
+    ApprovalWithdrawn {
+        correlation_id: String,
+        reason: WithdrawReason,
+    },
+    /// This UI's decision won; the producer is being sent it.
+    ApprovalAck(ApprovalAck),
+}
+
+impl UiEvent {
+    /// The request the event is about (`None` for an error about no request in particular).
+    pub fn correlation_id(&self) -> Option<&str> {
+        match self {
+            UiEvent::Request(r) => Some(&r.correlation_id),
+            UiEvent::Approval(a) => Some(&a.correlation_id),
+            UiEvent::Withdrawn { correlation_id, .. }
+            | UiEvent::Ack { correlation_id, .. }
+            | UiEvent::ApprovalWithdrawn { correlation_id, .. } => Some(correlation_id),
+            UiEvent::ApprovalAck(a) => Some(&a.correlation_id),
+            UiEvent::Error(e) => e.correlation_id.as_deref(),
+        }
+    }
+
+    /// Whether it is a pending request (question or approval): what the replay counts.
+    pub fn is_request(&self) -> bool {
+        matches!(self, UiEvent::Request(_) | UiEvent::Approval(_))
+    }
 }
 
 /// A subscribed UI.
@@ -334,6 +371,18 @@ impl Ui {
             .await
     }
 
+    /// Decides an approval: e.g. [`Decision::allow_once`], [`Decision::deny`] with the reason
+    /// the agent is told, or [`Decision::Dismissed`]. The daemon answers
+    /// [`UiEvent::ApprovalAck`] when it won, or [`UiEvent::Error`] (`not-pending`: another UI
+    /// was first; `invalid-response`: an outcome the request does not offer).
+    pub async fn decide(
+        &mut self,
+        correlation_id: &str,
+        decision: &Decision,
+    ) -> Result<(), ClientError> {
+        self.conn.send(&decision.frame(correlation_id)).await
+    }
+
     /// Splits the subscription so events can be read while answers are sent from elsewhere
     /// (an interactive UI reads the bus and the keyboard at once).
     pub fn into_split(self) -> (UiEvents, UiAnswerer) {
@@ -393,6 +442,17 @@ impl UiAnswerer {
         self.writer.lock().await.send(frame).await?;
         Ok(())
     }
+
+    /// Decides an approval, as [`Ui::decide`].
+    pub async fn decide(
+        &self,
+        correlation_id: &str,
+        decision: &Decision,
+    ) -> Result<(), ClientError> {
+        let frame = encode(&decision.frame(correlation_id));
+        self.writer.lock().await.send(frame).await?;
+        Ok(())
+    }
 }
 
 fn answer_frame<'a>(
@@ -436,6 +496,12 @@ fn ui_event(frame: ServerFrame) -> Option<UiEvent> {
             outcome,
         },
         ServerFrame::Error(e) => UiEvent::Error(e),
+        ServerFrame::ToolConfirmationRequest(a) => UiEvent::Approval(Box::new(a)),
+        ServerFrame::ToolConfirmationWithdrawn(w) => UiEvent::ApprovalWithdrawn {
+            correlation_id: w.correlation_id,
+            reason: w.reason,
+        },
+        ServerFrame::ToolConfirmationAck(a) => UiEvent::ApprovalAck(a),
         _ => return None,
     })
 }

@@ -21,19 +21,43 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
+use super::confirm::{Confirm, Confirmation};
 use super::{new_correlation_id, Ask, Backoff, ClientError, Connection};
 use crate::protocol::{
-    encode, ClientFrame, ErrorCode, NoUiPolicy, Outcome, ProducerResponse, RequestContext,
-    ServerFrame,
+    encode, ApprovalResponse, ClientFrame, ErrorCode, NoUiPolicy, Outcome, ProducerResponse,
+    RequestContext, ServerFrame,
 };
 
-type Waiter = oneshot::Sender<Result<ProducerResponse, ClientError>>;
+/// A request's terminal frame.
+enum Terminal {
+    Question(ProducerResponse),
+    Approval(ApprovalResponse),
+}
 
-/// One question waiting for its answer.
+impl Terminal {
+    fn reason(&self) -> Outcome {
+        match self {
+            Terminal::Question(r) => r.reason,
+            Terminal::Approval(r) => r.reason,
+        }
+    }
+}
+
+type Waiter = oneshot::Sender<Result<Terminal, ClientError>>;
+
+/// What is asked: a question set, or an approval (its frame's body, context included).
+enum Body {
+    Question {
+        questions: Value,
+        context: Option<RequestContext>,
+    },
+    Approval(Box<Confirm>),
+}
+
+/// One request (question or approval) waiting for its answer.
 struct PendingAsk {
-    questions: Value,
+    body: Body,
     no_ui: Option<NoUiPolicy>,
-    context: Option<RequestContext>,
     /// After this the question is over: the daemon's deadline, kept here for when no daemon
     /// holds it.
     deadline: Instant,
@@ -42,7 +66,7 @@ struct PendingAsk {
     /// copy, still pending on a daemon that did not restart.
     sends: u32,
     /// A daemon that shut down answered `shutdown`: returned if no daemon comes back in time.
-    shutdown_response: Option<ProducerResponse>,
+    shutdown_response: Option<Terminal>,
     cancel_requested: bool,
     dup_backoff: Backoff,
 }
@@ -51,13 +75,29 @@ impl PendingAsk {
     /// The request frame, with what is left of its time.
     fn frame(&self, id: &str, now: Instant) -> bytes::Bytes {
         let left = self.deadline.saturating_duration_since(now);
-        encode(&ClientFrame::AskUserRequest {
-            correlation_id: id,
-            questions: &self.questions,
-            timeout_ms: Some((left.as_millis() as u64).max(1)),
-            no_ui: self.no_ui,
-            context: self.context.as_ref(),
-        })
+        self.frame_with(id, Some((left.as_millis() as u64).max(1)))
+    }
+
+    fn frame_with(&self, id: &str, timeout_ms: Option<u64>) -> bytes::Bytes {
+        match &self.body {
+            Body::Question { questions, context } => encode(&ClientFrame::AskUserRequest {
+                correlation_id: id,
+                questions,
+                timeout_ms,
+                no_ui: self.no_ui,
+                context: context.as_ref(),
+            }),
+            Body::Approval(c) => encode(&c.frame(id, timeout_ms, self.no_ui)),
+        }
+    }
+
+    fn cancel_frame(&self, id: &str) -> bytes::Bytes {
+        match &self.body {
+            Body::Question { .. } => encode(&ClientFrame::AskUserCancel { correlation_id: id }),
+            Body::Approval(_) => {
+                encode(&ClientFrame::ToolConfirmationCancel { correlation_id: id })
+            }
+        }
     }
 }
 
@@ -164,7 +204,61 @@ impl Producer {
 
     /// Asks and waits for the one terminal answer (or the error that rejected the request).
     pub async fn ask(&self, ask: Ask) -> Result<ProducerResponse, ClientError> {
-        let id = ask.correlation_id.unwrap_or_else(new_correlation_id);
+        let body = Body::Question {
+            questions: ask.questions,
+            context: ask.context,
+        };
+        match self
+            .request(ask.correlation_id, body, ask.timeout_ms, ask.no_ui)
+            .await?
+        {
+            Terminal::Question(r) => Ok(r),
+            Terminal::Approval(_) => Err(ClientError::Protocol(
+                "askbusd answered a question with an approval's response".into(),
+            )),
+        }
+    }
+
+    /// Asks a person to approve an agent's tool call and waits for the decision. Fails
+    /// closed: only a person's explicit approval has `confirmed` true; a timeout, a
+    /// dismissal, no UI, a shutdown, a daemon that refused the request or could not be
+    /// reached before the deadline all return `confirmed: false`, with the reason and a
+    /// message for the agent saying why.
+    pub async fn confirm(&self, confirm: Confirm) -> Confirmation {
+        let id = confirm
+            .correlation_id
+            .clone()
+            .unwrap_or_else(new_correlation_id);
+        let (timeout_ms, no_ui) = (confirm.timeout_ms, confirm.no_ui);
+        let result = self
+            .request(
+                Some(id.clone()),
+                Body::Approval(Box::new(confirm)),
+                timeout_ms,
+                no_ui,
+            )
+            .await;
+        match result {
+            Ok(Terminal::Approval(r)) => Confirmation::from_response(r),
+            Ok(Terminal::Question(_)) => Confirmation::failed(
+                id,
+                ClientError::Protocol(
+                    "askbusd answered an approval with a question's response".into(),
+                ),
+            ),
+            Err(e) => Confirmation::failed(id, e),
+        }
+    }
+
+    /// Sends a request and waits for its terminal frame.
+    async fn request(
+        &self,
+        correlation_id: Option<String>,
+        body: Body,
+        timeout_ms: Option<u64>,
+        no_ui: Option<NoUiPolicy>,
+    ) -> Result<Terminal, ClientError> {
+        let id = correlation_id.unwrap_or_else(new_correlation_id);
         let (tx, rx) = oneshot::channel();
         let now = Instant::now();
         let (writer, frame) = {
@@ -177,14 +271,12 @@ impl Producer {
                     correlation_id: Some(id),
                 }));
             }
-            let ms = ask
-                .timeout_ms
+            let ms = timeout_ms
                 .unwrap_or(st.default_timeout_ms)
                 .clamp(1, st.max_timeout_ms);
             let pending = PendingAsk {
-                questions: ask.questions,
-                no_ui: ask.no_ui,
-                context: ask.context,
+                body,
+                no_ui,
                 deadline: now + Duration::from_millis(ms),
                 waiter: tx,
                 sends: 1,
@@ -194,13 +286,7 @@ impl Producer {
             };
             // The daemon clamps and defaults a timeout itself: the first send says what the
             // caller said.
-            let frame = encode(&ClientFrame::AskUserRequest {
-                correlation_id: &id,
-                questions: &pending.questions,
-                timeout_ms: ask.timeout_ms,
-                no_ui: pending.no_ui,
-                context: pending.context.as_ref(),
-            });
+            let frame = pending.frame_with(&id, timeout_ms);
             st.asks.insert(id.clone(), pending);
             (st.writer.clone(), frame)
         };
@@ -217,27 +303,31 @@ impl Producer {
         rx.await.unwrap_or(Err(ClientError::Closed))
     }
 
-    /// Withdraws a question this producer asked; its `ask` returns reason `withdrawn`. Asked
-    /// while no daemon holds the question, the `ask` ends at once with [`ClientError::Closed`].
+    /// Withdraws a question or approval this producer asked; its `ask` (or `confirm`) returns
+    /// reason `withdrawn`. Asked while no daemon holds the request, the `ask` ends at once
+    /// with [`ClientError::Closed`] (a `confirm`, not confirmed).
     pub async fn cancel(&self, correlation_id: &str) -> Result<(), ClientError> {
-        let writer = {
+        let (writer, frame) = {
             let mut st = self.shared.state();
             let writer = st.writer.clone();
-            match st.asks.get_mut(correlation_id) {
-                Some(ask) if writer.is_some() => ask.cancel_requested = true,
+            let frame = match st.asks.get_mut(correlation_id) {
+                Some(ask) if writer.is_some() => {
+                    ask.cancel_requested = true;
+                    ask.cancel_frame(correlation_id)
+                }
                 Some(_) => {
                     let ask = st.asks.remove(correlation_id).expect("just found");
                     let _ = ask.waiter.send(Err(ClientError::Closed));
                     return Ok(());
                 }
-                None => {}
-            }
-            writer
+                // Not ours: the daemon says so (`not-pending`).
+                None => encode(&ClientFrame::AskUserCancel { correlation_id }),
+            };
+            (writer, frame)
         };
         let Some(writer) = writer else {
             return Err(ClientError::Closed);
         };
-        let frame = encode(&ClientFrame::AskUserCancel { correlation_id });
         writer.lock().await.send(frame).await?;
         Ok(())
     }
@@ -306,7 +396,14 @@ async fn read(
             continue;
         };
         match frame {
-            ServerFrame::AskUserResponse(r) => on_response(&shared, r),
+            ServerFrame::AskUserResponse(r) => {
+                let id = r.correlation_id.clone();
+                on_response(&shared, id, Terminal::Question(r))
+            }
+            ServerFrame::ToolConfirmationResponse(r) => {
+                let id = r.correlation_id.clone();
+                on_response(&shared, id, Terminal::Approval(r))
+            }
             ServerFrame::Error(e) => {
                 let Some(id) = e.correlation_id.clone() else {
                     continue;
@@ -334,17 +431,17 @@ async fn read(
     lost(&shared, Some(gen));
 }
 
-fn on_response(shared: &Shared, r: ProducerResponse) {
+fn on_response(shared: &Shared, id: String, r: Terminal) {
     let mut st = shared.state();
-    let Some(ask) = st.asks.get_mut(&r.correlation_id) else {
+    let Some(ask) = st.asks.get_mut(&id) else {
         return;
     };
-    if r.reason == Outcome::Shutdown && shared.reconnect && !ask.cancel_requested {
+    if r.reason() == Outcome::Shutdown && shared.reconnect && !ask.cancel_requested {
         // The daemon is stopping: ask the next one, if one comes before the deadline.
         ask.shutdown_response = Some(r);
         return;
     }
-    let ask = st.asks.remove(&r.correlation_id).expect("just found");
+    let ask = st.asks.remove(&id).expect("just found");
     let _ = ask.waiter.send(Ok(r));
 }
 

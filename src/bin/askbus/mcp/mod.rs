@@ -3,10 +3,12 @@
 //! askbusd and they reach the same UIs as every other producer's.
 //!
 //! `tool` owns the tool's definition, `call` one call's exchange with the daemon, `server`
-//! the MCP side (rmcp) and how each outcome becomes a tool result.
+//! the MCP side (rmcp) and how each outcome becomes a tool result, `stdio` the lines between
+//! the client and rmcp (answering those that are not JSON).
 
 mod call;
 mod server;
+mod stdio;
 mod tool;
 
 use std::io::IsTerminal;
@@ -105,6 +107,7 @@ pub async fn run(socket: &Path, args: McpArgs) -> Result<ExitCode> {
         inner: stdin,
         eof: client_gone,
     };
+    let (stdin, stdout) = stdio::filtered(stdin, stdout);
     let service = server
         .serve((stdin, stdout))
         .await

@@ -5,11 +5,14 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use askbusd::client::UiEvent;
-use askbusd::protocol::{ErrorFrame, Outcome as AckOutcome, UiRequest, WithdrawReason};
+use askbusd::protocol::{
+    ErrorFrame, Outcome as AckOutcome, ToolOutcome, UiApproval, UiRequest, WithdrawReason,
+};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::approval::{self, Decision};
 use super::dialog::{Dialog, Outcome};
-pub use super::entry::{Action, BusUpdate, Conn, Entry, Tone, View};
+pub use super::entry::{Action, Ask, BusUpdate, Conn, Entry, Tone, View};
 use super::entry::{Notice, NOTICE_FOR};
 use super::scroll::Move;
 
@@ -130,41 +133,93 @@ impl App {
                 }
             }
             BusUpdate::Event(UiEvent::Error(e)) => self.on_error(e),
+            BusUpdate::Event(UiEvent::Approval(a)) => self.on_approval(a, now),
+            BusUpdate::Event(UiEvent::ApprovalWithdrawn {
+                correlation_id,
+                reason,
+            }) => self.on_withdrawn(&correlation_id, reason),
+            BusUpdate::Event(UiEvent::ApprovalAck(ack)) => {
+                let whom = self.sent.remove(&ack.correlation_id).unwrap_or_default();
+                match (ack.reason, ack.outcome) {
+                    (AckOutcome::Dismissed, _) => self.notice(
+                        Tone::Info,
+                        format!("Dismissed without deciding; {whom} was told (not approved)"),
+                    ),
+                    (_, ToolOutcome::Cancel) => {
+                        self.notice(Tone::Info, format!("✗ Denied; {whom} was told"))
+                    }
+                    (_, o) => {
+                        self.notice(Tone::Good, format!("✓ {} · delivered to {whom}", o.label()))
+                    }
+                }
+            }
         }
     }
 
+    fn on_approval(&mut self, a: Box<UiApproval>, now: Instant) {
+        let id = a.correlation_id.clone();
+        if let Some(e) = self.entries.iter_mut().find(|e| e.id() == id) {
+            // The same approval again after a reconnect: keep the reason typed into it.
+            if let Ask::Approval { request, decision } = &mut e.ask {
+                if request.outcomes != a.outcomes {
+                    *decision = Decision::new(&a.outcomes);
+                }
+                e.deadline = now + Duration::from_millis(a.timeout_ms);
+                *request = a;
+                e.stale = false;
+                self.arrived(&id);
+                return;
+            }
+        }
+        self.insert(Entry::approval(a, now));
+        self.arrived(&id);
+    }
+
     fn on_request(&mut self, r: UiRequest, now: Instant) {
+        let id = r.correlation_id.clone();
+        if let Some(e) = self.entries.iter_mut().find(|e| e.id() == id) {
+            // The same request again after a reconnect: keep what was typed into it.
+            if let Ask::Question { request, dialog } = &mut e.ask {
+                if request.questions != r.questions {
+                    *dialog = Dialog::from_json(&r.questions);
+                }
+                e.deadline = now + Duration::from_millis(r.timeout_ms);
+                *request = r;
+                e.stale = false;
+                self.arrived(&id);
+                return;
+            }
+        }
+        self.insert(Entry::question(r, now));
+        self.arrived(&id);
+    }
+
+    /// A new request: grouped by project, after the last one of its project (groups in the
+    /// order their first request came), so the list shows each project's requests together.
+    /// The first to arrive on an idle screen opens.
+    fn insert(&mut self, entry: Entry) {
+        let was_idle = self.entries.is_empty() && self.view == View::List;
+        let id = entry.id().to_owned();
+        let at = self
+            .entries
+            .iter()
+            .rposition(|e| e.project() == entry.project())
+            .map_or(self.entries.len(), |i| i + 1);
+        if at <= self.list_cursor && at < self.entries.len() {
+            // Keep the cursor on the request it was on.
+            self.list_cursor += 1;
+        }
+        self.entries.insert(at, entry);
+        if was_idle {
+            self.view = View::Dialog(id);
+        }
+    }
+
+    /// Counts a request (new or replayed) against the replay in progress.
+    fn arrived(&mut self, id: &str) {
         if let Some((remaining, seen)) = &mut self.replay {
             *remaining = remaining.saturating_sub(1);
-            seen.insert(r.correlation_id.clone());
-        }
-        let was_idle = self.entries.is_empty() && self.view == View::List;
-        if let Some(e) = self.entries.iter_mut().find(|e| e.id() == r.correlation_id) {
-            // The same request again after a reconnect: keep what was typed into it.
-            if e.request.questions != r.questions {
-                e.dialog = Dialog::from_json(&r.questions);
-            }
-            e.deadline = now + Duration::from_millis(r.timeout_ms);
-            e.request = r;
-            e.stale = false;
-        } else {
-            let id = r.correlation_id.clone();
-            // Grouped by project: after the last one of its project (groups in the order
-            // their first question came), so the list shows each project's questions together.
-            let entry = Entry::new(r, now);
-            let at = self
-                .entries
-                .iter()
-                .rposition(|e| e.project() == entry.project())
-                .map_or(self.entries.len(), |i| i + 1);
-            if at <= self.list_cursor && at < self.entries.len() {
-                // Keep the cursor on the question it was on.
-                self.list_cursor += 1;
-            }
-            self.entries.insert(at, entry);
-            if was_idle {
-                self.view = View::Dialog(id);
-            }
+            seen.insert(id.to_owned());
         }
         if matches!(&self.replay, Some((0, _))) {
             self.finish_replay();
@@ -181,22 +236,30 @@ impl App {
         self.entries.retain(|e| {
             let keep = !e.stale || seen.contains(e.id());
             if !keep {
-                gone.push((e.id().to_owned(), e.who()));
+                gone.push((e.id().to_owned(), e.who(), e.noun()));
             }
             keep
         });
-        if let Some((_, whom)) = gone.iter().find(|(id, _)| Some(id) == open.as_ref()) {
+        if let Some((_, whom, noun)) = gone.iter().find(|(id, ..)| Some(id) == open.as_ref()) {
             self.notice(
                 Tone::Warn,
-                format!("Question from {whom} closed: askbusd no longer has it (restarted?)"),
+                format!(
+                    "{} from {whom} closed: askbusd no longer has it (restarted?)",
+                    capitalized(noun)
+                ),
             );
             self.after_close();
         } else if !gone.is_empty() {
             let n = gone.len();
+            let noun = if gone.iter().all(|(_, _, noun)| *noun == "question") {
+                "question"
+            } else {
+                "request"
+            };
             self.notice(
                 Tone::Warn,
                 format!(
-                    "{n} question{} no longer pending after reconnecting",
+                    "{n} {noun}{} no longer pending after reconnecting",
                     if n == 1 { " is" } else { "s are" }
                 ),
             );
@@ -220,7 +283,7 @@ impl App {
         let what = if open { "Closed" } else { "Gone" };
         self.notice(
             Tone::Warn,
-            format!("{what}: question from {} — {why}", entry.who()),
+            format!("{what}: {} from {} — {why}", entry.noun(), entry.who()),
         );
         if open {
             self.after_close();
@@ -236,7 +299,7 @@ impl App {
             .and_then(|id| self.sent.remove(id));
         let text = match (whom, e.code.as_str()) {
             (Some(whom), "not-pending") => {
-                format!("✗ Not delivered: {whom}'s question was already answered or gone")
+                format!("✗ Not delivered: {whom}'s request was already answered or gone")
             }
             (Some(whom), _) => format!("✗ Not delivered to {whom}: {}", e.message),
             (None, _) => format!("askbusd: {}: {}", e.code, e.message),
@@ -270,8 +333,10 @@ impl App {
     }
 
     pub fn on_paste(&mut self, text: &str) {
-        if let Some(e) = self.open_entry_mut() {
-            e.dialog.handle_paste(text);
+        match self.open_entry_mut().map(|e| &mut e.ask) {
+            Some(Ask::Question { dialog, .. }) => dialog.handle_paste(text),
+            Some(Ask::Approval { decision, .. }) => decision.handle_paste(text),
+            None => {}
         }
     }
 
@@ -296,17 +361,31 @@ impl App {
             entry.scroll.scroll(m);
             return None;
         }
-        entry.scroll.follow();
-        let outcome = entry.dialog.handle_key(key);
         let id = entry.id().to_owned();
         let whom = entry.who();
-        let action = match outcome {
-            Outcome::Continue => return None,
-            Outcome::Submit(answers) => Action::Answer {
-                id: id.clone(),
-                answers,
+        let action = match &mut entry.ask {
+            Ask::Question { dialog, .. } => {
+                // A key that moves the focus brings it back into view.
+                entry.scroll.follow();
+                match dialog.handle_key(key) {
+                    Outcome::Continue => return None,
+                    Outcome::Submit(answers) => Action::Answer {
+                        id: id.clone(),
+                        answers,
+                    },
+                    Outcome::Dismiss => Action::Dismiss { id: id.clone() },
+                }
+            }
+            // The buttons stay on screen: the details keep the scroll the person gave them.
+            Ask::Approval { decision, .. } => match decision.handle_key(key) {
+                approval::Outcome::Continue => return None,
+                approval::Outcome::Decide { outcome, message } => Action::Decide {
+                    id: id.clone(),
+                    outcome,
+                    message,
+                },
+                approval::Outcome::Dismiss => Action::DismissApproval { id: id.clone() },
             },
-            Outcome::Dismiss => Action::Dismiss { id: id.clone() },
         };
         if !connected {
             self.notice(
@@ -353,8 +432,11 @@ impl App {
 /// a text field has them (then Ctrl+Home/Ctrl+End); ↑ on the first row and ↓ on the last
 /// (or anywhere without a list) while lines are hidden that way, before ↑/↓ wrap around.
 fn scroll_key(entry: &Entry, key: &KeyEvent, ctrl: bool) -> Option<Move> {
-    let editing = entry.dialog.is_editing();
-    let edges = entry.dialog.cursor_edges();
+    let (editing, edges) = match &entry.ask {
+        Ask::Question { dialog, .. } => (dialog.is_editing(), dialog.cursor_edges()),
+        // ↑/↓ are the buttons': only the page keys scroll an approval's details.
+        Ask::Approval { decision, .. } => (decision.is_editing(), Some((false, false))),
+    };
     let s = &entry.scroll;
     match key.code {
         KeyCode::PageUp => Some(Move::PageUp),
@@ -370,5 +452,13 @@ fn scroll_key(entry: &Entry, key: &KeyEvent, ctrl: bool) -> Option<Move> {
         _ => None,
     }
 }
+/// "Approval" from "approval".
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests;

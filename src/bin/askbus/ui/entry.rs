@@ -6,15 +6,28 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use askbusd::client::UiEvent;
-use askbusd::protocol::UiRequest;
+use askbusd::protocol::{ProducerInfo, RequestContext, ToolOutcome, UiApproval, UiRequest};
 
+use super::approval::Decision;
 use super::dialog::Dialog;
 use super::scroll::Scroll;
 
+/// What is pending: a question (the model's `ask_user`) or an approval (the agent's own
+/// permission prompt), each with the person's progress on it.
+pub enum Ask {
+    Question {
+        request: UiRequest,
+        dialog: Dialog,
+    },
+    Approval {
+        request: Box<UiApproval>,
+        decision: Decision,
+    },
+}
+
 /// A pending request and the person's progress on it.
 pub struct Entry {
-    pub request: UiRequest,
-    pub dialog: Dialog,
+    pub ask: Ask,
     /// When the daemon will time it out, from the remaining time it sent.
     pub deadline: Instant,
     /// Shown before a reconnect and not yet confirmed by the new subscription's replay.
@@ -24,33 +37,82 @@ pub struct Entry {
 }
 
 impl Entry {
-    pub fn new(request: UiRequest, now: Instant) -> Entry {
+    pub fn question(request: UiRequest, now: Instant) -> Entry {
         Entry {
-            dialog: Dialog::from_json(&request.questions),
             deadline: now + Duration::from_millis(request.timeout_ms),
-            request,
+            ask: Ask::Question {
+                dialog: Dialog::from_json(&request.questions),
+                request,
+            },
+            stale: false,
+            scroll: Scroll::default(),
+        }
+    }
+
+    pub fn approval(request: Box<UiApproval>, now: Instant) -> Entry {
+        Entry {
+            deadline: now + Duration::from_millis(request.timeout_ms),
+            ask: Ask::Approval {
+                decision: Decision::new(&request.outcomes),
+                request,
+            },
             stale: false,
             scroll: Scroll::default(),
         }
     }
 
     pub fn id(&self) -> &str {
-        &self.request.correlation_id
+        match &self.ask {
+            Ask::Question { request, .. } => &request.correlation_id,
+            Ask::Approval { request, .. } => &request.correlation_id,
+        }
+    }
+
+    pub fn is_approval(&self) -> bool {
+        matches!(self.ask, Ask::Approval { .. })
+    }
+
+    /// "question" or "approval", as notices name it.
+    pub fn noun(&self) -> &'static str {
+        if self.is_approval() {
+            "approval"
+        } else {
+            "question"
+        }
+    }
+
+    fn producer(&self) -> &ProducerInfo {
+        match &self.ask {
+            Ask::Question { request, .. } => &request.producer,
+            Ask::Approval { request, .. } => &request.producer,
+        }
+    }
+
+    pub fn context(&self) -> Option<&RequestContext> {
+        match &self.ask {
+            Ask::Question { request, .. } => request.context.as_deref(),
+            Ask::Approval { request, .. } => request.context.as_ref(),
+        }
     }
 
     /// "client (pid N)" (federated: "client (pid N on NODE)"), as the person is told who asked.
     pub fn who(&self) -> String {
-        who(&self.request)
+        // Federated: the node it was asked on.
+        let node = match &self.ask {
+            Ask::Question { request, .. } => request.node.as_deref(),
+            Ask::Approval { request, .. } => request.node.as_deref(),
+        };
+        who(self.producer(), node)
     }
 
     /// The project the waiting list groups it under (`None`: asked without one).
     pub fn project(&self) -> Option<&str> {
-        self.request.context.as_ref()?.project.as_deref()
+        self.context()?.project.as_deref()
     }
 
     /// "agent · title" (what is known of it), safe to print; empty without a context.
     pub fn about(&self) -> String {
-        let Some(c) = &self.request.context else {
+        let Some(c) = self.context() else {
             return String::new();
         };
         [&c.agent, &c.title]
@@ -62,12 +124,12 @@ impl Entry {
     }
 }
 
-pub fn who(r: &UiRequest) -> String {
+pub fn who(p: &ProducerInfo, node: Option<&str>) -> String {
     // The client name is the producer's to choose: shown, never obeyed.
-    let name = crate::term::sanitize(r.producer.client.as_deref().unwrap_or("unnamed agent"));
+    let name = crate::term::sanitize(p.client.as_deref().unwrap_or("unnamed agent"));
     // Federated: the node it was asked on, since a pid alone names no machine.
-    let node = r.node.as_deref().map(crate::term::sanitize);
-    match (r.producer.pid, node) {
+    let node = node.map(crate::term::sanitize);
+    match (p.pid, node) {
         (Some(pid), Some(node)) => format!("{name} (pid {pid} on {node})"),
         (Some(pid), None) => format!("{name} (pid {pid})"),
         (None, Some(node)) => format!("{name} (on {node})"),
@@ -122,6 +184,16 @@ pub enum Action {
         answers: BTreeMap<usize, String>,
     },
     Dismiss {
+        id: String,
+    },
+    /// An approval's decision; `message` is the reason typed for the agent.
+    Decide {
+        id: String,
+        outcome: ToolOutcome,
+        message: Option<String>,
+    },
+    /// An approval closed without deciding (never an approval).
+    DismissApproval {
         id: String,
     },
     Quit,

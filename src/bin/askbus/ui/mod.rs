@@ -1,10 +1,12 @@
 //! `askbus ui`: the terminal frontend. Subscribes as a UI, shows the pending questions and
-//! answers them with the reference dialog's encoding; survives daemon restarts.
+//! approvals, answers questions with the reference dialog's encoding and decides approvals;
+//! survives daemon restarts.
 //!
 //! - [`encode`]: the answer strings (pure, unit-tested against the reference's rules);
 //! - [`input`]: the line editor used by text fields;
 //! - [`question`]: a question as the dialog reads it, and a choice's rows;
-//! - [`dialog`]: one request's dialog state and keys;
+//! - [`dialog`]: one question's dialog state and keys;
+//! - [`approval`]: one approval's buttons, reason and keys;
 //! - [`entry`]: a pending request, the connection state, the view, notices, what is sent;
 //! - [`app`]: every request and the transitions bus events and keys make;
 //! - [`render`]: drawing with ratatui (the frame, the list, a question's dialog);
@@ -13,6 +15,7 @@
 //! - this file: the terminal and the loop joining keys, bus events and the clock.
 
 mod app;
+mod approval;
 mod conn;
 mod dialog;
 mod encode;
@@ -40,7 +43,7 @@ use ratatui::Terminal;
 use tokio::signal::unix::{signal, SignalKind};
 
 use app::{Action, App, BusUpdate};
-use askbusd::protocol::SubscribeFilter;
+use askbusd::protocol::{Decision, SubscribeFilter};
 
 /// The name this UI announces to the daemon.
 const CLIENT: &str = concat!("askbus-ui/", env!("CARGO_PKG_VERSION"));
@@ -159,8 +162,19 @@ async fn event_loop(
                     (Action::Quit, _) => break,
                     (Action::Answer { id, answers }, Some(a)) => a.answer(id, answers).await.map_err(|e| (id, e)),
                     (Action::Dismiss { id }, Some(a)) => a.dismiss(id).await.map_err(|e| (id, e)),
+                    (Action::Decide { id, outcome, message }, Some(a)) => {
+                        let decision = Decision::Decided {
+                            outcome: *outcome,
+                            message: message.clone(),
+                            payload: None,
+                        };
+                        a.decide(id, &decision).await.map_err(|e| (id, e))
+                    }
+                    (Action::DismissApproval { id }, Some(a)) => {
+                        a.decide(id, &Decision::Dismissed).await.map_err(|e| (id, e))
+                    }
                     // The app sends nothing while disconnected; a race with a drop lands here.
-                    (Action::Answer { id, .. } | Action::Dismiss { id }, None) => {
+                    (Action::Answer { id, .. } | Action::Dismiss { id } | Action::Decide { id, .. } | Action::DismissApproval { id }, None) => {
                         app.on_send_failed(id, "not connected to askbusd");
                         Ok(())
                     }

@@ -48,6 +48,11 @@ impl Scroll {
         self.top.get() < self.max.get()
     }
 
+    /// Whether anything was hidden at the last draw.
+    pub fn hidden(&self) -> bool {
+        self.max.get() > 0
+    }
+
     pub fn scroll(&self, m: Move) {
         let page = self.shown.get().saturating_sub(1).max(1);
         let top = self.top.get();

@@ -29,6 +29,26 @@ pub const FILES: &[Asset] = &[
         body: include_bytes!("assets/answers.js"),
     },
     Asset {
+        path: "dom.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("assets/dom.js"),
+    },
+    Asset {
+        path: "filter.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("assets/filter.js"),
+    },
+    Asset {
+        path: "approvals.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("assets/approvals.js"),
+    },
+    Asset {
+        path: "approval-view.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("assets/approval-view.js"),
+    },
+    Asset {
         path: "style.css",
         content_type: "text/css; charset=utf-8",
         body: include_bytes!("assets/style.css"),

@@ -10,12 +10,21 @@
 //! have to route acks and errors back to the tab that answered and make up withdrawals for
 //! the others. The cost is one Unix socket per tab, which is nothing.
 //!
+//! A tab's filter (`/ws?project=P&agent=A&session=S`, the page's own `?project=…` passed on)
+//! is the daemon's `subscribe` filter on the tab's connection: a filtered tab is never sent
+//! another project's request, live or replayed, and the daemon refuses its answers to them.
+//! A filter the daemon would refuse is refused here first (an `error` with code
+//! `invalid-filter`, then the WebSocket is closed with 1008), so a typo never reads as
+//! "askbusd is not running".
+//!
 //! What the page is sent: the daemon's own UI frames (`ask-user-request`,
-//! `ask-user-withdrawn`, `ask-user-ack`, `error`) as JSON text messages, plus
-//! `{"type":"daemon","state":"connected","pending":N}` after each subscription and
-//! `{"type":"daemon","state":"down","error":"…","retryMs":N}` while the daemon is unreachable.
-//! What the page may send: `ask-user-response` frames only, checked with the daemon's own
-//! parser before they are passed on; a page cannot ask, watch or cancel.
+//! `ask-user-withdrawn`, `ask-user-ack`, the approvals' `tool-confirmation-request`,
+//! `-withdrawn`, `-ack`, and `error`) as JSON text messages, plus
+//! `{"type":"daemon","state":"connected","pending":N,"filter":{…}}` after each subscription
+//! and `{"type":"daemon","state":"down","error":"…","retryMs":N}` while the daemon is
+//! unreachable. What the page may send: `ask-user-response` and `tool-confirmation-response`
+//! frames only, checked with the daemon's own parser before they are passed on; a page
+//! cannot ask, watch or cancel.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -27,15 +36,19 @@ use tokio::sync::watch;
 use tokio::time::{interval, MissedTickBehavior};
 
 use askbusd::client::{UiAnswerer, UiEvent, UiSubscription, Update};
-use askbusd::protocol::{parse_inbound, ErrorFrame, Inbound, ServerFrame};
+use askbusd::protocol::{
+    check_context_value, parse_inbound, ApprovalWithdrawn, Decision, ErrorFrame, Inbound,
+    ServerFrame, SubscribeFilter,
+};
 
 /// Pings keep idle connections open through proxies (nginx drops them after 60 s by default)
 /// and reveal a vanished phone.
 const KEEPALIVE: Duration = Duration::from_secs(25);
 /// WebSocket close code "going away".
 const GOING_AWAY: u16 = 1001;
-/// WebSocket close code "policy violation": the session was signed out.
-const POLICY_VIOLATION: u16 = 1008;
+/// WebSocket close code "policy violation": the page must not retry as it is (an invalid
+/// filter; a signed-out session).
+const POLICY: u16 = 1008;
 
 /// What every tab's bridge shares.
 pub struct Bridge {
@@ -44,20 +57,66 @@ pub struct Bridge {
     pub stopping: watch::Receiver<bool>,
 }
 
+/// A tab's filter from its WebSocket query, checked as the daemon checks it (empty values
+/// mean "any"); `Err` is the message the page is told.
+pub fn filter(
+    project: Option<String>,
+    agent: Option<String>,
+    session: Option<String>,
+) -> Result<SubscribeFilter, String> {
+    let check = |name: &str, v: Option<String>| -> Result<Option<String>, String> {
+        match v.filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => check_context_value(name, &v)
+                .map(|()| Some(v))
+                // The daemon words it as a context field; the page calls it a filter.
+                .map_err(|e| e.replacen("context.", "filter ", 1)),
+        }
+    };
+    Ok(SubscribeFilter {
+        project: check("project", project)?,
+        agent: check("agent", agent)?,
+        session: check("session", session)?,
+        // The page has no node filter (yet): a federated page sees every node it may.
+        node: None,
+    })
+}
+
 /// Serves one tab until it closes, `askbus web` stops, or its session is signed out
 /// (`revoked`).
 pub async fn tab(
     mut ws: WebSocket,
     bridge: &Bridge,
     peer: SocketAddr,
+    filter: Result<SubscribeFilter, String>,
     revoked: tokio_util::sync::CancellationToken,
 ) {
+    let filter = match filter {
+        Ok(f) => f,
+        Err(message) => {
+            let refusal = ServerFrame::Error(ErrorFrame {
+                code: "invalid-filter".into(),
+                message,
+                correlation_id: None,
+            });
+            if send_json(&mut ws, &refusal).await.is_ok() {
+                let frame = CloseFrame {
+                    code: POLICY,
+                    reason: "invalid filter".into(),
+                };
+                let _ = ws.send(Message::Close(Some(frame))).await;
+            }
+            return;
+        }
+    };
     let client = format!("askbus-web/{} ({peer})", env!("CARGO_PKG_VERSION"));
     let mut stopping = bridge.stopping.clone();
     let mut keepalive = interval(KEEPALIVE);
     keepalive.set_missed_tick_behavior(MissedTickBehavior::Delay);
     // A person reads this tab: refusals are shown and retried too.
-    let mut sub = UiSubscription::new(&bridge.socket, Some(&client)).persistent();
+    let mut sub = UiSubscription::new(&bridge.socket, Some(&client))
+        .filtered(filter.clone())
+        .persistent();
     // The live connection's answerer; `None` while the daemon is away.
     let mut answerer: Option<UiAnswerer> = None;
     loop {
@@ -66,7 +125,12 @@ pub async fn tab(
                 let message = match update {
                     Ok(Update::Connected((pending, live))) => {
                         answerer = Some(live);
-                        json!({"type": "daemon", "state": "connected", "pending": pending})
+                        json!({
+                            "type": "daemon",
+                            "state": "connected",
+                            "pending": pending,
+                            "filter": filter,
+                        })
                     }
                     Ok(Update::Event(event)) => serde_json::to_value(ui_frame(event))
                         .expect("server frames serialize"),
@@ -86,24 +150,30 @@ pub async fn tab(
                     Page::Closed => return,
                     Page::Ignore => continue,
                     Page::Refused(err) => err,
-                    Page::Answer { correlation_id, answers, cancelled } => match &answerer {
+                    Page::Answer(answer) => match &answerer {
                         Some(a) => {
                             // A failed send means the daemon went away; the subscription
                             // reports it next.
-                            let _ = if cancelled {
-                                a.dismiss(&correlation_id).await
-                            } else {
-                                a.answer(&correlation_id, &answers).await
+                            let _ = match &answer {
+                                Answer::Question { correlation_id, cancelled: true, .. } => {
+                                    a.dismiss(correlation_id).await
+                                }
+                                Answer::Question { correlation_id, answers, .. } => {
+                                    a.answer(correlation_id, answers).await
+                                }
+                                Answer::Approval { correlation_id, decision } => {
+                                    a.decide(correlation_id, decision).await
+                                }
                             };
                             continue;
                         }
-                        // The questions it answers died with the daemon.
+                        // The requests it answers died with the daemon.
                         None => ErrorFrame {
                             code: "unavailable".into(),
-                            message: "askbusd is not running, so the question is no longer \
+                            message: "askbusd is not running, so the request is no longer \
                                       pending"
                                 .into(),
-                            correlation_id: Some(correlation_id),
+                            correlation_id: Some(answer.correlation_id().to_owned()),
                         },
                     },
                 };
@@ -121,7 +191,7 @@ pub async fn tab(
                 return;
             }
             _ = revoked.cancelled() => {
-                close(&mut ws, POLICY_VIOLATION, "signed out").await;
+                close(&mut ws, POLICY, "signed out").await;
                 return;
             }
         }
@@ -145,11 +215,30 @@ enum Page {
     Ignore,
     /// Not an answer: the page is told why, and nothing reaches the daemon.
     Refused(ErrorFrame),
-    Answer {
+    Answer(Answer),
+}
+
+/// What the page may send: an answer to a question or a decision on an approval.
+enum Answer {
+    Question {
         correlation_id: String,
         answers: std::collections::BTreeMap<usize, String>,
         cancelled: bool,
     },
+    Approval {
+        correlation_id: String,
+        decision: Decision,
+    },
+}
+
+impl Answer {
+    fn correlation_id(&self) -> &str {
+        match self {
+            Answer::Question { correlation_id, .. } | Answer::Approval { correlation_id, .. } => {
+                correlation_id
+            }
+        }
+    }
 }
 
 fn page_message(msg: Option<Result<Message, axum::Error>>) -> Page {
@@ -159,14 +248,20 @@ fn page_message(msg: Option<Result<Message, axum::Error>>) -> Page {
         Some(Ok(_)) => return Page::Ignore,
     };
     match parse_inbound(text.as_bytes()) {
-        Ok(Inbound::AskUserResponse(r)) => Page::Answer {
+        Ok(Inbound::AskUserResponse(r)) => Page::Answer(Answer::Question {
             correlation_id: r.correlation_id,
             answers: r.answers,
             cancelled: r.cancelled,
-        },
+        }),
+        Ok(Inbound::ToolConfirmationResponse(r)) => Page::Answer(Answer::Approval {
+            correlation_id: r.correlation_id,
+            decision: r.decision,
+        }),
         Ok(_) => Page::Refused(ErrorFrame {
             code: "forbidden".into(),
-            message: "the page may only send ask-user-response frames".into(),
+            message: "the page may only send ask-user-response and tool-confirmation-response \
+                      frames"
+                .into(),
             correlation_id: None,
         }),
         Err(e) => Page::Refused(ErrorFrame::from(&e)),
@@ -191,6 +286,15 @@ fn ui_frame(event: UiEvent) -> ServerFrame {
             outcome,
         },
         UiEvent::Error(e) => ServerFrame::Error(e),
+        UiEvent::Approval(a) => ServerFrame::ToolConfirmationRequest(*a),
+        UiEvent::ApprovalWithdrawn {
+            correlation_id,
+            reason,
+        } => ServerFrame::ToolConfirmationWithdrawn(ApprovalWithdrawn {
+            correlation_id,
+            reason,
+        }),
+        UiEvent::ApprovalAck(a) => ServerFrame::ToolConfirmationAck(a),
     }
 }
 

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Path, Request, State, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, Path, Query, Request, State, WebSocketUpgrade};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -37,7 +37,7 @@ pub struct WebArgs {
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:7870")]
     listen: SocketAddr,
     /// Allow a --listen address that other machines can reach (plain HTTP: anyone on the
-    /// path can read the questions and the token)
+    /// path can read the questions and take a session)
     #[arg(long)]
     allow_remote: bool,
     /// Also accept the page from ORIGIN, e.g. https://askbus.example.com for a TLS reverse
@@ -106,8 +106,6 @@ pub async fn run(args: WebArgs, socket: PathBuf) -> Result<ExitCode> {
             args.listen
         );
     }
-    let key_path = crate::links::key_path(args.link_key.as_deref(), &socket);
-    let key = crate::links::LinkKey::load_or_create(&key_path)?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -136,7 +134,10 @@ pub async fn run(args: WebArgs, socket: PathBuf) -> Result<ExitCode> {
             socket: socket.clone(),
             stopping,
         },
-        links: signed::Links::new(key, socket.clone()),
+        links: signed::Links::new(
+            crate::links::key_path(args.link_key.as_deref(), &socket),
+            socket.clone(),
+        ),
         base: format!("http://{local}"),
     });
     if !addr.ip().is_loopback() {
@@ -471,16 +472,28 @@ fn serve(a: &'static assets::Asset) -> Response {
     ([(header::CONTENT_TYPE, a.content_type)], Body::from(a.body)).into_response()
 }
 
+/// The page's filter rides on the WebSocket's query (`/ws?project=P&agent=A`), so each tab
+/// subscribes with its own (a tab's filter changes by reconnecting). Other keys (the token)
+/// are not the bridge's business.
+#[derive(Debug, serde::Deserialize)]
+struct WsQuery {
+    project: Option<String>,
+    agent: Option<String>,
+    session: Option<String>,
+}
+
 async fn websocket(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     axum::Extension(me): axum::Extension<SessionRef>,
+    Query(q): Query<WsQuery>,
     ws: WebSocketUpgrade,
 ) -> Response {
     let revoked = me.session.revoked.clone();
+    let filter = bridge::filter(q.project, q.agent, q.session);
     // An answer never needs more than the daemon accepts in one frame.
     ws.max_message_size(askbusd::protocol::DEFAULT_MAX_FRAME_BYTES)
-        .on_upgrade(
-            move |socket| async move { bridge::tab(socket, &app.bridge, peer, revoked).await },
-        )
+        .on_upgrade(move |socket| async move {
+            bridge::tab(socket, &app.bridge, peer, filter, revoked).await
+        })
 }

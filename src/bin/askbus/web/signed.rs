@@ -24,7 +24,7 @@ use askbusd::client::Connection;
 use askbusd::protocol::{ClientFrame, ServerFrame, ToolOutcome, UiApproval, UiRequest};
 
 use super::{auth, redirect, App};
-use crate::links::{now_unix, Link, LinkError, LinkKey, LinkKind};
+use crate::links::{now_unix, KeyError, Link, LinkError, LinkKey, LinkKind};
 
 /// How long the daemon may take to replay the pending requests or acknowledge an answer; past
 /// it the person is told so (nothing was answered unless the daemon says so).
@@ -32,7 +32,10 @@ const DAEMON_WAIT: Duration = Duration::from_secs(10);
 
 /// The key and the links already used.
 pub struct Links {
-    key: LinkKey,
+    /// Loaded at start, or at the first link after a failed start (the socket's directory may
+    /// not exist before askbusd first runs).
+    key: Mutex<Option<Arc<LinkKey>>>,
+    key_path: PathBuf,
     socket: PathBuf,
     /// Nonce → the link's expiry; pruned as links expire.
     used: Mutex<HashMap<String, u64>>,
@@ -41,18 +44,38 @@ pub struct Links {
 }
 
 impl Links {
-    pub fn new(key: LinkKey, socket: PathBuf) -> Links {
-        Links {
-            key,
+    /// Loads the key at `key_path` (or makes it); a failure is said on stderr and retried at
+    /// the first link, which is refused meanwhile.
+    pub fn new(key_path: PathBuf, socket: PathBuf) -> Links {
+        let links = Links {
+            key: Mutex::new(None),
+            key_path,
             socket,
             used: Mutex::new(HashMap::new()),
             answered: AtomicU64::new(0),
+        };
+        if let Err(e) = links.key() {
+            eprintln!("askbus web: signed links (askbus notify) will not work until fixed: {e}");
         }
+        links
+    }
+
+    fn key(&self) -> Result<Arc<LinkKey>, KeyError> {
+        let mut key = self.key.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = &*key {
+            return Ok(k.clone());
+        }
+        let k = Arc::new(LinkKey::load_or_create(&self.key_path)?);
+        *key = Some(k.clone());
+        Ok(k)
     }
 
     fn verify(&self, token: &str, kind: LinkKind) -> Result<Link, Refusal> {
-        self.key
-            .verify_kind(token, kind, now_unix())
+        let key = self.key().map_err(|e| {
+            eprintln!("askbus web: refused a signed link: {e}");
+            Refusal::NoKey
+        })?;
+        key.verify_kind(token, kind, now_unix())
             .map_err(Refusal::Link)
     }
 
@@ -85,6 +108,9 @@ enum Refusal {
     Daemon(String),
     /// askbusd is not reachable, or did not reply.
     Unavailable(String),
+    /// The link key cannot be read (or is unsafe): no link can be checked. Why is said on
+    /// stderr only: whoever holds a link (or makes one up) learns nothing of the machine.
+    NoKey,
 }
 
 impl Refusal {
@@ -121,6 +147,13 @@ impl Refusal {
                 StatusCode::CONFLICT,
                 "Not answered",
                 format!("askbusd refused the answer: {why}"),
+            ),
+            Refusal::NoKey => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Signed links unavailable",
+                "askbus web cannot check signed links now (its output says why); nothing was \
+                 answered."
+                    .into(),
             ),
             Refusal::Unavailable(why) => (
                 StatusCode::SERVICE_UNAVAILABLE,

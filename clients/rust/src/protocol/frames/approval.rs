@@ -108,6 +108,73 @@ pub enum Decision {
     },
 }
 
+impl Decision {
+    /// "Allow once": `proceed_once`, which every approval offers.
+    pub fn allow_once() -> Decision {
+        Decision::allow(ToolOutcome::ProceedOnce)
+    }
+
+    /// Approve with `outcome` (one the request's `outcomes` lists; `cancel` denies).
+    pub fn allow(outcome: ToolOutcome) -> Decision {
+        Decision::Decided {
+            outcome,
+            message: None,
+            payload: None,
+        }
+    }
+
+    /// "Deny", with the reason the agent is told, if the person gave one.
+    pub fn deny(reason: Option<String>) -> Decision {
+        Decision::Decided {
+            outcome: ToolOutcome::Cancel,
+            message: reason.filter(|r| !r.is_empty()),
+            payload: None,
+        }
+    }
+
+    /// `modify_with_editor` with the edited text (`payload.newContent`).
+    pub fn modify(new_content: String) -> Decision {
+        let mut payload = Map::new();
+        payload.insert("newContent".into(), Value::String(new_content));
+        Decision::Decided {
+            outcome: ToolOutcome::ModifyWithEditor,
+            message: None,
+            payload: Some(payload),
+        }
+    }
+
+    /// Whether it approves the call (never for a dismissal).
+    pub fn confirms(&self) -> bool {
+        matches!(self, Decision::Decided { outcome, .. } if outcome.confirms())
+    }
+
+    /// The `tool-confirmation-response` a UI sends for it.
+    pub fn frame<'a>(&'a self, correlation_id: &'a str) -> super::ClientFrame<'a> {
+        match self {
+            Decision::Dismissed => super::ClientFrame::ToolConfirmationResponse {
+                correlation_id,
+                confirmed: None,
+                outcome: None,
+                message: None,
+                payload: None,
+                dismissed: true,
+            },
+            Decision::Decided {
+                outcome,
+                message,
+                payload,
+            } => super::ClientFrame::ToolConfirmationResponse {
+                correlation_id,
+                confirmed: Some(outcome.confirms()),
+                outcome: Some(*outcome),
+                message: message.as_deref(),
+                payload: payload.as_ref(),
+                dismissed: false,
+            },
+        }
+    }
+}
+
 /// A UI's `tool-confirmation-response` with its shape checked; whether the request offers the
 /// outcome is the broker's.
 #[derive(Debug, Clone, PartialEq)]

@@ -73,8 +73,8 @@ pub enum ClientFrame<'a> {
         timeout_ms: Option<u64>,
         #[serde(skip_serializing_if = "Option::is_none")]
         no_ui: Option<NoUiPolicy>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        context: Option<&'a Value>,
+        #[serde(skip_serializing_if = "context_is_empty")]
+        context: Option<&'a RequestContext>,
     },
     #[serde(rename_all = "camelCase")]
     ToolConfirmationCancel {
@@ -91,7 +91,7 @@ pub enum ClientFrame<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         message: Option<&'a str>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        payload: Option<&'a Value>,
+        payload: Option<&'a serde_json::Map<String, Value>>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         dismissed: bool,
     },

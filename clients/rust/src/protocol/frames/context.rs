@@ -88,7 +88,8 @@ impl RequestContext {
 
 /// Which requests a UI is shown (`subscribe`'s `filter`): every field that is set must match
 /// the request's context; a request without that context field does not match. `agent`
-/// matches the whole `name/version` or just its name.
+/// matches the whole `name/version` or just its name. `node` (federation) matches the node a
+/// request was asked on; a daemon without federation has no node, so it matches nothing there.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct SubscribeFilter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -97,17 +98,21 @@ pub struct SubscribeFilter {
     pub agent: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// Federation: only requests asked on this node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 impl SubscribeFilter {
     /// The keys a filter may have.
-    pub const KEYS: [&'static str; 3] = ["project", "agent", "session"];
+    pub const KEYS: [&'static str; 4] = ["project", "agent", "session", "node"];
 
     pub(crate) fn slot(&mut self, key: &str) -> Option<&mut Option<String>> {
         match key {
             "project" => Some(&mut self.project),
             "agent" => Some(&mut self.agent),
             "session" => Some(&mut self.session),
+            "node" => Some(&mut self.node),
             _ => None,
         }
     }
@@ -124,7 +129,12 @@ impl SubscribeFilter {
         self == &SubscribeFilter::default()
     }
 
-    /// Whether a request with this context is shown.
+    /// Whether a request with this context, asked on `node` (`None`: no federation), is shown.
+    pub fn matches_request(&self, context: Option<&RequestContext>, node: Option<&str>) -> bool {
+        self.matches(context) && self.node.as_deref().is_none_or(|want| node == Some(want))
+    }
+
+    /// Whether a request with this context is shown, its node aside.
     pub fn matches(&self, context: Option<&RequestContext>) -> bool {
         let field =
             |f: fn(&RequestContext) -> &Option<String>| context.and_then(|c| f(c).as_deref());
@@ -161,8 +171,17 @@ mod tests {
         let f = SubscribeFilter {
             project: Some("askbus".into()),
             agent: Some("gemini-cli".into()),
-            session: None,
+            ..SubscribeFilter::default()
         };
+        let on_a = SubscribeFilter {
+            node: Some("A".into()),
+            ..f.clone()
+        };
+        let c = ctx("gemini-cli/0.61.0", "askbus");
+        assert!(on_a.matches_request(Some(&c), Some("A")));
+        assert!(!on_a.matches_request(Some(&c), Some("B")));
+        assert!(!on_a.matches_request(Some(&c), None));
+        assert!(f.matches_request(Some(&c), None));
         assert!(f.matches(Some(&ctx("gemini-cli/0.61.0", "askbus"))));
         assert!(f.matches(Some(&ctx("gemini-cli", "askbus"))));
         assert!(!f.matches(Some(&ctx("gemini-cli-x/1", "askbus"))));

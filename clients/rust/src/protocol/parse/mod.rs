@@ -89,7 +89,23 @@ mod tests {
             code_of(br#"{"type":"hello","protocol":2}"#),
             ErrorCode::UnsupportedProtocol
         );
-        assert!(parse_inbound(br#"{"type":"hello","protocol":1.0}"#).is_ok());
+        // PROTOCOL.md: only the JSON integer 1. Neither path may take a float spelling of it
+        // (the fast parser leaves hello to the reference, which refuses it).
+        for spelling in ["1.0", "1e0", "1E0", "10e-1", "1.00", "2", "1.5", "-1", "0"] {
+            let frame = format!(r#"{{"type":"hello","protocol":{spelling}}}"#);
+            assert!(fast::parse(frame.as_bytes()).is_none(), "{frame}");
+            assert!(
+                fast::parse_fast::<&serde_json::value::RawValue>(frame.as_bytes()).is_none(),
+                "{frame}"
+            );
+            let err = parse_inbound(frame.as_bytes()).unwrap_err();
+            assert_eq!(err.code, ErrorCode::UnsupportedProtocol, "{frame}");
+            assert!(err.code.closes_connection());
+        }
+        assert!(parse_inbound(br#"{"type":"hello","protocol":1.0}"#)
+            .unwrap_err()
+            .message
+            .contains("send the JSON integer 1"));
         assert_eq!(
             code_of(br#"{"type":"hello","protocol":"1"}"#),
             ErrorCode::UnsupportedProtocol
@@ -209,7 +225,7 @@ mod tests {
             (r#"[]"#, "filter must be an object, not an array"),
             (
                 r#"{"colour":"a"}"#,
-                "filter has no key \"colour\" (known: project, agent, session)",
+                "filter has no key \"colour\" (known: project, agent, session, node)",
             ),
             (
                 r#"{"project":1}"#,

@@ -95,8 +95,19 @@ pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
 fn parse_hello(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
     let client = client_field(obj)?;
     let protocol = match obj.get("protocol") {
-        // 1.0 is the integer 1 to JSON (and to the schema), whatever the sender's number type.
-        Some(Value::Number(n)) if n.as_f64() == Some(PROTOCOL_VERSION as f64) => PROTOCOL_VERSION,
+        // Only the integer literal: `1.0` and `1e0` are floats to serde (and to most
+        // decoders), a sign of a peer that builds the frame from the wrong number type.
+        Some(Value::Number(n)) if n.as_u64() == Some(PROTOCOL_VERSION) => PROTOCOL_VERSION,
+        Some(Value::Number(n)) if n.as_f64() == Some(PROTOCOL_VERSION as f64) => {
+            return Err(FrameError::new(
+                ErrorCode::UnsupportedProtocol,
+                format!(
+                    "protocol {} is not supported; send the JSON integer {}, without a fraction or exponent",
+                    truncate(&n.to_string(), 32),
+                    PROTOCOL_VERSION
+                ),
+            ))
+        }
         Some(other) => {
             return Err(FrameError::new(
                 ErrorCode::UnsupportedProtocol,

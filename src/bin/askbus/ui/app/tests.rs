@@ -20,6 +20,13 @@ fn req(id: &str) -> UiRequest {
     }
 }
 
+fn answer0(app: &App) -> Option<String> {
+    match &app.open_entry().unwrap().ask {
+        Ask::Question { dialog, .. } => dialog.answer(0),
+        Ask::Approval { .. } => panic!("a question was expected"),
+    }
+}
+
 fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
 }
@@ -43,10 +50,7 @@ fn first_arrival_opens_later_ones_wait() {
     arrive(&mut app, "b");
     // The half-typed answer keeps the focus.
     assert_eq!(app.view, View::Dialog("a".into()));
-    assert_eq!(
-        app.open_entry().unwrap().dialog.answer(0).as_deref(),
-        Some("x")
-    );
+    assert_eq!(answer0(&app).as_deref(), Some("x"));
     assert_eq!(app.entries.len(), 2);
 }
 
@@ -159,10 +163,7 @@ fn replay_of_the_open_request_keeps_its_typing() {
     app.on_bus(BusUpdate::Connected { pending: 1 }, Instant::now());
     arrive(&mut app, "a");
     assert_eq!(app.view, View::Dialog("a".into()));
-    assert_eq!(
-        app.open_entry().unwrap().dialog.answer(0).as_deref(),
-        Some("z")
-    );
+    assert_eq!(answer0(&app).as_deref(), Some("z"));
     assert!(!app.open_entry().unwrap().stale);
 }
 
@@ -198,4 +199,104 @@ fn a_losing_answer_says_so() {
     let n = app.notice.unwrap();
     assert_eq!(n.tone, Tone::Bad);
     assert!(n.text.contains("already answered"));
+}
+
+fn approval(id: &str, outcomes: &[&str]) -> Box<askbusd::protocol::UiApproval> {
+    Box::new(
+        serde_json::from_value(json!({"correlationId": id,
+            "toolCall": {"name": "run_shell_command"},
+            "details": {"type": "exec", "title": "Confirm", "command": "make",
+                        "rootCommand": "make", "rootCommands": ["make"]},
+            "outcomes": outcomes, "timeoutMs": 60_000,
+            "producer": {"client": format!("agent-{id}"), "pid": 7, "uid": 0}}))
+        .unwrap(),
+    )
+}
+
+fn arrive_approval(app: &mut App, id: &str) {
+    app.on_bus(
+        BusUpdate::Event(UiEvent::Approval(approval(id, &["proceed_once", "cancel"]))),
+        Instant::now(),
+    );
+}
+
+#[test]
+fn approvals_decide_with_a_reason_and_count_in_the_replay() {
+    let mut app = connected(0);
+    arrive_approval(&mut app, "a");
+    arrive(&mut app, "q");
+    assert_eq!(app.view, View::Dialog("a".into()));
+    for c in "nope".chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+    // A reconnect whose replay brings both back keeps the typed reason.
+    app.on_bus(
+        BusUpdate::Down {
+            error: "gone".into(),
+            retry_in: Duration::ZERO,
+        },
+        Instant::now(),
+    );
+    app.on_bus(BusUpdate::Connected { pending: 2 }, Instant::now());
+    arrive(&mut app, "q");
+    arrive_approval(&mut app, "a");
+    assert_eq!(app.entries.len(), 2);
+    assert!(app.entries.iter().all(|e| !e.stale));
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        Some(Action::Decide {
+            id: "a".into(),
+            outcome: ToolOutcome::Cancel,
+            message: Some("nope".into())
+        })
+    );
+    app.on_bus(
+        BusUpdate::Event(UiEvent::ApprovalAck(askbusd::protocol::ApprovalAck {
+            correlation_id: "a".into(),
+            reason: AckOutcome::Answered,
+            confirmed: false,
+            outcome: ToolOutcome::Cancel,
+        })),
+        Instant::now(),
+    );
+    assert_eq!(
+        app.notice.as_ref().unwrap().text,
+        "✗ Denied; agent-a (pid 7) was told"
+    );
+    // The question left opens; an approval arriving now waits.
+    assert_eq!(app.view, View::Dialog("q".into()));
+    arrive_approval(&mut app, "b");
+    assert_eq!(app.view, View::Dialog("q".into()));
+    app.on_bus(
+        BusUpdate::Event(UiEvent::ApprovalWithdrawn {
+            correlation_id: "b".into(),
+            reason: WithdrawReason::Timeout,
+        }),
+        Instant::now(),
+    );
+    assert_eq!(
+        app.notice.as_ref().unwrap().text,
+        "Gone: approval from agent-b (pid 7) — it timed out"
+    );
+}
+
+#[test]
+fn an_approval_is_never_sent_while_disconnected_and_esc_dismisses() {
+    let mut app = connected(0);
+    arrive_approval(&mut app, "a");
+    app.on_bus(
+        BusUpdate::Down {
+            error: "gone".into(),
+            retry_in: Duration::from_secs(1),
+        },
+        Instant::now(),
+    );
+    assert_eq!(app.on_key(key(KeyCode::Char('1'))), None);
+    assert_eq!(app.view, View::Dialog("a".into()));
+    app.on_bus(BusUpdate::Connected { pending: 1 }, Instant::now());
+    arrive_approval(&mut app, "a");
+    assert_eq!(
+        app.on_key(key(KeyCode::Esc)),
+        Some(Action::DismissApproval { id: "a".into() })
+    );
 }

@@ -10,7 +10,10 @@ use ratatui::widgets::{Block, BorderType, Borders};
 use ratatui::Frame;
 use unicode_width::UnicodeWidthStr;
 
-use super::super::app::{App, Conn};
+use askbusd::protocol::UiApproval;
+use serde_json::Value;
+
+use super::super::app::{App, Ask, Conn};
 use super::super::scroll::Scroll;
 use super::{body_and_footer, fit, time_left, truncate, wrap, ACCENT, BAD, DIM, WARN};
 
@@ -19,10 +22,17 @@ pub(super) fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socke
         .borders(Borders::ALL)
         .border_type(BorderType::Rounded)
         .border_style(Style::new().fg(DIM))
-        .title(if app.filter.is_empty() {
-            " Pending questions ".to_owned()
-        } else {
-            format!(" Pending questions · {} ", app.filter)
+        .title({
+            let what = if app.entries.iter().any(|e| e.is_approval()) {
+                "Pending questions and approvals"
+            } else {
+                "Pending questions"
+            };
+            if app.filter.is_empty() {
+                format!(" {what} ")
+            } else {
+                format!(" {what} · {} ", app.filter)
+            }
         });
     let width = area.width.saturating_sub(4) as usize;
     let mut lines: Vec<Line> = Vec::new();
@@ -93,13 +103,25 @@ pub(super) fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socke
         } else {
             Style::new()
         };
+        // Who asks gives way to the countdown when the line is narrow, never the reverse.
+        let number = format!("{}. ", i + 1);
+        let left = format!(" · {}", time_left(e, now));
+        let stale = if e.stale { " (reconnecting…)" } else { "" };
+        let room = width.saturating_sub(marker.width() + number.width() + left.width());
+        // (The status bar says offline too: a narrow line leaves the reminder out.)
+        let stale = if room >= stale.width() + 12 {
+            stale
+        } else {
+            ""
+        };
+        let who = truncate(&e.who(), room.saturating_sub(stale.width()).max(4));
         let mut first = vec![
             Span::styled(marker, Style::new().fg(ACCENT)),
-            Span::styled(format!("{}. {}", i + 1, e.who()), style),
-            Span::styled(format!(" · {}", time_left(e, now)), Style::new().fg(DIM)),
+            Span::styled(format!("{number}{who}"), style),
+            Span::styled(left, Style::new().fg(DIM)),
         ];
-        if e.stale {
-            first.push(Span::styled(" (reconnecting…)", Style::new().fg(WARN)));
+        if !stale.is_empty() {
+            first.push(Span::styled(stale, Style::new().fg(WARN)));
         }
         lines.push(Line::from(first));
         let about = e.about();
@@ -112,19 +134,32 @@ pub(super) fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socke
                 ),
             ]));
         }
-        let qs = &e.dialog.questions;
-        if let Some(q) = qs.first() {
-            let more = match qs.len() {
-                1 => String::new(),
-                n => format!("  (+{} more)", n - 1),
+        let (body, more) = match &e.ask {
+            Ask::Question { dialog, .. } => {
+                let qs = &dialog.questions;
+                let more = match qs.len() {
+                    0 | 1 => String::new(),
+                    n => format!("  (+{} more)", n - 1),
+                };
+                let body = qs.first().map(|q| {
+                    let text = q.text.lines().next().unwrap_or("");
+                    format!("{} {text}", chip_text(&q.header))
+                });
+                (body, more)
+            }
+            Ask::Approval { request, .. } => (Some(approval_summary(request)), String::new()),
+        };
+        if let Some(body) = body {
+            let style = if e.is_approval() {
+                Style::new().fg(WARN)
+            } else {
+                Style::new().fg(DIM)
             };
-            let text = q.text.lines().next().unwrap_or("");
-            let body = format!("{} {text}", chip_text(&q.header));
             lines.push(Line::from(vec![
                 Span::raw("     "),
                 Span::styled(
                     truncate(&body, width.saturating_sub(5 + more.width())),
-                    Style::new().fg(DIM),
+                    style,
                 ),
                 Span::styled(more, Style::new().fg(DIM)),
             ]));
@@ -159,4 +194,30 @@ pub(super) fn chip_text(header: &str) -> String {
     } else {
         format!("[{header}]")
     }
+}
+
+/// One line saying what an approval would do: "⚑ Approval: $ rm -rf build", "⚑ Approval:
+/// edit src/main.rs", "⚑ Approval: github › create_issue".
+pub(super) fn approval_summary(a: &UiApproval) -> String {
+    let d = a.details.as_ref();
+    let s = |k: &str| {
+        d.and_then(|d| d.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    let tool = a
+        .tool_call
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let what = match s("type") {
+        "exec" | "sandbox_expansion" => format!("$ {}", s("command").lines().next().unwrap_or("")),
+        "edit" => format!("edit {}", s("fileName")),
+        "mcp" => format!("{} › {}", s("serverName"), s("toolName")),
+        "info" => s("prompt").lines().next().unwrap_or("").to_owned(),
+        "exit_plan_mode" => format!("plan {}", s("planPath")),
+        _ if !s("title").is_empty() => s("title").to_owned(),
+        _ => tool.to_owned(),
+    };
+    format!("⚑ Approval: {what}")
 }

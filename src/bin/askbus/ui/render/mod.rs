@@ -6,8 +6,12 @@
 //!   hint line, shared by every view;
 //! - [`list`]: the waiting list, grouped by project;
 //! - [`question`]: a question's dialog (tabs, choices, text fields, the review);
+//! - [`approval`]: an approval's dialog (the details scroll, the buttons stay);
+//! - [`details`]: what an approval's tool call would do, per kind of details;
 //! - [`text`]: wrapping and cutting bus text to a width, sanitized.
 
+mod approval;
+mod details;
 mod list;
 mod question;
 #[cfg(test)]
@@ -24,7 +28,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use unicode_width::UnicodeWidthStr;
 
-use super::app::{App, Conn, Entry, Tone, View};
+use super::app::{App, Ask, Conn, Entry, Tone, View};
 use super::scroll::Scroll;
 use crate::term::sanitize;
 pub use text::{truncate, wrap};
@@ -55,7 +59,12 @@ pub fn draw(frame: &mut Frame, app: &App, now: Instant, socket: &str) {
     status_bar(frame, app, now, top);
     notice_bar(frame, app, now, bottom);
     match app.open_entry() {
-        Some(entry) => question::dialog(frame, entry, now, main),
+        Some(entry) => match &entry.ask {
+            Ask::Question { dialog, .. } => question::dialog(frame, entry, dialog, now, main),
+            Ask::Approval { request, decision } => {
+                approval::dialog(frame, entry, request, decision, now, main)
+            }
+        },
         None => list::list(frame, app, now, main, socket),
     }
     scrub(frame.buffer_mut());
@@ -81,24 +90,47 @@ fn status_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
         ),
         Span::raw(" "),
     ];
-    spans.push(match &app.conn {
+    let state = match &app.conn {
         Conn::Connected => Span::styled("● connected", Style::new().fg(GOOD)),
         Conn::Connecting => Span::styled("◌ connecting…", Style::new().fg(WARN)),
-        Conn::Down { retry_at, .. } => Span::styled(
-            format!(
-                "✗ disconnected · retrying in {}",
-                crate::duration::short(retry_at.saturating_duration_since(now))
-            ),
-            Style::new().fg(BAD).bold(),
+        Conn::Down { retry_at, .. } => {
+            let retry = crate::duration::short(retry_at.saturating_duration_since(now));
+            let mut text = format!("✗ disconnected · retrying in {retry}");
+            if 12 + text.width() > area.width as usize {
+                // Narrow: the countdown is the news, the words give way.
+                text = format!("✗ offline · retry in {retry}");
+            }
+            Span::styled(text, Style::new().fg(BAD).bold())
+        }
+    };
+    spans.push(state);
+    let approvals = app.entries.iter().filter(|e| e.is_approval()).count();
+    let questions = app.entries.len() - approvals;
+    let count = |n: usize, what: &str| match n {
+        1 => format!("1 {what}"),
+        n => format!("{n} {what}s"),
+    };
+    let mut right = match (questions, approvals) {
+        (0, 0) => "no questions pending ".to_owned(),
+        (q, 0) => format!("{} pending ", count(q, "question")),
+        (0, a) => format!("{} pending ", count(a, "approval")),
+        (q, a) => format!(
+            "{} · {} pending ",
+            count(q, "question"),
+            count(a, "approval")
         ),
-    });
-    let n = app.entries.len();
-    let right = match n {
-        0 => "no questions pending ".to_owned(),
-        1 => "1 question pending ".to_owned(),
-        n => format!("{n} questions pending "),
     };
     let used: usize = spans.iter().map(|s| s.content.width()).sum();
+    if used + 1 + right.width() > area.width as usize {
+        // Narrow: the count alone ("3 pending"), or nothing rather than run into the state.
+        right = match app.entries.len() {
+            0 => String::new(),
+            n => format!("{n} pending "),
+        };
+        if used + 1 + right.width() > area.width as usize {
+            right.clear();
+        }
+    }
     let pad = (area.width as usize).saturating_sub(used + right.width());
     spans.push(Span::raw(" ".repeat(pad)));
     spans.push(Span::styled(right, Style::new().fg(DIM)));
@@ -106,35 +138,40 @@ fn status_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
 }
 
 fn notice_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
+    let width = area.width as usize;
+    let notice = app.notice.as_ref().filter(|n| n.live(now));
+    let others = match app.view {
+        View::List => 0,
+        View::Dialog(_) => app.entries.len().saturating_sub(1),
+    };
+    let mut right = String::new();
+    if others > 0 {
+        right = format!("{others} more waiting · Ctrl+L list ");
+        if notice.is_some() && width < right.width() + 30 {
+            // Narrow: the notice is the news; the reminder says the least it can.
+            right = format!("+{others} · Ctrl+L ");
+        }
+    }
     let mut spans = Vec::new();
-    if let Some(n) = app.notice.as_ref().filter(|n| n.live(now)) {
+    if let Some(n) = notice {
         let color = match n.tone {
             Tone::Info => Color::Reset,
             Tone::Good => GOOD,
             Tone::Warn => WARN,
             Tone::Bad => BAD,
         };
+        let room = width.saturating_sub(right.width() + 2);
         spans.push(Span::styled(
-            format!(" {}", sanitize(&n.text)),
+            format!(" {}", truncate(&n.text, room)),
             Style::new().fg(color),
         ));
     }
-    if app.view != View::List {
-        let others = app.entries.len().saturating_sub(1);
-        if others > 0 {
-            let right = format!("{others} more waiting · Ctrl+L list ");
-            let used: usize = spans.iter().map(|s| s.content.width()).sum();
-            let room = (area.width as usize).saturating_sub(right.width());
-            if used > room {
-                spans = vec![Span::raw(truncate(
-                    &spans[0].content,
-                    room.saturating_sub(1),
-                ))];
-            }
-            let used: usize = spans.iter().map(|s| s.content.width()).sum();
-            spans.push(Span::raw(" ".repeat(room.saturating_sub(used))));
-            spans.push(Span::styled(right, Style::new().fg(ACCENT)));
-        }
+    if !right.is_empty() {
+        let used: usize = spans.iter().map(|s| s.content.width()).sum();
+        spans.push(Span::raw(
+            " ".repeat(width.saturating_sub(used + right.width())),
+        ));
+        spans.push(Span::styled(right, Style::new().fg(ACCENT)));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -149,9 +186,7 @@ pub(super) fn fit(area: Rect, body_lines: usize) -> Rect {
     }
 }
 
-/// Renders `lines` scrolled by `scroll` so rows `focus.0..focus.1` are visible (unless
-/// scrolled by hand), a "▲ N more" / "▼ N more" row where lines are hidden, a hint line at the
-/// bottom, and the terminal cursor at `cursor` (line index, column) if it is on screen.
+/// [`scrolled`] in all of `inner` but a hint line at the bottom (and a blank row above it).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn body_and_footer(
     frame: &mut Frame,
@@ -171,7 +206,7 @@ pub(super) fn body_and_footer(
         width: inner.width - 2,
         ..inner
     };
-    let footer = Rect {
+    let footer_area = Rect {
         y: inner.bottom() - 1,
         height: 1,
         ..text_area
@@ -182,8 +217,55 @@ pub(super) fn body_and_footer(
         height: body_h as u16,
         ..text_area
     };
-    let view = scroll.view(lines.len(), body_h, focus, prefer_top);
-    let mut rows: Vec<Line> = Vec::with_capacity(body_h);
+    scrolled(frame, body, lines, focus, prefer_top, scroll, cursor);
+    footer(frame, footer_area, hints);
+}
+
+/// The hint line.
+pub(super) fn footer(frame: &mut Frame, area: Rect, hints: &str) {
+    frame.render_widget(
+        Paragraph::new(Line::styled(
+            fit_hints(hints, area.width as usize),
+            Style::new().fg(DIM),
+        )),
+        area,
+    );
+}
+
+/// The hint line in `width` columns: said in fewer words when narrow ("Enter to select · ↑/↓
+/// to navigate · Esc to cancel" becomes "Enter select · ↑/↓ move · Esc cancel"), so the
+/// keys at its end (Esc) stay on screen; cut only when even that does not fit.
+pub fn fit_hints(hints: &str, width: usize) -> String {
+    let mut h = hints.to_owned();
+    for (long, short) in [
+        (" to ", " "),
+        ("navigate", "move"),
+        ("switch questions", "switch"),
+        ("edit answers", "edit"),
+        (" with this reason", ""),
+    ] {
+        if h.width() <= width {
+            break;
+        }
+        h = h.replace(long, short);
+    }
+    truncate(&h, width)
+}
+
+/// Renders `lines` into `body` scrolled by `scroll` so rows `focus.0..focus.1` are visible
+/// (unless scrolled by hand), with a "▲ N more" / "▼ N more" row where lines are hidden, and
+/// the terminal cursor at `cursor` (line index, column) if it is on screen.
+pub(super) fn scrolled(
+    frame: &mut Frame,
+    body: Rect,
+    lines: Vec<Line>,
+    focus: (usize, usize),
+    prefer_top: bool,
+    scroll: &Scroll,
+    cursor: Option<(usize, usize)>,
+) {
+    let view = scroll.view(lines.len(), body.height as usize, focus, prefer_top);
+    let mut rows: Vec<Line> = Vec::with_capacity(body.height as usize);
     if view.above > 0 {
         rows.push(more_marker("▲", view.above, "above", "PgUp/Home"));
     }
@@ -193,13 +275,6 @@ pub(super) fn body_and_footer(
         rows.push(more_marker("▼", view.below, "below", "PgDn/End"));
     }
     frame.render_widget(Paragraph::new(rows), body);
-    frame.render_widget(
-        Paragraph::new(Line::styled(
-            truncate(hints, footer.width as usize),
-            Style::new().fg(DIM),
-        )),
-        footer,
-    );
     if let Some((line, col)) = cursor {
         if line >= view.top && line < view.top + view.shown {
             frame.set_cursor_position(Position {

@@ -17,50 +17,11 @@ use super::super::encode::Pick;
 use super::{body_and_footer, fit, time_left, truncate, wrap, Body, ACCENT, DIM, GOOD, WARN};
 use crate::term::{self, sanitize};
 
-pub(super) fn dialog(frame: &mut Frame, entry: &Entry, now: Instant, area: Rect) {
-    // The countdown keeps its room; the name gives way (cut with "…"), then " asks".
-    let left = format!(" {} ", time_left(entry, now));
-    let room = (area.width as usize)
-        .saturating_sub(2 + left.width() + 1)
-        .saturating_sub(" asks ".len() + 1);
-    let who = term::sanitize(&entry.who()).into_owned();
-    let title = if room >= 4 {
-        vec![
-            Span::raw(" "),
-            Span::styled(truncate(&who, room), Style::new().bold()),
-            Span::raw(" asks "),
-        ]
-    } else {
-        Vec::new()
-    };
-    let mut block = Block::new()
-        .borders(Borders::ALL)
-        .border_type(BorderType::Rounded)
-        .border_style(Style::new().fg(ACCENT))
-        .title(Line::from(title))
-        .title(Line::from(left).right_aligned());
-    if entry.stale {
-        block = block.title_bottom(Line::styled(
-            " offline: answers wait for the reconnect ",
-            Style::new().fg(WARN),
-        ));
-    }
+pub(super) fn dialog(frame: &mut Frame, entry: &Entry, d: &Dialog, now: Instant, area: Rect) {
+    let block = block(entry, now, area, "asks");
     let width = area.width.saturating_sub(4) as usize;
-    let d = &entry.dialog;
     let mut body = Body::default();
-    // Who is asking, about what: project, agent and title above the questions.
-    let about: Vec<String> = [entry.project().map(str::to_owned), Some(entry.about())]
-        .into_iter()
-        .flatten()
-        .filter(|s| !s.is_empty())
-        .map(|s| crate::term::sanitize(&s).into_owned())
-        .collect();
-    if !about.is_empty() {
-        for l in wrap(&about.join(" · "), width) {
-            body.push(Line::styled(l, Style::new().fg(ACCENT).italic()));
-        }
-        body.push(Line::raw(""));
-    }
+    about(entry, width, &mut body);
     if d.has_review() {
         body.push(tabs_line(d, width));
         body.push(Line::raw(""));
@@ -91,6 +52,59 @@ pub(super) fn dialog(frame: &mut Frame, entry: &Entry, now: Instant, area: Rect)
         cursor,
         &hints(d),
     );
+}
+
+/// The dialog's box: who asks (cut first when narrow) and the countdown (kept whole), and
+/// "offline" below while the connection is down.
+pub(super) fn block(entry: &Entry, now: Instant, area: Rect, verb: &str) -> Block<'static> {
+    // The countdown keeps its room; the name gives way (cut with "…"), then the verb.
+    let left = format!(" {} ", time_left(entry, now));
+    let verb = format!(" {verb} ");
+    let room = (area.width as usize)
+        .saturating_sub(2 + left.width() + 1)
+        .saturating_sub(verb.width() + 1);
+    let who = term::sanitize(&entry.who()).into_owned();
+    let title = if room >= 4 {
+        vec![
+            Span::raw(" "),
+            Span::styled(truncate(&who, room), Style::new().bold()),
+            Span::raw(verb),
+        ]
+    } else {
+        Vec::new()
+    };
+    let mut block = Block::new()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Rounded)
+        .border_style(Style::new().fg(ACCENT))
+        .title(Line::from(title))
+        .title(Line::from(left).right_aligned());
+    if entry.stale {
+        let text = " offline: answers wait for the reconnect ";
+        let text = if text.width() + 4 <= area.width as usize {
+            text
+        } else {
+            " offline "
+        };
+        block = block.title_bottom(Line::styled(text, Style::new().fg(WARN)));
+    }
+    block
+}
+
+/// Who is asking, about what: project, agent and title, above the request.
+pub(super) fn about(entry: &Entry, width: usize, body: &mut Body) {
+    let about: Vec<String> = [entry.project().map(str::to_owned), Some(entry.about())]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .map(|s| crate::term::sanitize(&s).into_owned())
+        .collect();
+    if !about.is_empty() {
+        for l in wrap(&about.join(" · "), width) {
+            body.push(Line::styled(l, Style::new().fg(ACCENT).italic()));
+        }
+        body.push(Line::raw(""));
+    }
 }
 
 /// Whether the dialog's focus is its first row (or it has none): then the view keeps the top

@@ -287,3 +287,141 @@ fn escapes_in_bus_text_never_reach_a_cell() {
     assert!(dialog.contains("D␛]52"), "{dialog}");
     assert!(second.contains("P␛]52"), "{second}");
 }
+
+fn app_with_approval(frame: serde_json::Value) -> App {
+    let mut app = App::new();
+    let now = Instant::now();
+    app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+    let a: askbusd::protocol::UiApproval = serde_json::from_value(frame).unwrap();
+    app.on_bus(BusUpdate::Event(UiEvent::Approval(Box::new(a))), now);
+    app
+}
+
+fn approval_frame(details: serde_json::Value, outcomes: serde_json::Value) -> serde_json::Value {
+    json!({"correlationId": "a1", "toolCall": {"name": "run_shell_command",
+        "args": {"command": "rm -rf build && cargo build"}},
+        "details": details, "outcomes": outcomes, "timeoutMs": 120_000,
+        "producer": {"client": "gemini-cli/0.61.0", "pid": 42, "uid": 0},
+        "context": {"project": "shop", "agent": "gemini", "cwd": "/home/me/shop", "title": "fixing the build"}})
+}
+
+#[test]
+fn narrow_screens_keep_the_countdown_and_the_escape_hint() {
+    let mut app = App::new();
+    let now = Instant::now();
+    app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+    for id in ["a", "b"] {
+        app.on_bus(
+            BusUpdate::Event(UiEvent::Request(UiRequest {
+                correlation_id: id.into(),
+                questions: json!([{"question": "Q?", "header": "H", "type": "yesno"}]),
+                timeout_ms: 598_000,
+                producer: ProducerInfo {
+                    client: Some("a-very-long-agent-name/with-a-version-1.2.3".into()),
+                    pid: Some(4242),
+                    uid: 0,
+                },
+                context: None,
+                node: None,
+            })),
+            now,
+        );
+    }
+    let dialog = text(&app, 40, 16);
+    assert!(dialog.contains("Esc cancel"), "{dialog}");
+    app.on_key(KeyEvent::new(KeyCode::Char('l'), KeyModifiers::CONTROL));
+    for w in [40, 60] {
+        let list = text(&app, w, 16);
+        let row = list.lines().find(|l| l.contains("1. a-very")).unwrap();
+        assert!(row.contains("… · 9m 5"), "{w}: {row}");
+        assert!(
+            list.contains("q quit") || list.contains("q to quit"),
+            "{list}"
+        );
+    }
+    app.on_bus(
+        BusUpdate::Down {
+            error: "gone".into(),
+            retry_in: Duration::from_secs(5),
+        },
+        now,
+    );
+    let down = text(&app, 40, 16);
+    let status = down.lines().next().unwrap();
+    assert!(status.contains("✗ offline · retry in "), "{status}");
+    assert!(
+        status.trim_end().ends_with('s'),
+        "the countdown is whole: {status}"
+    );
+    assert!(text(&app, 80, 24).contains("✗ disconnected · retrying in "));
+}
+
+#[test]
+fn hints_say_less_before_they_are_cut() {
+    let h = "Enter to select · ↑/↓ to navigate · Esc to cancel";
+    assert_eq!(fit_hints(h, 80), h);
+    assert_eq!(fit_hints(h, 36), "Enter select · ↑/↓ move · Esc cancel");
+    assert!(fit_hints(h, 20).ends_with('…'));
+}
+
+#[test]
+fn an_approval_at_40_columns_keeps_the_command_and_every_button() {
+    let exec = json!({"type": "exec", "title": "Confirm Shell Command",
+        "command": "rm -rf build && cargo build", "rootCommand": "rm, cargo",
+        "rootCommands": ["rm", "cargo"]});
+    let app = app_with_approval(approval_frame(
+        exec,
+        json!(["proceed_once", "proceed_always", "cancel"]),
+    ));
+    for (w, h) in [(40, 16), (100, 30)] {
+        let screen = text(&app, w, h);
+        for part in [
+            "$ rm -rf build && cargo build",
+            "1. Allow once",
+            "2. Allow always",
+            "3. Deny",
+            "Esc",
+            "1 ",
+        ] {
+            assert!(screen.contains(part), "{part:?} at {w}×{h}\n{screen}");
+        }
+    }
+    // So tiny that the buttons take every row: they still show, the details give way.
+    let tiny = text(&app, 40, 8);
+    assert!(tiny.contains("1. Allow once"), "{tiny}");
+}
+
+#[test]
+fn a_long_notice_is_cut_visibly_and_keeps_room_for_the_reminder() {
+    let mut app = app_with(long_multiselect());
+    let now = Instant::now();
+    app.on_bus(
+        BusUpdate::Event(UiEvent::Request(UiRequest {
+            correlation_id: "d".into(),
+            questions: json!([{"question": "Q?", "header": "H", "type": "yesno"}]),
+            timeout_ms: 90_000,
+            producer: ProducerInfo {
+                client: Some("x".into()),
+                pid: None,
+                uid: 0,
+            },
+            context: None,
+            node: None,
+        })),
+        now,
+    );
+    app.on_bus(
+        BusUpdate::Event(UiEvent::Error(askbusd::protocol::ErrorFrame {
+            code: "internal".into(),
+            message: "a long explanation of what went wrong, longer than any narrow line".into(),
+            correlation_id: None,
+        })),
+        now,
+    );
+    for w in [40u16, 80] {
+        let screen = text(&app, w, 20);
+        let bottom = screen.lines().last().unwrap();
+        assert!(bottom.contains('…'), "{w}: {bottom}");
+        assert!(bottom.contains("Ctrl+L"), "{w}: {bottom}");
+    }
+}

@@ -1,6 +1,8 @@
 //! Fitting bus text to a width: word-wrapping and cutting with "…", both sanitizing first
 //! (escapes become visible stand-ins before anything is measured).
 
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthStr;
 
 use crate::term::sanitize;
@@ -67,6 +69,44 @@ pub fn truncate(s: &str, width: usize) -> String {
     out
 }
 
+/// Hard-wraps one line of styled pieces (each sanitized here, tabs expanded to four spaces,
+/// as code and diffs use them) at `width` columns, keeping every space (indentation in code
+/// and JSON means something); continuation rows start with `indent` spaces.
+pub fn chop(pieces: &[(&str, Style)], width: usize, indent: usize) -> Vec<Line<'static>> {
+    let width = width.max(indent + 2);
+    let mut lines = Vec::new();
+    let mut spans: Vec<Span<'static>> = Vec::new();
+    let mut run = String::new();
+    let mut run_style = Style::new();
+    let mut col = 0;
+    let flush = |spans: &mut Vec<Span<'static>>, run: &mut String, style: Style| {
+        if !run.is_empty() {
+            spans.push(Span::styled(std::mem::take(run), style));
+        }
+    };
+    for (text, style) in pieces {
+        let text = sanitize(&text.replace('\t', "    ")).into_owned();
+        if *style != run_style {
+            flush(&mut spans, &mut run, run_style);
+            run_style = *style;
+        }
+        for ch in text.chars() {
+            let cw = unicode_width::UnicodeWidthChar::width(ch).unwrap_or(0);
+            if col + cw > width && col > indent {
+                flush(&mut spans, &mut run, run_style);
+                lines.push(Line::from(std::mem::take(&mut spans)));
+                spans.push(Span::raw(" ".repeat(indent)));
+                col = indent;
+            }
+            run.push(ch);
+            col += cw;
+        }
+    }
+    flush(&mut spans, &mut run, run_style);
+    lines.push(Line::from(spans));
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +124,29 @@ mod tests {
     fn truncate_marks_the_cut() {
         assert_eq!(truncate("hello", 5), "hello");
         assert_eq!(truncate("hello world", 6), "hello…");
+    }
+
+    fn plain(lines: &[Line]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn chop_keeps_spaces_and_styles() {
+        let red = Style::new().fg(ratatui::style::Color::Red);
+        let lines = chop(&[("-", red), ("    let x\t= 1;", red)], 8, 1);
+        assert_eq!(plain(&lines), ["-    let", "  x    =", "  1;"]);
+        assert!(lines
+            .iter()
+            .flat_map(|l| &l.spans)
+            .filter(|s| !s.content.trim().is_empty())
+            .all(|s| s.style == red));
+        assert_eq!(plain(&chop(&[("", Style::new())], 10, 0)), [""]);
+        assert_eq!(
+            plain(&chop(&[("a\x1b[2Jb", Style::new())], 20, 0)),
+            ["a␛[2Jb"]
+        );
     }
 }

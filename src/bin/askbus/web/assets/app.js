@@ -1,10 +1,15 @@
 // app.js — the page of `askbus web`: the WebSocket to its server (one live UI of the daemon
-// per tab), the list of pending questions, and the dialog that answers them. The answer
-// strings come from answers.js; this file only turns clicks and keys into its transitions
-// and its results into frames. Every text from the bus is put in the page as text, never as
-// HTML.
+// per tab, subscribed with the page's filter), the list of pending requests grouped by
+// project, and the dialog that answers a question or decides an approval. The answer strings
+// come from answers.js, the approval frames from approvals.js, the filter rules from
+// filter.js; this file turns clicks and keys into their transitions and their results into
+// frames. Every text from the bus is put in the page as text, never as HTML (dom.js).
 
 import * as A from './answers.js';
+import * as P from './approvals.js';
+import * as F from './filter.js';
+import { el, inline } from './dom.js';
+import { body as approvalBody } from './approval-view.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -22,13 +27,25 @@ const REASONS = {
   'daemon-down': 'askbusd stopped (the agent may ask again once it is back).',
   gone: 'no longer pending.',
   sent: 'sent: the agent has your answer.',
+  allowed: 'allowed: the agent has your decision.',
+  denied: 'denied: the agent has your decision.',
   dismissed: 'dismissed.',
   'too-late': 'too late: it was no longer pending.',
 };
 
 const app = {
-  /** id → request: {id, questions, producer, deadline, states, tab, status, stale} */
+  /** id → request: {id, kind ('question' | 'approval'), questions, approval, producer,
+   * context, deadline, states, tab, status, stale} */
   requests: new Map(),
+  /** What this page shows ({project, agent}); the daemon applies it to the subscription. */
+  filter: {},
+  /** The request `#q=ID` asks for, until it is shown or known to have ended. */
+  focusId: null,
+  /** Requests of the current replay still to come, until it is over (null: over). */
+  replayLeft: null,
+  replayTimer: 0,
+  /** Projects and agents seen, offered by the filter's fields. */
+  seen: { project: new Set(), agent: new Set() },
   current: null,
   ws: null,
   wsRetryMs: 500,
@@ -44,7 +61,7 @@ const app = {
 function connect() {
   const url = new URL('ws', location.href);
   url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-  url.search = '';
+  url.search = F.toSearch('', app.filter);
   url.hash = '';
   const ws = new WebSocket(url);
   app.ws = ws;
@@ -112,7 +129,12 @@ const EMPTY = {
 };
 
 function renderEmpty() {
-  const [title, text] = EMPTY[$('#conn').dataset.state] || EMPTY.connecting;
+  const state = $('#conn').dataset.state;
+  let [title, text] = EMPTY[state] || EMPTY.connecting;
+  if (state === 'up' && !F.isEmpty(app.filter)) {
+    title = 'Nothing waiting in this filter';
+    text = `No question or approval for ${F.describe(app.filter)}. Others may be waiting: the filter hides them.`;
+  }
   $('#empty-title').textContent = title;
   $('#empty-text').textContent = text;
 }
@@ -123,17 +145,24 @@ function renderEmpty() {
 function handle(f) {
   switch (f.type) {
     case 'daemon':
-      if (f.state === 'connected') onSubscribed();
+      if (f.state === 'connected') onSubscribed(f);
       else onDaemonDown(f);
       break;
     case 'ask-user-request':
-      onRequest(f);
+      onRequest(f, 'question');
+      break;
+    case 'tool-confirmation-request':
+      onRequest(f, 'approval');
       break;
     case 'ask-user-withdrawn':
+    case 'tool-confirmation-withdrawn':
       close(f.correlationId, f.reason in REASONS ? f.reason : 'gone');
       break;
     case 'ask-user-ack':
       close(f.correlationId, f.outcome === 'dismissed' ? 'dismissed' : 'sent');
+      break;
+    case 'tool-confirmation-ack':
+      close(f.correlationId, f.reason === 'dismissed' ? 'dismissed' : f.confirmed ? 'allowed' : 'denied');
       break;
     case 'error':
       onError(f);
@@ -143,18 +172,32 @@ function handle(f) {
   }
 }
 
-function onSubscribed() {
+function onSubscribed(f) {
   setConn('up', 'Connected');
-  if (app.hadSession) {
-    // The replay brings back what is still pending; the rest ended while we were away.
-    for (const r of app.requests.values()) r.stale = true;
-    clearTimeout(app.staleTimer);
-    app.staleTimer = setTimeout(() => {
-      for (const r of [...app.requests.values()]) if (r.stale) close(r.id, 'gone');
-    }, STALE_GRACE_MS);
-  }
+  // The replay brings back what is still pending; the rest ended while we were away.
+  if (app.hadSession) for (const r of app.requests.values()) r.stale = true;
   app.hadSession = true;
+  // The replay is the next `pending` requests; one that ends first is skipped, so a short
+  // replay is over when the grace period is.
+  app.replayLeft = Math.max(0, Number(f.pending) || 0);
+  clearTimeout(app.replayTimer);
+  if (app.replayLeft === 0) replayDone();
+  else app.replayTimer = setTimeout(replayDone, STALE_GRACE_MS);
   renderDialogState();
+}
+
+/** Every pending request has arrived: what did not come back has ended, and a `#q=ID` that
+ * did not come is said to be over. */
+function replayDone() {
+  clearTimeout(app.replayTimer);
+  app.replayLeft = null;
+  for (const r of [...app.requests.values()]) if (r.stale) close(r.id, 'gone');
+  if (app.focusId !== null && !app.requests.has(app.focusId)) {
+    const id = app.focusId;
+    app.focusId = null;
+    const outside = F.isEmpty(app.filter) ? '' : ` (or it is not in this page's filter: ${F.describe(app.filter)})`;
+    setNotice(`The request you opened (${id}) is no longer waiting: it was answered, timed out or withdrawn${outside}.`, true, true);
+  }
 }
 
 function onDaemonDown(f) {
@@ -164,32 +207,48 @@ function onDaemonDown(f) {
   for (const id of [...app.requests.keys()]) close(id, 'daemon-down');
 }
 
-function onRequest(f) {
+function onRequest(f, kind) {
+  if (typeof f.correlationId !== 'string') return;
+  if (app.replayLeft !== null) {
+    app.replayLeft -= 1;
+    if (app.replayLeft <= 0) setTimeout(replayDone, 0);
+  }
   const known = app.requests.get(f.correlationId);
   const deadline = Date.now() + (f.timeoutMs ?? 0);
   if (known) {
     // Replayed after a reconnection: keep what was typed.
     known.stale = false;
     known.deadline = deadline;
+    if (app.focusId === known.id) focusRequested();
     renderQueue();
     renderDialogState();
     return;
   }
-  const questions = Array.isArray(f.questions) ? f.questions : [];
+  const questions = kind === 'question' && Array.isArray(f.questions) ? f.questions : [];
+  const context = f.context && typeof f.context === 'object' ? f.context : {};
   const r = {
     id: f.correlationId,
+    kind,
     questions,
+    approval: kind === 'approval' ? f : null,
     producer: f.producer || {},
+    node: typeof f.node === 'string' ? f.node : null,
+    context,
     deadline,
     states: questions.map(A.initialState),
     tab: 0,
     status: 'open',
     stale: false,
+    reason: '',
   };
   app.requests.set(r.id, r);
-  announce(`New question from ${agentName(r)}: ${questions.map((q) => q.header).join(', ')}`);
+  remember(context);
+  announce(kind === 'approval' ? `${agentName(r)} asks to approve: ${P.summary(f)}`
+    : `New question from ${agentName(r)}: ${questions.map((q) => q.header).join(', ')}`);
   notify(r);
-  if (!app.current) {
+  if (app.focusId === r.id) {
+    focusRequested();
+  } else if (!app.current) {
     const focusFree = !document.activeElement || document.activeElement === document.body;
     show(r.id, focusFree);
   } else {
@@ -198,7 +257,41 @@ function onRequest(f) {
   updateTitle();
 }
 
+/** The `#q=ID` request has arrived: it is what the page shows. */
+function focusRequested() {
+  const id = app.focusId;
+  app.focusId = null;
+  show(id, true);
+  $('#dialog-area').scrollIntoView({ block: 'start' });
+}
+
+/** Reads `#q=ID` (a link to one request, e.g. from a notification). */
+function readHash() {
+  const m = /^#q=(.+)$/.exec(location.hash);
+  if (!m) return;
+  let id;
+  try {
+    id = decodeURIComponent(m[1]);
+  } catch {
+    id = m[1];
+  }
+  if (app.requests.has(id)) {
+    app.focusId = id;
+    focusRequested();
+    return;
+  }
+  app.focusId = id;
+  // Already subscribed and past the replay: it is not pending (for this page).
+  if (app.ws && app.replayLeft === null && $('#conn').dataset.state === 'up') replayDone();
+}
+
 function onError(f) {
+  if (f.code === 'invalid-filter') {
+    // The page checks the filter as the daemon does, so this is a rule that changed.
+    setNotice(`Filter refused: ${f.message}. Showing all projects and agents.`, true);
+    setFilter({});
+    return;
+  }
   const r = f.correlationId && app.requests.get(f.correlationId);
   if (r && f.code === 'not-pending') {
     close(r.id, 'too-late');
@@ -218,8 +311,9 @@ function close(id, why) {
   app.requests.delete(id);
   updateTitle();
   const h = quoteHeaders(r);
+  if (app.focusId === id) app.focusId = null;
   if (app.current === id) {
-    setNotice(`${h} — ${REASONS[why]}`, why !== 'sent' && why !== 'dismissed');
+    setNotice(`${h} — ${REASONS[why]}`, !['sent', 'dismissed', 'allowed', 'denied'].includes(why));
     const next = app.requests.keys().next();
     const focusWasInDialog = !document.activeElement || document.activeElement === document.body
       || $('#dialog').contains(document.activeElement);
@@ -252,7 +346,16 @@ function primary(r) {
 
 function dismiss(r) {
   if (r.status !== 'open' || r.stale) return;
-  if (send(A.dismissFrame(r.id))) sending(r);
+  if (send(r.kind === 'approval' ? P.dismissFrame(r.id) : A.dismissFrame(r.id))) sending(r);
+}
+
+/** Sends an approval's decision: `outcome`, with the typed reason if it is a denial. */
+function decide(r, outcome) {
+  if (r.status !== 'open' || r.stale) return;
+  if (send(P.decisionFrame(r.id, outcome, r.reason))) {
+    r.sentOutcome = outcome;
+    sending(r);
+  }
 }
 
 function sending(r) {
@@ -268,43 +371,33 @@ function goTab(r, tab) {
 // ---------------------------------------------------------------------------------------
 // Rendering.
 
-function el(tag, attrs = {}, children = []) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === false || v === null || v === undefined) continue;
-    if (k === 'class') e.className = v;
-    else if (k === 'text') e.textContent = v;
-    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
-    else e.setAttribute(k, v === true ? '' : v);
-  }
-  for (const c of [].concat(children)) {
-    if (c !== null && c !== undefined) e.append(c);
-  }
-  return e;
-}
-
-/** Text with `code` and **bold** spans, as the reference renders them; never HTML. */
-function inline(text) {
-  const frag = document.createDocumentFragment();
-  const re = /(`[^`\n]+`|\*\*[^*\n]+\*\*)/g;
-  let last = 0;
-  for (const m of String(text).matchAll(re)) {
-    if (m.index > last) frag.append(text.slice(last, m.index));
-    const t = m[0];
-    frag.append(t.startsWith('`') ? el('code', { text: t.slice(1, -1) }) : el('strong', { text: t.slice(2, -2) }));
-    last = m.index + t.length;
-  }
-  if (last < text.length) frag.append(text.slice(last));
-  return frag;
-}
-
+/** Who asks: the agent the context names, else the client library's name. */
 function agentName(r) {
-  return r.producer.client || 'An unnamed agent';
+  return r.context.agent || r.producer.client || 'An unnamed agent';
 }
 
 function quoteHeaders(r) {
+  if (r.kind === 'approval') return `“${P.summary(r.approval)}”`;
   const hs = r.questions.map((q) => q.header).filter(Boolean);
   return hs.length ? `“${hs.join('”, “')}”` : 'The question';
+}
+
+/** Notes a request's project and agent for the filter's suggestions. */
+function remember(context) {
+  let changed = false;
+  for (const key of ['project', 'agent']) {
+    const v = context[key];
+    if (typeof v !== 'string' || app.seen[key].has(v)) continue;
+    app.seen[key].add(v);
+    changed = true;
+    // An agent is also filtered by its name alone (`gemini-cli` for `gemini-cli/0.61.0`).
+    const name = key === 'agent' && v.includes('/') ? v.slice(0, v.indexOf('/')) : null;
+    if (name) app.seen.agent.add(name);
+  }
+  if (!changed) return;
+  for (const key of ['project', 'agent']) {
+    $(`#filter-${key}-list`).replaceChildren(...[...app.seen[key]].sort().map((v) => el('option', { value: v })));
+  }
 }
 
 function left(deadline) {
@@ -333,24 +426,121 @@ function show(id, focus) {
   renderDialog(focus);
 }
 
+/** The waiting list, grouped by project (groups in the order of their oldest request; the
+ * requests without a project last); no group heading while no request names a project. */
 function renderQueue() {
   const list = $('#queue-list');
   list.replaceChildren();
   const all = [...app.requests.values()];
   $('#queue').hidden = all.length < 2;
   $('#queue-count').textContent = String(all.length);
+  const groups = new Map();
   for (const r of all) {
-    const btn = el('button', {
+    const project = typeof r.context.project === 'string' ? r.context.project : '';
+    if (!groups.has(project)) groups.set(project, []);
+    groups.get(project).push(r);
+  }
+  const order = [...groups.keys()].filter((k) => k !== '');
+  if (groups.has('')) order.push('');
+  const headed = order.some((k) => k !== '');
+  for (const project of order) {
+    const items = groups.get(project).map((r) => el('li', { class: 'entry' }, el('button', {
       type: 'button',
-      class: 'item',
+      class: `item${r.kind === 'approval' ? ' approval' : ''}`,
       'aria-current': r.id === app.current ? 'true' : false,
+      'data-id': r.id,
       onclick: () => show(r.id, true),
     }, [
-      el('span', { class: 'chips' }, r.questions.map((q) => el('span', { class: 'chip', text: q.header || 'Question' }))),
+      el('span', { class: 'chips' }, r.kind === 'approval'
+        ? [el('span', { class: 'chip approve', text: 'Approve' }), el('span', { class: 'chip', text: P.summary(r.approval) })]
+        : r.questions.map((q) => el('span', { class: 'chip', text: q.header || 'Question' }))),
+      r.context.title ? el('span', { class: 'task', text: r.context.title }) : null,
       el('span', { class: 'who' }, [agentName(r), ' · ', countdown(r)]),
-    ]);
-    list.append(el('li', {}, btn));
+    ])));
+    if (!headed) {
+      list.append(...items);
+      continue;
+    }
+    const name = project || 'No project';
+    list.append(el('li', { class: 'group', 'data-project': project }, [
+      el('h3', { class: 'group-name' }, [name, ' ', el('span', { class: 'count', text: String(items.length) })]),
+      el('ol', { 'aria-label': name }, items),
+    ]));
   }
+}
+
+/** Who asks, with what project and task, above the dialog; session, working directory and
+ * the client library on demand. */
+function renderFrom(r) {
+  const c = r.context;
+  const from = el('p', { class: 'from', id: 'dialog-from' }, [
+    el('span', { class: 'agent', text: agentName(r) }),
+    c.project ? el('span', { class: 'chip project', title: 'Project', text: c.project }) : null,
+    el('span', { class: 'pid', text: `pid ${r.producer.pid ?? '?'}` }),
+    // Federated: the node it was asked on (a pid alone names no machine).
+    r.node ? el('span', { class: 'node', text: `on ${r.node}` }) : null,
+    countdown(r),
+  ]);
+  const more = [
+    ['Session', c.session],
+    ['Directory', c.cwd],
+    ['Client', c.agent && r.producer.client ? r.producer.client : null],
+  ].filter(([, v]) => typeof v === 'string' && v);
+  return [
+    from,
+    c.title ? el('p', { class: 'task', text: c.title }) : null,
+    more.length ? el('details', { class: 'context' }, [
+      el('summary', { text: more.map(([k]) => k.toLowerCase()).join(', ').replace(/^./, (x) => x.toUpperCase()) }),
+      el('dl', { class: 'facts' }, more.map(([k, v]) => el('div', { class: 'fact' }, [el('dt', { text: k }), el('dd', {}, el('code', { text: v }))]))),
+    ]) : null,
+  ];
+}
+
+/** An approval's dialog: what the tool call would do, a reason for the agent, and the
+ * outcomes it offers. */
+function renderApproval(r, focus) {
+  const a = r.approval;
+  const form = el('form', {
+    class: 'dialog approval',
+    'data-id': r.id,
+    'aria-labelledby': 'approval-title',
+    'aria-describedby': 'dialog-from',
+    novalidate: true,
+    onsubmit: (e) => e.preventDefault(),
+  });
+  form.append(...renderFrom(r).filter(Boolean));
+  form.append(approvalBody(a, r.context));
+  const reason = el('textarea', {
+    id: 'deny-reason',
+    rows: '2',
+    maxlength: String(P.MAX_MESSAGE),
+    placeholder: 'Why not? The agent is told (optional)',
+    'aria-label': 'Reason for denying, sent to the agent (optional)',
+    oninput: (e) => {
+      r.reason = e.target.value;
+    },
+  });
+  reason.value = r.reason;
+  form.append(el('div', { class: 'reason' }, [
+    el('label', { for: 'deny-reason', text: 'Reason, if you deny' }),
+    reason,
+  ]));
+  const buttons = P.buttons(a.outcomes).map((o, i) => el('button', {
+    type: 'button',
+    class: o === 'cancel' ? 'deny' : i === 0 ? 'primary allow' : 'secondary allow',
+    'data-outcome': o,
+    onclick: () => decide(r, o),
+  }, [P.label(o), ' ', el('kbd', { text: String(i + 1) })]));
+  form.append(el('div', { class: 'actions' }, [
+    el('button', { type: 'button', class: 'secondary', id: 'dismiss', onclick: () => dismiss(r) },
+      ['Dismiss ', el('kbd', { text: 'Esc' })]),
+    ...buttons.reverse(),
+  ]));
+  $('#dialog').append(form);
+  renderDialogState();
+  tick();
+  // Never an Allow button: Enter there would approve what was not read yet.
+  if (focus) (form.querySelector('pre[tabindex]') || form.querySelector('.approval-body')).focus();
 }
 
 function renderDialog(focus) {
@@ -360,10 +550,15 @@ function renderDialog(focus) {
   $('#empty').hidden = Boolean(r);
   if (!r) return;
   clearNoticeSoon();
+  if (r.kind === 'approval') {
+    renderApproval(r, focus);
+    return;
+  }
   const many = r.questions.length > 1;
   const onReview = many && r.tab === r.questions.length;
   const form = el('form', {
     class: 'dialog',
+    'data-id': r.id,
     'aria-labelledby': 'dialog-from',
     novalidate: true,
     onsubmit: (e) => {
@@ -371,13 +566,7 @@ function renderDialog(focus) {
       primary(r);
     },
   });
-  form.append(el('p', { class: 'from', id: 'dialog-from' }, [
-    el('span', { class: 'agent', text: agentName(r) }),
-    el('span', { class: 'pid', text: `pid ${r.producer.pid ?? '?'}` }),
-    // Federated: the node it was asked on (a pid alone names no machine).
-    r.node ? el('span', { class: 'node', text: `on ${r.node}` }) : null,
-    countdown(r),
-  ]));
+  form.append(...renderFrom(r).filter(Boolean));
   if (many) form.append(renderTabs(r));
   const panel = el('div', { class: 'panel', id: 'panel', role: many ? 'tabpanel' : false,
     'aria-labelledby': many ? `tab-${r.tab}` : false });
@@ -530,6 +719,11 @@ function renderDialogState() {
   const busy = r.status !== 'open' || r.stale;
   form.classList.toggle('busy', busy);
   for (const c of form.querySelectorAll('input, textarea, button')) c.disabled = busy;
+  if (r.kind === 'approval') {
+    const b = r.status === 'sending' && form.querySelector(`[data-outcome="${r.sentOutcome}"]`);
+    if (b) b.firstChild.textContent = 'Sending… ';
+    return;
+  }
   const primaryBtn = $('#primary');
   if (r.status === 'sending') primaryBtn.firstChild.textContent = 'Sending… ';
   if (r.tab < r.questions.length) {
@@ -559,12 +753,16 @@ function invalid(text) {
   p.hidden = false;
 }
 
-function setNotice(text, important) {
+/** Shows a one-line notice; it goes after a while, unless `sticky` (then the next dialog
+ * that opens takes it away). */
+function setNotice(text, important, sticky) {
   const n = $('#notice');
   n.textContent = text;
   n.hidden = false;
   n.classList.toggle('important', Boolean(important));
   clearTimeout(app.noticeTimer);
+  app.noticeSticky = Boolean(sticky);
+  if (sticky) return;
   app.noticeTimer = setTimeout(() => {
     n.hidden = true;
   }, NOTICE_MS);
@@ -572,6 +770,7 @@ function setNotice(text, important) {
 
 function clearNoticeSoon() {
   // A notice stays readable a moment after the next dialog opens, then gets out of the way.
+  if (app.noticeSticky) return;
   clearTimeout(app.noticeTimer);
   app.noticeTimer = setTimeout(() => {
     $('#notice').hidden = true;
@@ -609,6 +808,10 @@ function onKey(e) {
     dismiss(r);
     return;
   }
+  if (r.kind === 'approval') {
+    onApprovalKey(e, r);
+    return;
+  }
   if (e.key === 'Enter') {
     if (t instanceof HTMLButtonElement) return; // the button's own action
     if (t instanceof HTMLTextAreaElement && e.shiftKey) return; // a new line
@@ -644,6 +847,95 @@ function onKey(e) {
   }
 }
 
+/** An approval's keys: a number picks the button it shows (as in the terminal UI), Enter in
+ * the reason field denies with it; elsewhere Enter is the focused button's own. */
+function onApprovalKey(e, r) {
+  const t = e.target;
+  if (t instanceof HTMLTextAreaElement) {
+    if (e.key === 'Enter' && !e.shiftKey) {
+      e.preventDefault();
+      decide(r, 'cancel');
+    }
+    return;
+  }
+  if (isTextField(t) || !/^[1-9]$/.test(e.key)) return;
+  const outcomes = P.buttons(r.approval.outcomes);
+  const n = Number(e.key) - 1;
+  if (n >= outcomes.length) return;
+  e.preventDefault();
+  decide(r, outcomes[n]);
+}
+
+// ---------------------------------------------------------------------------------------
+// The filter (in the page and in its address).
+
+function setFilter(filter) {
+  app.filter = filter;
+  history.replaceState(null, '', `${location.pathname}${F.toSearch(location.search, filter)}${location.hash}`);
+  renderFilter();
+  // What the new filter does not show leaves quietly; what it does is kept (with what was
+  // typed) if the new subscription's replay brings it back.
+  for (const r of [...app.requests.values()]) {
+    if (!F.matches(filter, r.context)) {
+      app.requests.delete(r.id);
+      if (app.current === r.id) app.current = null;
+    }
+  }
+  if (!app.current) {
+    const next = app.requests.keys().next();
+    app.current = next.done ? null : next.value;
+  }
+  show(app.current, false);
+  updateTitle();
+  // A new subscription with the new filter.
+  if (app.ws) {
+    const old = app.ws;
+    old.onclose = null;
+    old.close(1000, 'filter changed');
+    app.ws = null;
+  }
+  for (const r of app.requests.values()) r.stale = true;
+  setConn('connecting', 'Connecting…');
+  connect();
+}
+
+function renderFilter() {
+  const on = !F.isEmpty(app.filter);
+  $('#filter-summary').textContent = on ? `Showing ${F.describe(app.filter)}` : 'Showing all projects and agents';
+  $('#filter-box').classList.toggle('active', on);
+  $('#filter-clear').hidden = !on;
+  for (const key of Object.keys(F.KEYS)) $(`#filter-${key}`).value = app.filter[key] || '';
+  renderEmpty();
+}
+
+function setupFilter() {
+  const { filter, problems } = F.fromSearch(location.search);
+  app.filter = filter;
+  if (problems.length) {
+    setNotice(`Filter in the address ignored: ${problems.join('; ')}.`, true);
+    history.replaceState(null, '', `${location.pathname}${F.toSearch(location.search, filter)}${location.hash}`);
+  }
+  $('#filter-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const next = {};
+    const bad = [];
+    for (const key of Object.keys(F.KEYS)) {
+      const v = $(`#filter-${key}`).value.trim();
+      if (!v) continue;
+      const p = F.problem(key, v);
+      if (p) bad.push(p);
+      else next[key] = v;
+    }
+    const msg = $('#filter-invalid');
+    msg.hidden = bad.length === 0;
+    msg.textContent = bad.join('; ');
+    if (bad.length) return;
+    setFilter(next);
+  });
+  $('#filter-clear').addEventListener('click', () => setFilter({}));
+  renderFilter();
+}
+
 // ---------------------------------------------------------------------------------------
 // Notifications and theme (both remembered in this browser).
 
@@ -651,10 +943,15 @@ function notify(r) {
   if (!document.hidden || localStorage.getItem('askbus-notify') !== 'on') return;
   if (!('Notification' in window) || Notification.permission !== 'granted') return;
   const q = r.questions[0] || {};
-  const n = new Notification(`${agentName(r)} asks: ${q.header || 'a question'}`, {
-    body: String(q.question || '').slice(0, 160),
-    tag: r.id,
-  });
+  const n = r.kind === 'approval'
+    ? new Notification(`${agentName(r)} asks to approve: ${P.toolName(r.approval)}`, {
+      body: P.summary(r.approval).slice(0, 160),
+      tag: r.id,
+    })
+    : new Notification(`${agentName(r)} asks: ${q.header || 'a question'}`, {
+      body: String(q.question || '').slice(0, 160),
+      tag: r.id,
+    });
   n.onclick = () => {
     window.focus();
     if (app.requests.has(r.id)) show(r.id, true);
@@ -733,6 +1030,9 @@ function setupSignOut() {
 setupTheme();
 setupSignOut();
 setupNotify();
+setupFilter();
 document.addEventListener('keydown', onKey);
+window.addEventListener('hashchange', readHash);
 setInterval(tick, 1000);
+readHash();
 connect();

@@ -2,17 +2,19 @@
 //! deadlines, and handing freed memory back to the OS once the daemon is quiet. Effects are
 //! queued on outboxes while the lock is held, so every peer receives frames in the order the
 //! broker decided them; delivery never awaits (a full outbox disconnects its peer instead), and
-//! the sockets are written after the lock is released, once per batch.
+//! the sockets are written after the lock is released, once per batch. The `stats` frame is
+//! built in `stats`, the memory trimmer lives in `trim`.
+
+mod stats;
+mod trim;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use bytes::Bytes;
-use serde_json::{json, Map, Value};
 use tokio::sync::Notify;
-use tokio::time::{Duration, Instant};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::broker::{
@@ -21,14 +23,13 @@ use crate::broker::{
 use crate::federation::link::FedLink;
 use crate::metrics::Metrics;
 use crate::outbox::{Batch, Outbox};
-use crate::protocol::{encode, End, ErrorCode, ServerFrame};
+use crate::protocol::{encode, ErrorCode, ServerFrame};
 use crate::telemetry::{timestamp, Counters, TelemetrySink};
 
 /// How many replayed requests a catching-up UI is handed per step.
 const REPLAY_CHUNK: usize = 64;
 
-/// How long the daemon must be quiet (no broker operation) before freed memory is handed back.
-pub const QUIET_BEFORE_TRIM: Duration = Duration::from_secs(1);
+pub use trim::QUIET_BEFORE_TRIM;
 
 struct Inner {
     broker: Broker,
@@ -453,39 +454,6 @@ impl Hub {
         }
     }
 
-    /// Hands the allocator's free memory back to the OS each time the daemon has been quiet for
-    /// `QUIET_BEFORE_TRIM` after some activity, until `stop` is cancelled. glibc keeps what a
-    /// burst freed inside its per-thread arenas (only the top of a heap is ever returned), so
-    /// without this the daemon's RSS after a load stays near the load's peak. Idle, it costs
-    /// no wake-ups: it sleeps until the next operation.
-    pub async fn trim_when_quiet(&self, stop: CancellationToken) {
-        let mut trimmed_at = self.activity.load(Ordering::Relaxed);
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = self.active.notified() => {}
-            }
-            // Until a whole quiet period has passed since the last operation.
-            let quiet_at = loop {
-                let seen = self.activity.load(Ordering::Relaxed);
-                let last = Duration::from_millis(self.last_active_ms.load(Ordering::Relaxed));
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep_until(self.started + last + QUIET_BEFORE_TRIM) => {}
-                }
-                if self.activity.load(Ordering::Relaxed) == seen {
-                    break seen;
-                }
-            };
-            if quiet_at == trimmed_at {
-                continue; // a wake-up left by activity that was already trimmed after
-            }
-            // Off the workers: trimming walks every arena's free lists.
-            let _ = tokio::task::spawn_blocking(release_free_memory).await;
-            trimmed_at = quiet_at;
-        }
-    }
-
     /// Ends every pending request with `shutdown`.
     pub fn shutdown(&self) {
         self.run(|b, now, fx| b.shutdown(now, fx));
@@ -499,166 +467,7 @@ impl Hub {
         let inner = self.lock();
         (inner.broker.pending_len(), inner.broker.ui_count())
     }
-
-    /// The `stats` frame: live counters, documented in proto/PROTOCOL.md.
-    pub fn stats_frame(&self) -> Bytes {
-        let c = &self.counters;
-        let get = Counters::get;
-        let inner = self.lock();
-        let b = &inner.broker;
-        let s = b.stats();
-        let errors: Map<String, Value> = c
-            .errors()
-            .map(|(code, n)| (code.as_str().to_owned(), json!(n)))
-            .collect();
-        // Every end of a request that became pending (rejections are counted under requests).
-        let outcomes: Map<String, Value> = s
-            .ends()
-            .filter(|(end, _)| *end != End::Rejected)
-            .map(|(end, n)| (end.as_str().to_owned(), json!(n)))
-            .collect();
-        let frame = json!({
-            "type": "stats",
-            "server": crate::SERVER_NAME,
-            "node": &*self.node,
-            "uptimeMs": self.started.elapsed().as_millis() as u64,
-            "connections": b.peer_count(),
-            "producers": b.producer_count(),
-            "uis": b.ui_count(),
-            "pending": b.pending_len(),
-            "connectionsTotal": get(&c.connections_total),
-            "connectionsRefused": get(&c.connections_refused),
-            "requests": {
-                "accepted": s.accepted,
-                "rejected": s.rejected(),
-                "resolved": s.resolved(),
-            },
-            "outcomes": outcomes,
-            "latencyMs": {
-                "count": s.latency_count(),
-                "p50": s.latency_ms(0.5),
-                "p90": s.latency_ms(0.9),
-                "p99": s.latency_ms(0.99),
-                "max": s.latency_max_ms(),
-            },
-            "approvals": approval_stats(&s.approvals),
-            "errors": errors,
-            "framesIn": get(&c.frames_in),
-            "framesOut": get(&c.frames_out),
-            "queueOverflows": get(&c.queue_overflows),
-            "telemetryLines": get(&c.telemetry_lines),
-            "telemetryErrors": get(&c.telemetry_errors),
-        });
-        let mut frame = frame;
-        if let Some(link) = &inner.fed {
-            let (remote, shared) = b.federated_counts();
-            frame["federation"] = link.status.to_json(remote, shared);
-        }
-        encode(&frame)
-    }
-}
-
-/// The `approvals` object of the stats frame: approvals alone, by reason and decision.
-fn approval_stats(a: &crate::broker::ApprovalStats) -> Value {
-    let outcomes: Map<String, Value> = a
-        .ends()
-        .filter(|(end, _)| *end != End::Rejected)
-        .map(|(end, n)| (end.as_str().to_owned(), json!(n)))
-        .collect();
-    let decisions: Map<String, Value> = a
-        .decisions()
-        .map(|(o, n)| (o.as_str().to_owned(), json!(n)))
-        .collect();
-    json!({
-        "requests": {
-            "accepted": a.accepted,
-            "rejected": a.ended(End::Rejected),
-            "resolved": a.resolved(),
-        },
-        "outcomes": outcomes,
-        "decisions": decisions,
-        "confirmed": a.confirmed,
-        "latencyMs": {
-            "count": a.latency_count(),
-            "p50": a.latency_ms(0.5),
-            "p90": a.latency_ms(0.9),
-            "p99": a.latency_ms(0.99),
-            "max": a.latency_max_ms(),
-        },
-    })
-}
-
-/// Returns free heap pages to the OS (glibc's malloc_trim; other allocators trim themselves or
-/// do not offer it).
-fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        // SAFETY: malloc_trim only walks the allocator's own free lists under its locks.
-        let released = unsafe { libc::malloc_trim(0) };
-        tracing::debug!(
-            released = released == 1,
-            "handed free heap memory back to the OS"
-        );
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::broker::ValidRequest;
-    use crate::protocol::{parse_inbound, Inbound};
-    use tokio::io::AsyncReadExt;
-    use tokio::net::UnixStream;
-
-    fn request(id: &str, timeout_ms: u64) -> ValidRequest {
-        let frame = json!({"type": "ask-user-request", "correlationId": id, "timeoutMs": timeout_ms,
-            "questions": [{"question": "Q?", "header": "H", "type": "text"}]});
-        let Inbound::AskUserRequest(req) = parse_inbound(frame.to_string().as_bytes()).unwrap()
-        else {
-            panic!()
-        };
-        ValidRequest::check(req).unwrap()
-    }
-
-    async fn next_frame(peer: &mut UnixStream) -> Value {
-        let len = peer.read_u32().await.unwrap() as usize;
-        let mut payload = vec![0; len];
-        peer.read_exact(&mut payload).await.unwrap();
-        serde_json::from_slice(&payload).unwrap()
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn one_timer_expires_each_deadline_when_due() {
-        let hub = Arc::new(Hub::new(
-            Limits::default(),
-            TelemetrySink::disabled(),
-            Arc::default(),
-            "test",
-        ));
-        let (ours, mut peer) = UnixStream::pair().unwrap();
-        hub.connect(1, PeerInfo::default(), Outbox::new(Arc::new(ours), 1 << 20));
-        let stop = CancellationToken::new();
-        let timer = tokio::spawn({
-            let (hub, stop) = (hub.clone(), stop.clone());
-            async move { hub.run_timer(stop).await }
-        });
-        let t0 = Instant::now();
-        hub.run(|b, now, fx| b.ask(1, request("late", 10_000), now, fx));
-        // An earlier deadline added while the timer sleeps towards a later one wakes it.
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        hub.run(|b, now, fx| b.ask(1, request("soon", 1_000), now, fx));
-        let soon = next_frame(&mut peer).await;
-        assert_eq!(soon["correlationId"], "soon");
-        assert_eq!(soon["reason"], "timeout");
-        let at = t0.elapsed();
-        assert!(
-            at >= Duration::from_millis(1010) && at < Duration::from_millis(1020),
-            "{at:?}"
-        );
-        let late = next_frame(&mut peer).await;
-        assert_eq!(late["correlationId"], "late");
-        assert!(t0.elapsed() >= Duration::from_millis(10_000));
-        stop.cancel();
-        timer.await.unwrap();
-    }
-}
+mod tests;

@@ -1,0 +1,176 @@
+//! The answering side's view: which UIs and watchers there are, and what each is shown.
+//! Subscribing (with its filter), replay of pending requests to a UI catching up, watching,
+//! and re-applying access rights after a reload all decide here who sees which request.
+
+use super::peers::Cursor;
+use super::{Broker, BrokerError, Effects, PeerId, Rights};
+use crate::protocol::{
+    encode, encode_fast, FrameError, ServerFrame, SubscribeFilter, WithdrawReason,
+};
+use tokio::time::Instant;
+
+impl Broker {
+    /// Applies re-evaluated access rights (after a reload) without dropping the peer. A UI
+    /// that gains or loses sight of another user's questions is sent them, or told they are
+    /// withdrawn; one that may no longer be a UI stops being one.
+    pub fn set_rights(&mut self, peer: PeerId, rights: Rights, now: Instant, fx: &mut Effects) {
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        let before = p.info.clone();
+        p.info.rights = rights;
+        let after = p.info.clone();
+        let cursor = p.ui;
+        if !rights.ui {
+            p.ui = None;
+            self.uis.remove(&peer);
+            self.watchers.remove(&peer);
+        }
+        let Some(cursor) = cursor else {
+            return;
+        };
+        for (seq, id, req) in self.pending.iter() {
+            if !cursor.has_seen(seq) {
+                break;
+            }
+            let uid = req.producer_info.uid;
+            let p = &self.peers[&peer];
+            let wanted = p
+                .filter
+                .matches_request(req.context.as_deref(), p.node_of(req));
+            match (before.sees(uid) && wanted, after.sees(uid) && wanted) {
+                (false, true) => fx.frame(peer, self.ui_frame(id, req, now)),
+                (true, false) => {
+                    fx.frame(peer, encode_fast::withdrawn(id, WithdrawReason::Withdrawn))
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Makes `peer` a UI. It is sent `subscribed` with the pending count now, then (through
+    /// `replay`) every pending request oldest first, then live ones.
+    pub fn subscribe(
+        &mut self,
+        peer: PeerId,
+        client: Option<String>,
+        filter: SubscribeFilter,
+        fx: &mut Effects,
+    ) {
+        let Some(p) = self.peers.get(&peer) else {
+            return;
+        };
+        if !p.info.rights.ui {
+            let err = BrokerError::NotAUi(p.info.uid);
+            fx.error(peer, FrameError::new(err.code(), err.to_string()));
+            return;
+        }
+        // What a UI subscribing again had and no longer asks for leaves its screen.
+        if let Some(cursor) = p.ui.filter(|_| p.filter != filter) {
+            for (seq, id, req) in self.pending.iter() {
+                if cursor.has_seen(seq)
+                    && p.shown(req)
+                    && !filter.matches_request(req.context.as_deref(), p.node_of(req))
+                {
+                    fx.frame(peer, encode_fast::withdrawn(id, WithdrawReason::Withdrawn));
+                }
+            }
+        }
+        // The count of what this UI will be replayed: other users' questions stay unseen, and
+        // so do those its filter leaves out.
+        let visible = if !filter.is_empty() {
+            self.pending
+                .iter()
+                .filter(|(_, _, r)| p.info.sees(r.producer_info.uid))
+                .filter(|(_, _, r)| filter.matches_request(r.context.as_deref(), p.node_of(r)))
+                .count()
+        } else if p.info.rights.operator {
+            self.pending.len()
+        } else {
+            self.pending.count_of_uid(p.info.uid)
+        };
+        let p = self.peers.get_mut(&peer).expect("checked above");
+        if client.is_some() {
+            p.info.client = client;
+        }
+        p.filter = filter;
+        // Subscribing again replays from the start: the UI asked to be brought up to date.
+        p.ui = Some(Cursor::CatchingUp(0));
+        self.uis.insert(peer);
+        let subscribed = ServerFrame::Subscribed {
+            pending: visible as u64,
+        };
+        fx.frame(peer, encode(&subscribed));
+        fx.replay.push(peer);
+    }
+
+    /// Makes `peer` an observer: it is sent `watching`, then an event per request arrival and
+    /// end. It does not become a UI (it cannot answer).
+    pub fn watch(&mut self, peer: PeerId, client: Option<String>, fx: &mut Effects) {
+        let Some(p) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        if !p.info.rights.ui {
+            let err = BrokerError::NotAUi(p.info.uid);
+            fx.error(peer, FrameError::new(err.code(), err.to_string()));
+            return;
+        }
+        if client.is_some() {
+            p.info.client = client;
+        }
+        self.watchers.insert(peer);
+        fx.frame(peer, encode(&ServerFrame::Watching {}));
+    }
+
+    /// The watchers that receive an event about a request of `producer_uid`.
+    pub fn watchers_of(&self, producer_uid: u32) -> impl Iterator<Item = PeerId> + '_ {
+        self.watchers
+            .iter()
+            .copied()
+            .filter(move |w| self.peers[w].info.sees(producer_uid))
+    }
+
+    /// Sends a catching-up UI up to `max_frames` more pending requests. Once it has them all
+    /// it becomes live (in the same step, so nothing falls between replay and live).
+    /// Returns whether more remain (the caller calls again when the UI's queue has room).
+    pub fn replay(
+        &mut self,
+        peer: PeerId,
+        max_frames: usize,
+        now: Instant,
+        fx: &mut Effects,
+    ) -> bool {
+        let Some(p) = self.peers.get(&peer) else {
+            return false;
+        };
+        let Some(Cursor::CatchingUp(last)) = p.ui else {
+            return false;
+        };
+        // Other users' questions, and those its filter leaves out, are passed over (the cursor
+        // moves past them) unseen.
+        let mut cursor = last;
+        let mut sent = 0;
+        let mut more = false;
+        for (seq, id, req) in self.pending.after(last) {
+            if p.shown(req) {
+                if sent == max_frames {
+                    more = true;
+                    break;
+                }
+                fx.frame(peer, self.ui_frame(id, req, now));
+                sent += 1;
+            }
+            cursor = seq;
+        }
+        let p = self.peers.get_mut(&peer).expect("checked above");
+        p.ui = Some(if more {
+            Cursor::CatchingUp(cursor)
+        } else {
+            Cursor::Live
+        });
+        if more {
+            fx.replay.push(peer);
+        }
+        more
+    }
+}

@@ -1,0 +1,201 @@
+//! The configuration file's parsing, layering and resolution, key by key.
+
+use super::*;
+
+fn parse_ok(text: &str) -> Options {
+    parse(text, Path::new("t.toml")).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn parse_err(text: &str) -> ConfigError {
+    parse(text, Path::new("t.toml")).expect_err("should not parse")
+}
+
+#[test]
+fn every_key_parses() {
+    let o = parse_ok(
+        r#"
+socket = "/run/askbus/askbus.sock"
+telemetry = "/var/lib/askbus/telemetry.jsonl"
+default_timeout_ms = 1000
+max_timeout_ms = 2000
+no_ui = "reject"
+max_frame_bytes = 4096
+max_pending_per_connection = 3
+max_pending_per_uid = 4
+max_pending_bytes_per_uid = 65536
+telemetry_group = "root"
+max_pending = 5
+max_connections = 6
+max_connections_per_uid = 7
+max_queue_bytes = 8192
+frame_timeout_ms = 500
+log_format = "json"
+log_level = "askbus=debug,info"
+threads = 2
+metrics_listen = "127.0.0.1:9464"
+
+[access]
+producer_users = ["root", 1001]
+producer_groups = [0]
+ui_users = [1002]
+ui_groups = ["root"]
+operator_users = [1003]
+operator_groups = [1004]
+"#,
+    );
+    let want = Options {
+        socket: Some("/run/askbus/askbus.sock".into()),
+        telemetry: Some(Telemetry::At("/var/lib/askbus/telemetry.jsonl".into())),
+        default_timeout_ms: Some(1000),
+        max_timeout_ms: Some(2000),
+        no_ui: Some(NoUiPolicy::Reject),
+        max_frame_bytes: Some(4096),
+        max_pending_per_connection: Some(3),
+        max_pending_per_uid: Some(4),
+        max_pending_bytes_per_uid: Some(65536),
+        telemetry_group: Some(0),
+        max_pending: Some(5),
+        max_connections: Some(6),
+        max_connections_per_uid: Some(7),
+        max_queue_bytes: Some(8192),
+        frame_timeout_ms: Some(500),
+        log_format: Some(LogFormat::Json),
+        log_level: Some("askbus=debug,info".into()),
+        threads: Some(2),
+        metrics_listen: Some(MetricsListen::Tcp("127.0.0.1:9464".parse().unwrap())),
+        access: Some(AccessOptions {
+            producer_users: [0, 1001].into(),
+            producer_groups: [0].into(),
+            ui_users: [1002].into(),
+            ui_groups: [0].into(),
+            operator_users: [1003].into(),
+            operator_groups: [1004].into(),
+        }),
+        ..Options::default()
+    };
+    assert_eq!(o, want);
+    let s = o.resolve(1000).daemon;
+    assert_eq!(s.limits.max_pending_per_uid, 4);
+    assert_eq!(s.limits.max_pending_bytes_per_uid, 65536);
+    assert_eq!(s.telemetry_group, Some(0));
+    assert_eq!(s.max_connections_per_uid, 7);
+    assert_eq!(s.access.operators.uids, [1003].into());
+    assert_eq!(s.access.own_uid, 1000);
+    assert_eq!(s.frame_timeout, std::time::Duration::from_millis(500));
+}
+
+#[test]
+fn an_empty_file_means_the_defaults_and_telemetry_can_be_switched_off() {
+    assert_eq!(parse_ok(""), Options::default());
+    assert_eq!(
+        parse_ok("telemetry = false").telemetry,
+        Some(Telemetry::Off)
+    );
+    assert_eq!(
+        parse_ok("telemetry = true").telemetry,
+        Some(Telemetry::Default)
+    );
+    let s = parse_ok("telemetry = false").resolve(0);
+    assert_eq!(s.daemon.telemetry, None);
+    assert_eq!(s.daemon.limits, Limits::default());
+}
+
+#[test]
+fn unknown_keys_are_named_with_their_line() {
+    let e = parse_err("max_pending = 5\n\nmax_pendin = 4\n");
+    assert_eq!(e.line(), Some(3), "{e}");
+    assert_eq!(e.key(), Some("max_pendin"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("t.toml:3:1: max_pendin: unknown field"),
+        "{e}"
+    );
+    let e = parse_err("[access]\nui_user = [1]\n");
+    assert_eq!(e.line(), Some(2), "{e}");
+    assert_eq!(e.key(), Some("access.ui_user"), "{e}");
+}
+
+#[test]
+fn bad_values_are_named_with_their_line() {
+    for (text, key, line, says) in [
+        ("max_pending = 0", "max_pending", 1, "at least 1"),
+        (
+            "\nmax_frame_bytes = 10",
+            "max_frame_bytes",
+            2,
+            "between 64 and",
+        ),
+        ("no_ui = \"maybe\"", "no_ui", 1, "unknown variant"),
+        ("threads = \"two\"", "threads", 1, "invalid type"),
+        (
+            "max_queue_bytes = -1",
+            "max_queue_bytes",
+            1,
+            "invalid value",
+        ),
+        ("log_format = \"xml\"", "log_format", 1, "unknown variant"),
+        ("log_level = \"=[\"", "log_level", 1, "bad log filter"),
+        (
+            "metrics_listen = \"0.0.0.0:9\"",
+            "metrics_listen",
+            1,
+            "not a loopback",
+        ),
+        (
+            "telemetry = 3",
+            "telemetry",
+            1,
+            "a file path, or true or false",
+        ),
+        (
+            "[access]\n\nui_users = [\"no-such-user-xyz\"]",
+            "access.ui_users",
+            3,
+            "no user named",
+        ),
+        (
+            "[access]\noperator_groups = [\"no-such-group-xyz\"]",
+            "access.operator_groups",
+            2,
+            "no group named",
+        ),
+        (
+            "[access]\nui_users = [-5]",
+            "access.ui_users",
+            2,
+            "not a valid id",
+        ),
+    ] {
+        let e = parse_err(text);
+        assert_eq!(e.key(), Some(key), "{text:?}: {e}");
+        assert_eq!(e.line(), Some(line), "{text:?}: {e}");
+        assert!(e.to_string().contains(says), "{text:?}: {e}");
+    }
+}
+
+#[test]
+fn syntax_errors_give_their_line() {
+    let e = parse_err("max_pending = 5\nsocket = \n");
+    assert_eq!(e.line(), Some(2), "{e}");
+    assert_eq!(e.key(), None, "{e}");
+}
+
+#[test]
+fn flags_override_the_file_and_the_file_the_defaults() {
+    let file = parse_ok("max_pending = 5\nmax_connections = 9\nno_ui = \"reject\"");
+    let flags = Options {
+        max_pending: Some(7),
+        ..Options::default()
+    };
+    let s = flags.over(file).resolve(0).daemon;
+    assert_eq!(s.limits.max_pending_total, 7);
+    assert_eq!(s.max_connections, 9);
+    assert_eq!(s.limits.no_ui, NoUiPolicy::Reject);
+    assert_eq!(s.max_queue_bytes, DaemonConfig::default().max_queue_bytes);
+}
+
+#[test]
+fn the_default_timeout_is_clamped_to_the_maximum() {
+    let s = parse_ok("default_timeout_ms = 5000\nmax_timeout_ms = 100").resolve(0);
+    assert_eq!(s.daemon.limits.default_timeout_ms, 100);
+}
