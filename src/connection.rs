@@ -458,6 +458,9 @@ impl Conn<'_> {
             Inbound::ToolConfirmationResponse(resp) => self
                 .hub
                 .run_in(&mut self.batch, |b, now, fx| b.decide(id, resp, now, fx)),
+            Inbound::NotifyReport(report) => self
+                .hub
+                .run_in(&mut self.batch, |b, _, fx| b.notify_report(id, report, fx)),
         }
         Next::Continue
     }

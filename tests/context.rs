@@ -296,3 +296,49 @@ async fn no_ui_counts_only_uis_whose_filter_matches() {
         .await;
     assert_eq!(p.recv_type("ask-user-response").await["reason"], "answered");
 }
+
+/// The Rust client: every field's empty, over-long and multi-line value is refused with an
+/// `invalid-request` naming the field (the Python and Node suites check the same per field).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_client_gets_every_bad_field_named() {
+    use askbusd::client::{Ask, ClientError, Producer};
+    use askbusd::protocol::{Code, ErrorCode, RequestContext, CONTEXT_LIMITS};
+
+    let d = Daemon::start();
+    let p = Producer::connect(&d.socket, Some("bad-context/1"))
+        .await
+        .unwrap();
+    let mut n = 0;
+    for (name, limit) in CONTEXT_LIMITS {
+        for value in [String::new(), "x".repeat(limit + 1), "two\nlines".into()] {
+            let mut context = RequestContext::default();
+            let slot = match name {
+                "agent" => &mut context.agent,
+                "session" => &mut context.session,
+                "project" => &mut context.project,
+                "cwd" => &mut context.cwd,
+                "title" => &mut context.title,
+                other => panic!("a context field this test does not know: {other}"),
+            };
+            *slot = Some(value);
+            let id = format!("bad-{n}");
+            n += 1;
+            let ask = Ask {
+                questions: serde_json::from_str(QUESTIONS).unwrap(),
+                correlation_id: Some(id.clone()),
+                timeout_ms: None,
+                no_ui: None,
+                context: Some(context),
+            };
+            match p.ask(ask).await {
+                Err(ClientError::Rejected(e)) => {
+                    assert_eq!(e.code, Code::Known(ErrorCode::InvalidRequest), "{e:?}");
+                    assert!(e.message.starts_with(&format!("context.{name} ")), "{e:?}");
+                    assert_eq!(e.correlation_id.as_deref(), Some(id.as_str()));
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+    }
+    assert_eq!(n, 15);
+}

@@ -94,7 +94,7 @@ proptest! {
     ) {
         let ack = ServerFrame::AskUserAck { correlation_id: id.clone(), outcome: o };
         prop_assert_eq!(encode_fast::ack(&id, o), encode(&ack));
-        let gone = ServerFrame::AskUserWithdrawn { correlation_id: id.clone(), reason: w };
+        let gone = ServerFrame::AskUserWithdrawn { correlation_id: id.clone(), reason: w, node: None, answered_by: None };
         prop_assert_eq!(encode_fast::withdrawn(&id, w), encode(&gone));
     }
 

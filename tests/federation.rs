@@ -24,6 +24,31 @@ async fn three(nats: &Nats, extra: &str) -> (Daemon, Daemon, Daemon) {
     (a, b, c)
 }
 
+/// Asserts a live frame has exactly the fields (nested too) of its golden example in
+/// proto/examples/server (the federated ones are written by hand; this keeps them honest).
+fn like_golden(live: &Value, example: &str) {
+    fn shape(v: &Value, at: &str, out: &mut std::collections::BTreeSet<String>) {
+        if let Value::Object(map) = v {
+            // The request's own context is the context tests' business, not federation's.
+            for (k, v) in map.iter().filter(|(k, _)| *k != "context") {
+                let path = format!("{at}/{k}");
+                out.insert(path.clone());
+                if k != "questions" && k != "toolCall" && k != "details" {
+                    shape(v, &path, out);
+                }
+            }
+        }
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("proto/examples/server")
+        .join(example);
+    let golden: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let (mut a, mut b) = (Default::default(), Default::default());
+    shape(live, "", &mut a);
+    shape(&golden, "", &mut b);
+    assert_eq!(a, b, "{example}: {live}");
+}
+
 /// The frame's JSON text with its correlationId replaced, to compare two responses.
 fn without_id(v: &Value) -> String {
     let mut v = v.clone();
@@ -39,6 +64,9 @@ fn an_answer_from_b_reaches_the_producer_on_a_as_a_local_answer_would_and_c_with
         let (mut ui_a, _) = a.ui().await;
         let (mut ui_b, _) = b.ui().await;
         let (mut ui_c, _) = c.ui().await;
+        let mut watcher = a.connect().await;
+        watcher.send(json!({"type": "watch"})).await;
+        watcher.recv_type("watching").await;
         let mut producer = a.connect().await;
         producer.send(json!({"type": "hello", "protocol": 1, "client": "agent/1"})).await;
         producer.recv_type("welcome").await;
@@ -65,6 +93,7 @@ fn an_answer_from_b_reaches_the_producer_on_a_as_a_local_answer_would_and_c_with
         ui_a.recv_type("ask-user-request").await;
         let on_b = ui_b.recv_type("ask-user-request").await;
         assert_eq!(on_b["node"], "A", "{on_b}");
+        like_golden(&on_b, "ask-user-request.federated.json");
         assert_eq!(on_b["producer"]["client"], "agent/1", "{on_b}");
         assert_eq!(on_b["questions"], shown["questions"]);
         let on_c = ui_c.recv_type("ask-user-request").await;
@@ -81,6 +110,7 @@ fn an_answer_from_b_reaches_the_producer_on_a_as_a_local_answer_would_and_c_with
             assert_eq!(w["node"], "A", "{w}");
             assert_eq!(w["answeredBy"]["node"], "B", "{w}");
             assert_eq!(w["answeredBy"]["client"], "test-ui/1", "{w}");
+            like_golden(&w, "ask-user-withdrawn.federated.json");
         }
         // B's UI got its ack and no withdrawal; a second answer is not-pending, as locally.
         ui_b.send(answer("fed-1", json!({"0": "SQLite"}))).await;
@@ -89,6 +119,16 @@ fn an_answer_from_b_reaches_the_producer_on_a_as_a_local_answer_would_and_c_with
         let late = ui_c.recv_error("not-pending").await;
         assert_eq!(late["correlationId"], "fed-1");
         producer.expect_silence(Duration::from_millis(200)).await;
+
+        // The origin's watchers see who answered, and where.
+        let event = loop {
+            let e = watcher.recv_type("bus-event").await;
+            if e["correlationId"] == "fed-1" && e["event"] == "answered" {
+                break e;
+            }
+        };
+        assert_eq!((event["node"].clone(), event["ui"]["node"].clone()), (json!("A"), json!("B")), "{event}");
+        like_golden(&event, "bus-event.answered.federated.json");
 
         // Telemetry is the origin's, and names the node and UI that answered.
         let records = a.wait_telemetry(2);
@@ -372,6 +412,7 @@ fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_
         ui_b.send(answer("p-1", json!({"0": "SQLite"}))).await;
         let err = ui_b.recv_error("origin-unreachable").await;
         assert_eq!(err["correlationId"], "p-1");
+        like_golden(&err, "error.origin-unreachable.json");
         assert!(
             err["message"].as_str().unwrap().contains("still pending"),
             "{err}"
@@ -1033,6 +1074,7 @@ fn approvals_federate_like_questions_and_the_origin_alone_decides() {
         let on_c = ui_c.recv_type("tool-confirmation-request").await;
         for shown in [&on_b, &on_c] {
             assert_eq!(shown["node"], "A", "{shown}");
+            like_golden(shown, "tool-confirmation-request.federated.json");
             assert_eq!(shown["correlationId"], "ap-1");
             for field in ["toolCall", "details", "outcomes", "context"] {
                 assert_eq!(shown[field], shown_a[field], "{field}: {shown}");
@@ -1063,6 +1105,7 @@ fn approvals_federate_like_questions_and_the_origin_alone_decides() {
             assert_eq!(w["reason"], "answered", "{w}");
             assert_eq!(w["node"], "A", "{w}");
             assert_eq!(w["answeredBy"]["node"], "B", "{w}");
+            like_golden(&w, "tool-confirmation-withdrawn.federated.json");
         }
         ui_c.send(decide("ap-1", "cancel")).await;
         ui_c.recv_error("not-pending").await;

@@ -281,11 +281,26 @@ async fn response(p: &mut Raw, id: &str) -> Value {
     }
 }
 
+/// The next `notify` bus-event a watcher sees.
+async fn notify_event(w: &mut Raw) -> Value {
+    loop {
+        let f = w.recv_type("bus-event").await;
+        if f["event"] == "notify" {
+            return f;
+        }
+    }
+}
+
 #[test]
 fn a_click_answers_and_the_notification_says_so() {
-    let d = Daemon::start();
+    let metrics = tempfile::tempdir().unwrap();
+    let sock = metrics.path().join("metrics.sock");
+    let d = Daemon::start_with(&["--metrics-listen", sock.to_str().unwrap()]);
     common::rt().block_on(async {
         let mut bus = Bus::start().await;
+        let mut w = d.connect().await;
+        w.send(json!({"type": "watch"})).await;
+        w.recv_type("watching").await;
         let _n = Notifier::start(&d, &bus, &[]);
         let mut p = d.connect().await;
         p.send(yesno("q1", json!({}))).await;
@@ -316,6 +331,28 @@ fn a_click_answers_and_the_notification_says_so() {
                 break;
             }
         }
+        // Each delivery reached the daemon: a `notify` event for watchers, and the metrics.
+        let sent = notify_event(&mut w).await;
+        assert_eq!(sent["correlationId"], "q1", "{sent}");
+        assert_eq!(
+            sent["notify"],
+            json!({"sink": "desktop", "result": "sent", "count": 1})
+        );
+        assert!(sent["producer"]["client"]
+            .as_str()
+            .unwrap()
+            .starts_with("askbus-notify/"));
+        let answered = notify_event(&mut w).await;
+        assert_eq!(answered["notify"]["result"], "answered", "{answered}");
+        let m = common::parse_metrics(&common::scrape_unix(&sock));
+        assert_eq!(
+            m[r#"askbus_notifications_total{sink="desktop",result="sent"}"#],
+            1.0
+        );
+        assert_eq!(
+            m[r#"askbus_notifications_total{sink="desktop",result="answered"}"#],
+            1.0
+        );
     });
 }
 
@@ -522,6 +559,41 @@ fn a_burst_of_a_thousand_is_batched_and_memory_stays_flat() {
             rss[0],
             rss[1]
         );
+    });
+}
+
+#[test]
+fn a_malformed_report_is_refused_and_counts_nothing() {
+    let d = Daemon::start();
+    common::rt().block_on(async {
+        let mut c = d.connect().await;
+        for (frame, message) in [
+            (
+                json!({"type": "notify-report", "sink": "ntfy", "result": "delivered"}),
+                "result must be one of sent, failed, answered, not \"delivered\"",
+            ),
+            (
+                json!({"type": "notify-report", "sink": "Ntfy!", "result": "sent"}),
+                "sink must be 1 to 32 lowercase letters",
+            ),
+            (
+                json!({"type": "notify-report", "sink": "ntfy", "result": "sent", "correlationIds": [1]}),
+                "correlationIds[0] must be a string, not a number",
+            ),
+            (
+                json!({"type": "notify-report", "result": "sent"}),
+                "notify-report needs \"sink\"",
+            ),
+        ] {
+            c.send(frame).await;
+            let e = c.recv_error("invalid-frame").await;
+            assert!(
+                e["message"].as_str().unwrap().starts_with(message),
+                "{e}"
+            );
+        }
+        // The connection is still served.
+        c.ping().await;
     });
 }
 
@@ -755,5 +827,29 @@ fn a_failing_target_is_retried_then_reported() {
         assert!(line.contains("gave up after 6 attempts"), "{line}");
         assert!(line.contains("HTTP 500"), "{line}");
         assert!(rx.try_recv().is_err(), "a seventh attempt");
+        // ...and `askbus watch` shows the failure.
+        let mut watch = d
+            .cli()
+            .args(["watch"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+        p.send(yesno("f2", json!({}))).await;
+        let line = tokio::task::spawn_blocking(move || {
+            lines
+                .find_map(|l| l.ok().filter(|l| l.contains("notify")))
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let _ = watch.kill();
+        let _ = watch.wait();
+        assert!(line.contains("f2"), "{line}");
+        assert!(
+            line.contains(": webhook failed: gave up after 6 attempts"),
+            "{line}"
+        );
     });
 }

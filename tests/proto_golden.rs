@@ -503,6 +503,7 @@ fn client_examples_are_accepted_or_refused_as_indexed() {
                             "tool-confirmation-response",
                             Inbound::ToolConfirmationResponse(_)
                         )
+                        | ("notify-report", Inbound::NotifyReport(_))
                 );
                 if !same {
                     failures.push(format!("{}: parsed as {frame:?}", ex.file));
@@ -749,6 +750,8 @@ fn welcome_pong_and_acks_match_the_code() {
         let frame = ServerFrame::AskUserWithdrawn {
             correlation_id: id.clone(),
             reason,
+            node: None,
+            answered_by: None,
         };
         assert_eq!(
             example(file),
@@ -1173,7 +1176,7 @@ fn bus_events_describe_the_example_request() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    let mut expected: BTreeSet<&str> = ["request", "producer-gone", "rejected"].into();
+    let mut expected: BTreeSet<&str> = ["request", "producer-gone", "rejected", "notify"].into();
     for o in [
         Outcome::Answered,
         Outcome::Dismissed,

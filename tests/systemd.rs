@@ -439,3 +439,22 @@ fn the_daemons_syscalls_sockets_and_mappings_fit_the_units_sandbox() {
         "syscalls the unit's filter denies: {outside:?}"
     );
 }
+
+#[test]
+fn the_notifier_unit_passes_systemd_analyze_verify_without_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(units_dir().join("user/askbus-notify.service")).unwrap();
+    assert!(
+        text.contains("ExecStart=/usr/bin/askbus notify"),
+        "askbus-notify.service: ExecStart moved; update this test"
+    );
+    let text = text.replace("/usr/bin/askbus", common::cli_bin());
+    std::fs::write(dir.path().join("askbus-notify.service"), text).unwrap();
+    // Its After=/Wants= name the socket unit: stage it beside it.
+    let socket = std::fs::read_to_string(units_dir().join("user/askbusd.socket")).unwrap();
+    std::fs::write(dir.path().join("askbusd.socket"), socket).unwrap();
+    let out = analyze("user", &["verify", "askbus-notify.service"], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.trim().is_empty(), "askbus-notify.service: {stderr}");
+}

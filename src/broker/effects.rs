@@ -155,6 +155,7 @@ pub(super) fn event(
         details_type: None,
         confirmed: None,
         outcome: None,
+        notify: None,
     };
     if let Some(body) = req.approval.as_deref() {
         approval_event(&mut e, &approval_facts(Some(body), told));
@@ -193,6 +194,7 @@ pub(super) fn rejected_event(
         details_type: None,
         confirmed: None,
         outcome: None,
+        notify: None,
     };
     if let Some(facts) = approval {
         approval_event(&mut e, facts);

@@ -19,6 +19,7 @@ mod answer;
 mod effects;
 mod end;
 mod error;
+mod notify;
 mod peers;
 pub mod pending;
 mod remote;

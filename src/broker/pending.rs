@@ -76,6 +76,8 @@ impl Pending {
         encode(&ServerFrame::ToolConfirmationWithdrawn(ApprovalWithdrawn {
             correlation_id: id.to_owned(),
             reason,
+            node: None,
+            answered_by: None,
         }))
     }
 }

@@ -15,6 +15,8 @@ pub struct BrokerStats {
     latency_us: Histogram<u64>,
     /// The approvals among all of the above.
     pub approvals: ApprovalStats,
+    /// Notifiers' deliveries (`notify-report`).
+    pub notify: super::notify::NotifyCounts,
 }
 
 /// Counts of approvals alone (the counts of [`BrokerStats`] include them).
@@ -108,6 +110,7 @@ impl Default for BrokerStats {
             latency_us: Histogram::new_with_bounds(1, 86_400_000_000, 3)
                 .expect("static histogram bounds are valid"),
             approvals: ApprovalStats::default(),
+            notify: Default::default(),
         }
     }
 }

@@ -95,6 +95,10 @@ impl Metrics {
                 counter!("askbus_requests_total", "outcome" => end.as_str()).absolute(n);
             }
             counter!("askbus_requests_accepted_total").absolute(s.accepted);
+            for (sink, result, n) in s.notify.iter() {
+                counter!("askbus_notifications_total", "sink" => sink.to_owned(), "result" => result.as_str())
+                    .absolute(n);
+            }
             gauge!("askbus_pending").set(snap.pending as f64);
             let r = snap.roles;
             for (role, n) in [
@@ -127,6 +131,10 @@ fn describe() {
     describe_counter!(
         "askbus_requests_total",
         "Requests that ended, by outcome (rejected: refused before becoming pending)"
+    );
+    describe_counter!(
+        "askbus_notifications_total",
+        "Notifiers' deliveries (askbus notify's notify-report), by sink and result: sent, failed, answered (from a notification)"
     );
     describe_counter!(
         "askbus_requests_accepted_total",

@@ -13,7 +13,19 @@ import { SchedulerStateManager } from "@google/gemini-cli-core/dist/src/schedule
 import { resolveConfirmation } from "@google/gemini-cli-core/dist/src/scheduler/confirmation.js";
 import { AskUserTool } from "@google/gemini-cli-core/dist/src/tools/ask-user.js";
 
-import { bridgeMessageBus, InvalidRequest, Producer, subscribe, type AskResponse, type Subscription, type UiRequest } from "../../clients/node/src/index.js";
+import { PolicyEngine } from "@google/gemini-cli-core/dist/src/policy/policy-engine.js";
+
+import {
+  bridgeMessageBus,
+  InvalidRequest,
+  Producer,
+  subscribe,
+  UiApproval,
+  type AskResponse,
+  type Confirmation,
+  type Subscription,
+  type UiRequest,
+} from "../../clients/node/src/index.js";
 import { closeLater, delay, Q_DB, Q_YESNO, startDaemon, within, type Daemon } from "../../clients/node/test/helpers.js";
 
 function newBus(): any {
@@ -233,5 +245,120 @@ describe("bridgeMessageBus", () => {
       assert.equal(bridge.pending, 0);
       bridge.detach();
     });
+  });
+});
+
+describe("bridgeMessageBus: the agent's permission prompts (tool-confirmation-request)", () => {
+  let d: Daemon;
+  let sub: Subscription;
+  before(async () => {
+    d = await startDaemon();
+    sub = closeLater(subscribe({ socket: d.socket, client: "bridge-test-ui" }));
+    await sub.ready;
+  });
+  after(async () => {
+    sub.close();
+    assert.equal(await d.stop(), 0);
+    d.cleanup();
+  });
+
+  /** A real bus whose real policy engine asks the user about every tool call (or `decision`). */
+  function policyBus(decision = "ask_user"): any {
+    return new MessageBus(new PolicyEngine({ defaultDecision: decision as any }) as any);
+  }
+
+  const exec = {
+    type: "exec",
+    title: "Confirm Shell Command",
+    command: "rm -rf build",
+    rootCommand: "rm",
+    rootCommands: ["rm"],
+  };
+
+  function nextApproval(): Promise<UiApproval> {
+    return within(new Promise<UiApproval>((r) => sub.once("request", (req) => r(req as UiApproval))), 5000, "an approval at the UI");
+  }
+
+  test("allowed by a UI in another process: the bus gets confirmed proceed_once", async () => {
+    const bus = policyBus();
+    const bridge = bridgeMessageBus(bus, { socket: d.socket, approvalOutcomes: ["proceed_always"] });
+    const seen = nextApproval();
+    const response = nextMessage(bus, "tool-confirmation-response");
+    await bus.publish({
+      type: "tool-confirmation-request",
+      correlationId: "tc-1",
+      toolCall: { name: "run_shell_command", args: { command: "rm -rf build" } },
+      serverName: "local",
+      details: exec,
+    });
+    const a = await seen;
+    assert.ok(a instanceof UiApproval);
+    assert.notEqual(a.correlationId, "tc-1", "the daemon gets an id of its own");
+    assert.deepEqual(a.toolCall, { name: "run_shell_command", args: { command: "rm -rf build" } });
+    assert.deepEqual(a.details, exec);
+    assert.equal(a.serverName, "local");
+    assert.deepEqual(a.outcomes, ["proceed_once", "proceed_always", "cancel"]);
+    await a.allow("proceed_always");
+    assert.deepEqual(await response, { type: "tool-confirmation-response", correlationId: "tc-1", confirmed: true, outcome: "proceed_always" });
+    assert.equal(bridge.pending, 0);
+    bridge.detach();
+  });
+
+  test("denied with a reason: the bus gets confirmed false, onConfirmation the reason", async () => {
+    const bus = policyBus();
+    const seenBy: Confirmation[] = [];
+    const bridge = bridgeMessageBus(bus, { socket: d.socket, onConfirmation: (c) => seenBy.push(c) });
+    const seen = nextApproval();
+    const response = nextMessage(bus, "tool-confirmation-response");
+    await bus.publish({ type: "tool-confirmation-request", correlationId: "tc-2", toolCall: { name: "run_shell_command", args: {} }, details: exec });
+    await (await seen).deny("Not the build directory.");
+    assert.deepEqual(await response, { type: "tool-confirmation-response", correlationId: "tc-2", confirmed: false, outcome: "cancel" });
+    assert.equal(seenBy[0]!.message, "Not the build directory.");
+    bridge.detach();
+  });
+
+  test("refused by the daemon, or nobody in time: never an approval", async () => {
+    const bus = policyBus();
+    const errors: unknown[] = [];
+    const bridge = bridgeMessageBus(bus, { socket: d.socket, timeoutMs: 300, onError: (e) => errors.push(e) });
+    let response = nextMessage(bus, "tool-confirmation-response");
+    await bus.publish({ type: "tool-confirmation-request", correlationId: "tc-3", toolCall: { name: "x", args: {} }, details: { type: "shell", title: "T" } });
+    assert.deepEqual(await response, { type: "tool-confirmation-response", correlationId: "tc-3", confirmed: false, outcome: "cancel" });
+    assert.ok(errors[0] instanceof InvalidRequest);
+    response = nextMessage(bus, "tool-confirmation-response");
+    await bus.publish({ type: "tool-confirmation-request", correlationId: "tc-4", toolCall: { name: "x", args: {} } });
+    assert.deepEqual(await response, { type: "tool-confirmation-response", correlationId: "tc-4", confirmed: false, outcome: "cancel" });
+    bridge.detach();
+  });
+
+  test("the ask_user tool goes to its own dialog; a policy that allows never reaches the UIs", async () => {
+    const bus = policyBus();
+    const bridge = bridgeMessageBus(bus, { socket: d.socket });
+    let response = nextMessage(bus, "tool-confirmation-response");
+    await bus.publish({ type: "tool-confirmation-request", correlationId: "tc-5", toolCall: { name: "ask_user", args: { questions: Q_YESNO } } });
+    assert.deepEqual(await response, { type: "tool-confirmation-response", correlationId: "tc-5", confirmed: false, requiresUserConfirmation: true });
+    assert.equal(bridge.pending, 0);
+    bridge.detach();
+
+    const allowing = policyBus("allow");
+    const bridge2 = bridgeMessageBus(allowing, { socket: d.socket });
+    response = nextMessage(allowing, "tool-confirmation-response");
+    await allowing.publish({ type: "tool-confirmation-request", correlationId: "tc-6", toolCall: { name: "read_file", args: {} } });
+    assert.deepEqual(await response, { type: "tool-confirmation-response", correlationId: "tc-6", confirmed: true });
+    assert.equal(bridge2.pending, 0);
+    bridge2.detach();
+  });
+
+  test("decided on the bus first (a local dialog): the UIs' copy is withdrawn", async () => {
+    const bus = policyBus();
+    const bridge = bridgeMessageBus(bus, { socket: d.socket });
+    const seen = nextApproval();
+    await bus.publish({ type: "tool-confirmation-request", correlationId: "tc-7", toolCall: { name: "run_shell_command", args: {} }, details: exec });
+    const a = await seen;
+    await bus.publish({ type: "tool-confirmation-response", correlationId: "tc-7", confirmed: true, outcome: "proceed_once" });
+    await withdrawal(a);
+    assert.equal(a.withdrawnReason, "withdrawn");
+    assert.equal(bridge.pending, 0);
+    bridge.detach();
   });
 });

@@ -7,6 +7,8 @@
 
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 
 import {
   Daemon, Producer, VIEWPORTS, Web, WsClient, launchBrowser, newId, openPage, removeDir, tempDir,
@@ -295,6 +297,29 @@ for (const [screen, options] of VIEWPORTS) {
       producer.send({ type: 'tool-confirmation-cancel', correlationId: w });
       await page.locator('#notice', { hasText: 'withdrawn by the agent.' }).waitFor();
       assert.equal((await producer.decision(w)).reason, 'withdrawn');
+    });
+
+    // ASKBUS_WEB_SCREENSHOTS=DIR saves them there (docs/ holds the ones the READMEs show).
+    test('screenshot: an edit waiting with a question and a command, grouped by project', async () => {
+      const shots = process.env.ASKBUS_WEB_SCREENSHOTS ? path.resolve(process.env.ASKBUS_WEB_SCREENSHOTS) : path.join(dir, 'shots');
+      mkdirSync(shots, { recursive: true });
+      const edit = newId();
+      producer.approve(edit, { name: 'replace', args: {} }, {
+        type: 'edit', title: 'Confirm Edit', fileName: 'main.rs', filePath: '/home/dev/src/askbus/src/main.rs',
+        fileDiff: DIFF, originalContent: 'fn main() {}', newContent: 'fn main() {}',
+      }, {
+        outcomes: ['proceed_once', 'proceed_always', 'cancel'],
+        context: { agent: 'gemini-cli/0.61.0', project: 'askbus', title: 'Greet the whole world', session: 's-1', cwd: '/home/dev/src/askbus' },
+      });
+      const { toolCall, details } = shell('rm -rf build && cargo build --release', ['rm', 'cargo']);
+      producer.approve(newId(), toolCall, details, { context: { agent: 'claude-code/1.0.3', project: 'website', title: 'Clean rebuild' } });
+      producer.ask(newId(), [{ question: 'Tag v2.4.0 now?', header: 'Release', type: 'yesno' }], { context: { agent: 'codex/0.9', project: 'askbus' } });
+      await dialogOf(page, edit);
+      await page.locator('#queue-list .item').nth(2).waitFor();
+      await page.mouse.move(0, 0);
+      const png = await page.screenshot({ fullPage: true });
+      writeFileSync(path.join(shots, `askbus-web-approval-${screen}.png`), png);
+      assert.deepEqual([...png.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47]);
     });
 
     test('questions and approvals wait in one list; #q=ID opens an approval', async () => {

@@ -9,7 +9,7 @@ import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  Daemon, Producer, VIEWPORTS, Web, WsClient, launchBrowser, newId, openPage, removeDir, tempDir,
+  Daemon, Producer, VIEWPORTS, Web, WsClient, get, launchBrowser, newId, openPage, removeDir, tempDir,
 } from './harness.mjs';
 
 const migrate = { question: 'Add a migration for the `users` table?', header: 'Migrate', type: 'yesno' };
@@ -130,7 +130,7 @@ for (const [screen, options] of VIEWPORTS) {
       assert.equal(await page.locator('#queue-list [data-project="beta"]').count(), 0);
       assert.equal(await page.title(), '(2) askbus');
       // What the page's subscription is sent, seen by a raw client with the same filter.
-      const raw = await WsClient.connect(web, {}, '/ws?project=alpha');
+      const raw = await WsClient.connect(web, {}, '?project=alpha');
       try {
         const hello = await raw.next((m) => m.type === 'daemon' && m.state === 'connected');
         assert.deepEqual(hello.filter, { project: 'alpha' });
@@ -186,6 +186,13 @@ for (const [screen, options] of VIEWPORTS) {
       assert.equal(await page.locator('#queue-count').innerText(), '4');
     });
 
+    test('before it knows, the page says it is connecting, not "No questions waiting"', async () => {
+      const r = await get(web, web.dir, { Cookie: web.cookie });
+      assert.equal(r.status, 200);
+      assert.match(r.body, /<h2 id="empty-title">Connecting…<\/h2>/);
+      assert.doesNotMatch(r.body, /No questions waiting/);
+    });
+
     test('a filter with nothing waiting says so, not "No questions waiting"', async () => {
       producer.ask(newId(), [migrate], { context: ctx('beta') });
       await producer.sync();
@@ -201,7 +208,7 @@ for (const [screen, options] of VIEWPORTS) {
       await page.locator('#notice', { hasText: 'Filter in the address ignored: the project must be at most 128 characters' }).waitFor();
       assert.equal(new URL(page.url()).search, '?agent=codex');
       // And the bridge refuses such a filter itself (a page that skipped the checks).
-      const raw = await WsClient.connect(web, {}, '/ws?project=a%01b');
+      const raw = await WsClient.connect(web, {}, '?project=a%01b');
       try {
         const e = await raw.next((m) => m.type === 'error');
         assert.equal(e.code, 'invalid-filter');

@@ -344,13 +344,14 @@ export function websocket(web, headers = {}, listenMs = 800) {
 
 /** A WebSocket client of `askbus web` that can also send (masked, as clients must). */
 export class WsClient {
-  static connect(web, headers = {}, path = '/ws') {
+  /** `query` (e.g. `?project=P`) is the page's filter, as the page passes it on. */
+  static connect(web, headers = {}, query = '') {
     return new Promise((resolve, reject) => {
       const req = http.request({
         host: '127.0.0.1',
         port: web.port,
         // Under the page's directory, where the session cookie belongs.
-        path: `${web.dir}${path.replace(/^\//, '')}`,
+        path: `${web.dir}ws${query}`,
         headers: {
           Connection: 'Upgrade',
           Upgrade: 'websocket',

@@ -8,7 +8,14 @@ import { bridgeMessageBus } from "askbus";
 
 // In an agent this is the bus Gemini CLI core already uses (config.getMessageBus()).
 const bus = new MessageBus(/* policyEngine: only consulted for tool confirmations */ {});
-const bridge = bridgeMessageBus(bus, { client: "gemini-bridge-example/1", onError: (e) => console.error(e.message) });
+// Every question says who asks about what (its `context`): the agent (gemini-cli-core/<version>),
+// and with `config` (your agent's Config: config.getSessionId(), getProjectRoot()) its session
+// and project; without one, this directory and its name. `context: {title: "..."}` adds a line.
+const bridge = bridgeMessageBus(bus, {
+  client: "gemini-bridge-example/1",
+  context: { title: "Asking from the bridge example" },
+  onError: (e) => console.error(e.message),
+});
 
 // What code on the bus does unchanged; the bridge answers it through the daemon. The bus waits
 // as long as the UIs count down (askbusd's default timeout, 10 minutes), so the person is

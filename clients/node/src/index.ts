@@ -3,10 +3,21 @@
  * `subscribe()` and answer them; `bridgeMessageBus()` connects a Gemini CLI core MessageBus.
  */
 
-export { ask, Producer, type AskOptions, type AskResponse, type PendingAsk, type ProducerOptions } from "./producer.js";
+export {
+  ask,
+  Producer,
+  type AskOptions,
+  type AskResponse,
+  type Confirmation,
+  type ConfirmationReason,
+  type ConfirmOptions,
+  type PendingAsk,
+  type ProducerOptions,
+} from "./producer.js";
 export {
   subscribe,
   Subscription,
+  UiApproval,
   UiRequest,
   Withdrawn,
   type SubscribeOptions,
@@ -14,7 +25,7 @@ export {
   type UiRequestState,
   type UiWithdrawReason,
 } from "./ui.js";
-export { bridgeMessageBus, type BridgeHandle, type BridgeOptions, type MessageBusLike } from "./gemini.js";
+export { bridgeContext, bridgeMessageBus, type BridgeHandle, type BridgeOptions, type GeminiConfigLike, type MessageBusLike } from "./gemini.js";
 export { buildAnswers, choiceAnswer, multiSelectAnswer, textAnswer, yesNoAnswer } from "./answers.js";
 export { defaultSocketPath } from "./paths.js";
 export type { ReconnectOptions } from "./backoff.js";
@@ -56,4 +67,14 @@ export {
   type WithdrawnFrame,
   type ToolResult,
   type WithdrawReason,
+  TOOL_OUTCOMES,
+  type ToolOutcome,
+  type ToolCall,
+  type ConfirmationDetails,
+  type ApprovalOptions,
+  type ApprovalResponseFrame,
+  type UiApprovalFrame,
+  type ApprovalAckFrame,
+  type ApprovalWithdrawnFrame,
+  type DecisionFrame,
 } from "./protocol.js";

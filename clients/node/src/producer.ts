@@ -27,7 +27,12 @@ import {
   contextFromEnv,
   mergeContext,
   type Answers,
+  type ApprovalOptions,
+  type ApprovalResponseFrame,
+  type ConfirmationDetails,
   type NoUiPolicy,
+  type ToolCall,
+  type ToolOutcome,
   type RequestContext,
   type Outcome,
   type ProducerResponseFrame,
@@ -78,6 +83,35 @@ export interface AskResponse {
   result: ToolResult;
 }
 
+/** What `confirm` takes beyond the tool call: the request's optional fields, and an ask's. */
+export interface ConfirmOptions extends Omit<AskOptions, "context"> {
+  details?: ConfirmationDetails;
+  /** What the agent can act on; proceed_once and cancel are always offered. */
+  outcomes?: ToolOutcome[];
+  serverName?: string;
+  toolAnnotations?: Record<string, unknown>;
+  subagent?: string;
+  context?: RequestContext;
+}
+
+/** How a confirmation ended: the daemon's reasons, `refused` (the daemon refused the request;
+ * `error` says why) and `daemon-lost` (no daemon held it to its end). */
+export type ConfirmationReason = Outcome | "refused" | "daemon-lost";
+
+/** What `confirm` resolves with, whatever happened (it never rejects). It fails closed:
+ * `confirmed` is true only when a person approved (`reason` `answered`); every other end is
+ * `confirmed: false`, `outcome: "cancel"`, with a `message` for the agent saying why. */
+export interface Confirmation {
+  correlationId: string;
+  confirmed: boolean;
+  outcome: ToolOutcome;
+  reason: ConfirmationReason;
+  message?: string;
+  payload?: Record<string, unknown>;
+  /** The error behind `refused` or `daemon-lost` (or an aborted signal's reason). */
+  error?: unknown;
+}
+
 /** An ask in flight: its id (for `cancel`) and its eventual response. */
 export interface PendingAsk {
   readonly correlationId: string;
@@ -87,6 +121,8 @@ export interface PendingAsk {
 interface Pending {
   id: string;
   questions: unknown;
+  /** Set for an approval: its tool call and fields (then `questions` is unused). */
+  approval?: { toolCall: ToolCall; options: ApprovalOptions };
   timeoutMs: number | undefined;
   noUi: NoUiPolicy | undefined;
   context: RequestContext;
@@ -100,9 +136,9 @@ interface Pending {
   lostOnce: boolean;
   cancelRequested: boolean;
   /** A `shutdown` answer from a daemon that went away: given out if no daemon comes back in time. */
-  shutdownResponse: AskResponse | undefined;
+  shutdownResponse: AskResponse | ApprovalResponseFrame | undefined;
   timer: NodeJS.Timeout | undefined;
-  resolve(r: AskResponse): void;
+  resolve(r: AskResponse | ApprovalResponseFrame): void;
   reject(e: unknown): void;
   detachSignal(): void;
 }
@@ -153,14 +189,59 @@ export class Producer {
     return this.start(questions, opts).response;
   }
 
+  /** Asks a person to approve an agent's tool call (Gemini CLI core's
+   * `tool-confirmation-request`: `toolCall` is `{name, args}`, `opts.details` its
+   * `SerializableConfirmationDetails`) and resolves with the decision. Never rejects: see
+   * `Confirmation` (only a person's approval is `confirmed`). `cancel(correlationId)` or
+   * `opts.signal` withdraws it. */
+  async confirm(toolCall: ToolCall, opts: ConfirmOptions = {}): Promise<Confirmation> {
+    const id = opts.correlationId ?? randomUUID();
+    const context = mergeContext(this.context, opts.context);
+    const options: ApprovalOptions = {
+      details: opts.details,
+      outcomes: opts.outcomes,
+      serverName: opts.serverName,
+      toolAnnotations: opts.toolAnnotations,
+      subagent: opts.subagent,
+      noUi: opts.noUi,
+      context: Object.keys(context).length > 0 ? { ...context } : undefined,
+    };
+    const pending = this.begin(undefined, { ...opts, correlationId: id }, { toolCall, options });
+    try {
+      const r = (await pending.response) as unknown as ApprovalResponseFrame;
+      // confirmed only for answered, whatever a daemon says: fail closed.
+      const confirmed = r.confirmed === true && r.reason === "answered" && r.outcome !== "cancel";
+      const c: Confirmation = { correlationId: id, confirmed, outcome: confirmed ? r.outcome : "cancel", reason: r.reason };
+      if (r.message !== undefined) c.message = r.message;
+      if (confirmed && r.payload !== undefined) c.payload = r.payload;
+      return c;
+    } catch (e) {
+      const refused = e instanceof AskbusError && !(e instanceof DaemonUnreachable) && !(e instanceof ConnectionClosed) && !(e instanceof ProtocolError);
+      const why = e instanceof Error ? e.message : String(e);
+      return {
+        correlationId: id,
+        confirmed: false,
+        outcome: "cancel",
+        reason: refused ? "refused" : "daemon-lost",
+        message: `${why}; the tool call was not approved.`,
+        error: e,
+      };
+    }
+  }
+
   /** Like `ask`, but hands back the correlationId at once (to `cancel` it later). */
   start(questions: Question[] | unknown, opts: AskOptions = {}): PendingAsk {
+    return this.begin(questions, opts, undefined);
+  }
+
+  private begin(questions: unknown, opts: AskOptions, approval: Pending["approval"]): PendingAsk {
     const id = opts.correlationId ?? randomUUID();
     let p!: Pending;
     const response = new Promise<AskResponse>((resolve, reject) => {
       p = {
         id,
         questions,
+        approval,
         timeoutMs: opts.timeoutMs,
         noUi: opts.noUi,
         context: mergeContext(this.context, opts.context),
@@ -174,7 +255,7 @@ export class Producer {
         resolve,
         reject,
         detachSignal: () => {},
-      };
+      } as Pending;
     });
     if (this.closed) {
       p.reject(new ConnectionClosed("this Producer is closed", id));
@@ -223,7 +304,7 @@ export class Producer {
     const p = this.pending.get(correlationId);
     if (!p) return false;
     p.cancelRequested = true;
-    if (p.sentOn && p.sentOn === this.conn) this.conn.send(frames.cancel(correlationId));
+    if (p.sentOn && p.sentOn === this.conn) this.conn.send(cancelFrame(p));
     // Unsent (or sent on a lost connection): the next connection sends the request and its
     // cancel together, so the ask still ends with the daemon's own `withdrawn` result.
     return true;
@@ -334,7 +415,9 @@ export class Producer {
     p.deadline = Math.min(p.deadline ?? Infinity, p.startedAt + ms);
     // A resend carries what is left, so the new daemon times it out when the first would have.
     const timeoutMs = p.lostOnce ? Math.max(1, p.deadline - now) : p.timeoutMs;
-    const frame = frames.ask(p.id, p.questions, timeoutMs, p.noUi, p.context);
+    const frame = p.approval
+      ? frames.confirm(p.id, p.approval.toolCall, { ...p.approval.options, timeoutMs })
+      : frames.ask(p.id, p.questions, timeoutMs, p.noUi, p.context);
     const size = encodeFrame(frame).length - 4;
     const max = welcome.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     if (size > max) {
@@ -343,7 +426,7 @@ export class Producer {
       return this.settle(p, new FrameTooLarge("frame-too-large", msg, p.id));
     }
     conn.send(frame);
-    if (p.cancelRequested) conn.send(frames.cancel(p.id));
+    if (p.cancelRequested) conn.send(cancelFrame(p));
     p.sentOn = conn;
     this.armDeadline(p);
   }
@@ -372,10 +455,11 @@ export class Producer {
       case "welcome":
         this.handshake?.resolve(f);
         return;
-      case "ask-user-response": {
+      case "ask-user-response":
+      case "tool-confirmation-response": {
         const p = this.pending.get(f.correlationId);
         if (!p || p.sentOn !== conn) return;
-        const r = toResponse(f);
+        const r = f.type === "ask-user-response" ? toResponse(f) : f;
         if (r.reason === "shutdown" && this.reconnect !== null && !p.cancelRequested) {
           // The daemon is going away, not the user: keep the question for the next daemon,
           // and give this answer out only if none comes back before the deadline.
@@ -472,11 +556,11 @@ export class Producer {
 
   private abort(p: Pending, reason: unknown): void {
     if (this.pending.get(p.id) !== p) return;
-    if (p.sentOn && p.sentOn === this.conn) this.conn.send(frames.cancel(p.id));
+    if (p.sentOn && p.sentOn === this.conn) this.conn.send(cancelFrame(p));
     this.settle(p, reason);
   }
 
-  private settle(p: Pending, outcome: AskResponse | unknown): void {
+  private settle(p: Pending, outcome: AskResponse | ApprovalResponseFrame | unknown): void {
     if (this.pending.get(p.id) !== p) return;
     this.pending.delete(p.id);
     if (p.timer !== undefined) clearTimeout(p.timer);
@@ -487,8 +571,12 @@ export class Producer {
   }
 }
 
-function isResponse(x: unknown): x is AskResponse {
-  return typeof x === "object" && x !== null && "reason" in x && "result" in x && !(x instanceof Error);
+function isResponse(x: unknown): x is AskResponse | ApprovalResponseFrame {
+  return typeof x === "object" && x !== null && "reason" in x && ("result" in x || "confirmed" in x) && !(x instanceof Error);
+}
+
+function cancelFrame(p: Pending) {
+  return p.approval ? frames.cancelApproval(p.id) : frames.cancel(p.id);
 }
 
 function toResponse(f: ProducerResponseFrame): AskResponse {

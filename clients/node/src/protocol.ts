@@ -172,7 +172,8 @@ export interface WatchingFrame {
 /** To observers: a request became pending or ended. Never the question text or the answers. */
 export interface BusEventFrame {
   type: "bus-event";
-  event: "request" | Outcome | "producer-gone" | "rejected";
+  /** `notify`: a notifier's delivery report (`producer` is then the notifier). */
+  event: "request" | Outcome | "producer-gone" | "rejected" | "notify";
   ts: string;
   correlationId: string;
   producer: ProducerInfo;
@@ -185,6 +186,7 @@ export interface BusEventFrame {
   questionTypes: QuestionType[];
   headers: string[];
   code?: string;
+  notify?: { sink: string; result: NotifyResult; count: number; error?: string };
 }
 export interface StatsFrame {
   type: "stats";
@@ -297,6 +299,16 @@ export interface WatchFrame {
   type: "watch";
   client?: string;
 }
+/** How a notifier's delivery went: shown or accepted, given up, or answered from it. */
+export type NotifyResult = "sent" | "failed" | "answered";
+/** A notifier's delivery report (`askbus notify`): counted by askbusd and shown to observers. */
+export interface NotifyReportFrame {
+  type: "notify-report";
+  sink: string;
+  result: NotifyResult;
+  correlationIds: string[];
+  error?: string;
+}
 export interface AskFrame {
   type: "ask-user-request";
   correlationId: string;
@@ -361,6 +373,7 @@ export type ClientFrame =
   | StatsRequestFrame
   | SubscribeFrame
   | WatchFrame
+  | NotifyReportFrame
   | AskFrame
   | CancelFrame
   | AnswerFrame
@@ -387,6 +400,11 @@ export const frames = {
   },
   watch(client?: string): WatchFrame {
     return client === undefined ? { type: "watch" } : { type: "watch", client };
+  },
+  notifyReport(sink: string, result: NotifyResult, correlationIds: string[] = [], error?: string): NotifyReportFrame {
+    const f: NotifyReportFrame = { type: "notify-report", sink, result, correlationIds };
+    if (error !== undefined) f.error = error;
+    return f;
   },
   ask(correlationId: string, questions: unknown, timeoutMs?: number, noUi?: NoUiPolicy, context?: RequestContext): AskFrame {
     const f: AskFrame = { type: "ask-user-request", correlationId, questions };

@@ -15,6 +15,11 @@ import {
   frames,
   type AnswerFrame,
   type Answers,
+  type ConfirmationDetails,
+  type DecisionFrame,
+  type ToolCall,
+  type ToolOutcome,
+  type UiApprovalFrame,
   type ProducerInfo,
   type Question,
   type ServerFrame,
@@ -59,7 +64,7 @@ export class Withdrawn extends NotPending {
 }
 
 interface InFlight {
-  frame: AnswerFrame;
+  frame: AnswerFrame | DecisionFrame;
   resolve(outcome: "answered" | "dismissed"): void;
   reject(e: unknown): void;
   sent: boolean;
@@ -82,13 +87,14 @@ export class UiRequest {
 
   /** @internal */
   constructor(
-    frame: UiRequestFrame,
-    private readonly sub: Subscription,
+    frame: UiRequestFrame | UiApprovalFrame,
+    protected readonly sub: Subscription,
   ) {
     this.correlationId = frame.correlationId;
-    this.questions = frame.questions;
+    // An approval (UiApproval) has no questions.
+    this.questions = "questions" in frame ? frame.questions : [];
     this.producer = frame.producer;
-    this.context = frame.context;
+    this.context = frame.context as RequestContext | undefined;
     this._deadline = Date.now() + frame.timeoutMs;
   }
 
@@ -132,7 +138,7 @@ export class UiRequest {
   }
 
   /** @internal */
-  _refresh(frame: UiRequestFrame): void {
+  _refresh(frame: UiRequestFrame | UiApprovalFrame): void {
     this._deadline = Date.now() + frame.timeoutMs;
   }
 
@@ -147,6 +153,60 @@ export class UiRequest {
     this._state = "withdrawn";
     this._reason = reason;
     this.withdrawal.abort(new Withdrawn(this.correlationId, reason));
+  }
+}
+
+/** An approval a UI is asked to decide: an agent's tool call (Gemini CLI core's
+ * `tool-confirmation-request`), with a question's lifecycle (state, signal, deadline). Decide
+ * it with `allow()`, `deny(reason)` or `dismiss()`; offer only its `outcomes`. */
+export class UiApproval extends UiRequest {
+  /** `{name, args}` of the call. */
+  readonly toolCall: ToolCall;
+  /** What the person is shown: `exec`, `edit`, `mcp`, `info`, … as the producer sent it. */
+  readonly details: ConfirmationDetails | undefined;
+  /** The choices the UI may offer (always proceed_once and cancel). */
+  readonly outcomes: ToolOutcome[];
+  readonly serverName: string | undefined;
+  readonly toolAnnotations: Record<string, unknown> | undefined;
+  readonly subagent: string | undefined;
+
+  /** @internal */
+  constructor(frame: UiApprovalFrame, sub: Subscription) {
+    super(frame, sub);
+    this.toolCall = frame.toolCall;
+    this.details = frame.details;
+    this.outcomes = frame.outcomes;
+    this.serverName = frame.serverName;
+    this.toolAnnotations = frame.toolAnnotations;
+    this.subagent = frame.subagent;
+  }
+
+  /** `toolCall.name`. */
+  get tool(): string {
+    return this.toolCall.name;
+  }
+
+  /** An approval is not a question: use allow, deny or dismiss. */
+  override answer(_answers: Answers): Promise<"answered"> {
+    return Promise.reject(new TypeError("an approval is decided with allow(), deny() or dismiss(), not answer()"));
+  }
+
+  /** Approves with `outcome` (one of `outcomes`; `"proceed_always"` for "Allow always" where
+   * offered). Resolves `"answered"` once acknowledged; rejects with InvalidResponse (and the
+   * approval stays pending) for an outcome not offered, NotPending when another UI was first. */
+  allow(outcome: ToolOutcome = "proceed_once", opts: { message?: string; payload?: Record<string, unknown> } = {}): Promise<"answered"> {
+    if (outcome === "cancel") return Promise.reject(new TypeError("cancel denies the call: use deny()"));
+    return this.sub._respond(this, frames.decide(this.correlationId, outcome, opts.message, opts.payload)) as Promise<"answered">;
+  }
+
+  /** Denies; `reason` is what the agent is told. */
+  deny(reason?: string): Promise<"answered"> {
+    return this.sub._respond(this, frames.decide(this.correlationId, "cancel", reason || undefined)) as Promise<"answered">;
+  }
+
+  /** Closes it without deciding (never an approval). */
+  override dismiss(): Promise<"dismissed"> {
+    return this.sub._respond(this, frames.dismissApproval(this.correlationId)) as Promise<"dismissed">;
   }
 }
 
@@ -367,13 +427,16 @@ export class Subscription extends EventEmitter<SubscriptionEvents> implements As
 
   private onFrame(f: ServerFrame): void {
     switch (f.type) {
-      case "ask-user-request": {
+      // The replay holds questions and approvals alike.
+      case "ask-user-request":
+      case "tool-confirmation-request": {
         if (this.replayLeft > 0 && --this.replayLeft === 0) {
           this.onRequest(f);
           return this.replayDone();
         }
         return this.onRequest(f);
       }
+      case "tool-confirmation-withdrawn":
       case "ask-user-withdrawn": {
         const r = this.known.get(f.correlationId);
         if (!r) return;
@@ -382,14 +445,16 @@ export class Subscription extends EventEmitter<SubscriptionEvents> implements As
         if (f.reason === "shutdown" && this.reconnect !== null) return this.toLimbo(r);
         return this.withdraw(r, f.reason);
       }
-      case "ask-user-ack": {
+      case "ask-user-ack":
+      case "tool-confirmation-ack": {
         const r = this.known.get(f.correlationId);
         if (!r) return;
+        const outcome = f.type === "ask-user-ack" ? f.outcome : f.reason;
         const inflight = r.inFlight;
         r.inFlight = null;
         this.known.delete(r.correlationId);
-        r._finish(f.outcome);
-        inflight?.resolve(f.outcome);
+        r._finish(outcome);
+        inflight?.resolve(outcome);
         return;
       }
       case "error": {
@@ -408,7 +473,7 @@ export class Subscription extends EventEmitter<SubscriptionEvents> implements As
     }
   }
 
-  private onRequest(f: UiRequestFrame): void {
+  private onRequest(f: UiRequestFrame | UiApprovalFrame): void {
     const known = this.known.get(f.correlationId);
     if (known) {
       // Already yielded: a replay after reconnecting, or its producer's resend.
@@ -420,7 +485,7 @@ export class Subscription extends EventEmitter<SubscriptionEvents> implements As
       if (inflight && !inflight.sent) this.sendAnswer(known, inflight);
       return;
     }
-    const req = new UiRequest(f, this);
+    const req = f.type === "tool-confirmation-request" ? new UiApproval(f, this) : new UiRequest(f, this);
     this.known.set(req.correlationId, req);
     this.queue.push(req);
     this.emit("request", req);
@@ -452,7 +517,7 @@ export class Subscription extends EventEmitter<SubscriptionEvents> implements As
   }
 
   /** @internal Used by UiRequest.answer/dismiss. */
-  _respond(r: UiRequest, frame: AnswerFrame): Promise<"answered" | "dismissed"> {
+  _respond(r: UiRequest, frame: AnswerFrame | DecisionFrame): Promise<"answered" | "dismissed"> {
     if (r.state === "withdrawn") return Promise.reject(new Withdrawn(r.correlationId, r.withdrawnReason!));
     if (r.state !== "pending" || this.known.get(r.correlationId) !== r) {
       return Promise.reject(new NotPending("not-pending", `request ${JSON.stringify(r.correlationId)} is not pending here (${r.state})`, r.correlationId));

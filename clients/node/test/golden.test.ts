@@ -147,6 +147,13 @@ test("client frames this package builds equal the client examples", () => {
     "ask-user-cancel.json": frames.cancel(req.correlationId),
     "ask-user-response.json": frames.answer(req.correlationId, { "0": "PostgreSQL", "1": "Yes" }),
     "ask-user-response.dismissed.json": frames.dismiss(req.correlationId),
+    "notify-report.json": frames.notifyReport("ntfy", "sent", [req.correlationId]),
+    "notify-report.failed.json": frames.notifyReport(
+      "webhook",
+      "failed",
+      [req.correlationId, "b1f4c2d8-5e6f-4a7b-9c0d-1e2f3a4b5c6d"],
+      "gave up after 6 attempts: https://hooks.example/askbus: HTTP 503",
+    ),
     ...approvalFrames(),
   };
   const clientFiles = index.examples.filter((e) => e.direction === "client").map((e) => e.file.split("/").at(-1)!);

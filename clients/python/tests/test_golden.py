@@ -48,6 +48,17 @@ def client(name: str) -> Dict[str, Any]:
 def to_wire(parsed: Any) -> Dict[str, Any]:
     """The daemon frame a parsed object stands for, rebuilt independently of the parser, so
     comparing it with the golden frame shows that parsing kept every field."""
+    def ui_info(u: Any) -> Dict[str, Any]:
+        return {"pid": u.pid, **({"client": u.client} if u.client else {}),
+                **({"node": u.node} if u.node is not None else {})}
+
+    def federated(out: Dict[str, Any], node: Any, answered_by: Any = None) -> Dict[str, Any]:
+        if node is not None:
+            out["node"] = node
+        if answered_by is not None:
+            out["answeredBy"] = ui_info(answered_by)
+        return out
+
     def producer(p: askbus.ProducerInfo) -> Dict[str, Any]:
         out: Dict[str, Any] = {"pid": p.pid, "uid": p.uid}
         if p.client is not None:
@@ -69,10 +80,10 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
                "producer": producer(parsed.producer)}
         if parsed.context is not None:
             out["context"] = parsed.context.to_wire()
-        return out
+        return federated(out, parsed.node)
     if isinstance(parsed, _frames.WithdrawnFrame):
-        return {"type": "ask-user-withdrawn", "correlationId": parsed.correlation_id,
-                "reason": parsed.reason}
+        return federated({"type": "ask-user-withdrawn", "correlationId": parsed.correlation_id,
+                          "reason": parsed.reason}, parsed.node, parsed.answered_by)
     if isinstance(parsed, _frames.Ack):
         return {"type": "ask-user-ack", "correlationId": parsed.correlation_id,
                 "outcome": parsed.outcome}
@@ -102,10 +113,11 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
                            ("context", parsed.context.to_wire() if parsed.context else None)):
             if value is not None:
                 out[key] = value
-        return out
+        return federated(out, parsed.node)
     if isinstance(parsed, _frames.ApprovalWithdrawn):
-        return {"type": "tool-confirmation-withdrawn", "correlationId": parsed.correlation_id,
-                "reason": parsed.reason}
+        return federated({"type": "tool-confirmation-withdrawn",
+                          "correlationId": parsed.correlation_id, "reason": parsed.reason},
+                         parsed.node, parsed.answered_by)
     if isinstance(parsed, _frames.ApprovalAck):
         return {"type": "tool-confirmation-ack", "correlationId": parsed.correlation_id,
                 "reason": parsed.reason, "confirmed": parsed.confirmed,
@@ -124,13 +136,14 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
                "correlationId": parsed.correlation_id, "producer": producer(parsed.producer),
                "questionTypes": parsed.question_types, "headers": parsed.headers}
         if parsed.ui is not None:
-            out["ui"] = {"pid": parsed.ui.pid,
-                         **({"client": parsed.ui.client} if parsed.ui.client else {})}
+            out["ui"] = ui_info(parsed.ui)
         for key, value in (("latencyMs", parsed.latency_ms), ("timeoutMs", parsed.timeout_ms),
                            ("code", parsed.code), ("agent", parsed.agent),
                            ("project", parsed.project), ("kind", parsed.kind),
                            ("tool", parsed.tool), ("detailsType", parsed.details_type),
-                           ("confirmed", parsed.confirmed), ("outcome", parsed.outcome)):
+                           ("confirmed", parsed.confirmed), ("outcome", parsed.outcome),
+                           ("notify", parsed.notify),
+                           ("node", parsed.node)):
             if value is not None:
                 out[key] = value
         return out
@@ -167,6 +180,8 @@ class GoldenFramesTest(unittest.TestCase):
             "tool-confirmation-request": lambda f: _frames.tool_confirmation_request(
                 f["correlationId"], f["toolCall"], f.get("details"), f.get("outcomes"),
                 f.get("timeoutMs"), f.get("noUi"), f.get("serverName"), f.get("context")),
+            "notify-report": lambda f: _frames.notify_report(
+                f["sink"], f["result"], f.get("correlationIds", ()), f.get("error")),
             "tool-confirmation-cancel": lambda f: _frames.tool_confirmation_cancel(
                 f["correlationId"]),
             "tool-confirmation-response": lambda f: _frames.tool_confirmation_response(

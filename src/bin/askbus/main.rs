@@ -114,11 +114,13 @@ enum Command {
         #[arg(long, value_name = "REASON", num_args = 0..=1, conflicts_with = "answers")]
         deny: Option<Option<String>>,
     },
-    /// Answer questions interactively in this terminal, as they arrive.
+    /// Answer questions and decide approvals interactively in this terminal, as they arrive.
     ///
     /// Keeps running (and reconnects when askbusd restarts) until you press q in the list.
+    /// An approval shows what the tool call would do (the command, the diff, the MCP call, the
+    /// prompt) with Allow once, Allow always (where the agent offers it) and Deny with a reason.
     /// The waiting list is grouped by project; --project/--agent/--session show only the
-    /// questions whose context matches.
+    /// requests whose context matches.
     Ui(context::FilterArgs),
     /// Serve a page where a browser (or a phone) answers the agents' questions.
     ///

@@ -134,6 +134,17 @@ fn raw_line(e: &BusEvent) -> String {
                 out.push_str(&format!("; times out in {}", duration(ms)));
             }
         }
+        "notify" => {
+            if let Some(n) = &e.notify {
+                out.push_str(&format!(": {} {}", n.sink, n.result.as_str()));
+                if n.count > 1 {
+                    out.push_str(&format!(" ({} requests)", n.count));
+                }
+                if let Some(err) = &n.error {
+                    out.push_str(&format!(": {err}"));
+                }
+            }
+        }
         "rejected" => {
             if let Some(code) = &e.code {
                 out.push_str(&format!(": {code}"));
@@ -229,6 +240,18 @@ mod tests {
             "questionTypes": [], "headers": []}),
         );
         assert_eq!(line(&e), "t  rejected       -  a (pid 1): invalid-request");
+    }
+
+    #[test]
+    fn notify_lines() {
+        let e = event(json!({"event": "notify", "ts": "t", "correlationId": "c1",
+            "producer": {"client": "askbus-notify/0.1.0", "pid": 9, "uid": 0},
+            "questionTypes": [], "headers": [],
+            "notify": {"sink": "ntfy", "result": "failed", "count": 3, "error": "HTTP 500"}}));
+        assert_eq!(
+            line(&e),
+            "t  notify         c1  askbus-notify/0.1.0 (pid 9): ntfy failed (3 requests): HTTP 500"
+        );
     }
 
     #[test]

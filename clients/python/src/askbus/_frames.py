@@ -81,6 +81,20 @@ def stats() -> Dict[str, Any]:
     return {"type": "stats"}
 
 
+def notify_report(
+    sink: str,
+    result: str,
+    correlation_ids: Sequence[str] = (),
+    error: Optional[str] = None,
+) -> Dict[str, Any]:
+    """A notifier's delivery report: ``result`` is sent, failed or answered."""
+    frame: Dict[str, Any] = {"type": "notify-report", "sink": sink, "result": result,
+                             "correlationIds": list(correlation_ids)}
+    if error is not None:
+        frame["error"] = error
+    return frame
+
+
 def watch(client: Optional[str] = None) -> Dict[str, Any]:
     frame: Dict[str, Any] = {"type": "watch"}
     if client is not None:
@@ -255,12 +269,17 @@ class UiRequest:
     timeout_ms: int
     producer: ProducerInfo
     context: Optional[RequestContext] = None
+    #: Federation: the node the question was asked on.
+    node: Optional[str] = None
 
 
 @dataclass(frozen=True)
 class WithdrawnFrame:
     correlation_id: str
     reason: str
+    #: Federation: the question's node, and for ``answered`` the UI that answered.
+    node: Optional[str] = None
+    answered_by: Optional[UiInfo] = None
 
 
 @dataclass(frozen=True)
@@ -284,12 +303,17 @@ class ApprovalRequest:
     subagent: Optional[str] = None
     details: Optional[Dict[str, Any]] = None
     context: Optional[RequestContext] = None
+    #: Federation: the node the approval was asked on.
+    node: Optional[str] = None
 
 
 @dataclass(frozen=True)
 class ApprovalWithdrawn:
     correlation_id: str
     reason: str
+    #: Federation: the approval's node, and for ``answered`` the UI that decided.
+    node: Optional[str] = None
+    answered_by: Optional[UiInfo] = None
 
 
 @dataclass(frozen=True)
@@ -404,7 +428,18 @@ def parse_ui_request(frame: Mapping[str, Any]) -> UiRequest:
         timeout_ms=_field(frame, "timeoutMs", int),
         producer=parse_producer(_field(frame, "producer", dict)),
         context=parse_context(frame.get("context")),
+        node=_optional(frame, "node", str),
     )
+
+
+def parse_ui_info(value: Any, frame: str) -> Optional[UiInfo]:
+    """``ui`` of a bus-event, ``answeredBy`` of a withdrawal."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ProtocolError(f"askbusd sent a {frame} whose UI is not an object")
+    return UiInfo(client=_optional(value, "client", str), pid=_optional(value, "pid", int),
+                  node=_optional(value, "node", str))
 
 
 def parse_context(value: Any) -> Optional[RequestContext]:
@@ -459,9 +494,7 @@ def parse_bus_event(frame: Mapping[str, Any]) -> BusEvent:
         ts=_field(frame, "ts", str),
         correlation_id=_field(frame, "correlationId", str),
         producer=parse_producer(_field(frame, "producer", dict)),
-        ui=None if ui is None else UiInfo(
-            client=_optional(ui, "client", str), pid=_optional(ui, "pid", int)
-        ),
+        ui=parse_ui_info(ui, "bus-event"),
         latency_ms=_optional(frame, "latencyMs", int),
         timeout_ms=_optional(frame, "timeoutMs", int),
         question_types=_strings(frame, "questionTypes"),
@@ -474,6 +507,8 @@ def parse_bus_event(frame: Mapping[str, Any]) -> BusEvent:
         details_type=_optional(frame, "detailsType", str),
         confirmed=_optional(frame, "confirmed", bool),
         outcome=_optional(frame, "outcome", str),
+        notify=_optional(frame, "notify", dict),
+        node=_optional(frame, "node", str),
     )
 
 
@@ -492,6 +527,7 @@ def parse_approval_request(frame: Mapping[str, Any]) -> ApprovalRequest:
         subagent=_optional(frame, "subagent", str),
         details=_optional(frame, "details", dict),
         context=parse_context(frame.get("context")),
+        node=_optional(frame, "node", str),
     )
 
 
@@ -522,6 +558,8 @@ def parse_server_frame(frame: Dict[str, Any]) -> ServerFrame:
         return WithdrawnFrame(
             correlation_id=_field(frame, "correlationId", str),
             reason=_choice(frame, "reason", _WITHDRAW_REASONS),
+            node=_optional(frame, "node", str),
+            answered_by=parse_ui_info(frame.get("answeredBy"), kind),
         )
     if kind == "ask-user-ack":
         return Ack(
@@ -544,6 +582,8 @@ def parse_server_frame(frame: Dict[str, Any]) -> ServerFrame:
         return ApprovalWithdrawn(
             correlation_id=_field(frame, "correlationId", str),
             reason=_choice(frame, "reason", _WITHDRAW_REASONS),
+            node=_optional(frame, "node", str),
+            answered_by=parse_ui_info(frame.get("answeredBy"), kind),
         )
     if kind == "tool-confirmation-ack":
         return ApprovalAck(

@@ -266,6 +266,8 @@ class UiInfo:
 
     client: Optional[str]
     pid: Optional[int]
+    #: Federation: the node the UI is connected to.
+    node: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -299,6 +301,11 @@ class BusEvent:
     details_type: Optional[str] = None
     confirmed: Optional[bool] = None
     outcome: Optional[str] = None
+    #: ``event == "notify"``: a notifier's delivery report (``sink``, ``result``: sent,
+    #: failed or answered, ``count``, ``error``); ``producer`` is then the notifier.
+    notify: Optional[Dict[str, Any]] = None
+    #: Federation: the node the request was asked on.
+    node: Optional[str] = None
 
 
 R = TypeVar("R")

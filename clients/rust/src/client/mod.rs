@@ -443,6 +443,13 @@ impl UiAnswerer {
         Ok(())
     }
 
+    /// Sends any other frame on this UI's connection (e.g. a notifier's `notify-report`).
+    pub async fn send(&self, frame: &ClientFrame<'_>) -> Result<(), ClientError> {
+        let frame = encode(frame);
+        self.writer.lock().await.send(frame).await?;
+        Ok(())
+    }
+
     /// Decides an approval, as [`Ui::decide`].
     pub async fn decide(
         &self,
@@ -484,6 +491,7 @@ fn ui_event(frame: ServerFrame) -> Option<UiEvent> {
         ServerFrame::AskUserWithdrawn {
             correlation_id,
             reason,
+            ..
         } => UiEvent::Withdrawn {
             correlation_id,
             reason,

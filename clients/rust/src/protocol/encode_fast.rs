@@ -26,6 +26,8 @@ pub fn withdrawn(correlation_id: &str, reason: WithdrawReason) -> Bytes {
     agrees(&fast, || ServerFrame::AskUserWithdrawn {
         correlation_id: correlation_id.to_owned(),
         reason,
+        node: None,
+        answered_by: None,
     });
     fast
 }
@@ -245,6 +247,8 @@ mod tests {
             let frame = ServerFrame::AskUserWithdrawn {
                 correlation_id: "x\\y".into(),
                 reason,
+                node: None,
+                answered_by: None,
             };
             assert_eq!(withdrawn("x\\y", reason), encode(&frame));
         }

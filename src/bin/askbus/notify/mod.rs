@@ -285,6 +285,9 @@ impl Notifier {
                 Some(report) = push_rx.recv() => self.push_report(report),
                 _ = sleep_until(wake) => self.tick().await,
             }
+            if let (false, Some(ui)) = (self.reports.is_empty(), &self.answerer) {
+                self.reports.flush(ui).await;
+            }
         }
     }
 

@@ -1,47 +1,49 @@
-//! Every delivery is recorded: a line on stderr (the journal, under systemd) and a count per
-//! sink and result, so nothing the notifier tried is lost silently.
+//! Every delivery is recorded: a line on stderr (the journal, under systemd), and a
+//! `notify-report` frame to askbusd, which counts it in its metrics
+//! (`askbus_notifications_total{sink,result}`) and shows it to `askbus watch`. Reports made
+//! while askbusd is away wait in a bounded queue and go out on reconnect.
 
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
-/// What happened to one delivery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Result {
-    Sent,
-    Failed,
-    /// A request was answered from a notification (a desktop button).
-    Answered,
+use askbusd::client::UiAnswerer;
+use askbusd::protocol::{ClientFrame, NotifyResult, MAX_REPORT_ERROR_CHARS, MAX_REPORT_IDS};
+
+/// Reports kept while askbusd is away; older ones are dropped past this (and said so).
+const QUEUE: usize = 256;
+
+struct Pending {
+    sink: &'static str,
+    result: NotifyResult,
+    ids: Vec<String>,
+    error: Option<String>,
 }
 
-impl Result {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Result::Sent => "sent",
-            Result::Failed => "failed",
-            Result::Answered => "answered",
-        }
-    }
-}
-
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Reporter {
-    counts: BTreeMap<(&'static str, Result), u64>,
+    queue: VecDeque<Pending>,
+    dropped: u64,
 }
 
 impl Reporter {
     pub fn sent(&mut self, sink: &'static str, ids: &[String]) {
-        self.record(sink, Result::Sent, ids, None);
+        self.record(sink, NotifyResult::Sent, ids, None);
     }
 
     pub fn failed(&mut self, sink: &'static str, ids: &[String], error: &str) {
-        self.record(sink, Result::Failed, ids, Some(error));
+        self.record(sink, NotifyResult::Failed, ids, Some(error));
     }
 
     pub fn answered(&mut self, id: &str) {
-        self.record("desktop", Result::Answered, &[id.to_owned()], None);
+        self.record("desktop", NotifyResult::Answered, &[id.to_owned()], None);
     }
 
-    fn record(&mut self, sink: &'static str, result: Result, ids: &[String], error: Option<&str>) {
-        *self.counts.entry((sink, result)).or_default() += 1;
+    fn record(
+        &mut self,
+        sink: &'static str,
+        result: NotifyResult,
+        ids: &[String],
+        error: Option<&str>,
+    ) {
         let about = match ids {
             [] => String::new(),
             [one] => format!(" {one}"),
@@ -52,5 +54,42 @@ impl Reporter {
             None => format!("{sink} {}{about}", result.as_str()),
         };
         eprintln!("askbus notify: {}", crate::term::sanitize(&line));
+        if self.queue.len() == QUEUE {
+            self.queue.pop_front();
+            self.dropped += 1;
+        }
+        self.queue.push_back(Pending {
+            sink,
+            result,
+            ids: ids.iter().take(MAX_REPORT_IDS).cloned().collect(),
+            error: error.map(|e| crate::notify::waiting::clip(e, MAX_REPORT_ERROR_CHARS)),
+        });
+    }
+
+    /// Sends what is queued on `ui`'s connection; what fails to go stays queued.
+    pub async fn flush(&mut self, ui: &UiAnswerer) {
+        if self.dropped > 0 {
+            eprintln!(
+                "askbus notify: {} delivery reports could not reach askbusd (it was away too long)",
+                self.dropped
+            );
+            self.dropped = 0;
+        }
+        while let Some(p) = self.queue.front() {
+            let frame = ClientFrame::NotifyReport {
+                sink: p.sink,
+                result: p.result,
+                correlation_ids: &p.ids,
+                error: p.error.as_deref(),
+            };
+            if ui.send(&frame).await.is_err() {
+                return;
+            }
+            self.queue.pop_front();
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
     }
 }

@@ -166,6 +166,7 @@ impl App {
                 }
                 e.deadline = now + Duration::from_millis(a.timeout_ms);
                 *request = a;
+                e.layout.take();
                 e.stale = false;
                 self.arrived(&id);
                 return;

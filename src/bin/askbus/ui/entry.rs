@@ -2,11 +2,13 @@
 //! person's progress on it, the connection's state, the view, the notice line, the frames to
 //! send and the bus updates that arrive.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use askbusd::client::UiEvent;
 use askbusd::protocol::{ProducerInfo, RequestContext, ToolOutcome, UiApproval, UiRequest};
+use ratatui::text::Line;
 
 use super::approval::Decision;
 use super::dialog::Dialog;
@@ -34,6 +36,9 @@ pub struct Entry {
     pub stale: bool,
     /// Which part of a dialog taller than the screen is in view.
     pub scroll: Scroll,
+    /// An approval's details as last laid out, and for which width (drawing takes the state
+    /// by shared reference, hence the cell; see `render::approval`).
+    pub layout: RefCell<Option<(usize, Vec<Line<'static>>)>>,
 }
 
 impl Entry {
@@ -46,6 +51,7 @@ impl Entry {
             },
             stale: false,
             scroll: Scroll::default(),
+            layout: RefCell::default(),
         }
     }
 
@@ -58,6 +64,7 @@ impl Entry {
             },
             stale: false,
             scroll: Scroll::default(),
+            layout: RefCell::default(),
         }
     }
 

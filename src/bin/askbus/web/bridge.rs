@@ -10,7 +10,8 @@
 //! have to route acks and errors back to the tab that answered and make up withdrawals for
 //! the others. The cost is one Unix socket per tab, which is nothing.
 //!
-//! A tab's filter (`/ws?project=P&agent=A&session=S`, the page's own `?project=…` passed on)
+//! A tab's filter (`/ws?project=P&agent=A&session=S&node=N`, the page's own `?project=…`
+//! passed on)
 //! is the daemon's `subscribe` filter on the tab's connection: a filtered tab is never sent
 //! another project's request, live or replayed, and the daemon refuses its answers to them.
 //! A filter the daemon would refuse is refused here first (an `error` with code
@@ -63,6 +64,7 @@ pub fn filter(
     project: Option<String>,
     agent: Option<String>,
     session: Option<String>,
+    node: Option<String>,
 ) -> Result<SubscribeFilter, String> {
     let check = |name: &str, v: Option<String>| -> Result<Option<String>, String> {
         match v.filter(|v| !v.is_empty()) {
@@ -77,8 +79,7 @@ pub fn filter(
         project: check("project", project)?,
         agent: check("agent", agent)?,
         session: check("session", session)?,
-        // The page has no node filter (yet): a federated page sees every node it may.
-        node: None,
+        node: check("node", node)?,
     })
 }
 
@@ -277,6 +278,8 @@ fn ui_frame(event: UiEvent) -> ServerFrame {
         } => ServerFrame::AskUserWithdrawn {
             correlation_id,
             reason,
+            node: None,
+            answered_by: None,
         },
         UiEvent::Ack {
             correlation_id,
@@ -293,6 +296,8 @@ fn ui_frame(event: UiEvent) -> ServerFrame {
         } => ServerFrame::ToolConfirmationWithdrawn(ApprovalWithdrawn {
             correlation_id,
             reason,
+            node: None,
+            answered_by: None,
         }),
         UiEvent::ApprovalAck(a) => ServerFrame::ToolConfirmationAck(a),
     }

@@ -480,6 +480,7 @@ struct WsQuery {
     project: Option<String>,
     agent: Option<String>,
     session: Option<String>,
+    node: Option<String>,
 }
 
 async fn websocket(
@@ -490,7 +491,7 @@ async fn websocket(
     ws: WebSocketUpgrade,
 ) -> Response {
     let revoked = me.session.revoked.clone();
-    let filter = bridge::filter(q.project, q.agent, q.session);
+    let filter = bridge::filter(q.project, q.agent, q.session, q.node);
     // An answer never needs more than the daemon accepts in one frame.
     ws.max_message_size(askbusd::protocol::DEFAULT_MAX_FRAME_BYTES)
         .on_upgrade(move |socket| async move {

@@ -241,4 +241,10 @@ pub struct ApprovalAck {
 pub struct ApprovalWithdrawn {
     pub correlation_id: String,
     pub reason: WithdrawReason,
+    /// Federation: the node the approval was asked on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Federation, reason `answered`: the UI that decided, and its node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<super::UiInfo>,
 }

@@ -95,6 +95,15 @@ pub enum ClientFrame<'a> {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         dismissed: bool,
     },
+    /// A notifier's delivery report (`askbus notify`).
+    #[serde(rename_all = "camelCase")]
+    NotifyReport {
+        sink: &'a str,
+        result: super::NotifyResult,
+        correlation_ids: &'a [String],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<&'a str>,
+    },
 }
 
 fn filter_is_empty(f: &Option<&SubscribeFilter>) -> bool {

@@ -42,6 +42,8 @@ pub enum Inbound {
         correlation_id: String,
     },
     ToolConfirmationResponse(ToolConfirmationResponse),
+    /// A notifier's delivery report: counted and shown to observers, never answered.
+    NotifyReport(super::NotifyReport),
 }
 
 /// An ask-user-request whose own fields are valid; `questions` is not yet validated.

@@ -7,6 +7,7 @@ mod approval;
 mod client;
 mod context;
 mod inbound;
+mod notify;
 mod outbound;
 
 use serde::{Deserialize, Serialize};
@@ -15,6 +16,7 @@ pub use approval::*;
 pub use client::ClientFrame;
 pub use context::*;
 pub use inbound::*;
+pub use notify::*;
 pub use outbound::*;
 
 /// Longest `client` name a peer may announce, in characters.

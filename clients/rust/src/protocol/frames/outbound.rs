@@ -83,6 +83,9 @@ pub struct BusEvent {
     pub confirmed: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<ToolOutcome>,
+    /// `notify` events: a notifier's delivery report (the `producer` is the notifier).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<Box<super::NotifyFacts>>,
 }
 
 /// What a watcher event reports: a request's arrival or its [`End`]. A client reads an event
@@ -275,6 +278,12 @@ pub enum ServerFrame {
     AskUserWithdrawn {
         correlation_id: String,
         reason: WithdrawReason,
+        /// Federation: the node the question was asked on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
+        /// Federation, reason `answered`: the UI that answered, and its node.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered_by: Option<UiInfo>,
     },
     /// To the UI whose answer won: the producer is being sent it.
     #[serde(rename_all = "camelCase")]
@@ -316,6 +325,8 @@ mod tests {
         let f = ServerFrame::AskUserWithdrawn {
             correlation_id: "c".into(),
             reason: WithdrawReason::ProducerGone,
+            node: None,
+            answered_by: None,
         };
         let text = String::from_utf8(crate::protocol::encode(&f).to_vec()).unwrap();
         assert_eq!(

@@ -13,6 +13,9 @@ use crate::protocol::frames::{
     ToolConfirmationRequest, ToolConfirmationResponse, ToolOutcome, MAX_APPROVAL_MESSAGE_CHARS,
     MAX_CLIENT_CHARS,
 };
+use crate::protocol::frames::{
+    valid_sink, NotifyReport, NotifyResult, MAX_REPORT_ERROR_CHARS, MAX_REPORT_IDS, MAX_SINK_CHARS,
+};
 use crate::protocol::{MAX_CORRELATION_ID_CHARS, PROTOCOL_VERSION};
 
 /// Parses one frame's payload. Errors carry the code and message the peer is sent.
@@ -85,11 +88,87 @@ pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
             Ok(Inbound::AskUserCancel { correlation_id })
         }
         "ask-user-response" => parse_response(obj),
+        "notify-report" => parse_notify_report(obj).map(Inbound::NotifyReport),
         other => Err(FrameError::new(
             ErrorCode::UnknownType,
             format!("unknown frame type {:?}", truncate(other, 64)),
         )),
     }
+}
+
+/// A `notify-report`: every field checked, each error naming it (`invalid-frame`).
+fn parse_notify_report(obj: &Map<String, Value>) -> Result<NotifyReport, FrameError> {
+    let err = |msg: String| FrameError::new(ErrorCode::InvalidFrame, msg);
+    let sink = match obj.get("sink") {
+        Some(Value::String(s)) if valid_sink(s) => s.clone(),
+        Some(Value::String(s)) => {
+            return Err(err(format!(
+                "sink must be 1 to {MAX_SINK_CHARS} lowercase letters, digits or '-', starting with a letter, not {:?}",
+                truncate(s, 64)
+            )))
+        }
+        None => return Err(err("notify-report needs \"sink\"".into())),
+        Some(other) => return Err(err(format!("sink must be a string, not {}", kind(other)))),
+    };
+    let result = match obj.get("result") {
+        Some(Value::String(s)) => NotifyResult::parse(s).ok_or_else(|| {
+            err(format!(
+                "result must be one of sent, failed, answered, not {:?}",
+                truncate(s, 64)
+            ))
+        })?,
+        None => return Err(err("notify-report needs \"result\"".into())),
+        Some(other) => return Err(err(format!("result must be a string, not {}", kind(other)))),
+    };
+    let correlation_ids = match obj.get("correlationIds") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(ids)) if ids.len() > MAX_REPORT_IDS => {
+            return Err(err(format!(
+                "correlationIds may name at most {MAX_REPORT_IDS} requests, not {}",
+                ids.len()
+            )))
+        }
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                Value::String(s)
+                    if !s.is_empty() && s.chars().count() <= MAX_CORRELATION_ID_CHARS =>
+                {
+                    Ok(s.clone())
+                }
+                Value::String(_) => Err(err(format!(
+                    "correlationIds[{i}] must be 1 to {MAX_CORRELATION_ID_CHARS} characters"
+                ))),
+                other => Err(err(format!(
+                    "correlationIds[{i}] must be a string, not {}",
+                    kind(other)
+                ))),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(err(format!(
+                "correlationIds must be an array, not {}",
+                kind(other)
+            )))
+        }
+    };
+    let error = match obj.get("error") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.chars().count() <= MAX_REPORT_ERROR_CHARS => Some(s.clone()),
+        Some(Value::String(_)) => {
+            return Err(err(format!(
+                "error must be at most {MAX_REPORT_ERROR_CHARS} characters"
+            )))
+        }
+        Some(other) => return Err(err(format!("error must be a string, not {}", kind(other)))),
+    };
+    Ok(NotifyReport {
+        sink,
+        result,
+        correlation_ids,
+        error,
+    })
 }
 
 fn parse_hello(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {

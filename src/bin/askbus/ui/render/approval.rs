@@ -32,18 +32,25 @@ pub(super) fn dialog(
 ) {
     let block = block(entry, now, area, "asks");
     let width = area.width.saturating_sub(4) as usize;
-    let mut body = Body::default();
-    about(entry, width, &mut body);
-    // One screen holds little: no blank row between who asks and what.
-    if body.lines.len() > 1 {
-        body.lines.pop();
+    // Laid out once per width: a diff can be tens of thousands of lines, and the screen is
+    // redrawn on every key and tick.
+    let mut cache = entry.layout.borrow_mut();
+    if cache.as_ref().is_none_or(|(w, _)| *w != width) {
+        let mut body = Body::default();
+        about(entry, width, &mut body);
+        // One screen holds little: no blank row between who asks and what.
+        if body.lines.len() > 1 {
+            body.lines.pop();
+        }
+        heading(a, width, &mut body);
+        body.lines.extend(details::lines(a, width));
+        *cache = Some((width, body.lines));
     }
-    heading(a, width, &mut body);
-    body.lines.extend(details::lines(a, width));
+    let lines = &cache.as_ref().expect("laid out above").1;
 
     let (buttons, cursor) = buttons(decision, width);
     // Box, then inside: details, a blank row, the buttons, a blank row, the hints.
-    let want = body.lines.len() + 1 + buttons.len() + 2 + 2;
+    let want = lines.len() + 1 + buttons.len() + 2 + 2;
     let area = Rect {
         height: area.height.min(want.min(u16::MAX as usize) as u16),
         ..area
@@ -78,7 +85,7 @@ pub(super) fn dialog(
         scrolled(
             frame,
             details_rect,
-            body.lines,
+            lines,
             (0, 1),
             true,
             &entry.scroll,

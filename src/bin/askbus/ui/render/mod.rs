@@ -217,7 +217,7 @@ pub(super) fn body_and_footer(
         height: body_h as u16,
         ..text_area
     };
-    scrolled(frame, body, lines, focus, prefer_top, scroll, cursor);
+    scrolled(frame, body, &lines, focus, prefer_top, scroll, cursor);
     footer(frame, footer_area, hints);
 }
 
@@ -258,7 +258,7 @@ pub fn fit_hints(hints: &str, width: usize) -> String {
 pub(super) fn scrolled(
     frame: &mut Frame,
     body: Rect,
-    lines: Vec<Line>,
+    lines: &[Line],
     focus: (usize, usize),
     prefer_top: bool,
     scroll: &Scroll,
@@ -270,7 +270,7 @@ pub(super) fn scrolled(
         rows.push(more_marker("▲", view.above, "above", "PgUp/Home"));
     }
     let first_row = rows.len();
-    rows.extend(lines.into_iter().skip(view.top).take(view.shown));
+    rows.extend(lines.iter().skip(view.top).take(view.shown).cloned());
     if view.below > 0 {
         rows.push(more_marker("▼", view.below, "below", "PgDn/End"));
     }

@@ -425,3 +425,36 @@ fn a_long_notice_is_cut_visibly_and_keeps_room_for_the_reminder() {
         assert!(bottom.contains("Ctrl+L"), "{w}: {bottom}");
     }
 }
+
+#[test]
+fn a_big_diff_is_laid_out_once_per_width_and_read_to_its_end() {
+    let mut diff = String::from("@@ -1,5000 +1,5000 @@\n");
+    for i in 0..5000 {
+        diff.push_str(&format!("-old {i}\n+new {i}\n"));
+    }
+    let edit = json!({"type": "edit", "title": "Confirm Edit", "fileName": "main.rs",
+        "filePath": "/p/main.rs", "fileDiff": diff, "originalContent": "x", "newContent": "y"});
+    let mut app = app_with_approval(approval_frame(edit, json!(["proceed_once", "cancel"])));
+    let top = text(&app, 80, 24);
+    assert!(
+        top.contains("+5000 −5000") && top.contains("-old 0"),
+        "{top}"
+    );
+    let laid_out = |app: &App| {
+        let e = app.open_entry().unwrap();
+        let l = e.layout.borrow();
+        l.as_ref().map(|(w, lines)| (*w, lines.len()))
+    };
+    let first = laid_out(&app).unwrap();
+    assert_eq!(first.0, 76);
+    // Keys and ticks redraw from the same layout; another width lays it out again.
+    app.on_key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE));
+    let end = text(&app, 80, 24);
+    assert!(
+        end.contains("+new 4999") && end.contains("● 1. Allow once"),
+        "{end}"
+    );
+    assert_eq!(laid_out(&app).unwrap(), first);
+    let _ = text(&app, 60, 20);
+    assert_eq!(laid_out(&app).unwrap().0, 56);
+}

@@ -172,7 +172,7 @@ export function body(a, ctx) {
   return el('div', { tabindex: '-1', class: `approval-body kind-${d && typeof d.type === 'string' ? d.type.replace(/[^a-z_]/g, '') : 'none'}` }, [
     el('p', { class: 'kind' }, [
       el('span', { class: 'chip', text: kind || 'Tool call' }),
-      el('span', { class: 'tool' }, [el('code', { text: P.toolName(a) })]),
+      el('span', { class: 'toolname' }, [el('code', { text: P.toolName(a) })]),
       str(a.serverName) ? el('span', { class: 'hint', text: `on ${a.serverName}` }) : null,
       str(a.subagent) ? el('span', { class: 'hint', text: `by subagent ${a.subagent}` }) : null,
       ann.destructiveHint === true ? el('span', { class: 'chip warn', text: 'destructive' }) : null,
