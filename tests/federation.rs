@@ -1208,3 +1208,128 @@ fn a_ui_filters_by_node_and_askbus_pending_node_lists_one_node_s_questions() {
         assert!(text.contains("from-a") && !text.contains("from-b"), "{text}");
     });
 }
+
+/// `askbusd --check-config` with `text` as the file and `args`: (ok, stderr).
+fn check_config(text: &str, args: &[&str]) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbusd.toml");
+    std::fs::write(
+        &path,
+        text.replace("{dir}", &dir.path().display().to_string()),
+    )
+    .unwrap();
+    let out = std::process::Command::new(common::daemon_bin())
+        .arg("--check-config")
+        .arg("--config")
+        .arg(&path)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn check_config_validates_the_federation_section_and_its_files() {
+    let (ok, err) = check_config(
+        "nats = \"nats://127.0.0.1:4222\"\nnode = \"devbox\"\n[federation]\nprefix = \"team_1\"\naccept_nodes = [\"laptop\"]\n",
+        &[],
+    );
+    assert!(ok, "{err}");
+    for (text, args, wanted) in [
+        (
+            "nats = \"nats://x:4222\"\nnode = \"dev box\"\n",
+            &[][..],
+            "node",
+        ),
+        (
+            "nats = \"nats://x:4222\"\n[federation]\nprefix = \"a.b\"\n",
+            &[],
+            "prefix",
+        ),
+        (
+            "nats = \"nats://x:4222\"\n[federation]\nshare = \"yes\"\n",
+            &[],
+            "share",
+        ),
+        (
+            "nats = \"nats://x:4222\"\n[federation]\nbogus = 1\n",
+            &[],
+            "bogus",
+        ),
+        (
+            "nats = \"nats://x:4222\"\n[federation]\ncreds_file = \"{dir}/missing.creds\"\n",
+            &[],
+            "missing.creds",
+        ),
+        (
+            "nats = \"nats://x:4222\"\n[federation]\ntls_ca = \"{dir}/missing-ca.pem\"\n",
+            &[],
+            "missing-ca.pem",
+        ),
+        (
+            "",
+            &["--nats", "nats://x:4222", "--node", "a/b"][..],
+            "node",
+        ),
+    ] {
+        let (ok, err) = check_config(text, args);
+        assert!(!ok, "{text:?} {args:?} passed");
+        assert!(err.contains(wanted), "{text:?}: {err}");
+    }
+}
+
+#[test]
+fn sighup_reloads_what_is_shown_and_askbus_stats_shows_the_federation() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let (mut ui_b, _) = b.ui().await;
+        let mut producer = a.connect().await;
+        producer.send(choice_request("before")).await;
+        ui_b.recv_type("ask-user-request").await;
+        // B stops accepting A's questions: what is shown stays, new ones are not shown.
+        b.write_config("[federation]\naccept_nodes = [\"C\"]\n");
+        b.reload();
+        producer.send(choice_request("after")).await;
+        producer.ping().await;
+        ui_b.expect_silence(Duration::from_millis(300)).await;
+        assert_eq!(fed_stats(&b).await["remotePending"], 1);
+        // And back.
+        b.write_config("[federation]\n");
+        b.reload();
+        producer.send(choice_request("again")).await;
+        assert_eq!(
+            ui_b.recv_type("ask-user-request").await["correlationId"],
+            "again"
+        );
+        // A connection setting takes a restart, and says so.
+        b.write_config("[federation]\nprefix = \"other\"\n");
+        b.reload();
+        let log = b.log_text();
+        assert!(
+            log.contains("take a restart") && log.contains("\"federation\""),
+            "{log}"
+        );
+
+        let out = b.cli().arg("stats").output().expect("askbus stats");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("federation"), "{text}");
+        assert!(text.contains("connected"), "{text}");
+        assert!(
+            text.contains("remotePending") || text.contains("remote"),
+            "{text}"
+        );
+    });
+}

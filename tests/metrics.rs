@@ -33,6 +33,80 @@ fn scrape_when(sock: &std::path::Path, name: &str, want: f64) -> BTreeMap<String
     }
 }
 
+/// The golden approval (`client/tool-confirmation-request.json`) under id `id`, plus `extra`.
+fn approval(id: &str, extra: serde_json::Value) -> serde_json::Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("proto/examples/client/tool-confirmation-request.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["correlationId"] = json!(id);
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v
+}
+
+fn decide(id: &str, outcome: &str) -> serde_json::Value {
+    json!({"type": "tool-confirmation-response", "correlationId": id,
+           "confirmed": outcome != "cancel", "outcome": outcome})
+}
+
+#[test]
+fn approvals_are_counted_apart_from_questions() {
+    let (d, sock) = metrics_daemon();
+    rt().block_on(async {
+        let (mut ui, _) = d.ui().await;
+        let mut p = d.connect().await;
+        p.send(choice_request("q")).await;
+        ui.recv_type("ask-user-request").await;
+        ui.send(answer("q", json!({"0": "SQLite"}))).await;
+        ui.recv_type("ask-user-ack").await;
+        p.recv_type("ask-user-response").await;
+        for (id, outcome) in [("allow", "proceed_always"), ("deny", "cancel")] {
+            p.send(approval(id, json!({}))).await;
+            ui.recv_type("tool-confirmation-request").await;
+            ui.send(decide(id, outcome)).await;
+            ui.recv_type("tool-confirmation-ack").await;
+            p.recv_type("tool-confirmation-response").await;
+        }
+        p.send(approval("late", json!({"timeoutMs": 50}))).await;
+        ui.recv_type("tool-confirmation-request").await;
+        assert_eq!(
+            p.recv_type("tool-confirmation-response").await["reason"],
+            "timeout"
+        );
+        p.send(approval("bad", json!({"toolCall": "ls"}))).await;
+        p.recv_error("invalid-request").await;
+        d.wait_telemetry(5);
+    });
+    let m = scrape_when(&sock, "askbus_approvals_total{outcome=\"rejected\"}", 1.0);
+    for (name, want) in [
+        ("askbus_requests_accepted_total", 4.0),
+        ("askbus_requests_total{outcome=\"answered\"}", 3.0),
+        ("askbus_requests_total{outcome=\"timeout\"}", 1.0),
+        ("askbus_requests_total{outcome=\"rejected\"}", 1.0),
+        ("askbus_approvals_accepted_total", 3.0),
+        ("askbus_approvals_total{outcome=\"answered\"}", 2.0),
+        ("askbus_approvals_total{outcome=\"timeout\"}", 1.0),
+        ("askbus_approvals_total{outcome=\"rejected\"}", 1.0),
+        ("askbus_approvals_total{outcome=\"dismissed\"}", 0.0),
+        (
+            "askbus_approval_decisions_total{decision=\"proceed_always\"}",
+            1.0,
+        ),
+        ("askbus_approval_decisions_total{decision=\"cancel\"}", 1.0),
+        (
+            "askbus_approval_decisions_total{decision=\"proceed_once\"}",
+            0.0,
+        ),
+        ("askbus_approvals_confirmed_total", 1.0),
+        ("askbus_answer_latency_seconds_count", 3.0),
+        ("askbus_approval_latency_seconds_count", 2.0),
+    ] {
+        assert_eq!(m.get(name), Some(&want), "{name}");
+    }
+}
+
 #[test]
 fn every_counter_is_exact_after_a_known_workload() {
     let (d, sock) = metrics_daemon();
@@ -146,10 +220,19 @@ fn promtool_accepts_the_exposition() {
         p.send(choice_request("q")).await;
         ui.recv_type("ask-user-request").await;
         ui.send(answer("q", json!({"0": "SQLite"}))).await;
+        ui.recv_type("ask-user-ack").await;
         p.recv_type("ask-user-response").await;
+        p.send(approval("a", json!({}))).await;
+        ui.recv_type("tool-confirmation-request").await;
+        ui.send(decide("a", "proceed_once")).await;
+        ui.recv_type("tool-confirmation-ack").await;
+        p.recv_type("tool-confirmation-response").await;
     });
     let text = scrape_unix(&sock);
     for family in [
+        "# TYPE askbus_approvals_total counter",
+        "# TYPE askbus_approval_decisions_total counter",
+        "# TYPE askbus_approval_latency_seconds histogram",
         "# TYPE askbus_requests_total counter",
         "# TYPE askbus_pending gauge",
         "# TYPE askbus_connections gauge",

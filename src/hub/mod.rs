@@ -380,7 +380,10 @@ impl Hub {
                         "request ended"
                     );
                     if record.reason.by_ui() {
-                        self.metrics.observe_answer_latency_ms(record.latency_ms);
+                        self.metrics.observe_answer_latency_ms(
+                            record.latency_ms,
+                            record.approval.is_some(),
+                        );
                     }
                     record.ts = at;
                     record.node = Some(self.node.clone());

@@ -2,8 +2,10 @@
 //! exposition format) and where it is served ([`MetricsListen`]); the `/metrics` HTTP endpoint
 //! itself is [`http`], which reads the hub (the hub owns this registry, so the registry must
 //! not know the hub). Counters and gauges are read at scrape time from the same counters the
-//! `stats` frame reports, so the two never disagree; only the answer-latency histogram is fed
-//! as answers happen.
+//! `stats` frame reports, so the two never disagree; only the latency histograms are fed as
+//! answers happen. The `askbus_requests_*` families and `askbus_answer_latency_seconds` count
+//! every request; `askbus_approval*` count approvals (tool confirmations) alone, so questions
+//! are the difference.
 
 pub mod http;
 
@@ -26,6 +28,7 @@ use crate::broker::Snapshot;
 use crate::telemetry::Counters;
 
 const LATENCY: &str = "askbus_answer_latency_seconds";
+const APPROVAL_LATENCY: &str = "askbus_approval_latency_seconds";
 
 /// Observations the histogram may hold before they are folded into its buckets. The exporter
 /// keeps every sample (24 bytes each) until a scrape or an upkeep drains them, and without
@@ -42,6 +45,7 @@ pub struct Metrics {
     recorder: PrometheusRecorder,
     handle: PrometheusHandle,
     latency: metrics::Histogram,
+    approval_latency: metrics::Histogram,
     /// Observations since the last upkeep.
     unkept: AtomicU64,
 }
@@ -63,23 +67,32 @@ impl Metrics {
         let recorder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full(LATENCY.to_owned()), &LATENCY_BUCKETS)
             .expect("static buckets are valid")
+            .set_buckets_for_metric(Matcher::Full(APPROVAL_LATENCY.to_owned()), &LATENCY_BUCKETS)
+            .expect("static buckets are valid")
             .build_recorder();
         let handle = recorder.handle();
         metrics::with_local_recorder(&recorder, describe);
         static METADATA: Metadata<'static> =
             Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
         let latency = recorder.register_histogram(&Key::from_static_name(LATENCY), &METADATA);
+        let approval_latency =
+            recorder.register_histogram(&Key::from_static_name(APPROVAL_LATENCY), &METADATA);
         Metrics {
             recorder,
             handle,
             latency,
+            approval_latency,
             unkept: AtomicU64::new(0),
         }
     }
 
-    /// A UI answered or dismissed a request this long after it was accepted.
-    pub fn observe_answer_latency_ms(&self, ms: u64) {
+    /// A UI answered or dismissed a request (`approval`: an approval) this long after it was
+    /// accepted.
+    pub fn observe_answer_latency_ms(&self, ms: u64, approval: bool) {
         self.latency.record(ms as f64 / 1000.0);
+        if approval {
+            self.approval_latency.record(ms as f64 / 1000.0);
+        }
         if self.unkept.fetch_add(1, Ordering::Relaxed) + 1 >= UPKEEP_EVERY {
             self.unkept.store(0, Ordering::Relaxed);
             self.handle.run_upkeep();
@@ -95,6 +108,16 @@ impl Metrics {
                 counter!("askbus_requests_total", "outcome" => end.as_str()).absolute(n);
             }
             counter!("askbus_requests_accepted_total").absolute(s.accepted);
+            let a = &s.approvals;
+            for (end, n) in a.ends() {
+                counter!("askbus_approvals_total", "outcome" => end.as_str()).absolute(n);
+            }
+            counter!("askbus_approvals_accepted_total").absolute(a.accepted);
+            for (decision, n) in a.decisions() {
+                counter!("askbus_approval_decisions_total", "decision" => decision.as_str())
+                    .absolute(n);
+            }
+            counter!("askbus_approvals_confirmed_total").absolute(a.confirmed);
             for (sink, result, n) in s.notify.iter() {
                 counter!("askbus_notifications_total", "sink" => sink.to_owned(), "result" => result.as_str())
                     .absolute(n);
@@ -141,6 +164,27 @@ fn describe() {
         "Requests that passed validation and the limits and became pending"
     );
     describe_gauge!("askbus_pending", "Requests pending now");
+    describe_counter!(
+        "askbus_approvals_total",
+        "Approvals (tool confirmations) that ended, by outcome; included in askbus_requests_total"
+    );
+    describe_counter!(
+        "askbus_approvals_accepted_total",
+        "Approvals accepted as pending; included in askbus_requests_accepted_total"
+    );
+    describe_counter!(
+        "askbus_approval_decisions_total",
+        "What UIs chose for answered approvals, by ToolConfirmationOutcome"
+    );
+    describe_counter!(
+        "askbus_approvals_confirmed_total",
+        "Approvals whose producer was told confirmed: true"
+    );
+    describe_histogram!(
+        APPROVAL_LATENCY,
+        metrics::Unit::Seconds,
+        "Time from an approval's acceptance to a UI's decision or dismissal; included in askbus_answer_latency_seconds"
+    );
     describe_gauge!(
         "askbus_connections",
         "Connections served now, by role (ui, watcher, producer, or idle: none yet)"
@@ -224,7 +268,7 @@ mod tests {
         // Several upkeeps' worth, half fast (100 ms) and half slow (3 s).
         let n = 3 * UPKEEP_EVERY + 8;
         for i in 0..n {
-            metrics.observe_answer_latency_ms(if i % 2 == 0 { 100 } else { 3000 });
+            metrics.observe_answer_latency_ms(if i % 2 == 0 { 100 } else { 3000 }, false);
         }
         let text = metrics.render(&snap, &Counters::default(), Duration::ZERO);
         for line in [
