@@ -748,7 +748,9 @@ mod web {
     pub struct Web {
         child: Child,
         pub port: u16,
-        pub token: String,
+        /// The session cookie (`name=value`) and the page's directory (`/<sid>/`).
+        cookie: String,
+        base: String,
     }
 
     impl Web {
@@ -766,11 +768,13 @@ mod web {
             for line in out.lines() {
                 let line = line.expect("read stdout");
                 if let Some(link) = line.trim().strip_prefix("http://127.0.0.1:") {
-                    let (port, rest) = link.split_once('/').expect("a path");
-                    let token = rest.strip_prefix("?token=").expect("a token");
+                    let (port, path) = link.split_once('/').expect("a path");
+                    let port: u16 = port.parse().expect("a port");
+                    let (cookie, base) = sign_in(port, &format!("/{path}"));
                     return Web {
-                        port: port.parse().expect("a port"),
-                        token: token.to_owned(),
+                        port,
+                        cookie,
+                        base,
                         child,
                     };
                 }
@@ -780,17 +784,18 @@ mod web {
             panic!("askbus web printed no link");
         }
 
-        /// Opens a tab's WebSocket, signed in with the link's token.
+        /// Opens a tab's WebSocket, signed in.
         pub fn tab(&self) -> Tab {
             let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
             s.set_read_timeout(Some(super::common::RECV_TIMEOUT))
                 .unwrap();
             let req = format!(
-                "GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nOrigin: http://127.0.0.1:{p}\r\n\
-                 Cookie: askbus-web-{p}={t}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                "GET {b}ws HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nOrigin: http://127.0.0.1:{p}\r\n\
+                 Cookie: {c}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
                  Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
                 p = self.port,
-                t = self.token
+                b = self.base,
+                c = self.cookie
             );
             s.write_all(req.as_bytes()).unwrap();
             let mut head = Vec::new();
@@ -810,6 +815,43 @@ mod web {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+
+    /// Follows a sign-in link's two steps as a browser does: the session cookie and the
+    /// page's directory.
+    fn sign_in(port: u16, link: &str) -> (String, String) {
+        let get = |path: &str| {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+            write!(
+                s,
+                "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+            let mut text = String::new();
+            s.read_to_string(&mut text).expect("the reply");
+            assert!(text.starts_with("HTTP/1.1 303"), "{path}: {text}");
+            text
+        };
+        let location = |text: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("location: "))
+                .expect("a location")
+                .trim()
+                .to_owned()
+        };
+        let first = get(link);
+        let next = location(&first);
+        let next = next.strip_prefix('.').expect("relative");
+        let second = get(next);
+        let cookie = second
+            .lines()
+            .find_map(|l| l.strip_prefix("set-cookie: "))
+            .expect("a cookie")
+            .split(';')
+            .next()
+            .unwrap()
+            .to_owned();
+        (cookie, next[..next.find("login").unwrap()].to_owned())
     }
 
     pub struct Tab {

@@ -1,99 +1,120 @@
-//! `askbus web` over plain HTTP, against the real daemon: the token, the login link, the Host
-//! and Origin checks on pages and on the WebSocket handshake, and the refusal to listen beyond
-//! loopback without `--allow-remote`. (The page itself is tested in a browser: tests/web/.)
+//! `askbus web` over plain HTTP, against the real daemon: sign-in codes and sessions (single
+//! use, expiry, revocation, cookies scoped to one server), `--open` without a secret on the
+//! opener's command line, the Host and Origin checks on pages and on the WebSocket handshake,
+//! the signed-link routes (`/a/TOKEN`, `/o/TOKEN`), and the refusal to listen beyond loopback
+//! without `--allow-remote`. (The page itself is tested in a browser: tests/web/.)
 
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use base64::Engine;
 use common::{choice_request, cli_bin, Daemon};
-use serde_json::json;
+use hmac::{Hmac, Mac};
+use serde_json::{json, Value};
 
 /// A running `askbus web` on a free loopback port.
 struct Web {
     child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
     port: u16,
-    token: String,
+    /// The first sign-in link it printed (a path: `/login?code=…`).
+    link: String,
+    key: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// A signed-in browser: its cookie (`name=value`) and the page's directory (`/<sid>/`).
+#[derive(Clone, Debug)]
+struct Session {
+    cookie: String,
+    base: String,
 }
 
 impl Web {
     fn start(daemon: &Daemon) -> Web {
-        let mut child = Command::new(cli_bin())
-            .arg("--socket")
+        Web::start_with(daemon, &[], &[])
+    }
+
+    fn start_with(daemon: &Daemon, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Web {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("links.key");
+        let mut cmd = Command::new(cli_bin());
+        cmd.arg("--socket")
             .arg(&daemon.socket)
-            .args(["web", "--listen", "127.0.0.1:0"])
-            .stdin(Stdio::null())
+            .args(["web", "--listen", "127.0.0.1:0", "--link-key"])
+            .arg(&key)
+            .args(args)
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn askbus web");
-        let out = BufReader::new(child.stdout.take().expect("stdout"));
-        for line in out.lines() {
-            let line = line.expect("read stdout");
-            if let Some(link) = line.trim().strip_prefix("http://127.0.0.1:") {
-                let (port, rest) = link.split_once('/').expect("a path");
-                let token = rest.strip_prefix("?token=").expect("a token");
-                return Web {
-                    port: port.parse().expect("a port"),
-                    token: token.to_owned(),
-                    child,
-                };
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn askbus web");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        match next_link(&mut stdout) {
+            Some((port, link)) => Web {
+                child,
+                stdin,
+                stdout,
+                port,
+                link,
+                key,
+                _dir: dir,
+            },
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("askbus web printed no link");
             }
         }
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("askbus web printed no link");
     }
 
-    fn cookie(&self) -> String {
-        format!("askbus-web-{}={}", self.port, self.token)
-    }
-
-    /// Sends `GET path` with `headers` (Host is added unless given) and returns the status
-    /// and the whole response text (only the head for a 101).
-    fn get(&self, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let mut req = format!("GET {path} HTTP/1.1\r\n");
-        if !headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case("connection"))
-        {
-            req += "Connection: close\r\n";
-        }
-        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-            req += &format!("Host: 127.0.0.1:{}\r\n", self.port);
-        }
-        for (k, v) in headers {
-            req += &format!("{k}: {v}\r\n");
-        }
-        req += "\r\n";
-        s.write_all(req.as_bytes()).unwrap();
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 4096];
+    /// The next line of its output that contains `text`.
+    fn wait_line(&mut self, text: &str) -> String {
         loop {
-            match s.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                Err(_) => break,
-            }
-            if response_complete(&String::from_utf8_lossy(&buf)) {
-                break;
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).expect("read stdout") > 0,
+                "askbus web ended before printing {text:?}"
+            );
+            if line.contains(text) {
+                return line;
             }
         }
-        let text = String::from_utf8_lossy(&buf).into_owned();
-        let status = text
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no status in {text:?}"));
+    }
+
+    /// Sends `method path` with `headers` (Host is added unless given) and `body`, and returns
+    /// the status and the whole response text (only the head for a 101).
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> (u16, String) {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        let (status, text, _) = exchange(s, self.port, method, path, headers, body);
         (status, text)
     }
 
-    fn upgrade(&self, headers: &[(&str, &str)]) -> (u16, String) {
+    fn get(&self, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+        self.request("GET", path, headers, "")
+    }
+
+    fn post(&self, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+        self.request("POST", path, headers, "")
+    }
+
+    fn upgrade_at(&self, path: &str, headers: &[(&str, &str)]) -> (u16, String, TcpStream) {
         let mut all = vec![
             ("Upgrade", "websocket"),
             ("Connection", "Upgrade"),
@@ -101,8 +122,127 @@ impl Web {
             ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
         ];
         all.extend_from_slice(headers);
-        self.get("/ws", &all)
+        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        exchange(s, self.port, "GET", path, &all, "")
     }
+
+    /// Follows a sign-in link (a path) through both steps, as a browser does.
+    fn login(&self, link: &str) -> Session {
+        self.try_login(link)
+            .unwrap_or_else(|text| panic!("sign-in refused: {text}"))
+    }
+
+    fn try_login(&self, link: &str) -> Result<Session, String> {
+        let (status, text) = self.get(link, &[]);
+        assert_eq!(status, 303, "{text}");
+        let next = header(&text, "location").expect("a location");
+        let next = next.strip_prefix('.').expect("a relative location");
+        let (status, text) = self.get(next, &[]);
+        if status != 303 {
+            return Err(text);
+        }
+        let set = header(&text, "set-cookie").expect("a cookie");
+        let cookie = set.split(';').next().unwrap().to_owned();
+        let base = next[..next.find("login").unwrap()].to_owned();
+        Ok(Session { cookie, base })
+    }
+
+    /// `/<sid>/…`
+    fn at(&self, s: &Session, rest: &str) -> String {
+        format!("{}{rest}", s.base)
+    }
+
+    /// Opens the page's WebSocket as `s`.
+    fn tab(&self, s: &Session) -> (u16, String, TcpStream) {
+        let origin = format!("http://127.0.0.1:{}", self.port);
+        self.upgrade_at(
+            &self.at(s, "ws"),
+            &[("Cookie", &s.cookie), ("Origin", &origin)],
+        )
+    }
+
+    fn sign(&self, link: &Value) -> String {
+        sign(&std::fs::read(&self.key).expect("the key file"), link)
+    }
+}
+
+impl Drop for Web {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The next sign-in link printed: the port, and the link's path.
+fn next_link(out: &mut impl BufRead) -> Option<(u16, String)> {
+    loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        if let Some(rest) = line.trim().strip_prefix("http://127.0.0.1:") {
+            let (port, path) = rest.split_once('/').expect("a path");
+            assert!(path.starts_with("login?code="), "{line}");
+            return Some((port.parse().expect("a port"), format!("/{path}")));
+        }
+    }
+}
+
+/// One HTTP/1.1 exchange on `s`.
+fn exchange(
+    mut s: TcpStream,
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, TcpStream) {
+    s.set_read_timeout(Some(common::RECV_TIMEOUT)).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\n");
+    let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    if !has("connection") {
+        req += "Connection: close\r\n";
+    }
+    if !has("host") {
+        req += &format!("Host: 127.0.0.1:{port}\r\n");
+    }
+    for (k, v) in headers {
+        req += &format!("{k}: {v}\r\n");
+    }
+    if method == "POST" {
+        req += &format!("Content-Length: {}\r\n", body.len());
+    }
+    req += "\r\n";
+    req += body;
+    s.write_all(req.as_bytes()).unwrap();
+    let mut buf = Vec::new();
+    let mut b = [0u8; 1];
+    // Byte by byte up to the end of a 101's head, so no WebSocket frame is swallowed.
+    loop {
+        match s.read(&mut b) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => buf.push(b[0]),
+        }
+        if response_complete(&String::from_utf8_lossy(&buf)) {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {text:?}"));
+    (status, text, s)
+}
+
+/// A response header's value.
+fn header<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let head = text.split("\r\n\r\n").next()?;
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.eq_ignore_ascii_case(name).then(|| v.trim())
+    })
 }
 
 /// Whether `text` holds a whole response: the head of a 101, or a head and as much body as
@@ -120,15 +260,65 @@ fn response_complete(text: &str) -> bool {
         .is_some_and(|n| body.len() >= n)
 }
 
-impl Drop for Web {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// A link token as `askbus notify` makes one, written here from the agreed format (not with
+/// askbus's own code): `v1.<b64url(payload)>.<b64url(HMAC-SHA256(key, "v1." + payload_b64))>`.
+fn sign(key: &[u8], payload: &Value) -> String {
+    let signed = format!("v1.{}", B64.encode(serde_json::to_vec(payload).unwrap()));
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(key).unwrap();
+    mac.update(signed.as_bytes());
+    format!("{signed}.{}", B64.encode(mac.finalize().into_bytes()))
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+static NONCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn answer_link(id: &str, label: &str, exp: u64) -> Value {
+    let n = NONCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    json!({"k": "answer", "id": id, "a": {"answers": {"0": label}}, "exp": exp,
+           "n": format!("nonce-{n}-{}", std::process::id())})
+}
+
+/// Reads one WebSocket frame (the server never masks): its opcode and payload.
+fn ws_frame(s: &mut TcpStream) -> (u8, Vec<u8>) {
+    let mut h = [0u8; 2];
+    s.read_exact(&mut h).expect("a WebSocket frame in time");
+    let len = match h[1] & 0x7f {
+        126 => {
+            let mut l = [0u8; 2];
+            s.read_exact(&mut l).unwrap();
+            u16::from_be_bytes(l) as usize
+        }
+        127 => {
+            let mut l = [0u8; 8];
+            s.read_exact(&mut l).unwrap();
+            u64::from_be_bytes(l) as usize
+        }
+        n => n as usize,
+    };
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).unwrap();
+    (h[0] & 0x0f, payload)
+}
+
+/// Reads frames until a close frame: its code and reason.
+fn ws_close(s: &mut TcpStream) -> (u16, String) {
+    loop {
+        let (op, payload) = ws_frame(s);
+        if op == 8 {
+            let code = u16::from_be_bytes([payload[0], payload[1]]);
+            return (code, String::from_utf8_lossy(&payload[2..]).into_owned());
+        }
     }
 }
 
 #[test]
-fn every_request_needs_the_token_and_the_page_own_origin() {
+fn every_request_needs_a_session_and_the_page_own_origin() {
     let daemon = Daemon::start();
     let rt = common::rt();
     let web = Web::start(&daemon);
@@ -138,68 +328,489 @@ fn every_request_needs_the_token_and_the_page_own_origin() {
     req["questions"][0]["question"] = json!(marker);
     rt.block_on(producer.send(req));
 
+    let (status, text) = web.get(&web.link, &[]);
+    assert_eq!(status, 303, "{text}");
+    let next = header(&text, "location").unwrap().to_owned();
+    let sid_login = next.strip_prefix('.').unwrap();
+    let sid = sid_login.trim_start_matches('/').split('/').next().unwrap();
+    assert_eq!(sid.len(), 24, "{next}");
+    // Without a session nothing is served, in the page's directory or outside it.
     for path in [
-        "/",
-        "/assets/app.js",
-        "/assets/style.css",
-        "/ws",
-        "/missing",
+        "/".to_owned(),
+        "/assets/app.js".to_owned(),
+        "/ws".to_owned(),
+        format!("/{sid}/"),
+        format!("/{sid}/assets/app.js"),
+        format!("/{sid}/ws"),
+        format!("/{sid}/missing"),
+        format!("/{sid}/login"),
+        format!("/{sid}/login?code=0000"),
+        "/missing".to_owned(),
     ] {
-        let (status, text) = web.get(path, &[]);
+        let (status, text) = web.get(&path, &[]);
         assert_eq!(status, 401, "{path}: {text}");
         assert!(!text.contains(marker));
         assert!(text.contains("content-security-policy: default-src 'none'"));
     }
-    let wrong = format!("/?token={}", "0".repeat(48));
-    assert_eq!(web.get(&wrong, &[]).0, 401);
+    // The old long-lived token in a query opens nothing.
+    assert_eq!(web.get(&format!("/{sid}/?token=x"), &[]).0, 401);
 
-    // The link: a cookie (HttpOnly, SameSite=Strict) and a redirect that drops the token.
-    let (status, text) = web.get(&format!("/?token={}", web.token), &[]);
+    // The sign-in: a cookie (HttpOnly, SameSite=Strict, no Path: the browser scopes it to the
+    // page's directory) and a redirect that drops the code.
+    let (status, text) = web.get(sid_login, &[]);
     assert_eq!(status, 303, "{text}");
-    let set_cookie = format!(
-        "set-cookie: {}; Path=/; HttpOnly; SameSite=Strict\r\n",
-        web.cookie()
-    );
-    assert!(text.contains(&set_cookie), "{text}");
-    assert!(text.contains("location: ./\r\n"), "{text}");
+    let set = header(&text, "set-cookie").unwrap();
+    let prefix = format!("askbus-web-{}-{}=", web.port, &sid[..8]);
+    assert!(set.starts_with(&prefix), "{set}");
+    assert!(set.ends_with("; HttpOnly; SameSite=Strict"), "{set}");
+    assert!(!set.to_ascii_lowercase().contains("path="), "{set}");
+    assert_eq!(header(&text, "location"), Some("./"));
+    let cookie = set.split(';').next().unwrap().to_owned();
+    let code = web.link.split("code=").nth(1).unwrap();
+    assert!(!cookie.contains(code));
 
-    let cookie = web.cookie();
-    let (status, text) = web.get("/", &[("Cookie", &cookie)]);
+    let (status, text) = web.get(&format!("/{sid}/"), &[("Cookie", &cookie)]);
     assert_eq!(status, 200, "{text}");
     assert!(text.contains("<script type=\"module\" src=\"assets/app.js\">"));
-    let bearer = format!("Bearer {}", web.token);
     assert_eq!(
-        web.get("/assets/app.js", &[("Authorization", &bearer)]).0,
+        web.get(&format!("/{sid}/assets/app.js"), &[("Cookie", &cookie)])
+            .0,
         200
     );
-    assert_eq!(web.get("/assets/nothing.js", &[("Cookie", &cookie)]).0, 404);
+    assert_eq!(
+        web.get(&format!("/{sid}/assets/nothing.js"), &[("Cookie", &cookie)])
+            .0,
+        404
+    );
+    // The session is this directory's only: the same cookie elsewhere opens nothing.
+    assert_eq!(web.get("/assets/app.js", &[("Cookie", &cookie)]).0, 401);
 
-    // A foreign Host (DNS rebinding) or Origin is refused, token or not.
+    // A foreign Host (DNS rebinding) or Origin is refused, session or not.
+    let page = format!("/{sid}/");
     let rebound = [
         ("Cookie", cookie.as_str()),
         ("Host", "rebound.example:7870"),
     ];
-    assert_eq!(web.get("/", &rebound).0, 403);
+    assert_eq!(web.get(&page, &rebound).0, 403);
     let foreign = [
         ("Cookie", cookie.as_str()),
         ("Origin", "http://evil.example"),
     ];
-    assert_eq!(web.get("/", &foreign).0, 403);
+    assert_eq!(web.get(&page, &foreign).0, 403);
 
     // The WebSocket handshake, the same way; then the genuine one is accepted.
+    let ws = format!("/{sid}/ws");
     let own_origin = format!("http://127.0.0.1:{}", web.port);
-    assert_eq!(web.upgrade(&[("Origin", &own_origin)]).0, 401);
+    assert_eq!(web.upgrade_at(&ws, &[("Origin", &own_origin)]).0, 401);
     assert_eq!(
-        web.upgrade(&[("Cookie", &cookie), ("Origin", "http://evil.example")])
+        web.upgrade_at(
+            &ws,
+            &[("Cookie", &cookie), ("Origin", "http://evil.example")]
+        )
+        .0,
+        403
+    );
+    assert_eq!(
+        web.upgrade_at(&ws, &[("Cookie", &cookie), ("Origin", "null")])
+            .0,
+        403
+    );
+    let (status, text, _) = web.upgrade_at(&ws, &[("Cookie", &cookie), ("Origin", &own_origin)]);
+    assert_eq!(status, 101, "{text}");
+}
+
+#[test]
+fn a_code_signs_in_once_and_a_new_one_comes_on_demand() {
+    let daemon = Daemon::start();
+    let mut web = Web::start(&daemon);
+    let first = web.link.clone();
+    web.login(&first);
+    // Used: refused, with how to get another.
+    let text = web.try_login(&first).unwrap_err();
+    assert!(text.starts_with("HTTP/1.1 401"), "{text}");
+    assert!(text.contains("already used"), "{text}");
+    assert!(text.contains("press Enter"), "{text}");
+    // A made-up code.
+    let forged = first.replace("code=", "code=0");
+    assert!(web.try_login(&forged).is_err());
+
+    // Enter where it runs prints a fresh link; so does SIGUSR1.
+    web.stdin.write_all(b"\n").unwrap();
+    web.stdin.flush().unwrap();
+    let (_, second) = next_link(&mut web.stdout).expect("a new link");
+    assert_ne!(second, first);
+    web.login(&second);
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(
+        unsafe { libc::kill(web.child.id() as i32, libc::SIGUSR1) },
+        0
+    );
+    let (_, third) = next_link(&mut web.stdout).expect("a new link");
+    web.login(&third);
+}
+
+#[test]
+fn an_expired_code_is_refused() {
+    let daemon = Daemon::start();
+    let web = Web::start_with(&daemon, &["--code-ttl", "0s"], &[]);
+    let text = web.try_login(&web.link).unwrap_err();
+    assert!(text.starts_with("HTTP/1.1 401"), "{text}");
+    assert!(text.contains("has expired"), "{text}");
+}
+
+#[test]
+fn another_servers_session_is_refused() {
+    let daemon = Daemon::start();
+    let a = Web::start(&daemon);
+    let b = Web::start(&daemon);
+    let sa = a.login(&a.link);
+    let sb = b.login(&b.link);
+    assert_ne!(sa.base, sb.base);
+    assert_ne!(
+        sa.cookie.split('=').next(),
+        sb.cookie.split('=').next(),
+        "the cookie names differ"
+    );
+    // B's cookie sent to A (as a browser would, cookies ignoring ports), under A's directory,
+    // alone or under A's cookie name: refused, on pages and on the WebSocket.
+    let b_value = sb.cookie.split_once('=').unwrap().1;
+    let a_name = sa.cookie.split_once('=').unwrap().0;
+    for cookie in [sb.cookie.clone(), format!("{a_name}={b_value}")] {
+        let forged = Session {
+            cookie,
+            base: sa.base.clone(),
+        };
+        assert_eq!(
+            a.get(&a.at(&forged, ""), &[("Cookie", &forged.cookie)]).0,
+            401
+        );
+        assert_eq!(a.tab(&forged).0, 401);
+    }
+    assert_eq!(a.get(&a.at(&sa, ""), &[("Cookie", &sa.cookie)]).0, 200);
+    assert_eq!(a.tab(&sa).0, 101);
+}
+
+#[test]
+fn sessions_are_revoked_by_sign_out_everywhere_and_sighup() {
+    let daemon = Daemon::start();
+    let mut web = Web::start(&daemon);
+    let one = web.login(&web.link);
+    web.stdin.write_all(b"\n").unwrap();
+    let (_, link) = next_link(&mut web.stdout).unwrap();
+    let two = web.login(&link);
+    let (status, _, mut tab_one) = web.tab(&one);
+    assert_eq!(status, 101);
+    let (status, _, mut tab_two) = web.tab(&two);
+    assert_eq!(status, 101);
+
+    // Sign out one: its WebSocket closes, its cookie opens nothing; the other stays.
+    let origin = format!("http://127.0.0.1:{}", web.port);
+    let (status, text) = web.post(
+        &web.at(&one, "logout"),
+        &[("Cookie", &one.cookie), ("Origin", &origin)],
+    );
+    assert_eq!(status, 200, "{text}");
+    assert!(header(&text, "set-cookie").unwrap().contains("Max-Age=0"));
+    assert_eq!(ws_close(&mut tab_one), (1008, "signed out".into()));
+    assert_eq!(
+        web.get(&web.at(&one, ""), &[("Cookie", &one.cookie)]).0,
+        401
+    );
+    assert_eq!(web.tab(&one).0, 401);
+    assert_eq!(
+        web.get(&web.at(&two, ""), &[("Cookie", &two.cookie)]).0,
+        200
+    );
+    // A sign-out from another site is refused (and needs a session anyway).
+    assert_eq!(
+        web.post(
+            &web.at(&two, "logout?all=1"),
+            &[("Cookie", &two.cookie), ("Origin", "http://evil.example")]
+        )
+        .0,
+        403
+    );
+    assert_eq!(web.post(&web.at(&two, "logout?all=1"), &[]).0, 401);
+
+    // Sign out everywhere: every session ends, and unused links die too.
+    web.stdin.write_all(b"\n").unwrap();
+    let (_, unused) = next_link(&mut web.stdout).unwrap();
+    web.stdin.write_all(b"\n").unwrap();
+    let (_, link) = next_link(&mut web.stdout).unwrap();
+    let three = web.login(&link);
+    let (status, text) = web.post(
+        &web.at(&two, "logout?all=1"),
+        &[("Cookie", &two.cookie), ("Origin", &origin)],
+    );
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(ws_close(&mut tab_two), (1008, "signed out".into()));
+    for s in [&two, &three] {
+        assert_eq!(web.get(&web.at(s, ""), &[("Cookie", &s.cookie)]).0, 401);
+        assert_eq!(web.tab(s).0, 401);
+    }
+    assert!(web.try_login(&unused).is_err());
+
+    // SIGHUP: the same from the terminal (or `systemctl reload`-style), and a fresh link.
+    web.stdin.write_all(b"\n").unwrap();
+    let (_, link) = next_link(&mut web.stdout).unwrap();
+    let four = web.login(&link);
+    let (_, _, mut tab_four) = web.tab(&four);
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(
+        unsafe { libc::kill(web.child.id() as i32, libc::SIGHUP) },
+        0
+    );
+    web.wait_line("SIGHUP: signed out every session (1)");
+    let (_, fresh) = next_link(&mut web.stdout).unwrap();
+    assert_eq!(ws_close(&mut tab_four), (1008, "signed out".into()));
+    assert_eq!(
+        web.get(&web.at(&four, ""), &[("Cookie", &four.cookie)]).0,
+        401
+    );
+    web.login(&fresh);
+}
+
+#[test]
+fn open_gives_the_opener_a_one_time_code_only() {
+    let daemon = Daemon::start();
+    let bin = tempfile::tempdir().unwrap();
+    let argv = bin.path().join("argv");
+    let opener = bin.path().join("xdg-open");
+    // A stand-in for xdg-open: records its command line as /proc/PID/cmdline shows it to
+    // every user, then exits.
+    std::fs::write(
+        &opener,
+        format!(
+            "#!/bin/sh\ncat /proc/$$/cmdline | tr '\\0' ' ' > {0}.tmp && mv {0}.tmp {0}\n",
+            argv.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let web = Web::start_with(
+        &daemon,
+        &["--open"],
+        &[("PATH", std::ffi::OsStr::new(&path))],
+    );
+    let cmdline = wait_file(&argv);
+    let link = cmdline
+        .split_whitespace()
+        .find_map(|a| a.strip_prefix(&format!("http://127.0.0.1:{}", web.port)))
+        .unwrap_or_else(|| panic!("no link in {cmdline:?}"))
+        .to_owned();
+    assert!(link.starts_with("/login?code="), "{cmdline}");
+    // The opener's code is its own, not the printed one, and works once.
+    assert_ne!(link, web.link);
+    let s = web.login(&link);
+    let value = s.cookie.split_once('=').unwrap().1;
+    assert!(!cmdline.contains(value), "{cmdline}");
+    // Read from /proc now, the command line holds a dead code only.
+    assert!(web.try_login(&link).is_err());
+    web.login(&web.link);
+}
+
+/// The contents of `path` once it exists (the fake opener writes it whole, by rename).
+fn wait_file(path: &Path) -> String {
+    for _ in 0..6000 {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            return text;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+/// Asks one choice question and waits until UIs can see it.
+fn ask(rt: &tokio::runtime::Runtime, daemon: &Daemon, id: &str) -> common::Raw {
+    rt.block_on(async {
+        let (mut ui, _) = daemon.ui().await;
+        let mut producer = daemon.connect().await;
+        producer.send(choice_request(id)).await;
+        loop {
+            let r = ui.recv_type("ask-user-request").await;
+            if r["correlationId"] == id {
+                break;
+            }
+        }
+        producer
+    })
+}
+
+#[test]
+fn a_signed_answer_link_answers_once_after_a_confirmation() {
+    let daemon = Daemon::start();
+    let rt = common::rt();
+    let mut web = Web::start(&daemon);
+    let mut producer = ask(&rt, &daemon, "link-1");
+    let token = web.sign(&answer_link("link-1", "PostgreSQL", now() + 600));
+    let url = format!("/a/{token}");
+
+    // GET only shows what it would do: the question, the answer, one button.
+    let (status, text) = web.get(&url, &[]);
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("Which database?"), "{text}");
+    assert!(text.contains("<strong>PostgreSQL</strong>"), "{text}");
+    assert!(text.contains("<form method=post>"), "{text}");
+    assert!(text.contains("form-action 'self'"), "{text}");
+    // A second GET (a link previewer, then the person) still shows it.
+    assert_eq!(web.get(&url, &[]).0, 200);
+
+    // The button (a same-origin form post), or ntfy's http action (no Origin).
+    let origin = format!("http://127.0.0.1:{}", web.port);
+    let (status, text) = web.post(&url, &[("Origin", &origin)]);
+    assert_eq!(status, 200, "{text}");
+    assert!(text.contains("Answered."), "{text}");
+    let r = rt.block_on(producer.recv_type("ask-user-response"));
+    assert_eq!(r["answers"], json!({"0": "PostgreSQL"}));
+    assert_eq!(r["reason"], "answered");
+    web.wait_line("answered link-1 from a signed link (1 so far)");
+
+    // Replayed: refused, nothing answered (the producer already has its one answer).
+    let (status, text) = web.post(&url, &[]);
+    assert_eq!(status, 409, "{text}");
+    assert!(text.contains("already used"), "{text}");
+    assert_eq!(web.get(&url, &[]).0, 409);
+}
+
+#[test]
+fn bad_expired_foreign_or_ended_links_answer_nothing() {
+    let daemon = Daemon::start();
+    let rt = common::rt();
+    let web = Web::start(&daemon);
+    let mut producer = ask(&rt, &daemon, "link-2");
+    let good = answer_link("link-2", "SQLite", now() + 600);
+
+    // Expired.
+    let expired = web.sign(&answer_link("link-2", "SQLite", now() - 1));
+    let (status, text) = web.post(&format!("/a/{expired}"), &[]);
+    assert_eq!(status, 410, "{text}");
+    assert!(text.contains("expired"), "{text}");
+    // Forged: signed with another key; tampered: another answer under the good signature.
+    let forged = sign(&[9u8; 32], &good);
+    let (status, text) = web.post(&format!("/a/{forged}"), &[]);
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("signature"), "{text}");
+    let token = web.sign(&good);
+    let mut parts: Vec<String> = token.split('.').map(str::to_owned).collect();
+    parts[1] =
+        B64.encode(serde_json::to_vec(&answer_link("link-2", "PostgreSQL", now() + 600)).unwrap());
+    assert_eq!(web.post(&format!("/a/{}", parts.join(".")), &[]).0, 403);
+    assert_eq!(web.post("/a/not-a-token", &[]).0, 403);
+    // An open link does not answer.
+    let open =
+        web.sign(&json!({"k": "open", "id": "link-2", "a": null, "exp": now() + 600, "n": "o1"}));
+    assert_eq!(web.post(&format!("/a/{open}"), &[]).0, 403);
+    // A link for another question (not pending).
+    let other = web.sign(&answer_link("no-such-question", "SQLite", now() + 600));
+    let (status, text) = web.post(&format!("/a/{other}"), &[]);
+    assert_eq!(status, 409, "{text}");
+    assert!(text.contains("already answered"), "{text}");
+    // A foreign Host or Origin is refused before the token is looked at.
+    assert_eq!(
+        web.post(&format!("/a/{token}"), &[("Host", "evil.example")])
             .0,
         403
     );
     assert_eq!(
-        web.upgrade(&[("Cookie", &cookie), ("Origin", "null")]).0,
+        web.post(&format!("/a/{token}"), &[("Origin", "http://evil.example")])
+            .0,
         403
     );
-    let (status, text) = web.upgrade(&[("Cookie", &cookie), ("Origin", &own_origin)]);
-    assert_eq!(status, 101, "{text}");
+    // None of that answered: a UI's answer is the one the producer gets.
+    rt.block_on(async {
+        let (mut ui, _) = daemon.ui().await;
+        ui.send(common::answer("link-2", json!({"0": "SQLite"})))
+            .await;
+        let r = producer.recv_type("ask-user-response").await;
+        assert_eq!(r["answers"], json!({"0": "SQLite"}));
+    });
+    // Answered elsewhere first: the good link now says so, and answers nothing.
+    let (status, text) = web.get(&format!("/a/{token}"), &[]);
+    assert_eq!(status, 409, "{text}");
+    assert!(text.contains("already answered"), "{text}");
+    let (status, text) = web.post(&format!("/a/{token}"), &[]);
+    assert_eq!(status, 409, "{text}");
+    assert!(text.contains("already answered"), "{text}");
+}
+
+#[test]
+fn an_open_link_signs_in_once_and_shows_the_question() {
+    let daemon = Daemon::start();
+    let rt = common::rt();
+    let web = Web::start(&daemon);
+    let _producer = ask(&rt, &daemon, "link 3/ü");
+    let token = web.sign(&json!({"k": "open", "id": "link 3/ü", "a": null,
+                                 "exp": now() + 600, "n": "open-1"}));
+    let (status, text) = web.get(&format!("/o/{token}"), &[]);
+    assert_eq!(status, 303, "{text}");
+    let next = header(&text, "location").unwrap().to_owned();
+    let next = next.strip_prefix("..").expect("relative to /o/");
+    assert!(next.contains("/login?code="), "{next}");
+    let (status, text) = web.get(next, &[]);
+    assert_eq!(status, 303, "{text}");
+    assert_eq!(header(&text, "location"), Some("./#q=link%203%2F%C3%BC"));
+    let cookie = header(&text, "set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let base = &next[..next.find("login").unwrap()];
+    assert_eq!(web.get(base, &[("Cookie", &cookie)]).0, 200);
+    // Once.
+    let (status, text) = web.get(&format!("/o/{token}"), &[]);
+    assert_eq!(status, 409, "{text}");
+    // An answer link does not sign in.
+    let answer = web.sign(&answer_link("link 3/ü", "SQLite", now() + 600));
+    assert_eq!(web.get(&format!("/o/{answer}"), &[]).0, 403);
+}
+
+#[test]
+fn an_exposed_link_key_is_refused_and_no_link_works() {
+    use std::os::unix::fs::PermissionsExt;
+    let daemon = Daemon::start();
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("links.key");
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut child = Command::new(cli_bin())
+        .arg("--socket")
+        .arg(&daemon.socket)
+        .args(["web", "--listen", "127.0.0.1:0", "--link-key"])
+        .arg(&key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let (port, _) = next_link(&mut out).expect("it serves anyway");
+    let token = sign(&[7u8; 32], &answer_link("q", "SQLite", now() + 600));
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let (status, text, _) = exchange(s, port, "POST", &format!("/a/{token}"), &[], "");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("cannot check signed links"), "{text}");
+    assert!(!text.contains("links.key"), "{text}");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        err.contains("signed links (askbus notify) will not work"),
+        "{err}"
+    );
+    assert!(err.contains("readable or writable by others"), "{err}");
 }
 
 #[test]

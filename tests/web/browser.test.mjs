@@ -14,7 +14,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import {
-  CutProxy, Daemon, Producer, Web, WsClient, get, launchBrowser, newId, openPage, removeDir, tempDir,
+  CutProxy, Daemon, Producer, Web, WsClient, get, launchBrowser, newId, openPage, removeDir, signIn, tempDir,
   websocket,
 } from './harness.mjs';
 
@@ -99,14 +99,17 @@ describe('askbus web in Chromium', () => {
     if (dir) removeDir(dir);
   });
 
-  test('the printed link logs in and leaves the token out of the address bar', async () => {
+  test('a sign-in link logs in and leaves the code out of the address bar', async () => {
     assert.equal(page.url(), web.base);
     const cookies = await context.cookies(web.base);
-    const c = cookies.find((k) => k.name === `askbus-web-${web.port}`);
-    assert.equal(c.value, web.token);
+    const c = cookies.find((k) => k.name.startsWith(`askbus-web-${web.port}-`));
+    assert.ok(c, JSON.stringify(cookies));
+    // Scoped to this server's random directory: never sent to another server on 127.0.0.1.
+    assert.equal(c.path, web.dir.replace(/\/$/, ''));
     assert.equal(c.httpOnly, true);
     assert.equal(c.sameSite, 'Strict');
-    assert.equal(await page.evaluate(() => document.cookie), '', 'page scripts never see the token');
+    assert.equal((await context.cookies(`http://127.0.0.1:${web.port}/`)).length, 0);
+    assert.equal(await page.evaluate(() => document.cookie), '', 'page scripts never see the session');
     await page.locator('#empty', { hasText: 'No questions waiting' }).waitFor();
   });
 
@@ -380,7 +383,7 @@ describe('askbus web in Chromium', () => {
     try {
       const flaky = await ctx.newPage();
       flaky.setDefaultTimeout(10000);
-      await flaky.goto(web.link.replace(`:${web.port}/`, `:${proxy.port}/`));
+      await flaky.goto((await web.newLink()).replace(`:${web.port}/`, `:${proxy.port}/`));
       const kept = newId();
       const dropped = newId();
       producer.ask(kept, [name]);
@@ -476,17 +479,20 @@ describe('askbus web in Chromium', () => {
     const id = newId();
     producer.ask(id, [{ ...db, question: marker }]);
     await page.getByText(marker).waitFor();
-    // Served from 127.0.0.1 on another port: the same *site*, so SameSite lets the cookie go;
-    // only the Origin check stands between this page and the questions.
+    // Served from 127.0.0.1 on another port: the same *site*, so SameSite would let a cookie
+    // go. The session cookie's path (this server's random directory) keeps it from this
+    // server even for a page that knows the directory, and the Origin check refuses the rest.
+    const evilCookies = [];
     const evil = http.createServer((req, res) => {
+      evilCookies.push(req.headers.cookie || '');
       res.setHeader('content-type', 'text/html');
       res.end(`<!doctype html><script>
         window.result = { open: false, messages: [], closed: false };
-        const ws = new WebSocket('ws://127.0.0.1:${web.port}/ws');
+        const ws = new WebSocket('ws://127.0.0.1:${web.port}${web.dir}ws');
         ws.onopen = () => { result.open = true; };
         ws.onmessage = (e) => { result.messages.push(e.data); };
         ws.onclose = () => { result.closed = true; };
-        fetch('http://127.0.0.1:${web.port}/', { credentials: 'include' })
+        fetch('http://127.0.0.1:${web.port}${web.dir}', { credentials: 'include' })
           .then((r) => r.text()).then((t) => { result.read = t; }, (e) => { result.fetchError = String(e); });
       </script>`);
     });
@@ -495,13 +501,18 @@ describe('askbus web in Chromium', () => {
     const evilPage = await context.newPage();
     try {
       await evilPage.goto(`http://127.0.0.1:${evil.address().port}/`);
+      // Even at this server's own directory on the other port, the browser sends no session.
+      await evilPage.goto(`http://127.0.0.1:${evil.address().port}${web.dir}`);
       await evilPage.waitForFunction(() => window.result && window.result.closed
         && ('read' in window.result || 'fetchError' in window.result));
       const result = await evilPage.evaluate(() => window.result);
       assert.equal(result.open, false);
       assert.deepEqual(result.messages, []);
       assert.equal(result.read, undefined);
-      assert.match(web.stderr, /refused GET \/ws from 127\.0\.0\.1:\d+: requests from other sites are refused/);
+      assert.match(web.stderr, /refused GET \/[0-9a-f]+\/ws from 127\.0\.0\.1:\d+: requests from other sites are refused/);
+      const value = web.cookie.split('=')[1];
+      assert.ok(evilCookies.length >= 2);
+      assert.ok(evilCookies.every((c) => !c.includes(value)), JSON.stringify(evilCookies));
     } finally {
       await evilPage.close();
       evil.close();
@@ -510,24 +521,27 @@ describe('askbus web in Chromium', () => {
     assert.equal((await producer.response(id)).reason, 'dismissed');
   });
 
-  test('without the token, or from a foreign Origin or Host, nothing is served', async () => {
+  test('without a session, or from a foreign Origin or Host, nothing is served', async () => {
     const marker = `TOP-SECRET-${newId()}`;
     const id = newId();
     producer.ask(id, [{ ...db, question: marker }]);
     await page.getByText(marker).waitFor();
     const host = `127.0.0.1:${web.port}`;
-    for (const p of ['/', '/assets/app.js', '/assets/answers.js', '/ws', '/nothing', `/?token=${'0'.repeat(48)}`]) {
+    const d = web.dir;
+    for (const p of ['/', '/ws', '/assets/app.js', d, `${d}assets/app.js`, `${d}assets/answers.js`, `${d}ws`,
+      `${d}nothing`, `${d}?token=${'0'.repeat(48)}`, `${d}login?code=${'0'.repeat(48)}`]) {
       const r = await get(web, p);
       assert.equal(r.status, 401, p);
       assert.ok(!r.body.includes(marker), p);
     }
     const withCookie = { Cookie: web.cookie };
-    assert.equal((await get(web, '/', { ...withCookie, Host: 'rebound.example:80' })).status, 403);
-    assert.equal((await get(web, '/', { ...withCookie, Origin: 'http://evil.example' })).status, 403);
-    // The WebSocket: no token, a wrong token, a foreign Origin, a foreign Host.
+    assert.equal((await get(web, d, { ...withCookie, Host: 'rebound.example:80' })).status, 403);
+    assert.equal((await get(web, d, { ...withCookie, Origin: 'http://evil.example' })).status, 403);
+    // The WebSocket: no session, a made-up one, a foreign Origin, a foreign Host.
+    const name = web.cookie.split('=')[0];
     const attempts = [
       [{}, 401],
-      [{ Cookie: `askbus-web-${web.port}=${'f'.repeat(48)}` }, 401],
+      [{ Cookie: `${name}=${'f'.repeat(48)}` }, 401],
       [{ ...withCookie, Origin: 'http://evil.example' }, 403],
       [{ ...withCookie, Origin: `http://localhost:${web.port}` }, 403],
       [{ ...withCookie, Origin: 'null' }, 403],
@@ -538,15 +552,41 @@ describe('askbus web in Chromium', () => {
       assert.equal(r.status, status, JSON.stringify(headers));
       assert.ok(!r.body.includes(marker));
     }
-    // The same request with the token and the page's own Origin gets the question: the
+    // The same request with the session and the page's own Origin gets the question: the
     // refusals above are the checks at work, not a broken socket.
     const ok = await websocket(web, { ...withCookie, Origin: web.origin });
     assert.equal(ok.status, 101);
     assert.ok(ok.messages.some((m) => m.includes(marker)));
-    const bearer = await websocket(web, { Authorization: `Bearer ${web.token}` });
-    assert.equal(bearer.status, 101);
     await page.keyboard.press('Escape');
     assert.equal((await producer.response(id)).reason, 'dismissed');
+  });
+
+  test('sign out: this page, then everywhere; the pages say so and a new link signs in', async () => {
+    const ctx = await browser.newContext();
+    try {
+      const one = await openPage(ctx, web);
+      const two = await openPage(ctx, web);
+      await one.getByRole('button', { name: 'Sign out', exact: true }).click();
+      await one.locator('#conn[data-state="denied"]', { hasText: 'Signed out' }).waitFor();
+      // Both pages of this context shared one cookie, so the other is signed out too: its
+      // WebSocket closes and it says so rather than reconnecting forever.
+      await two.locator('#conn[data-state="denied"]', { hasText: 'Signed out' }).waitFor();
+      const three = await openPage(ctx, web);
+      const other = await openPage(await browser.newContext(), web);
+      await three.getByRole('button', { name: 'Sign out everywhere' }).click();
+      await three.locator('#conn[data-state="denied"]').waitFor();
+      await other.locator('#conn[data-state="denied"]', { hasText: 'Signed out' }).waitFor();
+      assert.equal((await get(web, web.dir, { Cookie: web.cookie })).status, 401);
+      // The harness's own sessions went too (its page's and its raw clients'): sign in again
+      // for the tests after this one.
+      const again = await signIn(web, await web.newLink());
+      web.cookie = again.cookie;
+      await page.close();
+      page = await openPage(context, web);
+      await other.context().close();
+    } finally {
+      await ctx.close();
+    }
   });
 
   test('screenshots: desktop (light) and a 360-px phone (dark)', async () => {

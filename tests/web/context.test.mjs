@@ -187,7 +187,7 @@ for (const [screen, options] of VIEWPORTS) {
     });
 
     test('before it knows, the page says it is connecting, not "No questions waiting"', async () => {
-      const r = await get(web, '/', { Cookie: web.cookie });
+      const r = await get(web, web.dir, { Cookie: web.cookie });
       assert.equal(r.status, 200);
       assert.match(r.body, /<h2 id="empty-title">Connecting…<\/h2>/);
       assert.doesNotMatch(r.body, /No questions waiting/);

@@ -86,6 +86,23 @@ export class Daemon {
   }
 }
 
+/** A sign-in link as `askbus web` prints it. */
+const LINK = /http:\/\/127\.0\.0\.1:(\d+)\/login\?code=[0-9a-f]+/;
+
+/**
+ * Follows a sign-in link's two steps as a browser does: {cookie: 'name=value', dir: '/<sid>/'}.
+ */
+export async function signIn(web, link) {
+  const url = new URL(link);
+  const first = await get(web, url.pathname + url.search);
+  if (first.status !== 303) throw new Error(`sign-in: ${first.status} ${first.body}`);
+  const next = first.headers.location.replace(/^\./, '');
+  const second = await get(web, next);
+  if (second.status !== 303) throw new Error(`sign-in: ${second.status} ${second.body}`);
+  const cookie = second.headers['set-cookie'][0].split(';')[0];
+  return { cookie, dir: next.slice(0, next.indexOf('login')) };
+}
+
 /** A running `askbus web` on a free loopback port. */
 export class Web {
   constructor(socket, extraArgs = []) {
@@ -97,18 +114,30 @@ export class Web {
 
   async start() {
     this.proc = spawn(CLI, ['--socket', this.socket, 'web', '--listen', '127.0.0.1:0', ...this.extraArgs], {
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.proc.stderr.setEncoding('utf8');
     this.proc.stderr.on('data', (c) => { this.stderr += c; });
-    const m = await waitFor(this.proc.stdout, /(http:\/\/127\.0\.0\.1:(\d+)\/)\?token=([0-9a-f]+)/, 'askbus web', this.proc);
+    this.proc.stdout.setEncoding('utf8');
+    this.proc.stdout.on('data', (c) => { this.stdout += c; });
+    const m = await waitFor(this.proc.stdout, LINK, 'askbus web', this.proc);
+    // The printed link: a one-time sign-in code. Raw clients (`get`, `websocket`, WsClient)
+    // sign in with it here; a browser page takes a fresh one (`newLink`).
     this.link = m[0];
-    this.base = m[1];
-    this.port = Number(m[2]);
-    this.token = m[3];
-    this.cookie = `askbus-web-${this.port}=${this.token}`;
+    this.port = Number(m[1]);
     this.origin = `http://127.0.0.1:${this.port}`;
+    const session = await signIn(this, this.link);
+    this.cookie = session.cookie;
+    this.dir = session.dir;
+    this.base = `${this.origin}${this.dir}`;
     return this;
+  }
+
+  /** A fresh one-time sign-in link: what a person gets by pressing Enter where it runs. */
+  async newLink() {
+    const printed = waitFor(this.proc.stdout, LINK, 'askbus web (a new link)', this.proc);
+    this.proc.stdin.write('\n');
+    return (await printed)[0];
   }
 
   async stop() {
@@ -273,7 +302,7 @@ export function websocket(web, headers = {}, listenMs = 800) {
     const req = http.request({
       host: '127.0.0.1',
       port: web.port,
-      path: '/ws',
+      path: `${web.dir}ws`,
       headers: {
         Connection: 'Upgrade',
         Upgrade: 'websocket',
@@ -321,7 +350,8 @@ export class WsClient {
       const req = http.request({
         host: '127.0.0.1',
         port: web.port,
-        path: `/ws${query}`,
+        // Under the page's directory, where the session cookie belongs.
+        path: `${web.dir}ws${query}`,
         headers: {
           Connection: 'Upgrade',
           Upgrade: 'websocket',
@@ -435,7 +465,7 @@ export function launchBrowser() {
 export async function openPage(context, web, rest = '') {
   const page = await context.newPage();
   page.setDefaultTimeout(WAIT_MS);
-  await page.goto(web.link);
+  await page.goto(await web.newLink());
   if (rest) await page.goto(`${web.base}${rest}`);
   await page.locator('#conn[data-state="up"]').waitFor();
   return page;

@@ -124,8 +124,11 @@ enum Command {
     Ui(context::FilterArgs),
     /// Serve a page where a browser (or a phone) answers the agents' questions.
     ///
-    /// Prints a link carrying a random access token, new at every start; every request must
-    /// carry it (the link sets it as a cookie). Listens on loopback unless --allow-remote.
+    /// Prints a sign-in link with a one-time code (dead once used, or after --code-ttl); press
+    /// Enter where it runs (or send SIGUSR1) for another, SIGHUP signs every session out. The
+    /// page needs a session; it has "Sign out" and "Sign out everywhere". Also serves the
+    /// signed links of `askbus notify` (/a/TOKEN, /o/TOKEN). Listens on loopback unless
+    /// --allow-remote.
     /// From another machine or a phone, use an SSH tunnel (`ssh -L 7870:127.0.0.1:7870 HOST`,
     /// then open the link there) or a reverse proxy with TLS in front (plus --origin).
     Web(web::WebArgs),

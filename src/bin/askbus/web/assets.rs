@@ -69,6 +69,10 @@ pub fn find(name: &str) -> Option<&'static Asset> {
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
                    connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
+/// The signed-link pages: no script at all, and one form that posts to the page's own URL.
+pub const CSP_FORM: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
+                            base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
 /// Added to every response, refusals included.
 pub fn security_headers(h: &mut HeaderMap) {
     let set = |h: &mut HeaderMap, name: header::HeaderName, value: &'static str| {

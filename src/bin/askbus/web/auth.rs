@@ -1,35 +1,227 @@
-//! Who may use `askbus web`: the access token (fresh from the OS's randomness at every start),
-//! the Host allowlist (against DNS rebinding) and the Origin check (against cross-site
-//! WebSocket hijacking). `Policy::check` is the one decision, applied by a middleware to every
-//! request before any route runs, so no route can forget it.
+//! Who may use `askbus web`: one-time sign-in codes, the sessions they open, the Host
+//! allowlist (against DNS rebinding) and the Origin check (against cross-site WebSocket
+//! hijacking). `Policy::site` is applied by a middleware to every request before any route
+//! runs, so no route can forget it; `Sessions::session` guards the page's own routes.
+//!
+//! Why codes and sessions rather than one token: the token used to be a long-lived secret on
+//! xdg-open's command line (readable by every local user in /proc/PID/cmdline) and in a
+//! cookie the browser also sent to every other server on 127.0.0.1 (cookies ignore ports).
+//! Now the link carries a code that dies at its first use or after a few minutes; using it
+//! sets a session cookie whose Path is a per-server random directory (`/<sid>/`), so the
+//! browser sends it to this server's page only, never to another port's server; and sessions
+//! end when signed out (one, or all at once) or when `askbus web` stops.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use axum::http::{header, HeaderMap, Method, Uri};
+use axum::http::{header, HeaderMap};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
 
-/// Random bytes in a token: 192 bits, beyond guessing at any request rate.
-const TOKEN_BYTES: usize = 24;
+/// Random bytes in a code and in a session: beyond guessing at any request rate.
+const SECRET_BYTES: usize = 24;
+/// Random bytes in the per-server path.
+const SID_BYTES: usize = 12;
+/// Codes not yet used are kept up to this many (the oldest go first): a person asks for one
+/// at a time, and a stuck key cannot grow the table.
+const MAX_CODES: usize = 16;
+/// Sessions kept at most; signing in past this ends the oldest.
+const MAX_SESSIONS: usize = 256;
 
-/// The access token.
-pub struct Token(String);
+/// A random secret as lower-case hex.
+fn random_hex(n: usize) -> Result<String, getrandom::Error> {
+    let mut bytes = vec![0u8; n];
+    getrandom::fill(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
 
-impl Token {
-    pub fn generate() -> Result<Token, getrandom::Error> {
-        let mut bytes = [0u8; TOKEN_BYTES];
-        getrandom::fill(&mut bytes)?;
-        Ok(Token(bytes.iter().map(|b| format!("{b:02x}")).collect()))
+/// Secrets are stored and looked up by their SHA-256, so neither a lookup's timing nor a
+/// memory dump gives a usable one away.
+fn digest(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+/// Why a code does not sign in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CodeError {
+    #[error("this sign-in link was already used, or is not one of this askbus web's")]
+    Unknown,
+    #[error("this sign-in link has expired")]
+    Expired,
+}
+
+/// A signed-in browser.
+#[derive(Debug)]
+pub struct Session {
+    /// Cancelled when the session is signed out: its WebSockets close at once.
+    pub revoked: CancellationToken,
+    opened: Instant,
+}
+
+#[derive(Default)]
+struct State {
+    /// Code digest → when it expires.
+    codes: HashMap<[u8; 32], Instant>,
+    /// Session digest → session.
+    sessions: HashMap<[u8; 32], Arc<Session>>,
+}
+
+/// The codes and sessions of one `askbus web` process.
+pub struct Sessions {
+    /// The random directory the page lives under, new at every start.
+    sid: String,
+    /// Carries the port too, so two servers' cookies never overwrite each other.
+    cookie_name: String,
+    code_ttl: Duration,
+    state: Mutex<State>,
+}
+
+impl Sessions {
+    pub fn new(port: u16, code_ttl: Duration) -> Result<Sessions, getrandom::Error> {
+        let sid = random_hex(SID_BYTES)?;
+        Ok(Sessions {
+            cookie_name: format!("askbus-web-{port}-{}", &sid[..8]),
+            sid,
+            code_ttl,
+            state: Mutex::new(State::default()),
+        })
     }
 
-    pub fn as_str(&self) -> &str {
-        &self.0
+    /// The page's directory: `/<sid>/`.
+    pub fn sid(&self) -> &str {
+        &self.sid
     }
 
-    /// Compares in time independent of where the strings differ, so response timing says
-    /// nothing about how much of a guess was right.
-    fn matches(&self, candidate: &str) -> bool {
-        let (a, b) = (self.0.as_bytes(), candidate.as_bytes());
-        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    pub fn code_ttl(&self) -> Duration {
+        self.code_ttl
     }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic elsewhere while holding it leaves plain data: keep serving.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A fresh one-time code, valid for the code TTL.
+    pub fn new_code(&self) -> Result<String, getrandom::Error> {
+        let code = random_hex(SECRET_BYTES)?;
+        let now = Instant::now();
+        let mut st = self.state();
+        st.codes.retain(|_, exp| *exp > now);
+        while st.codes.len() >= MAX_CODES {
+            let oldest = *st
+                .codes
+                .iter()
+                .min_by_key(|(_, exp)| **exp)
+                .expect("not empty")
+                .0;
+            st.codes.remove(&oldest);
+        }
+        st.codes.insert(digest(&code), now + self.code_ttl);
+        Ok(code)
+    }
+
+    /// Uses `code` up (whether or not it was still valid) and opens a session: its cookie
+    /// value.
+    pub fn redeem(&self, code: &str) -> Result<String, CodeError> {
+        let now = Instant::now();
+        let mut st = self.state();
+        let exp = st.codes.remove(&digest(code)).ok_or(CodeError::Unknown)?;
+        if exp <= now {
+            return Err(CodeError::Expired);
+        }
+        let secret = random_hex(SECRET_BYTES).map_err(|_| CodeError::Unknown)?;
+        if st.sessions.len() >= MAX_SESSIONS {
+            let oldest = *st
+                .sessions
+                .iter()
+                .min_by_key(|(_, s)| s.opened)
+                .expect("not empty")
+                .0;
+            if let Some(s) = st.sessions.remove(&oldest) {
+                s.revoked.cancel();
+            }
+        }
+        st.sessions.insert(
+            digest(&secret),
+            Arc::new(Session {
+                revoked: CancellationToken::new(),
+                opened: now,
+            }),
+        );
+        Ok(secret)
+    }
+
+    /// The session the request's cookie names, if it is open.
+    pub fn session(&self, headers: &HeaderMap) -> Option<(String, Arc<Session>)> {
+        let st = self.state();
+        cookies(headers, &self.cookie_name).find_map(|value| {
+            st.sessions
+                .get(&digest(value))
+                .map(|s| (value.to_owned(), s.clone()))
+        })
+    }
+
+    /// Signs one session out.
+    pub fn revoke(&self, secret: &str) {
+        if let Some(s) = self.state().sessions.remove(&digest(secret)) {
+            s.revoked.cancel();
+        }
+    }
+
+    /// Signs every session out and forgets every unused code; returns how many sessions
+    /// there were.
+    pub fn revoke_all(&self) -> usize {
+        let mut st = self.state();
+        st.codes.clear();
+        let n = st.sessions.len();
+        for (_, s) in st.sessions.drain() {
+            s.revoked.cancel();
+        }
+        n
+    }
+
+    /// The `Set-Cookie` value a sign-in answers with. No `Path`: the browser scopes the cookie
+    /// to the directory of the sign-in URL, `/<sid>/` (under whatever prefix a reverse proxy
+    /// adds), so it is never sent to another server on this host, whatever its port.
+    /// HttpOnly: page scripts never see it. SameSite=Strict: other sites' pages cannot make
+    /// the browser send it. Secure behind a TLS proxy.
+    pub fn login_cookie(&self, secret: &str, headers: &HeaderMap) -> String {
+        format!(
+            "{}={secret}; HttpOnly; SameSite=Strict{}",
+            self.cookie_name,
+            if behind_tls(headers) { "; Secure" } else { "" }
+        )
+    }
+
+    /// The `Set-Cookie` value that removes the cookie (sign out).
+    pub fn logout_cookie(&self, headers: &HeaderMap) -> String {
+        format!(
+            "{}=; Max-Age=0; HttpOnly; SameSite=Strict{}",
+            self.cookie_name,
+            if behind_tls(headers) { "; Secure" } else { "" }
+        )
+    }
+}
+
+fn behind_tls(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("https"))
+}
+
+/// The values of the cookies named `name`.
+fn cookies<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .filter(move |(n, _)| *n == name)
+        .map(|(_, v)| v)
 }
 
 /// An origin given with `--origin`, e.g. a TLS reverse proxy's public address.
@@ -62,107 +254,34 @@ pub fn parse_origin(s: &str) -> Result<ExtraOrigin, String> {
     })
 }
 
-/// What to do with a request.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Allow,
-    /// The request carries the token in its query: set the cookie and send the browser to
-    /// this `Location`, so the token leaves the address bar and the history.
-    Login {
-        location: String,
-    },
-    /// 403: a foreign Host or Origin. Said before the token is even looked at.
-    Forbidden(&'static str),
-    /// 401: no valid token.
-    Unauthorized,
-}
-
-/// The access rules of one `askbus web` process.
+/// The site rules of one `askbus web` process: which Host and Origin a request may carry.
 pub struct Policy {
-    token: Token,
-    /// Cookies are not scoped by port, so two instances on one host need distinct names.
-    cookie_name: String,
     /// `--allow-remote`: the page may be reached under any name or address.
     any_host: bool,
     extra: Vec<ExtraOrigin>,
 }
 
 impl Policy {
-    pub fn new(token: Token, port: u16, any_host: bool, extra: Vec<ExtraOrigin>) -> Policy {
-        Policy {
-            token,
-            cookie_name: format!("askbus-web-{port}"),
-            any_host,
-            extra,
-        }
+    pub fn new(any_host: bool, extra: Vec<ExtraOrigin>) -> Policy {
+        Policy { any_host, extra }
     }
 
-    pub fn token(&self) -> &Token {
-        &self.token
-    }
-
-    /// The `Set-Cookie` value a login answers with. HttpOnly: page scripts never see the
-    /// token. SameSite=Strict: other sites' pages cannot make the browser send it.
-    pub fn login_cookie(&self, headers: &HeaderMap) -> String {
-        let behind_tls = headers
-            .get("x-forwarded-proto")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.eq_ignore_ascii_case("https"));
-        format!(
-            "{}={}; Path=/; HttpOnly; SameSite=Strict{}",
-            self.cookie_name,
-            self.token.as_str(),
-            if behind_tls { "; Secure" } else { "" }
-        )
-    }
-
-    pub fn check(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> Verdict {
+    /// Refuses a foreign Host or Origin (403), before anything else about the request is
+    /// looked at. Every route passes here, signed links included.
+    pub fn site(&self, headers: &HeaderMap) -> Result<(), &'static str> {
         let Some(host) = header_str(headers, header::HOST) else {
-            return Verdict::Forbidden("the request has no Host header");
+            return Err("the request has no Host header");
         };
         let host = host.to_ascii_lowercase();
         if !self.host_allowed(&host) {
-            return Verdict::Forbidden("this server does not answer to that Host name");
+            return Err("this server does not answer to that Host name");
         }
         if let Some(origin) = header_str(headers, header::ORIGIN) {
             if !self.origin_allowed(&origin.to_ascii_lowercase(), &host) {
-                return Verdict::Forbidden("requests from other sites are refused");
+                return Err("requests from other sites are refused");
             }
         }
-        if self.has_token_header(headers) {
-            return Verdict::Allow;
-        }
-        match query_token(uri) {
-            Some(t) if self.token.matches(t) => {
-                // Only a page load is turned into a login; a script's WebSocket may carry the
-                // token in its query, since it cannot set headers.
-                if method == Method::GET && uri.path() != "/ws" {
-                    Verdict::Login {
-                        location: relative_self(uri.path()),
-                    }
-                } else {
-                    Verdict::Allow
-                }
-            }
-            _ => Verdict::Unauthorized,
-        }
-    }
-
-    fn has_token_header(&self, headers: &HeaderMap) -> bool {
-        let bearer = headers
-            .get_all(header::AUTHORIZATION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .filter_map(|v| v.strip_prefix("Bearer "))
-            .any(|t| self.token.matches(t.trim()));
-        let cookie = headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .any(|(name, value)| name == self.cookie_name && self.token.matches(value));
-        bearer || cookie
+        Ok(())
     }
 
     fn host_allowed(&self, host: &str) -> bool {
@@ -184,20 +303,51 @@ fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// The value of `token=` in the query, if any.
-fn query_token(uri: &Uri) -> Option<&str> {
-    uri.query()?
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("token="))
+/// The value of `name=` in a query string, percent-decoded.
+pub fn query_param(query: Option<&str>, name: &str) -> Option<String> {
+    query?.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k == name).then(|| percent_decode(v))
+    })
 }
 
-/// A `Location` naming the same page without the query, relative so that a reverse proxy that
-/// serves the page under a path prefix keeps it.
-fn relative_self(path: &str) -> String {
-    match path.rsplit('/').next() {
-        Some(last) if !last.is_empty() => format!("./{last}"),
-        _ => "./".to_owned(),
+/// Percent-decodes (and reads `+` as a space, as forms write it); invalid escapes are kept
+/// as they are.
+fn percent_decode(s: &str) -> String {
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() => match (hex(b[i + 1]), hex(b[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push(h << 4 | l);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            c => out.push(c),
+        }
+        i += 1;
     }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters, for a query value or a
+/// fragment.
+pub fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
 }
 
 /// Whether a Host header names this machine's loopback: `localhost`, 127.0.0.0/8 or `[::1]`,
@@ -234,7 +384,7 @@ mod tests {
 
     fn policy(any_host: bool, extra: &[&str]) -> Policy {
         let extra = extra.iter().map(|o| parse_origin(o).unwrap()).collect();
-        Policy::new(Token("secret".into()), 7870, any_host, extra)
+        Policy::new(any_host, extra)
     }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
@@ -245,59 +395,68 @@ mod tests {
         h
     }
 
-    fn check(p: &Policy, uri: &str, pairs: &[(&'static str, &str)]) -> Verdict {
-        p.check(&Method::GET, &uri.parse().unwrap(), &headers(pairs))
+    #[test]
+    fn a_code_signs_in_once_and_sessions_are_revocable() {
+        let s = Sessions::new(7870, Duration::from_secs(600)).unwrap();
+        assert_eq!(s.sid().len(), 24);
+        let code = s.new_code().unwrap();
+        assert_eq!(code.len(), 48);
+        let secret = s.redeem(&code).unwrap();
+        assert_eq!(s.redeem(&code), Err(CodeError::Unknown));
+        assert_eq!(s.redeem("0"), Err(CodeError::Unknown));
+        let name = s.cookie_name.clone();
+        let with = |v: &str| headers(&[("cookie", &format!("a=b; {name}={v}"))]);
+        let (found, session) = s.session(&with(&secret)).unwrap();
+        assert_eq!(found, secret);
+        assert!(s.session(&with("nope")).is_none());
+        // Another server's cookie of the same value and another name is not this one's.
+        assert!(s
+            .session(&headers(&[(
+                "cookie",
+                &format!("askbus-web-7871-x={secret}")
+            )]))
+            .is_none());
+        s.revoke(&secret);
+        assert!(session.revoked.is_cancelled());
+        assert!(s.session(&with(&secret)).is_none());
+
+        let a = s.redeem(&s.new_code().unwrap()).unwrap();
+        let b = s.redeem(&s.new_code().unwrap()).unwrap();
+        let unused = s.new_code().unwrap();
+        assert_eq!(s.revoke_all(), 2);
+        assert!(s.session(&with(&a)).is_none() && s.session(&with(&b)).is_none());
+        assert_eq!(s.redeem(&unused), Err(CodeError::Unknown));
     }
 
     #[test]
-    fn tokens_are_random_hex_of_192_bits() {
-        let a = Token::generate().unwrap();
-        let b = Token::generate().unwrap();
-        assert_eq!(a.as_str().len(), 48);
-        assert!(a.as_str().bytes().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(a.as_str(), b.as_str());
-        assert!(a.matches(a.as_str()));
-        assert!(!a.matches(b.as_str()));
-        assert!(!a.matches(&a.as_str()[..47]));
-        assert!(!a.matches(""));
+    fn an_expired_code_is_refused_and_old_codes_make_room() {
+        let s = Sessions::new(7870, Duration::ZERO).unwrap();
+        let code = s.new_code().unwrap();
+        assert_eq!(s.redeem(&code), Err(CodeError::Expired));
+        let s = Sessions::new(7870, Duration::from_secs(600)).unwrap();
+        let first = s.new_code().unwrap();
+        for _ in 0..MAX_CODES {
+            s.new_code().unwrap();
+        }
+        assert_eq!(s.state().codes.len(), MAX_CODES);
+        assert_eq!(s.redeem(&first), Err(CodeError::Unknown));
     }
 
     #[test]
-    fn the_token_is_needed_by_cookie_bearer_or_query() {
-        let p = policy(false, &[]);
-        let host = ("host", "127.0.0.1:7870");
-        assert_eq!(check(&p, "/", &[host]), Verdict::Unauthorized);
-        assert_eq!(check(&p, "/?token=wrong", &[host]), Verdict::Unauthorized);
-        assert_eq!(
-            check(&p, "/?token=secret", &[host]),
-            Verdict::Login {
-                location: "./".into()
-            }
-        );
-        assert_eq!(check(&p, "/ws?token=secret", &[host]), Verdict::Allow);
-        assert_eq!(
-            check(&p, "/", &[host, ("cookie", "a=b; askbus-web-7870=secret")]),
-            Verdict::Allow
-        );
-        // Another instance's cookie (other port) does not open this one.
-        assert_eq!(
-            check(&p, "/", &[host, ("cookie", "askbus-web-7871=secret")]),
-            Verdict::Unauthorized
-        );
-        assert_eq!(
-            check(&p, "/", &[host, ("authorization", "Bearer secret")]),
-            Verdict::Allow
-        );
-        assert_eq!(
-            check(&p, "/", &[host, ("authorization", "Bearer secreT")]),
-            Verdict::Unauthorized
-        );
+    fn cookies_are_scoped_to_the_page_directory() {
+        let s = Sessions::new(7870, Duration::from_secs(600)).unwrap();
+        let c = s.login_cookie("v", &HeaderMap::new());
+        assert!(c.starts_with("askbus-web-7870-"), "{c}");
+        assert!(c.ends_with("=v; HttpOnly; SameSite=Strict"), "{c}");
+        assert!(!c.contains("Path"), "{c}");
+        let tls = headers(&[("x-forwarded-proto", "https")]);
+        assert!(s.login_cookie("v", &tls).ends_with("; Secure"));
+        assert!(s.logout_cookie(&tls).contains("=; Max-Age=0;"));
     }
 
     #[test]
     fn foreign_hosts_are_refused_unless_remote_is_allowed() {
         let p = policy(false, &[]);
-        let ok = ("cookie", "askbus-web-7870=secret");
         for host in [
             "127.0.0.1:7870",
             "127.0.0.1:9000",
@@ -307,11 +466,7 @@ mod tests {
             "[::1]:7870",
             "[::1]",
         ] {
-            assert_eq!(
-                check(&p, "/", &[("host", host), ok]),
-                Verdict::Allow,
-                "{host}"
-            );
+            assert_eq!(p.site(&headers(&[("host", host)])), Ok(()), "{host}");
         }
         for host in [
             "evil.example:7870",
@@ -322,37 +477,28 @@ mod tests {
             "127.0.0.1:x",
             "[::1]x",
         ] {
-            assert!(
-                matches!(check(&p, "/", &[("host", host), ok]), Verdict::Forbidden(_)),
-                "{host}"
-            );
+            assert!(p.site(&headers(&[("host", host)])).is_err(), "{host}");
         }
-        assert!(matches!(check(&p, "/", &[ok]), Verdict::Forbidden(_)));
+        assert!(p.site(&HeaderMap::new()).is_err());
         let remote = policy(true, &[]);
         assert_eq!(
-            check(&remote, "/", &[("host", "192.168.1.5:7870"), ok]),
-            Verdict::Allow
+            remote.site(&headers(&[("host", "192.168.1.5:7870")])),
+            Ok(())
         );
     }
 
     #[test]
     fn only_same_origin_or_listed_origins_pass() {
         let p = policy(false, &["https://askbus.example.com/"]);
-        let host = ("host", "127.0.0.1:7870");
-        let ok = ("cookie", "askbus-web-7870=secret");
-        let with = |origin: &str, host: (&'static str, &str)| {
-            p.check(
-                &Method::GET,
-                &"/ws".parse().unwrap(),
-                &headers(&[host, ok, ("origin", origin)]),
-            )
-        };
-        assert_eq!(with("http://127.0.0.1:7870", host), Verdict::Allow);
-        assert_eq!(with("https://askbus.example.com", host), Verdict::Allow);
+        let with =
+            |origin: &str, host: &str| p.site(&headers(&[("host", host), ("origin", origin)]));
+        let host = "127.0.0.1:7870";
+        assert_eq!(with("http://127.0.0.1:7870", host), Ok(()));
+        assert_eq!(with("https://askbus.example.com", host), Ok(()));
         // A proxy that keeps the public Host.
         assert_eq!(
-            with("https://askbus.example.com", ("host", "askbus.example.com")),
-            Verdict::Allow
+            with("https://askbus.example.com", "askbus.example.com"),
+            Ok(())
         );
         for bad in [
             "http://evil.example",
@@ -361,17 +507,8 @@ mod tests {
             "null",
             "https://askbus.example.com.evil.example",
         ] {
-            assert!(matches!(with(bad, host), Verdict::Forbidden(_)), "{bad}");
+            assert!(with(bad, host).is_err(), "{bad}");
         }
-        // The Origin is checked before the token: a foreign page learns nothing either way.
-        assert!(matches!(
-            check(
-                &p,
-                "/?token=secret",
-                &[host, ("origin", "http://evil.example")]
-            ),
-            Verdict::Forbidden(_)
-        ));
     }
 
     #[test]
@@ -384,17 +521,18 @@ mod tests {
     }
 
     #[test]
-    fn login_cookie_and_location() {
-        let p = policy(false, &[]);
-        let c = p.login_cookie(&HeaderMap::new());
+    fn query_values_are_decoded_and_encoded() {
         assert_eq!(
-            c,
-            "askbus-web-7870=secret; Path=/; HttpOnly; SameSite=Strict"
+            query_param(Some("a=1&code=x%2Fy+z"), "code").as_deref(),
+            Some("x/y z")
         );
-        let tls = headers(&[("x-forwarded-proto", "https")]);
-        assert!(p.login_cookie(&tls).ends_with("; Secure"));
-        assert_eq!(relative_self("/"), "./");
-        assert_eq!(relative_self("/askbus/"), "./");
-        assert_eq!(relative_self("/index.html"), "./index.html");
+        assert_eq!(query_param(Some("code"), "code"), None);
+        assert_eq!(query_param(None, "code"), None);
+        assert_eq!(
+            query_param(Some("q=%E2%9C%93%"), "q").as_deref(),
+            Some("✓%")
+        );
+        assert_eq!(query_param(Some("q=%zz%e"), "q").as_deref(), Some("%zz%e"));
+        assert_eq!(percent_encode("a b/✓-_.~"), "a%20b%2F%E2%9C%93-_.~");
     }
 }

@@ -47,7 +47,8 @@ use askbusd::protocol::{
 const KEEPALIVE: Duration = Duration::from_secs(25);
 /// WebSocket close code "going away".
 const GOING_AWAY: u16 = 1001;
-/// WebSocket close code "policy violation": the page must not retry as it is.
+/// WebSocket close code "policy violation": the page must not retry as it is (an invalid
+/// filter; a signed-out session).
 const POLICY: u16 = 1008;
 
 /// What every tab's bridge shares.
@@ -82,12 +83,14 @@ pub fn filter(
     })
 }
 
-/// Serves one tab until it closes (or `askbus web` stops).
+/// Serves one tab until it closes, `askbus web` stops, or its session is signed out
+/// (`revoked`).
 pub async fn tab(
     mut ws: WebSocket,
     bridge: &Bridge,
     peer: SocketAddr,
     filter: Result<SubscribeFilter, String>,
+    revoked: tokio_util::sync::CancellationToken,
 ) {
     let filter = match filter {
         Ok(f) => f,
@@ -185,7 +188,11 @@ pub async fn tab(
                 }
             }
             _ = until_stopping(&mut stopping) => {
-                close(&mut ws).await;
+                close(&mut ws, GOING_AWAY, "askbus web stopped").await;
+                return;
+            }
+            _ = revoked.cancelled() => {
+                close(&mut ws, POLICY, "signed out").await;
                 return;
             }
         }
@@ -307,10 +314,10 @@ async fn send_json(ws: &mut WebSocket, value: &impl serde::Serialize) -> Result<
     ws.send(Message::Text(text.into())).await
 }
 
-async fn close(ws: &mut WebSocket) {
+async fn close(ws: &mut WebSocket, code: u16, reason: &'static str) {
     let frame = CloseFrame {
-        code: GOING_AWAY,
-        reason: "askbus web stopped".into(),
+        code,
+        reason: reason.into(),
     };
     let _ = ws.send(Message::Close(Some(frame))).await;
 }

@@ -1,28 +1,33 @@
 //! `askbus web`: answer the agents' questions from a browser. An HTTP server (axum) that serves
-//! an embedded page and a WebSocket; each open tab is a live UI of the daemon (`bridge`), and
-//! every request passes the access checks of `auth` first. See `README.md` beside this file
-//! for the security model and how to reach it from a phone.
+//! an embedded page and a WebSocket under a per-server random directory (`/<sid>/`); each open
+//! tab is a live UI of the daemon (`bridge`). Every request passes the Host/Origin checks of
+//! `auth` first; the page's routes need a session (opened with a one-time code, see `auth`),
+//! the signed-link routes (`signed`) their token. See `README.md` beside this file for the
+//! security model and how to reach it from a phone.
 
 mod assets;
 mod auth;
 mod bridge;
+mod signed;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Path, Query, Request, State, WebSocketUpgrade};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
+use std::io::BufRead;
 use tokio::sync::watch;
 
-use auth::{Policy, Token, Verdict};
+use auth::{Policy, Session, Sessions};
 use bridge::Bridge;
 
 /// The flags of `askbus web` (its help text is on the subcommand, in `main.rs`).
@@ -32,21 +37,58 @@ pub struct WebArgs {
     #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:7870")]
     listen: SocketAddr,
     /// Allow a --listen address that other machines can reach (plain HTTP: anyone on the
-    /// path can read the questions and the token)
+    /// path can read the questions and take a session)
     #[arg(long)]
     allow_remote: bool,
     /// Also accept the page from ORIGIN, e.g. https://askbus.example.com for a TLS reverse
     /// proxy in front; repeatable
     #[arg(long = "origin", value_name = "ORIGIN")]
     origins: Vec<String>,
-    /// Open the page in the default browser
+    /// Open the page in the default browser (the opener is given a one-time sign-in code,
+    /// dead once used, never a lasting secret)
     #[arg(long)]
     open: bool,
+    /// How long a sign-in code stays usable (it also ends at its first use)
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
+    code_ttl: Duration,
+    /// The key that checks signed links (`askbus notify`'s one-tap answers) [default:
+    /// web-links.key beside the socket, made on first use]
+    #[arg(long, value_name = "FILE")]
+    link_key: Option<PathBuf>,
 }
 
 struct App {
     policy: Policy,
+    sessions: Sessions,
     bridge: Bridge,
+    links: signed::Links,
+    /// `http://127.0.0.1:PORT` (or the address it listens on): sign-in links start with it.
+    base: String,
+}
+
+impl App {
+    /// A fresh sign-in link: the server's root, a one-time code.
+    fn login_link(&self) -> Result<String> {
+        let code = self
+            .sessions
+            .new_code()
+            .context("cannot read the OS's random source")?;
+        Ok(format!("{}/login?code={code}", self.base))
+    }
+
+    /// Prints a fresh sign-in link, and how to get the next one.
+    fn print_login_link(&self) {
+        match self.login_link() {
+            Ok(link) => {
+                println!(
+                    "Sign in with this link (single use, valid {}; press Enter here for another):",
+                    humantime::format_duration(self.sessions.code_ttl())
+                );
+                println!("  {link}");
+            }
+            Err(e) => eprintln!("askbus web: {e:#}"),
+        }
+    }
 }
 
 pub async fn run(args: WebArgs, socket: PathBuf) -> Result<ExitCode> {
@@ -64,20 +106,14 @@ pub async fn run(args: WebArgs, socket: PathBuf) -> Result<ExitCode> {
             args.listen
         );
     }
-    let token = Token::generate().context("cannot read the OS's random source")?;
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let addr = listener.local_addr()?;
-    let policy = Policy::new(token, addr.port(), args.allow_remote, extra);
+    let policy = Policy::new(args.allow_remote, extra);
+    let sessions =
+        Sessions::new(addr.port(), args.code_ttl).context("cannot read the OS's random source")?;
     let (stop, stopping) = watch::channel(false);
-    let app = Arc::new(App {
-        policy,
-        bridge: Bridge {
-            socket: socket.clone(),
-            stopping,
-        },
-    });
 
     let local = if addr.ip().is_unspecified() {
         SocketAddr::new(
@@ -91,7 +127,19 @@ pub async fn run(args: WebArgs, socket: PathBuf) -> Result<ExitCode> {
     } else {
         addr
     };
-    let link = format!("http://{local}/?token={}", app.policy.token().as_str());
+    let app = Arc::new(App {
+        policy,
+        sessions,
+        bridge: Bridge {
+            socket: socket.clone(),
+            stopping,
+        },
+        links: signed::Links::new(
+            crate::links::key_path(args.link_key.as_deref(), &socket),
+            socket.clone(),
+        ),
+        base: format!("http://{local}"),
+    });
     if !addr.ip().is_loopback() {
         eprintln!(
             "askbus web: WARNING: listening on {addr}, reachable from other machines over plain \
@@ -103,8 +151,7 @@ pub async fn run(args: WebArgs, socket: PathBuf) -> Result<ExitCode> {
         "askbus web: serving the questions of askbusd at {} on http://{local}/",
         socket.display()
     );
-    println!("Open this link (it carries the access token: keep it to yourself):");
-    println!("  {link}");
+    app.print_login_link();
     if addr.ip().is_unspecified() {
         println!(
             "From another machine, use this machine's address instead of {}.",
@@ -120,21 +167,39 @@ pub async fn run(args: WebArgs, socket: PathBuf) -> Result<ExitCode> {
         );
     }
     if args.open {
-        if let Err(e) = open::that_detached(&link) {
-            // The opener's own error is Rust debug text ("ExitStatus(unix_wait_status(768))").
-            let why = match e.kind() {
-                std::io::ErrorKind::NotFound => "no opener such as xdg-open is installed",
-                _ => "the system's opener (xdg-open or the like) failed",
-            };
-            eprintln!("askbus web: cannot open a browser: {why}; open the link above");
+        // Its own code: the one printed stays good for the person at the terminal.
+        match app.login_link() {
+            Ok(link) => {
+                if let Err(e) = open::that_detached(link) {
+                    // The opener's own error is Rust debug text ("ExitStatus(…)").
+                    let why = match e.kind() {
+                        std::io::ErrorKind::NotFound => "no opener such as xdg-open is installed",
+                        _ => "the system's opener (xdg-open or the like) failed",
+                    };
+                    eprintln!("askbus web: cannot open a browser: {why}; open the link above");
+                }
+            }
+            Err(e) => eprintln!("askbus web: {e:#}"),
         }
     }
+    tokio::spawn(new_codes(app.clone()));
 
+    // The page's directory: routes written out whole (a nested "/" would not match "/<sid>/").
+    let sid = app.sessions.sid().to_owned();
+    let at = |rest: &str| format!("/{sid}/{rest}");
+    let page = Router::new()
+        .route(&at(""), get(index))
+        .route(&at("assets/{name}"), get(asset))
+        .route(&at("ws"), get(websocket))
+        .route(&at("logout"), post(logout))
+        .route_layer(middleware::from_fn_with_state(app.clone(), signed_in));
     let router = Router::new()
-        .route("/", get(index))
-        .route("/assets/{name}", get(asset))
-        .route("/ws", get(websocket))
-        .fallback(not_found)
+        .route("/login", get(login_redirect))
+        .route(&at("login"), get(login))
+        .merge(page)
+        .route("/a/{token}", get(signed::confirm_page).post(signed::answer))
+        .route("/o/{token}", get(signed::open))
+        .fallback(unknown_page)
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app);
     axum::serve(
@@ -165,24 +230,13 @@ async fn stopped() {
     }
 }
 
-/// Every request passes here first: Host, Origin, token. The refusals say nothing about
-/// what is pending.
+/// Every request passes here first: Host and Origin. The refusals say nothing about what is
+/// pending.
 async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Response {
-    let verdict = app.policy.check(req.method(), req.uri(), req.headers());
-    let mut resp = match verdict {
-        Verdict::Allow => next.run(req).await,
-        Verdict::Login { location } => {
-            let cookie = app.policy.login_cookie(req.headers());
-            let mut r = StatusCode::SEE_OTHER.into_response();
-            let h = r.headers_mut();
-            h.insert(header::SET_COOKIE, HeaderValue::from_str(&cookie).expect("ascii"));
-            h.insert(
-                header::LOCATION,
-                HeaderValue::from_str(&location).expect("ascii"),
-            );
-            r
-        }
-        Verdict::Forbidden(why) => {
+    let signed_link = req.uri().path().starts_with("/a/");
+    let mut resp = match app.policy.site(req.headers()) {
+        Ok(()) => next.run(req).await,
+        Err(why) => {
             let peer = req
                 .extensions()
                 .get::<ConnectInfo<SocketAddr>>()
@@ -191,7 +245,7 @@ async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
             eprintln!(
                 "askbus web: refused {} {} from {peer}: {why} (Host {}, Origin {})",
                 req.method(),
-                crate::term::sanitize(req.uri().path()),
+                crate::term::sanitize(&short_path(req.uri().path())),
                 header_text(req.headers().get(header::HOST)),
                 header_text(req.headers().get(header::ORIGIN)),
             );
@@ -200,13 +254,178 @@ async fn guard(State(app): State<Arc<App>>, req: Request, next: Next) -> Respons
                 &format!("Forbidden: {why}. If askbus web is behind a reverse proxy, start it with --origin and the public address."),
             )
         }
-        Verdict::Unauthorized => page(
-            StatusCode::UNAUTHORIZED,
-            "This is askbus web. Open the link that `askbus web` printed when it started: it carries the access token.",
-        ),
     };
     assets::security_headers(resp.headers_mut());
+    if signed_link {
+        // The confirmation page's one button is a form posting to the page's own URL.
+        resp.headers_mut().insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(assets::CSP_FORM),
+        );
+    }
     resp
+}
+
+/// A path as logged: a signed link's token is cut (it may still be good).
+fn short_path(path: &str) -> String {
+    match path.get(..3) {
+        Some("/a/" | "/o/") => format!("{}…", &path[..3]),
+        _ => path.to_owned(),
+    }
+}
+
+/// The page's routes: only for a signed-in browser. Its session goes with the request, so the
+/// WebSocket can close when it is signed out.
+async fn signed_in(State(app): State<Arc<App>>, mut req: Request, next: Next) -> Response {
+    match app.sessions.session(req.headers()) {
+        Some((secret, session)) => {
+            req.extensions_mut().insert(SessionRef { secret, session });
+            next.run(req).await
+        }
+        None => unauthorized(),
+    }
+}
+
+#[derive(Clone)]
+struct SessionRef {
+    secret: String,
+    session: Arc<Session>,
+}
+
+/// 401: not signed in (or no longer).
+fn unauthorized() -> Response {
+    page(
+        StatusCode::UNAUTHORIZED,
+        "This is askbus web. You are not signed in (or were signed out, or askbus web restarted). \
+         Open a sign-in link: press Enter in the terminal where askbus web runs for a new one, \
+         or send it SIGUSR1 (kill -USR1 PID) and read its output.",
+    )
+}
+
+/// Any path outside the page's directory: how to get in.
+async fn unknown_page() -> Response {
+    unauthorized()
+}
+
+/// `GET /login?code=…`: the printed link. Sends the browser on to the page's directory with
+/// the code still unused, so the cookie the next step sets is scoped to that directory.
+async fn login_redirect(State(app): State<Arc<App>>, uri: Uri) -> Response {
+    let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+    redirect(&format!("./{}/login{query}", app.sessions.sid()))
+}
+
+/// `GET /<sid>/login?code=…[&q=ID]`: uses the code up, opens a session, and sends the browser
+/// to the page (on question ID) with the code gone from the address bar and the history.
+async fn login(State(app): State<Arc<App>>, uri: Uri, headers: HeaderMap) -> Response {
+    let Some(code) = auth::query_param(uri.query(), "code") else {
+        return unauthorized();
+    };
+    match app.sessions.redeem(&code) {
+        Ok(secret) => {
+            let fragment = auth::query_param(uri.query(), "q")
+                .map(|id| format!("#q={}", auth::percent_encode(&id)))
+                .unwrap_or_default();
+            let mut r = redirect(&format!("./{fragment}"));
+            let cookie = app.sessions.login_cookie(&secret, &headers);
+            r.headers_mut().insert(
+                header::SET_COOKIE,
+                HeaderValue::from_str(&cookie).expect("ascii"),
+            );
+            r
+        }
+        Err(e) => page(
+            StatusCode::UNAUTHORIZED,
+            &format!(
+                "{}. Sign-in links work once and for {}: press Enter in the terminal where \
+                 askbus web runs for a new one (or send it SIGUSR1).",
+                capitalized(&e.to_string()),
+                humantime::format_duration(app.sessions.code_ttl())
+            ),
+        ),
+    }
+}
+
+/// `POST /<sid>/logout`: signs this browser out; `?all=1` signs out every session (every
+/// device) and voids the unused codes.
+async fn logout(
+    State(app): State<Arc<App>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    axum::Extension(me): axum::Extension<SessionRef>,
+) -> Response {
+    debug_assert_eq!(method, Method::POST);
+    let all = auth::query_param(uri.query(), "all").is_some_and(|v| v == "1");
+    let text = if all {
+        let n = app.sessions.revoke_all();
+        println!("askbus web: signed out everywhere ({n} sessions), at a page's request");
+        "Signed out everywhere."
+    } else {
+        app.sessions.revoke(&me.secret);
+        "Signed out."
+    };
+    let mut r = page(StatusCode::OK, text);
+    let cookie = app.sessions.logout_cookie(&headers);
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&cookie).expect("ascii"),
+    );
+    r
+}
+
+/// A 303 to `location` (relative, so that a reverse proxy serving under a prefix keeps it).
+fn redirect(location: &str) -> Response {
+    let mut r = StatusCode::SEE_OTHER.into_response();
+    r.headers_mut().insert(
+        header::LOCATION,
+        HeaderValue::from_str(location).expect("a URL-safe location"),
+    );
+    r
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// New sign-in links on demand: a line on stdin (Enter, where askbus web runs in a terminal,
+/// an SSH session included) or SIGUSR1 prints one; SIGHUP signs every session out first.
+async fn new_codes(app: Arc<App>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut usr1), Ok(mut hup)) = (
+        signal(SignalKind::user_defined1()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return;
+    };
+    // Lines are read on a thread of their own: a blocking read in the runtime's pool would
+    // hold up the exit on SIGTERM while stdin stays open.
+    let (line_tx, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            if line.is_err() || line_tx.send(()).is_err() {
+                return;
+            }
+        }
+    });
+    let mut stdin_open = true;
+    loop {
+        tokio::select! {
+            line = lines.recv(), if stdin_open => match line {
+                Some(()) => app.print_login_link(),
+                // No terminal (a service, /dev/null): the signals remain.
+                None => stdin_open = false,
+            },
+            _ = usr1.recv() => app.print_login_link(),
+            _ = hup.recv() => {
+                let n = app.sessions.revoke_all();
+                println!("askbus web: SIGHUP: signed out every session ({n}) and voided unused links");
+                app.print_login_link();
+            }
+        }
+    }
 }
 
 /// A request header as a log line shows it: its text (made safe for a terminal), or "none".
@@ -267,13 +486,15 @@ struct WsQuery {
 async fn websocket(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    axum::Extension(me): axum::Extension<SessionRef>,
     Query(q): Query<WsQuery>,
     ws: WebSocketUpgrade,
 ) -> Response {
+    let revoked = me.session.revoked.clone();
     let filter = bridge::filter(q.project, q.agent, q.session, q.node);
     // An answer never needs more than the daemon accepts in one frame.
     ws.max_message_size(askbusd::protocol::DEFAULT_MAX_FRAME_BYTES)
-        .on_upgrade(
-            move |socket| async move { bridge::tab(socket, &app.bridge, peer, filter).await },
-        )
+        .on_upgrade(move |socket| async move {
+            bridge::tab(socket, &app.bridge, peer, filter, revoked).await
+        })
 }

@@ -79,6 +79,7 @@ function connect() {
   };
   ws.onclose = (e) => {
     app.ws = null;
+    if (app.signedOut) return;
     const stopped = e.code === 1001 && e.reason === 'askbus web stopped';
     setConn('lost', stopped ? 'askbus web stopped; reconnecting when it is back…'
       : 'Lost the connection to askbus web; reconnecting…');
@@ -95,7 +96,7 @@ async function retry() {
   try {
     const res = await fetch(location.pathname, { method: 'HEAD', cache: 'no-store' });
     if (res.status === 401) {
-      setConn('denied', 'The access link is no longer valid (askbus web restarted?): open the new link it printed.');
+      setConn('denied', SIGNED_OUT);
       return;
     }
   } catch {
@@ -1005,7 +1006,29 @@ function setupTheme() {
   };
 }
 
+const SIGNED_OUT = 'Signed out (or askbus web restarted). For a new sign-in link, press Enter in the terminal where askbus web runs.';
+
+/** Sign out this browser, or every session (`all`): the server closes their WebSockets. */
+function setupSignOut() {
+  const signOut = async (all) => {
+    try {
+      const res = await fetch(all ? 'logout?all=1' : 'logout', { method: 'POST', cache: 'no-store' });
+      if (!res.ok && res.status !== 401) return;
+    } catch {
+      return;
+    }
+    app.signedOut = true;
+    if (app.ws) app.ws.close();
+    for (const r of app.requests.values()) r.stale = true;
+    setConn('denied', SIGNED_OUT);
+    renderDialogState();
+  };
+  $('#signout').onclick = () => signOut(false);
+  $('#signout-all').onclick = () => signOut(true);
+}
+
 setupTheme();
+setupSignOut();
 setupNotify();
 setupFilter();
 document.addEventListener('keydown', onKey);
