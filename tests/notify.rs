@@ -853,3 +853,115 @@ fn a_failing_target_is_retried_then_reported() {
         );
     });
 }
+
+/// `POST url` (an absolute http:// URL on loopback) with no body, as ntfy's http action does;
+/// the status and the response text.
+fn post(url: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let status = text[9..12].parse().unwrap();
+    (status, text)
+}
+
+#[test]
+fn a_pushed_action_url_answers_through_askbus_web_once() {
+    let d = Daemon::start();
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("links.key");
+    let mut web = Command::new(common::cli_bin())
+        .arg("--socket")
+        .arg(&d.socket)
+        .args(["web", "--listen", "127.0.0.1:0", "--link-key"])
+        .arg(&key)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(web.stdout.take().unwrap());
+    let base = loop {
+        let mut line = String::new();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "askbus web printed no link"
+        );
+        if let Some(i) = line.find("http://127.0.0.1:") {
+            let url = line[i..].trim();
+            let end = url[7..].find('/').map_or(url.len(), |j| j + 7);
+            break url[..end].to_owned();
+        }
+    };
+    common::rt().block_on(async {
+        let (hook, mut rx) = http_server(vec![]).await;
+        let topic = format!("{hook}/t");
+        let _n = push_notifier(
+            &d,
+            &[
+                "--ntfy",
+                &topic,
+                "--push-after",
+                "0",
+                "--web-url",
+                &base,
+                "--link-key",
+                key.to_str().unwrap(),
+            ],
+            &[],
+        );
+        let mut p = d.connect().await;
+        p.send(yesno("w1", json!({}))).await;
+        p.send(yesno("w2", json!({}))).await;
+        let mut urls: HashMap<String, String> = HashMap::new();
+        while urls.len() < 2 {
+            let h = next_http(&mut rx).await;
+            assert_eq!(h.body["actions"][0]["label"], "Yes");
+            let yes = h.body["actions"][0]["url"].as_str().unwrap().to_owned();
+            let key = if urls.is_empty() { "first" } else { "second" };
+            urls.insert(key.to_owned(), yes);
+        }
+        // The first push's "Yes" answers its question once...
+        let (status, text) = tokio::task::spawn_blocking({
+            let url = urls["first"].clone();
+            move || post(&url)
+        })
+        .await
+        .unwrap();
+        assert_eq!(status, 200, "{text}");
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(r["answers"], json!({"0": "Yes"}), "{r}");
+        let answered = r["correlationId"].as_str().unwrap().to_owned();
+        // ...and never again.
+        let (status, _) = tokio::task::spawn_blocking({
+            let url = urls["first"].clone();
+            move || post(&url)
+        })
+        .await
+        .unwrap();
+        assert_eq!(status, 409);
+        // The other question, answered in another UI first: its link says so.
+        let other = if answered == "w1" { "w2" } else { "w1" };
+        let (mut ui, _) = d.ui().await;
+        ui.send(common::answer(other, json!({"0": "No"}))).await;
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(r["answers"], json!({"0": "No"}), "{r}");
+        let (status, text) = tokio::task::spawn_blocking({
+            let url = urls["second"].clone();
+            move || post(&url)
+        })
+        .await
+        .unwrap();
+        assert_eq!(status, 409, "{text}");
+        assert!(text.contains("already answered"), "{text}");
+    });
+    let _ = web.kill();
+    let _ = web.wait();
+}
