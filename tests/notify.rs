@@ -874,7 +874,9 @@ fn post(url: &str) -> (u16, String) {
 
 #[test]
 fn a_pushed_action_url_answers_through_askbus_web_once() {
-    let d = Daemon::start();
+    let metrics = tempfile::tempdir().unwrap();
+    let sock = metrics.path().join("metrics.sock");
+    let d = Daemon::start_with(&["--metrics-listen", sock.to_str().unwrap()]);
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("links.key");
     let mut web = Command::new(common::cli_bin())
@@ -917,6 +919,9 @@ fn a_pushed_action_url_answers_through_askbus_web_once() {
             ],
             &[],
         );
+        let mut w = d.connect().await;
+        w.send(json!({"type": "watch"})).await;
+        w.recv_type("watching").await;
         let mut p = d.connect().await;
         p.send(yesno("w1", json!({}))).await;
         p.send(yesno("w2", json!({}))).await;
@@ -947,6 +952,24 @@ fn a_pushed_action_url_answers_through_askbus_web_once() {
         .await
         .unwrap();
         assert_eq!(status, 409);
+        // The answer counts as one answered from a notification, on the bus and in the
+        // metrics (the link's own report; the notifier cannot see a tap on the phone).
+        let link = loop {
+            let e = notify_event(&mut w).await;
+            if e["notify"]["sink"] == "link" {
+                break e;
+            }
+        };
+        assert_eq!(link["correlationId"], answered.as_str(), "{link}");
+        assert_eq!(
+            link["notify"],
+            json!({"sink": "link", "result": "answered", "count": 1})
+        );
+        let m = common::parse_metrics(&common::scrape_unix(&sock));
+        assert_eq!(
+            m[r#"askbus_notifications_total{sink="link",result="answered"}"#],
+            1.0
+        );
         // The other question, answered in another UI first: its link says so.
         let other = if answered == "w1" { "w2" } else { "w1" };
         let (mut ui, _) = d.ui().await;
@@ -961,6 +984,12 @@ fn a_pushed_action_url_answers_through_askbus_web_once() {
         .unwrap();
         assert_eq!(status, 409, "{text}");
         assert!(text.contains("already answered"), "{text}");
+        // Refused links answered nothing, so nothing more was counted.
+        let m = common::parse_metrics(&common::scrape_unix(&sock));
+        assert_eq!(
+            m[r#"askbus_notifications_total{sink="link",result="answered"}"#],
+            1.0
+        );
     });
     let _ = web.kill();
     let _ = web.wait();

@@ -6,8 +6,11 @@
 //!
 //! Single use is kept here: a link's nonce is claimed before it acts and remembered until the
 //! link expires, so a replay is refused even after the question ended. Each answer is sent on
-//! a UI connection of its own named [`crate::links::ANSWERING_CLIENT`], so the bus (and
-//! `askbus notify`'s count of answers from notifications) can tell link answers apart.
+//! a UI connection of its own named [`crate::links::ANSWERING_CLIENT`], so the bus can tell
+//! link answers apart; once the daemon has acknowledged it, that connection also sends a
+//! `notify-report` (sink `link`, result `answered`), so askbusd's
+//! `askbus_notifications_total` and `askbus watch` count answers given from a pushed
+//! notification beside the desktop clicks `askbus notify` reports itself.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -21,7 +24,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
 use askbusd::client::Connection;
-use askbusd::protocol::{ClientFrame, ServerFrame, ToolOutcome, UiApproval, UiRequest};
+use askbusd::protocol::{
+    ClientFrame, NotifyResult, ServerFrame, ToolOutcome, UiApproval, UiRequest,
+};
 
 use super::{auth, redirect, App};
 use crate::links::{now_unix, KeyError, Link, LinkError, LinkKey, LinkKind};
@@ -392,6 +397,7 @@ pub async fn answer(State(app): State<Arc<App>>, Path(token): Path<String>) -> R
         let body = link.answer.clone().unwrap_or(Value::Null);
         let reply = reply_for(&pending, &body)?;
         send(&mut conn, &link.id, &reply).await?;
+        report_answered(&mut conn, &link.id).await;
         Ok::<_, Refusal>((pending, reply))
     }
     .await;
@@ -407,6 +413,26 @@ pub async fn answer(State(app): State<Arc<App>>, Path(token): Path<String>) -> R
             html(StatusCode::OK, "Answered", &body)
         }
         Err(r) => r.response(),
+    }
+}
+
+/// Tells askbusd the answer came from a notification's link. The answer is already in (the
+/// daemon acknowledged it), so a report that cannot be sent costs a count, never the answer:
+/// it is said on stderr and the person still sees "Answered".
+async fn report_answered(conn: &mut Connection, id: &str) {
+    let ids = [id.to_owned()];
+    let frame = ClientFrame::NotifyReport {
+        sink: "link",
+        result: NotifyResult::Answered,
+        correlation_ids: &ids,
+        error: None,
+    };
+    if let Err(e) = conn.send(&frame).await {
+        eprintln!(
+            "askbus web: the answer from a signed link was not counted as answered from a \
+             notification: {}",
+            crate::fail::report(&e.into()).0
+        );
     }
 }
 
