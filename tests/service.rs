@@ -241,6 +241,99 @@ fn install_is_idempotent_keeps_the_config_and_uninstall_removes_what_it_wrote() 
 }
 
 #[test]
+fn notify_installs_the_notifier_unit_running_this_askbus_and_uninstall_removes_it() {
+    let home = tempfile::tempdir().unwrap();
+    let units = home.path().join("config/systemd/user");
+    let real = Path::new(cli_bin()).canonicalize().unwrap();
+
+    // The notifier is per user: a system install of it is refused, nothing written.
+    let out = askbus(home.path(), &["service", "install", "--system", "--notify"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("askbus service install --user --notify"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Dry run: the unit runs this askbus's `notify` and verifies beside the daemon's units.
+    let out = askbus(
+        home.path(),
+        &["service", "install", "--notify", "--dry-run"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (files, commands) = parse_dry_run(&text(&out.stdout));
+    let notifier = &files[&units.join("askbus-notify.service")];
+    assert!(
+        notifier.contains(&format!("\nExecStart={} notify\n", real.display())),
+        "{notifier}"
+    );
+    assert!(notifier.starts_with("# Written by `askbus service install --user`"));
+    assert!(notifier.contains("systemctl --user edit askbus-notify"));
+    assert!(
+        commands.contains(&"systemctl --user enable askbus-notify.service".to_owned()),
+        "{commands:?}"
+    );
+    assert!(!home.path().join("config").exists());
+    let staged = tempfile::tempdir().unwrap();
+    for name in ["askbusd.socket", "askbusd.service", "askbus-notify.service"] {
+        std::fs::write(staged.path().join(name), &files[&units.join(name)]).unwrap();
+    }
+    let out = systemd_analyze(
+        true,
+        &[
+            "verify",
+            "askbusd.socket",
+            "askbusd.service",
+            "askbus-notify.service",
+        ],
+        staged.path(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).trim().is_empty(), "{}", text(&out.stderr));
+
+    // For real, then again (unchanged), then uninstall takes it with the daemon's units.
+    let out = askbus(home.path(), &["service", "install", "--notify"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("systemctl --user enable askbus-notify.service"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(
+        &std::fs::read_to_string(units.join("askbus-notify.service")).unwrap(),
+        notifier
+    );
+    let out = askbus(home.path(), &["service", "install", "--notify"]);
+    assert!(text(&out.stdout).contains(&format!(
+        "unchanged {}",
+        units.join("askbus-notify.service").display()
+    )));
+    let out = askbus(home.path(), &["service", "uninstall"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!units.join("askbus-notify.service").exists());
+    assert!(
+        text(&out.stdout).contains(
+            "systemctl --user disable --now askbusd.socket askbusd.service askbus-notify.service"
+        ),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // A notifier unit the user wrote is theirs: uninstall keeps it and does not refuse.
+    let out = askbus(home.path(), &["service", "install"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    std::fs::write(
+        units.join("askbus-notify.service"),
+        "[Service]\nExecStart=/bin/true\n",
+    )
+    .unwrap();
+    let out = askbus(home.path(), &["service", "uninstall"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(units.join("askbus-notify.service").exists());
+    assert!(!units.join("askbusd.service").exists());
+}
+
+#[test]
 fn units_it_did_not_write_are_refused_unless_forced() {
     let home = tempfile::tempdir().unwrap();
     let units = home.path().join("config/systemd/user");

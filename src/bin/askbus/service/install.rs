@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use super::unit::{existing, find_askbusd, plan, Existing};
 use super::{
     run_or_print, shell_line, shell_word, write_file, InstallArgs, Scope, UninstallArgs, MARKER,
+    NOTIFIER_UNIT,
 };
 
 pub(super) fn install(args: InstallArgs) -> Result<ExitCode> {
@@ -32,7 +33,18 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode> {
             }
         }
     }
-    let files = plan(&layout, &daemon)?;
+    let notifier = if args.notify {
+        if scope == Scope::System {
+            bail!(
+                "askbus notify runs per user (it needs the person's session bus): install it with \
+                 `askbus service install --user --notify`"
+            );
+        }
+        Some(std::env::current_exe().context("cannot tell where this askbus is")?)
+    } else {
+        None
+    };
+    let files = plan(&layout, &daemon, notifier.as_deref())?;
 
     let mut foreign = Vec::new();
     let mut to_write = Vec::new();
@@ -73,6 +85,17 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode> {
     } else {
         commands.push(layout.systemctl(&["enable", "askbusd.socket"]));
     }
+    if notifier.is_some() {
+        let notifier_changed = to_write.iter().any(|f| f.path == layout.notifier_unit());
+        if args.now {
+            commands.push(layout.systemctl(&["enable", "--now", NOTIFIER_UNIT]));
+            if notifier_changed {
+                commands.push(layout.systemctl(&["try-restart", NOTIFIER_UNIT]));
+            }
+        } else {
+            commands.push(layout.systemctl(&["enable", NOTIFIER_UNIT]));
+        }
+    }
 
     let mut out = std::io::stdout().lock();
     if args.dry_run {
@@ -108,6 +131,13 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode> {
         writeln!(out, "{verb} {}", f.path.display())?;
     }
     writeln!(out, "ExecStart={}", daemon.display())?;
+    if let Some(askbus) = &notifier {
+        writeln!(
+            out,
+            "ExecStart={} notify ({NOTIFIER_UNIT})",
+            askbus.display()
+        )?;
+    }
     run_or_print(&layout, &commands, &mut out)?;
     if layout.manager_running() {
         let socket = match scope {
@@ -137,6 +167,7 @@ pub(super) fn uninstall(args: UninstallArgs) -> Result<ExitCode> {
     let layout = scope.layout()?;
     let mut targets: Vec<PathBuf> = layout.units().into_iter().map(|(p, _)| p).collect();
     targets.extend(layout.sysusers.clone());
+
     let mut remove = Vec::new();
     let mut foreign = Vec::new();
     for path in targets {
@@ -145,6 +176,14 @@ pub(super) fn uninstall(args: UninstallArgs) -> Result<ExitCode> {
             Existing::Ours(_) => remove.push(path),
             Existing::Foreign if args.force => remove.push(path),
             Existing::Foreign => foreign.push(path.display().to_string()),
+        }
+    }
+    if scope == Scope::User {
+        // The notifier's unit goes with the daemon's if install wrote it (`--notify`): it needs
+        // the socket. One the user wrote is theirs and no reason to refuse.
+        let notifier = layout.notifier_unit();
+        if matches!(existing(&notifier)?, Existing::Ours(_)) {
+            remove.push(notifier);
         }
     }
     if !foreign.is_empty() {
@@ -167,7 +206,11 @@ pub(super) fn uninstall(args: UninstallArgs) -> Result<ExitCode> {
         )?;
         return Ok(ExitCode::SUCCESS);
     }
-    let before = vec![layout.systemctl(&["disable", "--now", "askbusd.socket", "askbusd.service"])];
+    let mut units = vec!["disable", "--now", "askbusd.socket", "askbusd.service"];
+    if remove.contains(&layout.notifier_unit()) {
+        units.push(NOTIFIER_UNIT);
+    }
+    let before = vec![layout.systemctl(&units)];
     let after = vec![layout.systemctl(&["daemon-reload"])];
     if args.dry_run {
         writeln!(out, "==> commands <==")?;

@@ -22,8 +22,12 @@ const USER_SOCKET: &str = include_str!("../../../../systemd/user/askbusd.socket"
 const USER_SERVICE: &str = include_str!("../../../../systemd/user/askbusd.service");
 const SYSTEM_SOCKET: &str = include_str!("../../../../systemd/system/askbusd.socket");
 const SYSTEM_SERVICE: &str = include_str!("../../../../systemd/system/askbusd.service");
+const USER_NOTIFY: &str = include_str!("../../../../systemd/user/askbus-notify.service");
 const EXAMPLE_CONFIG: &str = include_str!("../../../../systemd/askbusd.toml");
 const SYSUSERS: &str = include_str!("../../../../systemd/askbus.sysusers.conf");
+
+/// The notifier's unit name, as `systemctl --user` knows it.
+const NOTIFIER_UNIT: &str = "askbus-notify.service";
 
 /// The first line of every file install writes; only such files are rewritten or removed.
 const MARKER: &str = "# Written by `askbus service install";
@@ -83,6 +87,9 @@ struct InstallArgs {
     /// The daemon ExecStart runs [default: askbusd next to this askbus, else on PATH]
     #[arg(long, value_name = "PATH")]
     askbusd: Option<PathBuf>,
+    /// Also install and enable the notifier (`askbus notify`, this askbus) as a user service
+    #[arg(long)]
+    notify: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -163,6 +170,11 @@ impl Scope {
 }
 
 impl Layout {
+    /// Where the notifier's unit goes (user scope: `askbus notify` needs the session bus).
+    fn notifier_unit(&self) -> PathBuf {
+        self.unit_dir.join(NOTIFIER_UNIT)
+    }
+
     fn units(&self) -> [(PathBuf, &'static str); 2] {
         let (socket, service) = match self.scope {
             Scope::User => (USER_SOCKET, USER_SERVICE),

@@ -31,10 +31,22 @@ pub(super) fn existing(path: &Path) -> Result<Existing> {
 
 /// The shipped unit `template` with our header and `ExecStart=` running `daemon`.
 pub(super) fn render_unit(template: &str, daemon: &Path, scope_flag: &str) -> Result<String> {
+    render_with(template, &exec_path(daemon)?, "askbusd", scope_flag)
+}
+
+/// The notifier's user unit with our header and `ExecStart=` running `askbus notify` from
+/// `askbus` (this program, wherever the user installed it: the shipped `/usr/bin/askbus` is
+/// only right for the .deb).
+pub(super) fn render_notifier(askbus: &Path) -> Result<String> {
+    let exec = format!("{} notify", exec_path(askbus)?);
+    render_with(super::USER_NOTIFY, &exec, "askbus-notify", "--user")
+}
+
+fn render_with(template: &str, exec: &str, unit: &str, scope_flag: &str) -> Result<String> {
     let mut out = format!(
         "{MARKER} {scope_flag}` (askbus {}).\n\
          # Install rewrites it and `askbus service uninstall {scope_flag}` removes it; put your\n\
-         # changes in a drop-in (`systemctl{} edit askbusd`), which survives both.\n",
+         # changes in a drop-in (`systemctl{} edit {unit}`), which survives both.\n",
         env!("CARGO_PKG_VERSION"),
         if scope_flag == "--user" {
             " --user"
@@ -47,7 +59,7 @@ pub(super) fn render_unit(template: &str, daemon: &Path, scope_flag: &str) -> Re
         if line.starts_with("ExecStart=") {
             exec_lines += 1;
             out.push_str("ExecStart=");
-            out.push_str(&exec_path(daemon)?);
+            out.push_str(exec);
         } else {
             out.push_str(line);
         }
@@ -134,14 +146,26 @@ pub(super) struct Planned {
     pub(super) ours: bool,
 }
 
-/// What install would write for `layout` running `daemon`.
-pub(super) fn plan(layout: &Layout, daemon: &Path) -> Result<Vec<Planned>> {
+/// What install would write for `layout` running `daemon`, and with `notifier` (this
+/// `askbus`) the notifier's user unit too.
+pub(super) fn plan(
+    layout: &Layout,
+    daemon: &Path,
+    notifier: Option<&Path>,
+) -> Result<Vec<Planned>> {
     let flag = layout.scope_flag();
     let mut files = Vec::new();
     for (path, template) in layout.units() {
         files.push(Planned {
             path,
             text: render_unit(template, daemon, flag)?,
+            ours: true,
+        });
+    }
+    if let Some(askbus) = notifier {
+        files.push(Planned {
+            path: layout.notifier_unit(),
+            text: render_notifier(askbus)?,
             ours: true,
         });
     }
