@@ -87,6 +87,26 @@ fn sequential_run_against_a_daemon_it_starts() {
 }
 
 #[test]
+fn approval_run_allows_each_once() {
+    let r = bench_json(&[
+        "bench",
+        "--daemon",
+        common::daemon_bin(),
+        "--kind",
+        "approval",
+        "--requests",
+        "300",
+        "--warmup",
+        "30",
+        "--json",
+    ]);
+    check_run(&r, "askbusd", 300);
+    check_server(&r);
+    assert_eq!(r["kind"], "approval");
+    assert_eq!(r["frame_bytes"], 512, "the default approval is 512 bytes");
+}
+
+#[test]
 fn concurrent_run_with_its_own_shape_and_size() {
     let r = bench_json(&[
         "bench",
@@ -298,7 +318,7 @@ fn targets_quick() {
     ]);
     assert_eq!(t["quick"], true);
     let rows = t["rows"].as_array().expect("rows");
-    assert_eq!(rows.len(), 10, "one row per target: {t}");
+    assert_eq!(rows.len(), 11, "one row per target: {t}");
     let mut met = 0;
     for r in rows {
         assert!(r["what"].as_str().is_some_and(|w| !w.is_empty()), "{r}");
@@ -315,6 +335,13 @@ fn targets_quick() {
     let seq = &rows[0]["detail"];
     positive(&seq["askbusd_us"], "askbusd p50");
     positive(&seq["relay_us"], "relay p50");
+    let approval = &rows[10];
+    assert!(
+        approval["what"].as_str().unwrap().starts_with("approval"),
+        "{approval}"
+    );
+    positive(&approval["detail"]["approval_us"], "approval p50");
+    positive(&approval["detail"]["question_us"], "question p50");
     let thr = &rows[2]["detail"];
     positive(&thr["askbusd_per_s"], "askbusd throughput");
     positive(&thr["relay_per_s"], "relay throughput");

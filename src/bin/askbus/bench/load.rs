@@ -163,7 +163,7 @@ pub async fn ui(
                     String::from_utf8_lossy(&frame)
                 );
             };
-            if peek.ty != "ask-user-request" {
+            if peek.ty != response.answers {
                 continue;
             }
             let cid = peek
@@ -244,7 +244,7 @@ impl Producer {
                     );
                 };
                 match &*peek.ty {
-                    "ask-user-response" => {}
+                    ty if ty == self.request.kind.response_type() => {}
                     "error" => bail!(
                         "the target refused a request: {}",
                         String::from_utf8_lossy(&frame)
@@ -286,7 +286,7 @@ pub async fn run(socket: &Path, w: &Workload, pid: Option<u32>) -> Result<Measur
         );
     }
     let progress = Arc::new(AtomicU64::new(0));
-    let response = Arc::new(Response::new(&w.request.first_label));
+    let response = Arc::new(w.request.response());
     let mut uis: Vec<JoinHandle<Result<()>>> = Vec::with_capacity(w.uis);
     for k in 0..w.uis {
         let (rd, wr) = subscribe(socket).await?;

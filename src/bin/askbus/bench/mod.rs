@@ -22,7 +22,7 @@ mod wire;
 use load::{Stop, Workload};
 use report::{Baseline, Run, Server};
 use spawn::{Kind, Target};
-use wire::{Extra, Request};
+use wire::{Extra, Request, RequestKind};
 
 /// Measure askbusd: requests/s and round-trip latency with auto-answering UIs.
 #[derive(Debug, clap::Args)]
@@ -73,9 +73,13 @@ struct RunArgs {
     /// Requests in flight, in total over the producers [default: 1 sequential, 64 concurrent]
     #[arg(long, value_name = "C")]
     in_flight: Option<usize>,
+    /// What each request is
+    #[arg(long, value_enum, default_value_t = RequestKind::Question)]
+    kind: RequestKind,
     /// Size of a request frame on the wire (option descriptions are padded to reach it)
-    #[arg(long, value_name = "BYTES", default_value_t = 300)]
-    size: usize,
+    /// [default: 300 for a question, 512 for an approval]
+    #[arg(long, value_name = "BYTES")]
+    size: Option<usize>,
     /// Requests before the measured ones (not recorded)
     #[arg(long, value_name = "N", default_value_t = 1000)]
     warmup: u64,
@@ -164,10 +168,11 @@ fn run(a: RunArgs, socket: Option<PathBuf>) -> Result<ExitCode> {
             "sequential"
         },
         workload: workload(
+            a.kind,
             producers,
             a.uis.unwrap_or(if concurrent { 2 } else { 1 }),
             in_flight,
-            a.size,
+            a.size.unwrap_or(default_size(a.kind)),
             a.warmup,
             stop,
         )?,
@@ -208,8 +213,18 @@ fn run(a: RunArgs, socket: Option<PathBuf>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The default frame size of a request of `kind`: an approval's exec details and outcomes
+/// take more room than the question's, so its smallest frame is larger.
+fn default_size(kind: RequestKind) -> usize {
+    match kind {
+        RequestKind::Question => 300,
+        RequestKind::Approval => 512,
+    }
+}
+
 /// A workload as the command line (or a target) describes it.
 fn workload(
+    kind: RequestKind,
     producers: usize,
     uis: usize,
     in_flight: usize,
@@ -227,7 +242,10 @@ fn workload(
     } / producers as u64
         + warmup / producers as u64;
     let cid_len = format!("b-{}-{}", producers - 1, per_producer / 2).len();
-    let request = Request::new(size, cid_len, Extra::default())?;
+    let request = match kind {
+        RequestKind::Question => Request::new(size, cid_len, Extra::default())?,
+        RequestKind::Approval => Request::approval(size, cid_len)?,
+    };
     Ok(Workload {
         producers,
         uis,
@@ -338,6 +356,7 @@ fn measure(on: &On, spec: &Spec) -> Result<Run> {
     Ok(Run {
         target: name,
         mode: spec.mode,
+        kind: w.request.kind.name(),
         producers: w.producers,
         uis: w.uis,
         in_flight: w.in_flight,

@@ -61,6 +61,8 @@ pub struct Server {
 pub struct Run {
     pub target: &'static str,
     pub mode: &'static str,
+    /// `question` or `approval`.
+    pub kind: &'static str,
     pub producers: usize,
     pub uis: usize,
     pub in_flight: usize,
@@ -80,8 +82,14 @@ pub struct Run {
 impl Run {
     pub fn print(&self) {
         println!(
-            "{}  {}  P={} U={} C={}  frame {} B",
-            self.target, self.mode, self.producers, self.uis, self.in_flight, self.frame_bytes
+            "{}  {} {}s  P={} U={} C={}  frame {} B",
+            self.target,
+            self.mode,
+            self.kind,
+            self.producers,
+            self.uis,
+            self.in_flight,
+            self.frame_bytes
         );
         println!(
             "  {} requests in {:.3} s: {:.0} requests/s",

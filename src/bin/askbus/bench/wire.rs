@@ -79,14 +79,49 @@ impl Template {
     }
 }
 
-/// The bench's question frame, sized and shaped once per run.
+/// What the bench asks: an ask_user question, or an approval (a tool confirmation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RequestKind {
+    /// `ask-user-request` with one choice question, answered with its first option
+    Question,
+    /// `tool-confirmation-request` for a shell command, allowed once
+    Approval,
+}
+
+impl RequestKind {
+    /// The frame type a producer waits for.
+    pub fn response_type(self) -> &'static str {
+        match self {
+            RequestKind::Question => "ask-user-response",
+            RequestKind::Approval => "tool-confirmation-response",
+        }
+    }
+
+    /// The frame type a UI answers.
+    pub fn request_type(self) -> &'static str {
+        match self {
+            RequestKind::Question => "ask-user-request",
+            RequestKind::Approval => "tool-confirmation-request",
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RequestKind::Question => "question",
+            RequestKind::Approval => "approval",
+        }
+    }
+}
+
+/// The bench's request frame, sized and shaped once per run.
 #[derive(Debug, Clone)]
 pub struct Request {
     template: Template,
     /// Whether the template has a timeoutMs hole after the correlationId hole.
     timed: bool,
-    /// The label a UI answers with (the first option's).
+    /// The label a UI answers a question with (the first option's).
     pub first_label: String,
+    pub kind: RequestKind,
 }
 
 /// Options of the default question; descriptions are padded to reach `--size`.
@@ -155,7 +190,58 @@ impl Request {
             template,
             timed: extra.timed,
             first_label: OPTIONS[0].0.to_owned(),
+            kind: RequestKind::Question,
         })
+    }
+
+    /// An approval of about `size` bytes on the wire: a shell command as Gemini CLI asks to
+    /// confirm it (exec details, allow once/always or cancel), its description padded.
+    pub fn approval(size: usize, cid_len: usize) -> Result<Request> {
+        let build = |pad: usize| {
+            let mut description = "Clean rebuild of the release binaries".to_owned();
+            if pad > 0 {
+                description.push(' ');
+                description.extend(std::iter::repeat_n('x', pad - 1));
+            }
+            let v = json!({
+                "type": "tool-confirmation-request",
+                "correlationId": CID_HOLE,
+                "toolCall": {
+                    "name": "run_shell_command",
+                    "args": {
+                        "command": "rm -rf build && cargo build --release",
+                        "description": description,
+                    },
+                },
+                "details": {
+                    "type": "exec",
+                    "title": "Confirm Shell Command",
+                    "command": "rm -rf build && cargo build --release",
+                    "rootCommand": "rm, cargo",
+                    "rootCommands": ["rm", "cargo"],
+                },
+                "outcomes": ["proceed_once", "proceed_always", "cancel"],
+            });
+            Template::cut(&v, &[(CID_HOLE, false)])
+        };
+        let smallest = build(0).wire_len(cid_len);
+        if size < smallest {
+            bail!("--size {size} is below the smallest approval frame, {smallest} bytes");
+        }
+        Ok(Request {
+            template: build(size - smallest),
+            timed: false,
+            first_label: String::new(),
+            kind: RequestKind::Approval,
+        })
+    }
+
+    /// What a UI sends back: the first option, or allow once.
+    pub fn response(&self) -> Response {
+        match self.kind {
+            RequestKind::Question => Response::new(&self.first_label),
+            RequestKind::Approval => Response::allow_once(),
+        }
     }
 
     /// Appends the request frame for `cid`.
@@ -182,10 +268,12 @@ impl Request {
 /// The timeout digits sizing assumes (a timeout in the tens of seconds, in ms).
 const TIMEOUT_DIGITS: usize = 5;
 
-/// A UI's answer: the first option of the only question.
+/// A UI's answer: the first option of the only question, or allow once.
 #[derive(Debug, Clone)]
 pub struct Response {
     template: Template,
+    /// The request type it answers.
+    pub answers: &'static str,
 }
 
 impl Response {
@@ -197,6 +285,20 @@ impl Response {
         });
         Response {
             template: Template::cut(&v, &[(CID_HOLE, false)]),
+            answers: RequestKind::Question.request_type(),
+        }
+    }
+
+    pub fn allow_once() -> Response {
+        let v = json!({
+            "type": "tool-confirmation-response",
+            "correlationId": CID_HOLE,
+            "confirmed": true,
+            "outcome": "proceed_once",
+        });
+        Response {
+            template: Template::cut(&v, &[(CID_HOLE, false)]),
+            answers: RequestKind::Approval.request_type(),
         }
     }
 
@@ -262,6 +364,35 @@ mod tests {
         let v = payload(&out);
         assert_eq!(v["timeoutMs"], 12345);
         assert_eq!(v["noUi"], "wait");
+    }
+
+    #[test]
+    fn approval_has_the_id_and_the_size_asked_and_is_valid() {
+        for size in [512, 1024] {
+            let req = Request::approval(size, 8).unwrap();
+            let mut out = Vec::new();
+            req.write(b"b-3-1234", &mut out);
+            assert_eq!(out.len(), size);
+            let parsed = askbusd::protocol::parse_inbound(&out[4..]);
+            assert!(
+                matches!(
+                    parsed,
+                    Ok(askbusd::protocol::Inbound::ToolConfirmationRequest(_))
+                ),
+                "{parsed:?}"
+            );
+        }
+        assert!(Request::approval(100, 8).is_err());
+        let mut out = Vec::new();
+        req_response(&Request::approval(512, 6).unwrap(), &mut out);
+        let v = payload(&out);
+        assert_eq!(v["type"], "tool-confirmation-response");
+        assert_eq!(v["outcome"], "proceed_once");
+        assert_eq!(v["confirmed"], true);
+    }
+
+    fn req_response(req: &Request, out: &mut Vec<u8>) {
+        req.response().write(b"b-0-1", out);
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! machines are too noisy for absolute times; the memory and CPU figures come from /proc.
 //! Each family of targets that needs its own workload has a file: `idle` (RSS per idle
 //! connection), `pending` (RSS per pending question, idle wakeups, expiry cost), `fanout`
-//! (one question to many UIs) and `startup` (start to ready).
+//! (one question to many UIs) and `startup` (start to ready). The approval row compares
+//! askbusd with itself: an approval's round trip against a question's of the same size.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,7 +29,8 @@ use idle::idle_connections;
 use pending::pending;
 use startup::start_to_ready;
 
-use super::{daemon_kind, measure, next_to_me, proc, relay_kind, workload, On, Spec};
+use super::wire::RequestKind;
+use super::{daemon_kind, default_size, measure, next_to_me, proc, relay_kind, workload, On, Spec};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -69,6 +71,8 @@ enum Group {
     Fanout,
     /// Start to ready
     Start,
+    /// An approval's sequential round trip against a question's
+    Approval,
 }
 
 /// How much of everything to do.
@@ -208,7 +212,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
     // 1, 2: sequential round trip, askbusd vs relay.
     let seq = Spec {
         mode: "sequential",
-        workload: workload(1, 1, 1, 300, c.seq_warmup, Stop::Requests(c.seq_requests))?,
+        workload: workload(
+            RequestKind::Question,
+            1,
+            1,
+            1,
+            300,
+            c.seq_warmup,
+            Stop::Requests(c.seq_requests),
+        )?,
         client_threads: threads,
     };
     if wanted(Group::Latency) {
@@ -233,6 +245,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let conc = Spec {
         mode: "concurrent",
         workload: workload(
+            RequestKind::Question,
             8,
             2,
             64,
@@ -349,6 +362,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
         ));
     }
 
+    // 11: an approval's round trip against a question's, both of the approval's default size
+    // so the bytes on the wire are the same and only the kind differs.
+    if wanted(Group::Approval) {
+        let (approval_us, question_us) = approval_ratio(c, &bin, threads, a.rounds)?;
+        rows.push(row(
+            "approval sequential round trip p50 vs a question's",
+            Bound::Le(1.1),
+            approval_us / question_us,
+            "×",
+            json!({"approval_us": approval_us, "question_us": question_us}),
+        ));
+    }
+
     let met = rows.iter().filter(|r| r.met).count();
     let report = Report {
         quick: a.quick,
@@ -400,6 +426,48 @@ fn baseline(spec: &Spec, bin: &std::path::Path, rounds: u64) -> Result<Baseline>
         runs.push(measure(&On::Start(relay.clone()), spec)?);
     }
     Ok(Baseline::of(runs))
+}
+
+/// Median sequential p50 (µs) of approvals and of questions of the same size, alternated
+/// on fresh daemons.
+fn approval_ratio(
+    c: &Counts,
+    bin: &std::path::Path,
+    threads: usize,
+    rounds: u64,
+) -> Result<(f64, f64)> {
+    let size = default_size(RequestKind::Approval);
+    let spec = |kind| -> Result<Spec> {
+        Ok(Spec {
+            mode: "sequential",
+            workload: workload(
+                kind,
+                1,
+                1,
+                1,
+                size,
+                c.seq_warmup,
+                Stop::Requests(c.seq_requests),
+            )?,
+            client_threads: threads,
+        })
+    };
+    let (approvals, questions) = (spec(RequestKind::Approval)?, spec(RequestKind::Question)?);
+    let daemon = daemon_kind(Some(bin), true, &approvals.workload)?;
+    let (mut a, mut q) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        a.push(
+            measure(&On::Start(daemon.clone()), &approvals)?
+                .latency_us
+                .p50,
+        );
+        q.push(
+            measure(&On::Start(daemon.clone()), &questions)?
+                .latency_us
+                .p50,
+        );
+    }
+    Ok((median(a), median(q)))
 }
 
 /// Median requests/s of askbusd with telemetry on and off, alternated.
