@@ -1333,3 +1333,72 @@ fn sighup_reloads_what_is_shown_and_askbus_stats_shows_the_federation() {
         );
     });
 }
+
+/// Lines of a child's pipe, read on a thread, so a test waits for the line it expects.
+fn lines_of(pipe: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The first line `wanted` accepts; panics with what was seen if the pipe ends first (the
+/// bound only keeps a broken run from hanging CI).
+fn wait_line(rx: &std::sync::mpsc::Receiver<String>, wanted: impl Fn(&str) -> bool) -> String {
+    let mut seen = Vec::new();
+    loop {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(l) if wanted(&l) => return l,
+            Ok(l) => seen.push(l),
+            Err(e) => panic!("{e}: no such line among {seen:#?}"),
+        }
+    }
+}
+
+#[test]
+fn askbus_watch_says_the_federation_state_and_names_the_nodes() {
+    use std::process::Stdio;
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let mut watch = a
+            .cli()
+            .arg("watch")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("askbus watch");
+        let out = lines_of(watch.stdout.take().unwrap());
+        let err = lines_of(watch.stderr.take().unwrap());
+        let state = wait_line(&err, |l| l.contains("federation:"));
+        // Said once the watcher is registered, so what follows is seen.
+        assert!(
+            state.starts_with(
+                "askbus watch: federation: node A, connected to NATS, 1 other node seen (B), 0 remote \
+                 pending"
+            ),
+            "{state}"
+        );
+
+        let (mut ui_b, _) = b.ui().await;
+        let mut producer = a.connect().await;
+        producer.send(choice_request("watched")).await;
+        ui_b.recv_type("ask-user-request").await;
+        ui_b.send(answer("watched", json!({"0": "SQLite"}))).await;
+        producer.recv_type("ask-user-response").await;
+        let answered = wait_line(&out, |l| l.contains("answered") && l.contains("watched"));
+        assert!(answered.contains(" on B "), "{answered}");
+        let _ = watch.kill();
+        let _ = watch.wait();
+    });
+}

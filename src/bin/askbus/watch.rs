@@ -1,6 +1,7 @@
 //! `askbus watch`: a live feed of the bus for operators. Connects as an observer (`watch`),
-//! so it sees every request's arrival and end (who asked, who answered, how long it took)
-//! but never question text or answers, and cannot answer. Reconnects when askbusd restarts.
+//! so it sees every request's arrival and end (who asked, who answered, how long it took, and
+//! on which node when federated) but never question text or answers, and cannot answer.
+//! Reconnects when askbusd restarts; each (re)connection first says the federation's state.
 
 use std::io::Write;
 use std::path::Path;
@@ -35,6 +36,9 @@ async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
                     if was_down { "back on" } else { "watching" },
                     socket.display()
                 );
+                if let Some(state) = federation_state(socket).await {
+                    eprintln!("askbus watch: {}", term::sanitize(&state));
+                }
                 was_down = false;
             }
             Ok(Update::Event(event)) => {
@@ -90,6 +94,58 @@ async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
     }
 }
 
+/// The federation's state from the daemon's stats, as a line; `None` for a daemon without
+/// federation (or one that would not say: the feed matters more than this line).
+async fn federation_state(socket: &Path) -> Option<String> {
+    let mut conn = askbusd::client::Connection::connect(socket).await.ok()?;
+    let stats = conn.stats().await.ok()?;
+    federation_line(stats.get("federation")?)
+}
+
+/// "federation: node devbox, connected to NATS, 2 other nodes seen (laptop, ci), 2 remote
+/// pending, 1 shared, NATS round trip 412 µs, 1 reconnect"
+fn federation_line(f: &serde_json::Value) -> Option<String> {
+    let node = f.get("node")?.as_str()?;
+    let connected = f.get("connected")?.as_bool()?;
+    let mut out = format!(
+        "federation: node {node}, {}",
+        if connected {
+            "connected to NATS"
+        } else {
+            "NOT connected to NATS (local questions still work)"
+        }
+    );
+    if let Some(nodes) = f.get("nodes").and_then(|n| n.as_array()) {
+        let names: Vec<&str> = nodes.iter().filter_map(|n| n.as_str()).collect();
+        if names.is_empty() {
+            out.push_str(", no other node seen");
+        } else {
+            out.push_str(&format!(
+                ", {} other node{} seen ({})",
+                names.len(),
+                if names.len() == 1 { "" } else { "s" },
+                names.join(", ")
+            ));
+        }
+    }
+    let count = |k: &str| f.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    out.push_str(&format!(
+        ", {} remote pending, {} shared",
+        count("remotePending"),
+        count("sharedPending")
+    ));
+    // 0 until the first heartbeat has been timed.
+    if connected && count("rttUs") > 0 {
+        out.push_str(&format!(", NATS round trip {} µs", count("rttUs")));
+    }
+    let reconnects = count("reconnects");
+    out.push_str(&format!(
+        ", {reconnects} reconnect{}",
+        if reconnects == 1 { "" } else { "s" }
+    ));
+    Some(out)
+}
+
 /// One event as a line for people: time (UTC), event, correlationId, who, and what it means.
 /// Every field is bus data (names, ids, headers), so the line is sanitized whole.
 pub fn line(e: &BusEvent) -> String {
@@ -105,6 +161,10 @@ fn raw_line(e: &BusEvent) -> String {
     // A request refused before it had a usable correlationId has none to show.
     let id = e.correlation_id.as_deref().unwrap_or("-");
     let mut out = format!("{time}  {:<13}  {id}  {producer}", e.event);
+    // Federated: the node the request was asked on.
+    if let Some(node) = &e.node {
+        out.push_str(&format!(" on {node}"));
+    }
     // Which agent and project it is about, when the request said.
     let about: Vec<_> = [&e.project, &e.agent].into_iter().flatten().collect();
     if !about.is_empty() {
@@ -153,6 +213,9 @@ fn raw_line(e: &BusEvent) -> String {
         _ => {
             if let Some(ui) = &e.ui {
                 out.push_str(&format!(" by {}", who(ui.client.as_deref(), ui.pid)));
+                if let Some(node) = &ui.node {
+                    out.push_str(&format!(" on {node}"));
+                }
             }
             if let Some(ms) = e.latency_ms {
                 out.push_str(&format!(" after {}", duration(ms)));
@@ -208,6 +271,48 @@ mod tests {
             "t  request        c1  askbus-mcp/0.1.0 (pid 42) [web\u{241b}]0;x · claude-code/1.0] \
              uid 0: Name [text]"
         );
+    }
+
+    #[test]
+    fn federated_lines_name_the_nodes() {
+        let e = event(json!({"event": "request", "ts": "t", "correlationId": "c1",
+            "producer": {"client": "agent/1", "pid": 42, "uid": 1000}, "node": "devbox",
+            "questionTypes": ["yesno"], "headers": ["Deploy"]}));
+        assert_eq!(
+            line(&e),
+            "t  request        c1  agent/1 (pid 42) on devbox uid 1000: Deploy [yesno]"
+        );
+        let e = event(
+            json!({"event": "answered", "ts": "t", "correlationId": "c1",
+            "producer": {"client": "agent/1", "pid": 42, "uid": 1000}, "node": "devbox",
+            "ui": {"client": "askbus-ui/0.1.0", "pid": 7, "node": "lap\u{1b}[2Jtop"},
+            "latencyMs": 12, "questionTypes": [], "headers": []}),
+        );
+        assert_eq!(
+            line(&e),
+            "t  answered       c1  agent/1 (pid 42) on devbox by askbus-ui/0.1.0 (pid 7) on \
+             lap\u{241b}[2Jtop after 12 ms"
+        );
+    }
+
+    #[test]
+    fn federation_state_line() {
+        let f = json!({"connected": true, "node": "devbox", "nodes": ["laptop", "ci"],
+            "remotePending": 2, "sharedPending": 1, "rttUs": 412, "reconnects": 1,
+            "forwarded": 0, "forwardErrors": 0});
+        assert_eq!(
+            federation_line(&f).unwrap(),
+            "federation: node devbox, connected to NATS, 2 other nodes seen (laptop, ci), 2 \
+             remote pending, 1 shared, NATS round trip 412 µs, 1 reconnect"
+        );
+        let f = json!({"connected": false, "node": "ci", "nodes": [], "remotePending": 0,
+            "sharedPending": 3, "rttUs": 0, "reconnects": 4});
+        assert_eq!(
+            federation_line(&f).unwrap(),
+            "federation: node ci, NOT connected to NATS (local questions still work), no other \
+             node seen, 0 remote pending, 3 shared, 4 reconnects"
+        );
+        assert_eq!(federation_line(&json!({"peers": 2})), None);
     }
 
     #[test]
