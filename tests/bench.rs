@@ -367,3 +367,46 @@ fn targets_quick() {
         "RSS per pending question",
     );
 }
+
+/// `askbus bench federation` on a real nats-server (`$NATS_SERVER` or `nats-server` on the
+/// PATH, as tests/federation.rs uses): its four rows, each made of positive figures from both
+/// sides, and the showing node held every question.
+#[test]
+fn federation_quick() {
+    let nats = std::env::var("NATS_SERVER").unwrap_or_else(|_| "nats-server".into());
+    let t = bench_json(&[
+        "bench",
+        "federation",
+        "--quick",
+        "--rounds",
+        "1",
+        "--pending",
+        "300",
+        "--nats-server",
+        &nats,
+        "--daemon",
+        common::daemon_bin(),
+        "--json",
+    ]);
+    let rows = t["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 4, "{t}");
+    positive(&rows[0]["detail"]["askbus_us"], "cross-node p50");
+    positive(&rows[0]["detail"]["nats_us"], "raw NATS p50");
+    positive(&rows[1]["detail"]["askbus_per_s"], "cross-node throughput");
+    positive(&rows[1]["detail"]["nats_per_s"], "raw NATS throughput");
+    let memory = &rows[2];
+    assert!(
+        memory["what"]
+            .as_str()
+            .unwrap()
+            .starts_with("300 federated"),
+        "{memory}"
+    );
+    positive(&memory["detail"]["after_kib"], "the showing node's RSS");
+    assert!(
+        rows[3]["measured"].as_f64().is_some_and(|x| x >= 0.0),
+        "{t}"
+    );
+    let met = rows.iter().filter(|r| r["met"] == true).count() as u64;
+    assert_eq!(t["met"].as_u64(), Some(met), "{t}");
+}

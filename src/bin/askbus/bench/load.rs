@@ -275,6 +275,17 @@ fn share(total: u64, parts: usize, i: usize) -> u64 {
 /// Runs `w` against the target on `socket`; `pid` (when the bench started the target) is read
 /// for CPU time over the measured phase.
 pub async fn run(socket: &Path, w: &Workload, pid: Option<u32>) -> Result<Measured> {
+    run_across(socket, socket, w, pid).await
+}
+
+/// Runs `w` with the producers on `producers` and the UIs on `uis`: two federated nodes, for a
+/// question's round trip across them.
+pub async fn run_across(
+    producers: &Path,
+    uis_on: &Path,
+    w: &Workload,
+    pid: Option<u32>,
+) -> Result<Measured> {
     if w.producers == 0 || w.uis == 0 {
         bail!("a run needs at least one producer and one UI");
     }
@@ -289,7 +300,7 @@ pub async fn run(socket: &Path, w: &Workload, pid: Option<u32>) -> Result<Measur
     let response = Arc::new(w.request.response());
     let mut uis: Vec<JoinHandle<Result<()>>> = Vec::with_capacity(w.uis);
     for k in 0..w.uis {
-        let (rd, wr) = subscribe(socket).await?;
+        let (rd, wr) = subscribe(uis_on).await?;
         let share = Share {
             k: k as u64,
             of: w.uis as u64,
@@ -302,7 +313,7 @@ pub async fn run(socket: &Path, w: &Workload, pid: Option<u32>) -> Result<Measur
             progress.clone(),
         )));
     }
-    let result = drive(socket, w, pid, progress, &mut uis).await;
+    let result = drive(producers, w, pid, progress, &mut uis).await;
     for u in &uis {
         u.abort();
     }

@@ -41,6 +41,10 @@ enum Sub {
     ///
     /// Starts its own daemons and relays; ratios are measured side by side, alternating.
     Targets(targets::Args),
+    /// Measure federation's targets on a nats-server and askbusd nodes of its own: the
+    /// cross-node round trip and throughput against raw NATS request-reply, and the memory and
+    /// idle CPU of a node showing another's questions.
+    Federation(targets::FederationArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -123,6 +127,15 @@ pub fn main(args: Args, socket: Option<PathBuf>) -> ExitCode {
                 ))
             } else {
                 targets::run(t)
+            }
+        }
+        Some(Sub::Federation(f)) => {
+            if socket.is_some() {
+                Err(anyhow::anyhow!(
+                    "bench federation starts its own nats-server and nodes; drop --socket"
+                ))
+            } else {
+                targets::federation(f)
             }
         }
         None => run(args.run, socket),

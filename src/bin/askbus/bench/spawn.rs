@@ -87,10 +87,10 @@ impl Kind {
 }
 
 /// A private temp directory, removed when dropped.
-struct TempDir(PathBuf);
+pub struct TempDir(pub PathBuf);
 
 impl TempDir {
-    fn new() -> Result<TempDir> {
+    pub fn new() -> Result<TempDir> {
         use std::os::unix::fs::DirBuilderExt;
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let base = std::env::temp_dir();

@@ -20,11 +20,13 @@ use super::load::{self, Reader, Stop};
 use super::report::{median, Baseline};
 use super::wire::write_frame;
 mod fanout;
+mod federation;
 mod idle;
 mod pending;
 mod startup;
 
 use fanout::fanout;
+pub use federation::{run as federation, Args as FederationArgs};
 use idle::idle_connections;
 use pending::pending;
 use startup::start_to_ready;
