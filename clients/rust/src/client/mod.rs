@@ -546,3 +546,73 @@ impl Watcher {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::task::Poll;
+
+    use super::*;
+
+    /// A Unix socket bound at `path` but not listening yet: a connect to it is refused
+    /// (`ECONNREFUSED`), as while a daemon restarts, until `listen` runs.
+    fn bound_not_listening(path: &Path) -> OwnedFd {
+        use std::os::unix::ffi::OsStrExt;
+        // SAFETY: plain socket(2)/bind(2) on a zeroed sockaddr_un whose path fits (checked).
+        unsafe {
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+            let fd = OwnedFd::from_raw_fd(fd);
+            let mut addr: libc::sockaddr_un = std::mem::zeroed();
+            addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+            let bytes = path.as_os_str().as_bytes();
+            assert!(bytes.len() < addr.sun_path.len());
+            for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
+                *d = *s as libc::c_char;
+            }
+            let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
+            let r = libc::bind(
+                fd.as_raw_fd(),
+                &addr as *const _ as *const libc::sockaddr,
+                len,
+            );
+            assert_eq!(r, 0, "bind: {}", std::io::Error::last_os_error());
+            fd
+        }
+    }
+
+    /// A refused connect is retried: the first attempt (made in the first poll) is refused,
+    /// so a client without the retry would be done with an error there; this one waits, and
+    /// connects once the socket listens. No timing: the order of events decides.
+    #[tokio::test]
+    async fn a_refused_connect_is_retried_until_the_daemon_listens() {
+        let dir = std::env::temp_dir().join(format!("askbus-retry-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("askbus.sock");
+        let fd = bound_not_listening(&path);
+        let mut attempt = Box::pin(connect_retrying(&path));
+        let first = std::future::poll_fn(|cx| Poll::Ready(attempt.as_mut().poll(cx))).await;
+        assert!(
+            first.is_pending(),
+            "a refused connect ended at once: {first:?}"
+        );
+        // SAFETY: listen(2) on the socket bound above.
+        assert_eq!(unsafe { libc::listen(fd.as_raw_fd(), 16) }, 0);
+        attempt.await.expect("connected once the socket listens");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A missing socket is not a daemon restarting: it fails at once, with no retry.
+    #[tokio::test]
+    async fn a_missing_socket_fails_at_once() {
+        let path = std::env::temp_dir().join("askbus-no-such-dir-for-retry/askbus.sock");
+        let mut attempt = Box::pin(connect_retrying(&path));
+        let first = std::future::poll_fn(|cx| Poll::Ready(attempt.as_mut().poll(cx))).await;
+        match first {
+            Poll::Ready(Err(e)) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound),
+            other => panic!("expected NotFound at once, got {other:?}"),
+        }
+    }
+}
