@@ -239,21 +239,27 @@ impl Target {
     }
 
     /// SIGTERM, then waits for it to exit (SIGKILL after a while).
-    pub fn stop(mut self) -> Result<()> {
+    pub fn stop(self) -> Result<()> {
+        self.stop_within(Duration::from_secs(10)).map(drop)
+    }
+
+    /// SIGTERM, then waits up to `limit` for it to exit (SIGKILL past it); how long it took.
+    pub fn stop_within(mut self, limit: Duration) -> Result<Duration> {
+        let started = Instant::now();
         // SAFETY: kill with the pid of a child we have not reaped yet.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = started + limit;
         loop {
             if let Some(status) = self.child.try_wait()? {
                 if !status.success() {
                     bail!("the target exited with {status}:\n{}", self.log_tail());
                 }
-                return Ok(());
+                return Ok(started.elapsed());
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
-                bail!("the target did not exit within 10 s of SIGTERM");
+                bail!("the target did not exit within {limit:?} of SIGTERM");
             }
             std::thread::sleep(Duration::from_millis(2));
         }
