@@ -321,6 +321,21 @@ async fn raw_nats(
         }
     });
     let payload = bytes::Bytes::from(vec![b'q'; request_len]);
+    // The responder's interest can reach the server after its flush has returned on a busy
+    // machine ("no responders"): wait until one request is answered before measuring.
+    let ready = Instant::now() + Duration::from_secs(10);
+    loop {
+        match requester.request(subject, payload.clone()).await {
+            Ok(_) => break,
+            Err(e)
+                if e.kind() == async_nats::RequestErrorKind::NoResponders
+                    && Instant::now() < ready =>
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            Err(e) => bail!("raw NATS request: {e}"),
+        }
+    }
     let phase = |count: u64| {
         let requester = requester.clone();
         let payload = payload.clone();
