@@ -327,7 +327,7 @@ fn run(args: Args) -> Result<()> {
                 let (_, task) =
                     askbusd::federation::start(f, control.hub().clone(), stop_federation.clone())
                         .await
-                        .context("askbusd cannot start")?;
+                        .context("cannot start federation")?;
                 Some(task)
             }
             None => None,
