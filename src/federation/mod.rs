@@ -4,10 +4,14 @@
 //! pure: it hands what must cross NATS to this task through a bounded queue (`FedLink`), and
 //! this task feeds what arrives back in as broker operations through the hub. A remote node is
 //! one more kind of peer: its questions are pending requests with an origin, its UIs' answers
-//! are answers decided by the broker like a local UI's.
+//! are answers decided by the broker like a local UI's. `answers` carries answers between
+//! a UI's node and the origin; `watched` reads what the other nodes share; `wire` is the JSON
+//! that crosses NATS.
 
+mod answers;
 pub mod config;
 pub mod link;
+mod watched;
 mod wire;
 
 use std::collections::{HashMap, HashSet};
@@ -433,220 +437,6 @@ impl Task {
             }
         }
     }
-
-    /// Sends a local UI's answer to the origin and hands the UI the origin's decision.
-    async fn forward(
-        &self,
-        client: async_nats::Client,
-        f: Forward,
-        mut perm: broadcast::Receiver<String>,
-    ) {
-        let id = f.response.correlation_id().to_owned();
-        let subject = self.answer_subject(&f.origin);
-        let body = wire::answer_request(&f.response, &f.by, f.ui);
-        let request = async_nats::Request::new()
-            .payload(body.into())
-            .timeout(Some(self.answer_timeout));
-        let refused = async {
-            loop {
-                match perm.recv().await {
-                    Ok(msg) if mentions(&msg, &subject) => return msg,
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
-                }
-            }
-        };
-        let decision = tokio::select! {
-            r = client.send_request(subject.clone(), request) => match r {
-                Ok(msg) => match serde_json::from_slice::<AnswerReply>(&msg.payload) {
-                    Ok(reply) => reply.decision(&id),
-                    Err(_) => Err(unreachable(&id, &format!("node {} sent a reply this node cannot read", f.origin))),
-                },
-                Err(e) => {
-                    use async_nats::client::RequestErrorKind;
-                    let why = match e.kind() {
-                        RequestErrorKind::NoResponders => format!("node {} is not connected to NATS (no responder on {subject})", f.origin),
-                        RequestErrorKind::TimedOut => format!("node {} did not reply within {} ms", f.origin, self.answer_timeout.as_millis()),
-                        _ => format!("NATS: {e}"),
-                    };
-                    Err(unreachable(&id, &why))
-                }
-            },
-            msg = refused => Err(FrameError::new(
-                ErrorCode::Forbidden,
-                format!("the NATS server refused to carry this answer to node {}: {msg}", f.origin),
-            ).with_id(Some(&id))),
-        };
-        if decision.is_ok() {
-            self.status.forwarded.fetch_add(1, Ordering::Relaxed);
-        } else {
-            self.status.forward_errors.fetch_add(1, Ordering::Relaxed);
-        }
-        let ui = f.ui;
-        self.hub.run(|b, _, fx| b.forwarded(ui, &id, decision, fx));
-    }
-
-    /// Another node's UI answers a question asked here.
-    async fn answer(&self, client: &async_nats::Client, msg: async_nats::Message) {
-        let Some(reply) = msg.reply.clone() else {
-            return;
-        };
-        let decision = match wire::parse_answer(&msg.payload) {
-            Ok((resp, by, peer)) => self
-                .hub
-                .run(|b, now, fx| b.respond_remote(resp, by, peer, now, fx)),
-            Err(err) => Err(err),
-        };
-        let body = wire::answer_reply(&decision);
-        if let Err(e) = client.publish(reply, body.into()).await {
-            tracing::warn!(error = %e, "federation: answer reply not sent");
-        }
-    }
-
-    fn pending_entry(&self, e: kv::Entry, presence: &mut Presence) {
-        let Some((node, _)) = e.key.split_once('.') else {
-            return;
-        };
-        if node == self.node {
-            return;
-        }
-        let node = node.to_owned();
-        match e.operation {
-            kv::Operation::Put => {}
-            kv::Operation::Delete | kv::Operation::Purge => {
-                // Its entry expired (a grace after its deadline) or was removed.
-                if let Some(held) = presence.held.get_mut(&node) {
-                    held.remove(&e.key);
-                }
-                let Some(id) = e.key.split_once('.').and_then(|(_, k)| wire::id_of_key(k)) else {
-                    return;
-                };
-                self.hub.run(|b, now, fx| {
-                    b.remote_end(&node, &id, WithdrawReason::Timeout, None, None, now, fx)
-                });
-                return;
-            }
-        }
-        let Some(entry) = wire::parse_entry(&e.value) else {
-            tracing::warn!(key = %e.key, "federation: an entry this node cannot read; ignored");
-            return;
-        };
-        match entry {
-            Entry::Ended {
-                id,
-                reason,
-                answered_by,
-                winner_peer,
-            } => {
-                if let Some(held) = presence.held.get_mut(&node) {
-                    held.remove(&e.key);
-                }
-                let winner = answered_by
-                    .as_ref()
-                    .filter(|by| by.node.as_deref() == Some(self.node.as_str()))
-                    .and(winner_peer);
-                self.hub.run(|b, now, fx| {
-                    b.remote_end(&node, &id, reason, answered_by, winner, now, fx)
-                });
-            }
-            q @ Entry::Question { .. } => {
-                if presence.alive.contains_key(&node) {
-                    self.show(&node, q);
-                } else {
-                    presence.held.entry(node).or_default().insert(e.key, q);
-                }
-            }
-        }
-    }
-
-    fn show(&self, node: &str, q: Entry) {
-        let Entry::Question {
-            id,
-            questions,
-            approval,
-            context,
-            producer,
-            deadline_ms,
-        } = q
-        else {
-            return;
-        };
-        let now_ms = unix_ms(SystemTime::now());
-        if deadline_ms <= now_ms {
-            return;
-        }
-        let request = match wire::valid_request(&id, &questions, approval, context.as_deref()) {
-            Ok(r) => r,
-            Err(msg) => {
-                tracing::warn!(node, id, error = %msg, "federation: a remote question failed validation; not shown");
-                return;
-            }
-        };
-        let q = RemoteQuestion {
-            node: Arc::from(node),
-            request,
-            producer,
-            remaining: Duration::from_millis(deadline_ms - now_ms),
-        };
-        self.hub.run(|b, now, fx| b.remote_ask(q, now, fx));
-    }
-
-    fn node_entry(&self, e: kv::Entry, presence: &mut Presence) {
-        let node = e.key.clone();
-        if node == self.node {
-            return;
-        }
-        match e.operation {
-            kv::Operation::Put => {
-                let new = presence
-                    .alive
-                    .insert(node.clone(), Instant::now())
-                    .is_none();
-                if new {
-                    tracing::info!(node, "federation: node joined");
-                    self.publish_nodes(presence);
-                    if let Some(held) = presence.held.remove(&node) {
-                        for (_, q) in held {
-                            self.show(&node, q);
-                        }
-                    }
-                }
-            }
-            kv::Operation::Delete | kv::Operation::Purge => {
-                if presence.alive.remove(&node).is_some() {
-                    tracing::info!(node, "federation: node left");
-                    self.publish_nodes(presence);
-                }
-                self.hub.run(|b, now, fx| b.node_gone(&node, now, fx));
-            }
-        }
-    }
-
-    fn expire_nodes(&self, presence: &mut Presence) {
-        let now = Instant::now();
-        let gone: Vec<String> = presence
-            .alive
-            .iter()
-            .filter(|(_, seen)| **seen + self.node_timeout <= now)
-            .map(|(n, _)| n.clone())
-            .collect();
-        for node in gone {
-            presence.alive.remove(&node);
-            tracing::warn!(
-                node,
-                timeout_ms = self.node_timeout.as_millis() as u64,
-                "federation: node not heard from; its questions are withdrawn"
-            );
-            self.hub.run(|b, now, fx| b.node_gone(&node, now, fx));
-        }
-        self.publish_nodes(presence);
-    }
-
-    fn publish_nodes(&self, presence: &Presence) {
-        let mut nodes: Vec<String> = presence.alive.keys().cloned().collect();
-        nodes.sort();
-        *self.status.nodes.lock().unwrap_or_else(|e| e.into_inner()) = nodes;
-    }
 }
 
 /// The next entry of the session's watches (never, without a session).
@@ -655,14 +445,6 @@ async fn next_entry(session: &mut Option<Session>) -> Option<Watched> {
         Some(s) => s.watch.next().await,
         None => std::future::pending().await,
     }
-}
-
-/// Whether a server error names `subject` (as "Permissions Violation for Publish to …").
-fn mentions(msg: &str, subject: &str) -> bool {
-    msg.match_indices(subject).any(|(at, _)| {
-        let after = msg[at + subject.len()..].chars().next();
-        !matches!(after, Some(c) if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
-    })
 }
 
 /// A KV bucket with per-message TTLs, created on first use.

@@ -1,0 +1,85 @@
+//! Answers across nodes: a local UI's answer to a remote question goes to its origin as a
+//! NATS request and the UI gets the origin's decision (or a clear error: origin unreachable,
+//! no permission to publish there); a remote UI's answer to a local question arrives here and
+//! is decided by the broker like a local UI's.
+
+use super::*;
+
+impl Task {
+    /// Sends a local UI's answer to the origin and hands the UI the origin's decision.
+    pub(super) async fn forward(
+        &self,
+        client: async_nats::Client,
+        f: Forward,
+        mut perm: broadcast::Receiver<String>,
+    ) {
+        let id = f.response.correlation_id().to_owned();
+        let subject = self.answer_subject(&f.origin);
+        let body = wire::answer_request(&f.response, &f.by, f.ui);
+        let request = async_nats::Request::new()
+            .payload(body.into())
+            .timeout(Some(self.answer_timeout));
+        let refused = async {
+            loop {
+                match perm.recv().await {
+                    Ok(msg) if mentions(&msg, &subject) => return msg,
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+                }
+            }
+        };
+        let decision = tokio::select! {
+            r = client.send_request(subject.clone(), request) => match r {
+                Ok(msg) => match serde_json::from_slice::<AnswerReply>(&msg.payload) {
+                    Ok(reply) => reply.decision(&id),
+                    Err(_) => Err(unreachable(&id, &format!("node {} sent a reply this node cannot read", f.origin))),
+                },
+                Err(e) => {
+                    use async_nats::client::RequestErrorKind;
+                    let why = match e.kind() {
+                        RequestErrorKind::NoResponders => format!("node {} is not connected to NATS (no responder on {subject})", f.origin),
+                        RequestErrorKind::TimedOut => format!("node {} did not reply within {} ms", f.origin, self.answer_timeout.as_millis()),
+                        _ => format!("NATS: {e}"),
+                    };
+                    Err(unreachable(&id, &why))
+                }
+            },
+            msg = refused => Err(FrameError::new(
+                ErrorCode::Forbidden,
+                format!("the NATS server refused to carry this answer to node {}: {msg}", f.origin),
+            ).with_id(Some(&id))),
+        };
+        if decision.is_ok() {
+            self.status.forwarded.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.status.forward_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        let ui = f.ui;
+        self.hub.run(|b, _, fx| b.forwarded(ui, &id, decision, fx));
+    }
+
+    /// Another node's UI answers a question asked here.
+    pub(super) async fn answer(&self, client: &async_nats::Client, msg: async_nats::Message) {
+        let Some(reply) = msg.reply.clone() else {
+            return;
+        };
+        let decision = match wire::parse_answer(&msg.payload) {
+            Ok((resp, by, peer)) => self
+                .hub
+                .run(|b, now, fx| b.respond_remote(resp, by, peer, now, fx)),
+            Err(err) => Err(err),
+        };
+        let body = wire::answer_reply(&decision);
+        if let Err(e) = client.publish(reply, body.into()).await {
+            tracing::warn!(error = %e, "federation: answer reply not sent");
+        }
+    }
+}
+
+/// Whether a server error names `subject` (as "Permissions Violation for Publish to …").
+fn mentions(msg: &str, subject: &str) -> bool {
+    msg.match_indices(subject).any(|(at, _)| {
+        let after = msg[at + subject.len()..].chars().next();
+        !matches!(after, Some(c) if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+    })
+}
