@@ -39,6 +39,10 @@ pub(super) fn pending(bin: &std::path::Path, c: &Counts, threads: usize) -> Resu
             n.to_string(),
             "--max-pending".into(),
             n.max(262_144).to_string(),
+            // The per-uid byte budget (64 MiB by default) would refuse the 100,000 of the full
+            // run; what is measured here is what each costs, not that limit.
+            "--max-pending-bytes-per-uid".into(),
+            (n * PENDING_FRAME * 4).max(64 << 20).to_string(),
             "--no-ui".into(),
             "wait".into(),
         ],
