@@ -13,10 +13,7 @@ use tokio::time::Instant;
 
 use super::PeerId;
 use crate::approvals::ApprovalBody;
-use crate::protocol::{
-    encode, encode_fast, ApprovalWithdrawn, ProducerInfo, RequestContext, ServerFrame,
-    UiRequestRef, WithdrawReason,
-};
+use crate::protocol::{encode_fast, ProducerInfo, RequestContext, UiRequestRef, WithdrawReason};
 use crate::questions::QuestionMeta;
 
 /// What a pending request counts against its uid's byte budget: its normalized questions'
@@ -55,8 +52,9 @@ impl Pending {
         let timeout_ms = self.deadline.saturating_duration_since(now).as_millis() as u64;
         if let Some(body) = &self.approval {
             let context = self.context.as_deref();
-            let frame = body.ui_frame(id, timeout_ms, &self.producer_info, context);
-            return encode(&ServerFrame::ToolConfirmationRequest(frame));
+            return body
+                .ui_frame_ref(id, timeout_ms, &self.producer_info, context, None)
+                .encode();
         }
         UiRequestRef {
             correlation_id: id,
@@ -74,12 +72,7 @@ impl Pending {
         if self.approval.is_none() {
             return encode_fast::withdrawn(id, reason);
         }
-        encode(&ServerFrame::ToolConfirmationWithdrawn(ApprovalWithdrawn {
-            correlation_id: id.to_owned(),
-            reason,
-            node: None,
-            answered_by: None,
-        }))
+        encode_fast::approval_withdrawn(id, reason)
     }
 }
 
