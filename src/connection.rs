@@ -422,10 +422,11 @@ impl Conn<'_> {
 
     fn handle(&mut self, payload: &[u8]) -> Next {
         let id = self.id;
-        // The frames every question costs take the fast path (frame and questions in one
-        // pass); the rest, and anything unusual about those, take `parse_inbound` and
-        // `ValidRequest::check`, whose reference paths word every error. Debug builds check
-        // every fast result against the reference.
+        // The frames every question and approval costs take the fast path (frame and
+        // questions, or tool call and details, in one pass); the rest, and anything unusual
+        // about those, take `parse_inbound` and `ValidRequest::check` or `approvals::check`,
+        // whose reference paths word every error. Debug builds check every fast result
+        // against the reference.
         let parsed = match protocol::parse_fast::<questions::fast::Questions>(payload) {
             Some(FastFrame::Request(head, questions)) => {
                 match ValidRequest::fast(head, questions, payload.len()) {
@@ -439,6 +440,17 @@ impl Conn<'_> {
                     None => protocol::parse_inbound(payload),
                 }
             }
+            Some(FastFrame::Approval(head, fields)) => match approvals::fast::check(head, fields) {
+                Some(req) => {
+                    #[cfg(debug_assertions)]
+                    approvals::fast::assert_reference_agrees(&req, payload);
+                    self.hub.run_in(&mut self.batch, |b, now, fx| {
+                        b.ask_approval(id, req, now, fx)
+                    });
+                    return Next::Continue;
+                }
+                None => protocol::parse_inbound(payload),
+            },
             Some(FastFrame::Other(frame)) => {
                 #[cfg(debug_assertions)]
                 protocol::parse::assert_reference_agrees(payload, &frame);

@@ -11,8 +11,8 @@ use super::pending::Pending;
 use super::{effects, Broker, Effects, PeerId};
 use crate::approvals;
 use crate::protocol::{
-    encode, encode_fast, ApprovalResponse, BusEventKind, End, Outcome, ProducerResponse,
-    ServerFrame, ToolOutcome, UiInfo, WithdrawReason,
+    encode_fast, ApprovalResponse, BusEventKind, End, Outcome, ProducerResponse, ToolOutcome,
+    UiInfo, WithdrawReason,
 };
 use crate::questions::{self, DaemonOutcome, ToolResult};
 
@@ -194,8 +194,7 @@ impl Broker {
         let id = response.correlation_id.as_str();
         let end = End::from(response.reason);
         self.count_end(end, id, &req, ui, now, None, Some(&response), fx);
-        let frame = encode(&ServerFrame::ToolConfirmationResponse(response));
-        fx.frame(req.producer, frame);
+        fx.frame(req.producer, encode_fast::approval_response(&response));
     }
 }
 

@@ -17,9 +17,8 @@ use super::{
 };
 use crate::approvals::{ApprovalBody, ValidApproval};
 use crate::protocol::{
-    encode, encode_fast, encode_with, json, ApprovalAck, AskUserResponse, BusEventKind, End,
-    FrameError, Outcome, ProducerInfo, RequestContext, ServerFrame, ToolConfirmationResponse,
-    UiInfo, UiRequestRef, WithdrawReason,
+    encode_fast, encode_with, json, AskUserResponse, BusEventKind, End, FrameError, Outcome,
+    ProducerInfo, RequestContext, ToolConfirmationResponse, UiInfo, UiRequestRef, WithdrawReason,
 };
 use crate::questions;
 
@@ -107,12 +106,7 @@ impl Acked {
                 reason,
                 confirmed,
                 outcome,
-            } => encode(&ServerFrame::ToolConfirmationAck(ApprovalAck {
-                correlation_id: id.to_owned(),
-                reason,
-                confirmed,
-                outcome,
-            })),
+            } => encode_fast::approval_ack(id, reason, confirmed, outcome),
         }
     }
 }
@@ -189,10 +183,10 @@ impl Broker {
         };
         if let Some(body) = &req.approval {
             let timeout_ms = req.deadline.saturating_duration_since(now).as_millis() as u64;
-            let mut frame =
-                body.ui_frame(id, timeout_ms, &req.producer_info, req.context.as_deref());
-            frame.node = node.map(str::to_owned);
-            return encode(&ServerFrame::ToolConfirmationRequest(frame));
+            let context = req.context.as_deref();
+            return body
+                .ui_frame_ref(id, timeout_ms, &req.producer_info, context, node)
+                .encode();
         }
         UiRequestRef {
             correlation_id: id,

@@ -66,19 +66,20 @@ pub fn question(node: &str, q: &SharedQuestion, deadline_ms: u64) -> Vec<u8> {
 /// What an approval's entry carries: the fields of its `tool-confirmation-request` a UI is
 /// shown (the effective outcomes), without the envelope.
 fn approval_fields(body: &ApprovalBody) -> Map<String, Value> {
+    let (tool_call, tool_annotations, details) = body.values();
     let mut m = Map::new();
-    m.insert("toolCall".into(), body.tool_call.clone());
+    m.insert("toolCall".into(), tool_call);
     if let Some(v) = &body.server_name {
         m.insert("serverName".into(), json!(v));
     }
-    if let Some(v) = &body.tool_annotations {
-        m.insert("toolAnnotations".into(), v.clone());
+    if let Some(v) = tool_annotations {
+        m.insert("toolAnnotations".into(), v);
     }
     if let Some(v) = &body.subagent {
         m.insert("subagent".into(), json!(v));
     }
-    if let Some(v) = &body.details {
-        m.insert("details".into(), v.clone());
+    if let Some(v) = details {
+        m.insert("details".into(), v);
     }
     let outcomes: Vec<&str> = body.outcomes.iter().map(|o| o.as_str()).collect();
     m.insert("outcomes".into(), json!(outcomes));

@@ -1,5 +1,5 @@
-//! The fast encoders of the frames every question costs: the producer's response, the winner's
-//! ack, the others' withdrawal, and a request as UIs receive it. The reference is
+//! The fast encoders of the frames every question and every approval costs: the producer's
+//! response, the winner's ack, the others' withdrawal, and a request as UIs receive it. The reference is
 //! `encode(&ServerFrame::…)` (the serde derives in `frames::outbound`); these write the very
 //! same bytes, which the tests here and a proptest compare on every shape, and which debug
 //! builds assert on every frame they write, so every integration test is an equivalence test.
@@ -9,9 +9,12 @@ use bytes::Bytes;
 #[cfg(debug_assertions)]
 use super::codec::encode;
 use super::codec::encode_with;
-use super::frames::{AskUserData, Outcome, ProducerResponse, UiRequestRef, WithdrawReason};
 #[cfg(debug_assertions)]
-use super::frames::{ServerFrame, UiRequest};
+use super::frames::{ApprovalAck, ApprovalWithdrawn, ServerFrame, UiApproval, UiRequest};
+use super::frames::{
+    ApprovalResponse, AskUserData, Outcome, ProducerResponse, ToolOutcome, UiApprovalRef,
+    UiRequestRef, WithdrawReason,
+};
 use super::json::{write_bool, write_str, write_u64};
 
 /// `{"type":"ask-user-withdrawn","correlationId":…,"reason":…}`
@@ -151,6 +154,159 @@ impl UiRequestRef<'_> {
             })
         });
         fast
+    }
+}
+
+/// `{"type":"tool-confirmation-withdrawn","correlationId":…,"reason":…}`
+pub fn approval_withdrawn(correlation_id: &str, reason: WithdrawReason) -> Bytes {
+    let fast = id_and_word(
+        br#"{"type":"tool-confirmation-withdrawn","correlationId":"#,
+        correlation_id,
+        br#","reason":""#,
+        reason.as_str(),
+    );
+    #[cfg(debug_assertions)]
+    agrees(&fast, || {
+        ServerFrame::ToolConfirmationWithdrawn(ApprovalWithdrawn {
+            correlation_id: correlation_id.to_owned(),
+            reason,
+            node: None,
+            answered_by: None,
+        })
+    });
+    fast
+}
+
+/// `{"type":"tool-confirmation-ack","correlationId":…,"reason":…,"confirmed":…,"outcome":…}`
+pub fn approval_ack(
+    correlation_id: &str,
+    reason: Outcome,
+    confirmed: bool,
+    outcome: ToolOutcome,
+) -> Bytes {
+    let fast = encode_with(|out| {
+        out.extend_from_slice(br#"{"type":"tool-confirmation-ack","correlationId":"#);
+        write_str(out, correlation_id);
+        out.extend_from_slice(br#","reason":""#);
+        out.extend_from_slice(reason.as_str().as_bytes());
+        out.extend_from_slice(br#"","confirmed":"#);
+        write_bool(out, confirmed);
+        out.extend_from_slice(br#","outcome":""#);
+        out.extend_from_slice(outcome.as_str().as_bytes());
+        out.extend_from_slice(br#""}"#);
+    });
+    #[cfg(debug_assertions)]
+    agrees(&fast, || {
+        ServerFrame::ToolConfirmationAck(ApprovalAck {
+            correlation_id: correlation_id.to_owned(),
+            reason,
+            confirmed,
+            outcome,
+        })
+    });
+    fast
+}
+
+/// The producer's `tool-confirmation-response`.
+pub fn approval_response(r: &ApprovalResponse) -> Bytes {
+    let fast = encode_with(|out| {
+        out.extend_from_slice(br#"{"type":"tool-confirmation-response","correlationId":"#);
+        write_str(out, &r.correlation_id);
+        out.extend_from_slice(br#","confirmed":"#);
+        write_bool(out, r.confirmed);
+        out.extend_from_slice(br#","outcome":""#);
+        out.extend_from_slice(r.outcome.as_str().as_bytes());
+        out.extend_from_slice(br#"","reason":""#);
+        out.extend_from_slice(r.reason.as_str().as_bytes());
+        out.push(b'"');
+        if let Some(message) = &r.message {
+            out.extend_from_slice(br#","message":"#);
+            write_str(out, message);
+        }
+        if let Some(payload) = &r.payload {
+            out.extend_from_slice(br#","payload":"#);
+            serde_json::to_writer(&mut *out, payload).expect("a Map serializes");
+        }
+        out.push(b'}');
+    });
+    #[cfg(debug_assertions)]
+    agrees(&fast, || ServerFrame::ToolConfirmationResponse(r.clone()));
+    fast
+}
+
+impl UiApprovalRef<'_> {
+    /// The frame's payload: the bytes `encode` gives for the same `UiApproval`.
+    pub fn encode(&self) -> Bytes {
+        let fast = encode_with(|out| {
+            out.extend_from_slice(br#"{"type":"tool-confirmation-request","correlationId":"#);
+            write_str(out, self.correlation_id);
+            out.extend_from_slice(br#","toolCall":"#);
+            out.extend_from_slice(self.tool_call.as_bytes());
+            if let Some(server_name) = self.server_name {
+                out.extend_from_slice(br#","serverName":"#);
+                write_str(out, server_name);
+            }
+            if let Some(annotations) = self.tool_annotations {
+                out.extend_from_slice(br#","toolAnnotations":"#);
+                out.extend_from_slice(annotations.as_bytes());
+            }
+            if let Some(subagent) = self.subagent {
+                out.extend_from_slice(br#","subagent":"#);
+                write_str(out, subagent);
+            }
+            if let Some(details) = self.details {
+                out.extend_from_slice(br#","details":"#);
+                out.extend_from_slice(details.as_bytes());
+            }
+            out.extend_from_slice(br#","outcomes":["#);
+            for (n, o) in self.outcomes.iter().enumerate() {
+                if n > 0 {
+                    out.push(b',');
+                }
+                out.push(b'"');
+                out.extend_from_slice(o.as_str().as_bytes());
+                out.push(b'"');
+            }
+            out.extend_from_slice(br#"],"timeoutMs":"#);
+            write_u64(out, self.timeout_ms);
+            out.extend_from_slice(br#","producer":"#);
+            serde_json::to_writer(&mut *out, self.producer).expect("ProducerInfo serializes");
+            if let Some(context) = self.context {
+                out.extend_from_slice(br#","context":"#);
+                serde_json::to_writer(&mut *out, context).expect("RequestContext serializes");
+            }
+            if let Some(node) = self.node {
+                out.extend_from_slice(br#","node":"#);
+                write_str(out, node);
+            }
+            out.push(b'}');
+        });
+        #[cfg(debug_assertions)]
+        agrees(&fast, || {
+            ServerFrame::ToolConfirmationRequest(self.reference())
+        });
+        fast
+    }
+
+    /// The `UiApproval` the reference encodes.
+    #[cfg(debug_assertions)]
+    fn reference(&self) -> UiApproval {
+        let value = |text: &str| -> serde_json::Value {
+            serde_json::from_str(text).expect("the daemon's own approval text is JSON")
+        };
+        UiApproval {
+            correlation_id: self.correlation_id.to_owned(),
+            tool_call: value(self.tool_call),
+            server_name: self.server_name.map(str::to_owned),
+            tool_annotations: self.tool_annotations.map(value),
+            subagent: self.subagent.map(str::to_owned),
+            details: self.details.map(value),
+            outcomes: self.outcomes.to_vec(),
+            timeout_ms: self.timeout_ms,
+            producer: self.producer.clone(),
+            context: self.context.cloned(),
+            node: self.node.map(str::to_owned),
+        }
     }
 }
 

@@ -30,7 +30,7 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 /// classic has-zero-byte and has-less-than tests have no false negatives or positives for
 /// "any").
 #[inline]
-fn any_escape(w: u64) -> bool {
+pub(crate) fn any_escape(w: u64) -> bool {
     let control = w.wrapping_sub(ONES * 0x20) & !w;
     let q = w ^ (ONES * b'"' as u64);
     let quote = q.wrapping_sub(ONES) & !q;

@@ -8,13 +8,16 @@
 //! conformance tests and the fuzz targets, which read frames as the daemon does:
 //! - [`Inbound`] and [`parse_inbound`]: a frame a peer sent, as the daemon reads it;
 //!   [`parse::reference`] decides every frame, [`parse::fast`] is an optimisation of it;
-//! - [`encode_fast`] and [`UiRequestRef`]: fast encoders of the frames every question costs,
-//!   whose reference is [`encode`] of the same [`ServerFrame`];
-//! - [`json`]: the JSON string and integer writer those encoders share.
+//! - [`encode_fast`], [`UiRequestRef`] and [`UiApprovalRef`]: fast encoders of the frames every
+//!   question and approval costs, whose reference is [`encode`] of the same [`ServerFrame`];
+//! - [`json`]: the JSON string and integer writer those encoders share;
+//! - [`canonical`]: the reader of JSON text already written as serde_json writes it, which the
+//!   approvals' fast path keeps as it came.
 //!
 //! Internal dependencies form a DAG: `codec`, `error` ← `frames` ← `parse`; `json` ←
 //! `encode_fast` → `frames`.
 
+pub mod canonical;
 mod codec;
 pub mod encode_fast;
 mod error;
@@ -29,7 +32,7 @@ pub use codec::{
 };
 pub use error::{Code, ErrorCode, FrameError, RequestKind};
 pub use frames::*;
-pub use parse::fast::{parse_fast, FastFrame, RequestHead};
+pub use parse::fast::{parse_fast, ApprovalFields, FastFrame, RequestHead};
 pub use parse::parse_inbound;
 
 /// The protocol number carried by `hello` and `welcome`.

@@ -308,7 +308,7 @@ pub fn normalize(text: &str) -> Option<Normalized> {
 pub fn check_request(payload: &[u8]) -> Option<(RequestHead, Normalized)> {
     match parse_fast::<Questions>(payload)? {
         FastFrame::Request(head, questions) => Some((head, check(questions, payload.len())?)),
-        FastFrame::Other(_) => None,
+        FastFrame::Approval(..) | FastFrame::Other(_) => None,
     }
 }
 

@@ -210,6 +210,28 @@ pub struct UiApproval {
     pub node: Option<String>,
 }
 
+/// The daemon's encoding of a [`UiApproval`]: the tool call, annotations and details stay the
+/// JSON text the daemon keeps them as (written as serde_json writes them), so a broadcast or a
+/// replay never re-serializes them.
+#[derive(Debug)]
+pub struct UiApprovalRef<'a> {
+    pub correlation_id: &'a str,
+    /// JSON text, copied in as it is.
+    pub tool_call: &'a str,
+    pub server_name: Option<&'a str>,
+    /// JSON text, copied in as it is.
+    pub tool_annotations: Option<&'a str>,
+    pub subagent: Option<&'a str>,
+    /// JSON text, copied in as it is.
+    pub details: Option<&'a str>,
+    pub outcomes: &'a [ToolOutcome],
+    pub timeout_ms: u64,
+    pub producer: &'a ProducerInfo,
+    pub context: Option<&'a RequestContext>,
+    /// Federation: the origin node.
+    pub node: Option<&'a str>,
+}
+
 /// The one terminal answer a producer gets for an accepted approval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

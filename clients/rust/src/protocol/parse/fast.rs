@@ -1,13 +1,15 @@
-//! The fast parser of the two frames every question costs (`ask-user-request` from producers,
-//! `ask-user-response` from UIs): serde reads them straight into their fields, borrowing from
-//! the payload, instead of building a `Value` tree and walking it.
+//! The fast parser of the frames every question and every approval costs (`ask-user-request`
+//! and `tool-confirmation-request` from producers, `ask-user-response` and
+//! `tool-confirmation-response` from UIs): serde reads them straight into their fields,
+//! borrowing from the payload, instead of building a `Value` tree and walking it.
 //!
 //! It is an optimisation of [`super::reference`], which decides. It accepts a frame only when
 //! every field it reads is present with the plain shape the reference would accept, and then
 //! yields exactly what the reference would; anything else (a wrong type, a duplicate key, a
 //! null, an escaped `type`, a value the reference rejects) makes it give up, and the reference
 //! decides, with its own error message. So no error wording lives here, and the two cannot
-//! disagree on a frame that is accepted (debug builds assert it on every frame).
+//! disagree on a frame that is accepted (debug builds assert it on every frame). An approval's
+//! tool call and details are handed on as text for `approvals::fast`, which checks them.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -18,12 +20,13 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::protocol::frames::{
-    check_context_value, question_index, AskUserRequest, AskUserResponse, Inbound, NoUiPolicy,
-    RequestContext, RequestQuestions, TimeoutMs,
+    check_context_value, question_index, AskUserRequest, AskUserResponse, Decision, Inbound,
+    NoUiPolicy, RequestContext, RequestQuestions, TimeoutMs, ToolConfirmationResponse, ToolOutcome,
+    MAX_APPROVAL_MESSAGE_CHARS,
 };
 use crate::protocol::MAX_CORRELATION_ID_CHARS;
 
-/// The fields of both frames this parser takes; unknown keys are skipped, as the reference skips them.
+/// The fields of the frames this parser takes; unknown keys are skipped, as the reference skips them.
 /// `Q` is what `questions` is read as: its text, or (for [`parse_request`]) the caller's own
 /// fast reading of it.
 #[derive(Deserialize)]
@@ -45,6 +48,33 @@ struct Envelope<'a, Q> {
     answers: Option<Answers>,
     #[serde(default, deserialize_with = "present")]
     cancelled: Option<bool>,
+    #[serde(default, rename = "toolCall", borrow, deserialize_with = "present")]
+    tool_call: Option<&'a RawValue>,
+    #[serde(default, rename = "serverName", borrow, deserialize_with = "present")]
+    server_name: Option<&'a RawValue>,
+    #[serde(
+        default,
+        rename = "toolAnnotations",
+        borrow,
+        deserialize_with = "present"
+    )]
+    tool_annotations: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    subagent: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    details: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    outcomes: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present")]
+    confirmed: Option<bool>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    outcome: Option<&'a str>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    message: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    payload: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present")]
+    dismissed: Option<bool>,
 }
 
 /// A field that, when present, must hold a `T` (not `null`): serde's own `Option` would read
@@ -174,7 +204,8 @@ impl Context<'_> {
     }
 }
 
-/// An `ask-user-request` but for its questions: what [`parse_request`] hands back beside them.
+/// A request's envelope (an `ask-user-request` but for its questions, a
+/// `tool-confirmation-request` but for its tool call): what [`parse_fast`] hands back beside them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestHead {
     pub correlation_id: String,
@@ -186,10 +217,7 @@ pub struct RequestHead {
 /// The envelope's request fields, if the reference would accept them as they are.
 fn request_head<Q>(env: &Envelope<'_, Q>) -> Option<RequestHead> {
     let id = &env.correlation_id;
-    if env.ty != "ask-user-request"
-        || id.is_empty()
-        || id.chars().count() > MAX_CORRELATION_ID_CHARS
-    {
+    if id.is_empty() || id.chars().count() > MAX_CORRELATION_ID_CHARS {
         return None;
     }
     let timeout_ms = match env.timeout_ms {
@@ -215,18 +243,34 @@ fn request_head<Q>(env: &Envelope<'_, Q>) -> Option<RequestHead> {
 
 /// What [`parse_fast`] read.
 #[derive(Debug)]
-pub enum FastFrame<Q> {
+pub enum FastFrame<'a, Q> {
     /// An `ask-user-request`, its questions read as the caller's `Q`.
     Request(RequestHead, Q),
-    /// An `ask-user-response`.
+    /// A `tool-confirmation-request`, its tool call and details as sent, for
+    /// `approvals::fast` to check.
+    Approval(RequestHead, ApprovalFields<'a>),
+    /// An `ask-user-response` or a `tool-confirmation-response`.
     Other(Inbound),
 }
 
-/// The two frames every question costs, fast: an `ask-user-request` with its `questions` read
-/// straight into the caller's `Q` (which may borrow from the payload), or an
-/// `ask-user-response`; exactly the frames [`parse`] accepts, provided `Q` reads the questions.
-/// `None` leaves the frame to [`super::parse_inbound`].
-pub fn parse_fast<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<FastFrame<Q>> {
+/// The fields of a `tool-confirmation-request` that `approvals::check` reads, each the JSON
+/// text the producer sent (`None` when absent; a JSON `null` is the text `null`).
+#[derive(Debug, Clone, Copy)]
+pub struct ApprovalFields<'a> {
+    pub tool_call: Option<&'a RawValue>,
+    pub server_name: Option<&'a RawValue>,
+    pub tool_annotations: Option<&'a RawValue>,
+    pub subagent: Option<&'a RawValue>,
+    pub details: Option<&'a RawValue>,
+    pub outcomes: Option<&'a RawValue>,
+}
+
+/// The frames every question and approval costs, fast: an `ask-user-request` with its
+/// `questions` read straight into the caller's `Q` (which may borrow from the payload), a
+/// `tool-confirmation-request` with its fields as text, or either response; the requests and
+/// responses [`parse`] accepts, provided `Q` reads the questions (approvals are left to
+/// `approvals::fast`). `None` leaves the frame to [`super::parse_inbound`].
+pub fn parse_fast<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<FastFrame<'a, Q>> {
     // A derived struct also reads a JSON array (its fields in order), which the reference
     // refuses as not an object: only objects take this path.
     if payload.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
@@ -236,14 +280,28 @@ pub fn parse_fast<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<FastFrame
     // them would pass where the reference refuses the frame as invalid JSON: a frame with any
     // surrogate escape is left to the reference.
     // Skipped fields are not checked for UTF-8 either (found by fuzzing, as the surrogates).
-    if has_surrogate_escape(payload) || std::str::from_utf8(payload).is_err() {
+    if has_surrogate_escape(payload) {
         return None;
     }
-    let env: Envelope<Q> = serde_json::from_slice(payload).ok()?;
+    // Checked whole once, so serde reads it as text and does not check each string again.
+    let text = std::str::from_utf8(payload).ok()?;
+    let env: Envelope<Q> = serde_json::from_str(text).ok()?;
     match env.ty {
         "ask-user-request" => {
             let head = request_head(&env)?;
             Some(FastFrame::Request(head, env.questions?))
+        }
+        "tool-confirmation-request" => {
+            let head = request_head(&env)?;
+            let fields = ApprovalFields {
+                tool_call: env.tool_call,
+                server_name: env.server_name,
+                tool_annotations: env.tool_annotations,
+                subagent: env.subagent,
+                details: env.details,
+                outcomes: env.outcomes,
+            };
+            Some(FastFrame::Approval(head, fields))
         }
         _ => response(env).map(FastFrame::Other),
     }
@@ -251,17 +309,21 @@ pub fn parse_fast<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<FastFrame
 
 /// Whether `payload` holds an escape `\uD800`–`\uDFFF` (either case). A `\\u…` (an escaped
 /// backslash before `u`) also counts, which only sends that rare frame to the reference.
+/// Most frames hold no backslash at all, so it looks only where `memchr` finds one (a
+/// four-byte window at every byte cost more than the rest of the parse).
 fn has_surrogate_escape(payload: &[u8]) -> bool {
-    payload.windows(4).any(|w| {
-        w[0] == b'\\'
-            && w[1] == b'u'
-            && matches!(w[2], b'd' | b'D')
-            && matches!(w[3], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+    memchr::memchr_iter(b'\\', payload).any(|i| match payload.get(i + 1..i + 4) {
+        Some(&[b'u', hi, lo]) => {
+            matches!(hi, b'd' | b'D') && matches!(lo, b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+        }
+        _ => false,
     })
 }
 
-/// The frame, if it is an `ask-user-request` or `ask-user-response` the reference would
-/// accept as it is; `None` leaves the frame to the reference.
+/// The frame, if it is an `ask-user-request`, `ask-user-response` or
+/// `tool-confirmation-response` the reference would accept as it is; `None` leaves the frame
+/// (and every `tool-confirmation-request`, whose reference form is its whole `Value`) to the
+/// reference.
 pub fn parse(payload: &[u8]) -> Option<Inbound> {
     match parse_fast::<&RawValue>(payload)? {
         FastFrame::Request(head, questions) => Some(Inbound::AskUserRequest(AskUserRequest {
@@ -271,13 +333,16 @@ pub fn parse(payload: &[u8]) -> Option<Inbound> {
             context: head.context,
             questions: RequestQuestions::Raw(questions.to_owned()),
         })),
+        FastFrame::Approval(..) => None,
         FastFrame::Other(frame) => Some(frame),
     }
 }
 
-/// The envelope as an `ask-user-response`, if it is one the reference accepts as it is.
+/// The envelope as an `ask-user-response` or a `tool-confirmation-response`, if it is one the
+/// reference accepts as it is.
 fn response<Q>(env: Envelope<'_, Q>) -> Option<Inbound> {
     match env.ty {
+        "tool-confirmation-response" => decision(env).map(Inbound::ToolConfirmationResponse),
         "ask-user-response" => {
             let id = env.correlation_id;
             if id.is_empty() || id.chars().count() > MAX_CORRELATION_ID_CHARS {
@@ -297,6 +362,44 @@ fn response<Q>(env: Envelope<'_, Q>) -> Option<Inbound> {
         }
         _ => None,
     }
+}
+
+/// The envelope as a UI's decision on an approval, if the reference accepts it as it is. A
+/// `payload` (only `modify_with_editor` needs one) is left to the reference.
+fn decision<Q>(env: Envelope<'_, Q>) -> Option<ToolConfirmationResponse> {
+    let id = env.correlation_id;
+    if id.is_empty() || id.chars().count() > MAX_CORRELATION_ID_CHARS || env.payload.is_some() {
+        return None;
+    }
+    let correlation_id = id.into_owned();
+    if env.dismissed == Some(true) {
+        return Some(ToolConfirmationResponse {
+            correlation_id,
+            decision: Decision::Dismissed,
+        });
+    }
+    let confirmed = env.confirmed?;
+    let outcome = match env.outcome {
+        None if confirmed => ToolOutcome::ProceedOnce,
+        None => ToolOutcome::Cancel,
+        Some(s) => ToolOutcome::parse(s)?,
+    };
+    if outcome.confirms() != confirmed || outcome == ToolOutcome::ModifyWithEditor {
+        return None;
+    }
+    let message = match env.message {
+        None => None,
+        Some(m) if m.chars().count() <= MAX_APPROVAL_MESSAGE_CHARS => Some(m.into_owned()),
+        Some(_) => return None,
+    };
+    Some(ToolConfirmationResponse {
+        correlation_id,
+        decision: Decision::Decided {
+            outcome,
+            message,
+            payload: None,
+        },
+    })
 }
 
 #[cfg(test)]
@@ -328,6 +431,58 @@ mod tests {
             r#"{"type":"ask-user-request","correlationId":"a","context":{"future":1},"questions":[]}"#,
         ] {
             assert!(agrees(frame), "{frame}");
+        }
+    }
+
+    #[test]
+    fn finds_a_surrogate_escape_wherever_it_is() {
+        for text in [
+            r"\ud800",
+            r"\uD83D",
+            r"\udfff",
+            r"\uDbFf",
+            r"x\\ud999",
+            r"ab\\\udc00",
+            r#""\\\\ud800""#,
+        ] {
+            assert!(has_surrogate_escape(text.as_bytes()), "{text}");
+        }
+        for text in [
+            "",
+            r"\",
+            r"\u",
+            r"\ud",
+            r"\ud7ff",
+            r"\ue000",
+            r"\uc800",
+            r"\n\t\u00e9",
+            "ud800",
+            r"\\",
+            r"x\",
+        ] {
+            assert!(!has_surrogate_escape(text.as_bytes()), "{text}");
+        }
+        // Exhaustively, against a four-byte window at every byte, on every string of up to
+        // six bytes over the letters that matter.
+        let window = |p: &[u8]| {
+            p.windows(4).any(|w| {
+                w[0] == b'\\'
+                    && w[1] == b'u'
+                    && matches!(w[2], b'd' | b'D')
+                    && matches!(w[3], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+            })
+        };
+        let letters = b"\\udD8fFx7";
+        let mut text = Vec::new();
+        for n in 0..=6u32 {
+            for mut k in 0..letters.len().pow(n) {
+                text.clear();
+                for _ in 0..n {
+                    text.push(letters[k % letters.len()]);
+                    k /= letters.len();
+                }
+                assert_eq!(has_surrogate_escape(&text), window(&text), "{text:?}");
+            }
         }
     }
 

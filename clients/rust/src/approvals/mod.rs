@@ -2,12 +2,18 @@
 //! `FunctionCall` and `SerializableConfirmationDetails`, npm `@google/gemini-cli-core` 0.61.0),
 //! which outcomes it offers, and what the agent is told when nobody approved. Pure functions,
 //! shared by the daemon (which refuses bad requests) and clients (which can check first).
+//!
+//! [`check`] is the reference: it reads the frame's `Value` and words every error. [`fast`] is
+//! an optimisation of it for the daemon's hot path, which reads the frame's text and either
+//! yields exactly what [`check`] would or gives up (debug builds assert it on every frame).
+
+pub mod fast;
 
 use serde_json::{Map, Value};
 
 use crate::protocol::{
-    NoUiPolicy, Outcome, RequestContext, TimeoutMs, ToolConfirmationRequest, ToolOutcome,
-    UiApproval,
+    NoUiPolicy, Outcome, ProducerInfo, RequestContext, TimeoutMs, ToolConfirmationRequest,
+    ToolOutcome, UiApproval, UiApprovalRef,
 };
 
 /// Every `details.type` of the reference, in its declaration order.
@@ -40,53 +46,101 @@ pub struct ValidApproval {
     pub body: ApprovalBody,
 }
 
-/// What UIs are shown of an approval (all but the envelope), as the producer sent it.
+/// What UIs are shown of an approval (all but the envelope), as the producer sent it. The
+/// JSON values are kept as the text serde_json writes for them, which every UI's frame copies
+/// in as it is (so a broadcast or a replay never re-serializes them).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalBody {
-    pub tool_call: Value,
+    /// `toolCall`, as JSON text.
+    pub tool_call: Box<str>,
     pub server_name: Option<String>,
-    pub tool_annotations: Option<Value>,
+    /// `toolAnnotations`, as JSON text.
+    pub tool_annotations: Option<Box<str>>,
     pub subagent: Option<String>,
-    pub details: Option<Value>,
+    /// `details`, as JSON text.
+    pub details: Option<Box<str>>,
     /// The effective list: the producer's with `proceed_once` and `cancel` added, sorted.
     pub outcomes: Vec<ToolOutcome>,
     /// The JSON size of what UIs are shown, the memory it holds while pending.
     pub bytes: usize,
+    /// `toolCall.name`, read once for telemetry and watchers.
+    tool: Box<str>,
+    /// `details.type`, when there are details.
+    details_type: Option<&'static str>,
 }
 
 impl ApprovalBody {
     /// `toolCall.name`.
     pub fn tool(&self) -> &str {
-        self.tool_call["name"].as_str().unwrap_or_default()
+        &self.tool
     }
 
     /// `details.type`, when there are details.
     pub fn details_type(&self) -> Option<&'static str> {
-        let ty = self.details.as_ref()?.get("type")?.as_str()?;
-        DETAIL_TYPES.into_iter().find(|t| *t == ty)
+        self.details_type
     }
 
-    /// The frame a UI receives, with `timeout_ms` left.
+    /// The frame a UI receives, with `timeout_ms` left: the reference of [`Self::ui_frame_ref`].
     pub fn ui_frame(
         &self,
         correlation_id: &str,
         timeout_ms: u64,
-        producer: &crate::protocol::ProducerInfo,
+        producer: &ProducerInfo,
         context: Option<&RequestContext>,
     ) -> UiApproval {
+        let value = |text: &str| -> Value {
+            serde_json::from_str(text).expect("an approval body holds JSON text")
+        };
         UiApproval {
             correlation_id: correlation_id.to_owned(),
-            tool_call: self.tool_call.clone(),
+            tool_call: value(&self.tool_call),
             server_name: self.server_name.clone(),
-            tool_annotations: self.tool_annotations.clone(),
+            tool_annotations: self.tool_annotations.as_deref().map(value),
             subagent: self.subagent.clone(),
-            details: self.details.clone(),
+            details: self.details.as_deref().map(value),
             outcomes: self.outcomes.clone(),
             timeout_ms,
             producer: producer.clone(),
             context: context.cloned(),
             node: None,
         }
+    }
+
+    /// The frame a UI receives, for the daemon's fast encoder (`UiApprovalRef::encode`);
+    /// `node` is the origin's, once federated.
+    pub fn ui_frame_ref<'a>(
+        &'a self,
+        correlation_id: &'a str,
+        timeout_ms: u64,
+        producer: &'a ProducerInfo,
+        context: Option<&'a RequestContext>,
+        node: Option<&'a str>,
+    ) -> UiApprovalRef<'a> {
+        UiApprovalRef {
+            correlation_id,
+            tool_call: &self.tool_call,
+            server_name: self.server_name.as_deref(),
+            tool_annotations: self.tool_annotations.as_deref(),
+            subagent: self.subagent.as_deref(),
+            details: self.details.as_deref(),
+            outcomes: &self.outcomes,
+            timeout_ms,
+            producer,
+            context,
+            node,
+        }
+    }
+
+    /// The fields as JSON values (for federation's entries, which build a `Value`).
+    pub fn values(&self) -> (Value, Option<Value>, Option<Value>) {
+        let value = |text: &str| -> Value {
+            serde_json::from_str(text).expect("an approval body holds JSON text")
+        };
+        (
+            value(&self.tool_call),
+            self.tool_annotations.as_deref().map(value),
+            self.details.as_deref().map(value),
+        )
     }
 }
 
@@ -118,10 +172,10 @@ pub fn check(req: ToolConfirmationRequest) -> Result<ValidApproval, Refused> {
 }
 
 fn check_body(frame: &mut Map<String, Value>) -> Result<ApprovalBody, String> {
-    let tool_call = match frame.remove("toolCall") {
+    let (tool_call, tool) = match frame.remove("toolCall") {
         Some(Value::Object(call)) => {
-            match call.get("name") {
-                Some(Value::String(s)) if !s.is_empty() => {}
+            let tool = match call.get("name") {
+                Some(Value::String(s)) if !s.is_empty() => Box::<str>::from(s.as_str()),
                 Some(Value::String(_)) | None => {
                     return Err("toolCall.name must be a non-empty string".into())
                 }
@@ -131,7 +185,7 @@ fn check_body(frame: &mut Map<String, Value>) -> Result<ApprovalBody, String> {
                         kind(other)
                     ))
                 }
-            }
+            };
             if let Some(args) = call.get("args") {
                 if !args.is_object() {
                     return Err(format!(
@@ -145,7 +199,7 @@ fn check_body(frame: &mut Map<String, Value>) -> Result<ApprovalBody, String> {
                     return Err(format!("toolCall.id must be a string, not {}", kind(id)));
                 }
             }
-            Value::Object(call)
+            (Value::Object(call), tool)
         }
         Some(other) => return Err(format!("toolCall must be an object, not {}", kind(&other))),
         None => return Err("tool-confirmation-request needs a \"toolCall\" object".into()),
@@ -201,21 +255,57 @@ fn check_body(frame: &mut Map<String, Value>) -> Result<ApprovalBody, String> {
             ))
         }
     };
-    let json_len = |v: &Value| serde_json::to_vec(v).map_or(0, |b| b.len());
-    let bytes = json_len(&tool_call)
-        + tool_annotations.as_ref().map_or(0, json_len)
-        + details.as_ref().map_or(0, json_len)
-        + server_name.as_ref().map_or(0, String::len)
-        + subagent.as_ref().map_or(0, String::len);
-    Ok(ApprovalBody {
-        tool_call,
+    let details_type = details
+        .as_ref()
+        .and_then(|d| d.get("type")?.as_str())
+        .and_then(|ty| DETAIL_TYPES.into_iter().find(|t| *t == ty));
+    let text = |v: &Value| -> Box<str> {
+        serde_json::to_string(v)
+            .expect("a Value serializes")
+            .into_boxed_str()
+    };
+    Ok(ApprovalBody::new(
+        text(&tool_call),
         server_name,
-        tool_annotations,
+        tool_annotations.as_ref().map(text),
         subagent,
-        details,
+        details.as_ref().map(text),
         outcomes,
-        bytes,
-    })
+        tool,
+        details_type,
+    ))
+}
+
+impl ApprovalBody {
+    /// A body of checked fields; `bytes` is what they hold.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        tool_call: Box<str>,
+        server_name: Option<String>,
+        tool_annotations: Option<Box<str>>,
+        subagent: Option<String>,
+        details: Option<Box<str>>,
+        outcomes: Vec<ToolOutcome>,
+        tool: Box<str>,
+        details_type: Option<&'static str>,
+    ) -> ApprovalBody {
+        let bytes = tool_call.len()
+            + tool_annotations.as_ref().map_or(0, |t| t.len())
+            + details.as_ref().map_or(0, |t| t.len())
+            + server_name.as_ref().map_or(0, String::len)
+            + subagent.as_ref().map_or(0, String::len);
+        ApprovalBody {
+            tool_call,
+            server_name,
+            tool_annotations,
+            subagent,
+            details,
+            outcomes,
+            bytes,
+            tool,
+            details_type,
+        }
+    }
 }
 
 fn optional_string(frame: &mut Map<String, Value>, key: &str) -> Result<Option<String>, String> {
