@@ -59,9 +59,12 @@ impl FedStatus {
 /// The broker's end of the queue to the federation task. One item is what one broker
 /// operation asked of federation: a shutdown's thousands of ends take one slot, so the queue
 /// bounds operations and a burst never overflows it into a resync that could not tell why
-/// each question ended.
+/// each question ended. Its bound is the pending limit plus room for ends: a burst of shares
+/// the limits allow always fits.
 pub struct FedLink {
     tx: mpsc::Sender<Vec<FedOut>>,
+    /// Slots an answer to forward must leave free for shares and ends.
+    shares_room: usize,
     /// Set when a share or an end did not fit: the task republishes and reconciles.
     resync: Arc<AtomicBool>,
     pub status: Arc<FedStatus>,
@@ -70,6 +73,13 @@ pub struct FedLink {
 impl FedLink {
     /// Queues `outs` without waiting; returns them if they did not fit.
     pub fn send(&self, outs: Vec<FedOut>) -> Option<Vec<FedOut>> {
+        // Answers never crowd out shares and ends: past the room kept for those, a UI is told
+        // at once that its answer could not go (rather than waiting behind a backlog).
+        if self.tx.capacity() <= self.shares_room
+            && outs.iter().any(|o| matches!(o, FedOut::Forward(_)))
+        {
+            return Some(outs);
+        }
         match self.tx.try_send(outs) {
             Ok(()) => None,
             Err(
@@ -87,9 +97,73 @@ impl FedLink {
 impl FedLink {
     pub fn new(
         tx: mpsc::Sender<Vec<FedOut>>,
+        shares_room: usize,
         resync: Arc<AtomicBool>,
         status: Arc<FedStatus>,
     ) -> Self {
-        FedLink { tx, resync, status }
+        FedLink {
+            tx,
+            shares_room,
+            resync,
+            status,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::broker::{Answer, Forward, SharedEnd};
+    use crate::protocol::{AskUserResponse, UiInfo};
+
+    fn end(id: &str) -> Vec<FedOut> {
+        vec![FedOut::Ended(SharedEnd {
+            id: id.into(),
+            reason: "withdrawn",
+            answered_by: None,
+            winner_peer: None,
+        })]
+    }
+
+    fn forward(id: &str) -> Vec<FedOut> {
+        vec![FedOut::Forward(Forward {
+            ui: 7,
+            origin: "b".into(),
+            response: Answer::Question(AskUserResponse {
+                correlation_id: id.into(),
+                answers: BTreeMap::from([(0, "Yes".into())]),
+                cancelled: false,
+            }),
+            by: UiInfo {
+                client: None,
+                pid: None,
+                node: None,
+            },
+        })]
+    }
+
+    #[test]
+    fn answers_leave_the_room_for_shares_and_ends_and_only_those_overflowing_ask_a_resync() {
+        let (tx, mut rx) = mpsc::channel(4);
+        let resync = Arc::new(AtomicBool::new(false));
+        let link = FedLink::new(tx, 2, resync.clone(), Arc::default());
+        assert!(link.send(forward("q1")).is_none());
+        assert!(link.send(end("q2")).is_none());
+        // Two slots left, both kept for shares and ends: an answer is refused at once, and
+        // that is not a reason to republish everything.
+        assert!(link.send(forward("q3")).is_some());
+        assert!(!resync.load(Ordering::Relaxed));
+        assert!(link.send(end("q4")).is_none());
+        assert!(link.send(end("q5")).is_none());
+        // Full: an end that does not fit asks the task to reconcile.
+        assert!(link.send(end("q6")).is_some());
+        assert!(resync.load(Ordering::Relaxed));
+        // Drained, answers go again.
+        for _ in 0..4 {
+            rx.try_recv().unwrap();
+        }
+        assert!(link.send(forward("q7")).is_none());
     }
 }

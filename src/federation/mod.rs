@@ -34,8 +34,9 @@ use crate::broker::{Acked, FedOut, Forward, RemoteQuestion, SharedEnd, SharedQue
 use crate::hub::Hub;
 use crate::protocol::{ErrorCode, FrameError, WithdrawReason};
 
-/// Broker operations whose effects may queue for this task before it resyncs instead.
-const QUEUE: usize = 8192;
+/// Room in the queue kept for shares and ends: a UI's answer to a remote question is refused
+/// at once ("queue full") when fewer than this many slots would be left after it.
+const SHARES_ROOM: usize = 8192;
 
 /// How long the end of a question stays in the bucket (for nodes that reconnect).
 const ENDED_TTL: Duration = Duration::from_secs(600);
@@ -54,11 +55,14 @@ pub async fn start(
         node: cfg.node.clone(),
         ..FedStatus::default()
     });
-    let (tx, rx) = mpsc::channel(QUEUE);
+    // Room for every question the limits let be pending (each share is one operation, a
+    // burst of asks is a burst of them), so a burst the daemon accepts is never dropped into a
+    // resync, which republishes everything. The channel allocates as it fills.
+    let (tx, rx) = mpsc::channel(hub.limits().max_pending_total.max(1) + SHARES_ROOM);
     let resync = Arc::new(AtomicBool::new(false));
     hub.federate(
         cfg.policy(),
-        FedLink::new(tx, resync.clone(), status.clone()),
+        FedLink::new(tx, SHARES_ROOM, resync.clone(), status.clone()),
     );
     let options = cfg.connect_options().await?;
     let task = Task {
