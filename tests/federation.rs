@@ -1402,3 +1402,41 @@ fn askbus_watch_says_the_federation_state_and_names_the_nodes() {
         let _ = watch.wait();
     });
 }
+
+#[test]
+fn an_origin_that_shuts_down_withdraws_every_shared_question_everywhere_as_shutdown() {
+    // More questions than the federation queue holds operations (8,192): the shutdown's ends
+    // travel as one batch, each with its own reason, never a resync's guess.
+    const N: usize = 9_000;
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let mut a = node_with_args(&url, "A", &["--max-pending-per-connection", "10000"], "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let (mut ui, _) = b.ui().await;
+        let mut producer = a.connect().await;
+        for i in 0..N {
+            producer.send(choice_request(&format!("s-{i}"))).await;
+        }
+        let mut shown = std::collections::HashSet::new();
+        while shown.len() < N {
+            let f = ui.recv_type("ask-user-request").await;
+            assert_eq!(f["node"], "A", "{f}");
+            assert!(shown.insert(f["correlationId"].as_str().unwrap().to_owned()));
+        }
+        let (status, _) = a.terminate(Duration::from_secs(60));
+        assert!(status.success(), "{status}");
+        let mut withdrawn = std::collections::HashSet::new();
+        while withdrawn.len() < N {
+            let w = ui.recv_type("ask-user-withdrawn").await;
+            assert_eq!(w["reason"], "shutdown", "{w}");
+            let id = w["correlationId"].as_str().unwrap().to_owned();
+            assert!(shown.contains(&id), "{w}");
+            assert!(withdrawn.insert(id), "withdrawn twice: {w}");
+        }
+        wait_remote_pending(&b, 0).await;
+        drop(producer);
+    });
+}

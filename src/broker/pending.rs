@@ -1,10 +1,11 @@
 //! The pending table: every request that is waiting for an answer, and the four indexes that
 //! must agree with it (arrival order for replay, deadlines for the timer, counts and bytes per
-//! uid for the quotas, the ids each producer connection owns for its disconnect). A request is in all
-//! five or in none: `insert` and `remove` are the only ways in and out, so no operation can
-//! lose a question by updating one index and forgetting another.
+//! uid for the quotas, the requests each producer connection owns for its disconnect). A
+//! request is in all five or in none: `insert` and `remove` are the only ways in and out, so no
+//! operation can lose a question by updating one index and forgetting another.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -75,6 +76,15 @@ impl Pending {
     }
 }
 
+/// What the requests of one producer uid hold.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct UidLoad {
+    /// Requests pending (never 0: an uid with none has no entry).
+    count: usize,
+    /// The bytes they hold (see [`bytes_of`]), for the per-uid byte budget.
+    bytes: usize,
+}
+
 /// The pending requests by correlationId, with the indexes kept in step.
 #[derive(Debug)]
 pub struct PendingTable {
@@ -84,13 +94,12 @@ pub struct PendingTable {
     /// Deadlines: one ordered set instead of a timer per request, so 100,000 idle pending
     /// questions cost no wake-ups until the earliest one is due.
     deadlines: BTreeSet<(Instant, u64)>,
-    /// Per producer uid: the per-uid quota, and what a UI of that uid is told is pending.
-    by_uid: HashMap<u32, usize>,
-    /// Per producer uid: the bytes its pending requests hold (see [`bytes_of`]), for the
-    /// per-uid byte budget.
-    bytes_by_uid: HashMap<u32, usize>,
-    /// Per producer connection: what its disconnect withdraws, and its own quota.
-    by_producer: HashMap<PeerId, HashSet<Arc<str>>>,
+    /// Per producer uid: the per-uid quotas, and what a UI of that uid is told is pending.
+    by_uid: HashMap<u32, UidLoad>,
+    /// Per producer connection: the `seq`s of what its disconnect withdraws (in arrival
+    /// order), and its own quota. Sequence numbers, not ids: no string is hashed again, and a
+    /// set that empties and fills as a producer's questions come and go is one small node.
+    by_producer: HashMap<PeerId, BTreeSet<u64>>,
     next_seq: u64,
 }
 
@@ -101,7 +110,6 @@ impl Default for PendingTable {
             by_seq: BTreeMap::new(),
             deadlines: BTreeSet::new(),
             by_uid: HashMap::new(),
-            bytes_by_uid: HashMap::new(),
             by_producer: HashMap::new(),
             next_seq: 1,
         }
@@ -120,21 +128,21 @@ impl PendingTable {
     /// Adds a request under `id`, which must not be pending (the broker refuses duplicates
     /// before it gets here) with a `seq` from [`Self::next_seq`].
     pub fn insert(&mut self, id: Arc<str>, req: Pending) {
-        assert!(
-            !self.entries.contains_key(&id) && !self.by_seq.contains_key(&req.seq),
-            "{id:?} (seq {}) is already pending",
-            req.seq
-        );
+        let slot = match self.entries.entry(id) {
+            Entry::Vacant(slot) if !self.by_seq.contains_key(&req.seq) => slot,
+            e => panic!("{:?} (seq {}) is already pending", e.key(), req.seq),
+        };
+        let id = slot.key().clone();
         self.by_seq.insert(req.seq, id.clone());
         self.deadlines.insert((req.deadline, req.seq));
-        *self.by_uid.entry(req.producer_info.uid).or_default() += 1;
-        *self.bytes_by_uid.entry(req.producer_info.uid).or_default() +=
-            bytes_of(&id, &req.questions, req.approval.as_deref());
+        let load = self.by_uid.entry(req.producer_info.uid).or_default();
+        load.count += 1;
+        load.bytes += bytes_of(&id, &req.questions, req.approval.as_deref());
         self.by_producer
             .entry(req.producer)
             .or_default()
-            .insert(id.clone());
-        self.entries.insert(id, req);
+            .insert(req.seq);
+        slot.insert(req);
     }
 
     /// Takes the request out of the table and every index.
@@ -142,23 +150,19 @@ impl PendingTable {
         let req = self.entries.remove(id)?;
         self.by_seq.remove(&req.seq);
         self.deadlines.remove(&(req.deadline, req.seq));
-        let uid = req.producer_info.uid;
-        if let Some(n) = self.by_uid.get_mut(&uid) {
-            *n -= 1;
-            if *n == 0 {
-                self.by_uid.remove(&uid);
+        if let Entry::Occupied(mut e) = self.by_uid.entry(req.producer_info.uid) {
+            let load = e.get_mut();
+            load.count -= 1;
+            load.bytes =
+                (load.bytes).saturating_sub(bytes_of(id, &req.questions, req.approval.as_deref()));
+            if load.count == 0 {
+                e.remove();
             }
         }
-        if let Some(b) = self.bytes_by_uid.get_mut(&uid) {
-            *b = b.saturating_sub(bytes_of(id, &req.questions, req.approval.as_deref()));
-            if *b == 0 {
-                self.bytes_by_uid.remove(&uid);
-            }
-        }
-        if let Some(owned) = self.by_producer.get_mut(&req.producer) {
-            owned.remove(id);
-            if owned.is_empty() {
-                self.by_producer.remove(&req.producer);
+        if let Entry::Occupied(mut owned) = self.by_producer.entry(req.producer) {
+            owned.get_mut().remove(&req.seq);
+            if owned.get().is_empty() {
+                owned.remove();
             }
         }
         Some(req)
@@ -182,17 +186,17 @@ impl PendingTable {
 
     /// Requests pending from producers of `uid`.
     pub fn count_of_uid(&self, uid: u32) -> usize {
-        self.by_uid.get(&uid).copied().unwrap_or(0)
+        self.by_uid.get(&uid).map_or(0, |l| l.count)
     }
 
     /// Bytes held by the requests pending from producers of `uid`.
     pub fn bytes_of_uid(&self, uid: u32) -> usize {
-        self.bytes_by_uid.get(&uid).copied().unwrap_or(0)
+        self.by_uid.get(&uid).map_or(0, |l| l.bytes)
     }
 
     /// Requests pending from connection `peer`.
     pub fn count_of_producer(&self, peer: PeerId) -> usize {
-        self.by_producer.get(&peer).map_or(0, HashSet::len)
+        self.by_producer.get(&peer).map_or(0, BTreeSet::len)
     }
 
     /// Connections with at least one request pending.
@@ -205,12 +209,7 @@ impl PendingTable {
         let Some(owned) = self.by_producer.get(&peer) else {
             return Vec::new();
         };
-        let mut ids: Vec<(u64, Arc<str>)> = owned
-            .iter()
-            .map(|id| (self.entries[id].seq, id.clone()))
-            .collect();
-        ids.sort_unstable();
-        ids.into_iter().map(|(_, id)| id).collect()
+        owned.iter().map(|seq| self.by_seq[seq].clone()).collect()
     }
 
     /// Every request, oldest first.
@@ -246,26 +245,26 @@ impl PendingTable {
         let n = self.entries.len();
         assert_eq!(self.by_seq.len(), n, "by_seq");
         assert_eq!(self.deadlines.len(), n, "deadlines");
-        assert_eq!(self.by_uid.values().sum::<usize>(), n, "by_uid");
-        assert!(self.by_uid.values().all(|&c| c > 0), "a zero count is kept");
-        let owned: usize = self.by_producer.values().map(HashSet::len).sum();
+        assert!(
+            self.by_uid.values().all(|l| l.count > 0),
+            "a zero count is kept"
+        );
+        let owned: usize = self.by_producer.values().map(BTreeSet::len).sum();
         assert_eq!(owned, n, "by_producer");
         assert!(self.by_producer.values().all(|s| !s.is_empty()));
         for (id, req) in &self.entries {
             assert_eq!(self.by_seq.get(&req.seq), Some(id));
             assert!(self.deadlines.contains(&(req.deadline, req.seq)));
-            assert!(self.by_producer[&req.producer].contains(id));
+            assert!(self.by_producer[&req.producer].contains(&req.seq));
             assert!(req.seq < self.next_seq);
         }
-        let mut uids: HashMap<u32, usize> = HashMap::new();
-        let mut bytes: HashMap<u32, usize> = HashMap::new();
+        let mut uids: HashMap<u32, UidLoad> = HashMap::new();
         for (id, req) in &self.entries {
-            *uids.entry(req.producer_info.uid).or_default() += 1;
-            *bytes.entry(req.producer_info.uid).or_default() +=
-                bytes_of(id, &req.questions, req.approval.as_deref());
+            let load = uids.entry(req.producer_info.uid).or_default();
+            load.count += 1;
+            load.bytes += bytes_of(id, &req.questions, req.approval.as_deref());
         }
-        assert_eq!(uids, self.by_uid);
-        assert_eq!(bytes, self.bytes_by_uid, "bytes_by_uid");
+        assert_eq!(uids, self.by_uid, "by_uid");
     }
 }
 

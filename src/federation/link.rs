@@ -56,31 +56,40 @@ impl FedStatus {
     }
 }
 
-/// The broker's end of the queue to the federation task.
+/// The broker's end of the queue to the federation task. One item is what one broker
+/// operation asked of federation: a shutdown's thousands of ends take one slot, so the queue
+/// bounds operations and a burst never overflows it into a resync that could not tell why
+/// each question ended.
 pub struct FedLink {
-    tx: mpsc::Sender<FedOut>,
+    tx: mpsc::Sender<Vec<FedOut>>,
     /// Set when a share or an end did not fit: the task republishes and reconciles.
     resync: Arc<AtomicBool>,
     pub status: Arc<FedStatus>,
 }
 
 impl FedLink {
-    /// Queues `out` without waiting; returns it if it did not fit.
-    pub fn send(&self, out: FedOut) -> Option<FedOut> {
-        match self.tx.try_send(out) {
+    /// Queues `outs` without waiting; returns them if they did not fit.
+    pub fn send(&self, outs: Vec<FedOut>) -> Option<Vec<FedOut>> {
+        match self.tx.try_send(outs) {
             Ok(()) => None,
-            Err(mpsc::error::TrySendError::Full(out) | mpsc::error::TrySendError::Closed(out)) => {
-                if !matches!(out, FedOut::Forward(_)) {
+            Err(
+                mpsc::error::TrySendError::Full(outs) | mpsc::error::TrySendError::Closed(outs),
+            ) => {
+                if outs.iter().any(|o| !matches!(o, FedOut::Forward(_))) {
                     self.resync.store(true, Ordering::Relaxed);
                 }
-                Some(out)
+                Some(outs)
             }
         }
     }
 }
 
 impl FedLink {
-    pub fn new(tx: mpsc::Sender<FedOut>, resync: Arc<AtomicBool>, status: Arc<FedStatus>) -> Self {
+    pub fn new(
+        tx: mpsc::Sender<Vec<FedOut>>,
+        resync: Arc<AtomicBool>,
+        status: Arc<FedStatus>,
+    ) -> Self {
         FedLink { tx, resync, status }
     }
 }

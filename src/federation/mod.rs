@@ -34,7 +34,7 @@ use crate::broker::{Acked, FedOut, Forward, RemoteQuestion, SharedEnd, SharedQue
 use crate::hub::Hub;
 use crate::protocol::{ErrorCode, FrameError, WithdrawReason};
 
-/// Effects the broker may queue for this task before it resyncs instead.
+/// Broker operations whose effects may queue for this task before it resyncs instead.
 const QUEUE: usize = 8192;
 
 /// How long the end of a question stays in the bucket (for nodes that reconnect).
@@ -94,21 +94,63 @@ struct Task {
     started_ms: u64,
 }
 
-/// One watch entry: of the questions bucket (`true`) or the nodes bucket.
-type Watched = (bool, Result<kv::Entry, kv::WatcherError>);
-
-/// What one connection to NATS set up: both buckets' watches, as one stream.
-struct Session {
-    watch: futures_util::stream::BoxStream<'static, Watched>,
+/// What the session's watches yield.
+enum Watched {
+    /// An entry of the nodes bucket: a beat, or a node gone.
+    Node(Result<kv::Entry, kv::WatcherError>),
+    /// An entry of one other node's questions.
+    Question(Result<kv::Entry, kv::WatcherError>),
+    /// A node's question watch ended; unless it was stopped on purpose (its token cancelled),
+    /// the session starts over.
+    Ended(Arc<str>, CancellationToken),
 }
 
-/// Other nodes as this one knows them.
+/// What one connection to NATS set up: the nodes bucket's watch, and one watch of the pending
+/// bucket per other node alive (`<node>.>`), so a node never receives its own questions back
+/// and a node's questions are read only once it is known to be alive.
+struct Session {
+    pending: kv::Store,
+    nodes: futures_util::stream::BoxStream<'static, Result<kv::Entry, kv::WatcherError>>,
+    questions: futures_util::stream::SelectAll<futures_util::stream::BoxStream<'static, Watched>>,
+    /// The question watches, by node: cancelling one stops it.
+    watching: HashMap<Arc<str>, CancellationToken>,
+}
+
+impl Session {
+    /// Starts watching `node`'s questions (with their history: the ones pending now first).
+    async fn watch(&mut self, node: &str) -> Result<(), async_nats::Error> {
+        if self.watching.contains_key(node) {
+            return Ok(());
+        }
+        let watch = self.pending.watch_with_history(format!("{node}.>")).await?;
+        let node: Arc<str> = Arc::from(node);
+        let stop = CancellationToken::new();
+        let end = (node.clone(), stop.clone());
+        self.questions.push(
+            watch
+                .map(Watched::Question)
+                .take_until(stop.clone().cancelled_owned())
+                .chain(futures_util::stream::once(async move {
+                    Watched::Ended(end.0, end.1)
+                }))
+                .boxed(),
+        );
+        self.watching.insert(node, stop);
+        Ok(())
+    }
+
+    /// Stops watching `node`'s questions.
+    fn unwatch(&mut self, node: &str) {
+        if let Some(stop) = self.watching.remove(node) {
+            stop.cancel();
+        }
+    }
+}
+
+/// Other nodes as this one knows them: heard from, and when.
 #[derive(Default)]
 struct Presence {
-    /// Nodes heard from, and when.
     alive: HashMap<String, Instant>,
-    /// Questions of nodes not (yet) alive, by node then key.
-    held: HashMap<String, HashMap<String, Entry>>,
 }
 
 impl Task {
@@ -128,7 +170,7 @@ impl Task {
         self,
         options: async_nats::ConnectOptions,
         servers: Vec<String>,
-        mut rx: mpsc::Receiver<FedOut>,
+        mut rx: mpsc::Receiver<Vec<FedOut>>,
         stop: CancellationToken,
     ) {
         let this = Arc::new(self);
@@ -214,9 +256,11 @@ impl Task {
                     Some(other) => tracing::debug!(event = %other, "federation: NATS event"),
                     None => {}
                 },
-                out = rx.recv() => {
-                    let Some(out) = out else { break };
-                    this.handle_out(out, &js, &client, session.is_some(), &perm_tx, &mut ended_offline).await;
+                outs = rx.recv() => {
+                    let Some(outs) = outs else { break };
+                    for out in outs {
+                        this.handle_out(out, &js, &client, session.is_some(), &perm_tx, &mut ended_offline).await;
+                    }
                     if this.resync.swap(false, Ordering::Relaxed) && session.is_some() {
                         need_setup = true;
                     }
@@ -226,15 +270,21 @@ impl Task {
                     this.answer(&client, msg).await;
                 }
                 entry = next_entry(&mut session) => {
-                    match entry {
-                        Some((true, Ok(e))) => this.pending_entry(e, &mut presence),
-                        Some((false, Ok(e))) => this.node_entry(e, &mut presence),
-                        Some((_, Err(e))) => {
-                            tracing::warn!(error = %e, "federation: a watch failed; starting over");
-                            session = None;
-                            need_setup = this.status.connected();
+                    let failed = match entry {
+                        Some(Watched::Question(Ok(e))) => { this.pending_entry(e, &presence); None }
+                        Some(Watched::Node(Ok(e))) => {
+                            let s = session.as_mut().expect("an entry comes from a session");
+                            this.node_entry(e, &mut presence, s).await.err().map(|e| e.to_string())
                         }
-                        None => { session = None; need_setup = this.status.connected(); }
+                        Some(Watched::Question(Err(e)) | Watched::Node(Err(e))) => Some(e.to_string()),
+                        Some(Watched::Ended(node, stop)) => (!stop.is_cancelled())
+                            .then(|| format!("the watch of node {node}'s questions ended")),
+                        None => Some("the nodes' watch ended".to_owned()),
+                    };
+                    if let Some(e) = failed {
+                        tracing::warn!(error = %e, "federation: a watch failed; starting over");
+                        session = None;
+                        need_setup = this.status.connected();
                     }
                 }
                 _ = heartbeat.tick() => {
@@ -250,16 +300,18 @@ impl Task {
                         tokio::spawn(async move { beat.beat(&js, &client).await });
                     }
                 }
-                _ = expiry => this.expire_nodes(&mut presence),
+                _ = expiry => this.expire_nodes(&mut presence, session.as_mut()),
             }
         }
         // A clean stop: the ends the shutdown queued go out, then the other nodes drop this
         // one's questions at once.
         if this.status.connected() {
-            while let Ok(out) = rx.try_recv() {
-                if !matches!(out, FedOut::Forward(_)) {
-                    this.handle_out(out, &js, &client, true, &perm_tx, &mut ended_offline)
-                        .await;
+            while let Ok(outs) = rx.try_recv() {
+                for out in outs {
+                    if !matches!(out, FedOut::Forward(_)) {
+                        this.handle_out(out, &js, &client, true, &perm_tx, &mut ended_offline)
+                            .await;
+                    }
                 }
             }
             if let Ok(nodes) = js.get_key_value(this.nodes_bucket()).await {
@@ -329,13 +381,14 @@ impl Task {
         for seen in presence.alive.values_mut() {
             *seen = now;
         }
-        let pending_watch = pending.watch_with_history(">").await?;
-        let nodes_watch = nodes.watch_with_history(">").await?;
+        // The nodes' beats come first (with history): each alive node's questions are
+        // watched from its first beat in this session.
+        let nodes = nodes.watch_with_history(">").await?.boxed();
         Ok(Session {
-            watch: Box::pin(futures_util::stream::select(
-                pending_watch.map(|e| (true, e)),
-                nodes_watch.map(|e| (false, e)),
-            )),
+            pending,
+            nodes,
+            questions: futures_util::stream::SelectAll::new(),
+            watching: HashMap::new(),
         })
     }
 
@@ -380,7 +433,7 @@ impl Task {
             wire::key(&self.node, &q.id)
         );
         let ttl = q.remaining + ENTRY_SLACK;
-        if let Err(e) = publish(js, subject, entry, ttl).await {
+        if let Err(e) = put(js, subject, entry, ttl).await {
             tracing::warn!(error = %e, id = &*q.id, "federation: question not shared");
         }
     }
@@ -392,7 +445,7 @@ impl Task {
             self.pending_bucket(),
             wire::key(&self.node, &end.id)
         );
-        if let Err(e) = publish(js, subject, entry, ENDED_TTL).await {
+        if let Err(e) = put(js, subject, entry, ENDED_TTL).await {
             tracing::warn!(error = %e, id = &*end.id, "federation: end not shared");
         }
     }
@@ -439,11 +492,15 @@ impl Task {
     }
 }
 
-/// The next entry of the session's watches (never, without a session).
+/// The next entry of the session's watches (never, without a session; `None` when the nodes'
+/// watch ends).
 async fn next_entry(session: &mut Option<Session>) -> Option<Watched> {
-    match session {
-        Some(s) => s.watch.next().await,
-        None => std::future::pending().await,
+    let Some(s) = session else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        e = s.nodes.next() => e.map(Watched::Node),
+        Some(e) = s.questions.next(), if !s.questions.is_empty() => Some(e),
     }
 }
 
@@ -475,13 +532,34 @@ async fn publish(
     payload: Vec<u8>,
     ttl: Duration,
 ) -> Result<jetstream::context::PublishAckFuture, async_nats::Error> {
+    Ok(js
+        .publish_with_headers(subject, ttl_header(ttl), payload.into())
+        .await?)
+}
+
+/// A KV put with a per-message TTL, without asking for the server's ack: a question's share
+/// and end are the busiest messages federation sends, and waiting on (or tracking) an ack per
+/// message made them queue behind one another (and a shutdown with 10,000 pending wait on the
+/// client's 5,000-ack window). A put the server refuses (no permission) still reaches the log
+/// as a server error; one lost with the connection is redone by the reconnect's reconcile.
+async fn put(
+    js: &jetstream::Context,
+    subject: String,
+    payload: Vec<u8>,
+    ttl: Duration,
+) -> Result<(), async_nats::Error> {
+    js.client()
+        .publish_with_headers(subject, ttl_header(ttl), payload.into())
+        .await?;
+    Ok(())
+}
+
+/// The `Nats-TTL` header for `ttl`: whole seconds, rounded up (never shorter than asked).
+fn ttl_header(ttl: Duration) -> async_nats::HeaderMap {
     let mut headers = async_nats::HeaderMap::new();
-    // Whole seconds, rounded up: never shorter than asked.
     let secs = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
     headers.insert("Nats-TTL", secs.max(1).to_string().as_str());
-    Ok(js
-        .publish_with_headers(subject, headers, payload.into())
-        .await?)
+    headers
 }
 
 /// The answer a remote UI gets, as a reply (`Ok` = ack).

@@ -1,11 +1,11 @@
-//! What the other nodes share, as this node's KV watches see it: their questions (shown to
-//! this node's UIs once their node is alive, withdrawn when their entry goes) and their
-//! presence (a node not heard from within the timeout has its questions withdrawn).
+//! What the other nodes share, as this node's KV watches see it: their presence (a node not
+//! heard from within the timeout has its questions withdrawn and its watch stopped) and the
+//! questions of each node alive (shown to this node's UIs, withdrawn when their entry goes).
 
 use super::*;
 
 impl Task {
-    pub(super) fn pending_entry(&self, e: kv::Entry, presence: &mut Presence) {
+    pub(super) fn pending_entry(&self, e: kv::Entry, presence: &Presence) {
         let Some((node, _)) = e.key.split_once('.') else {
             return;
         };
@@ -17,9 +17,6 @@ impl Task {
             kv::Operation::Put => {}
             kv::Operation::Delete | kv::Operation::Purge => {
                 // Its entry expired (a grace after its deadline) or was removed.
-                if let Some(held) = presence.held.get_mut(&node) {
-                    held.remove(&e.key);
-                }
                 let Some(id) = e.key.split_once('.').and_then(|(_, k)| wire::id_of_key(k)) else {
                     return;
                 };
@@ -40,9 +37,6 @@ impl Task {
                 answered_by,
                 winner_peer,
             } => {
-                if let Some(held) = presence.held.get_mut(&node) {
-                    held.remove(&e.key);
-                }
                 let winner = answered_by
                     .as_ref()
                     .filter(|by| by.node.as_deref() == Some(self.node.as_str()))
@@ -51,11 +45,11 @@ impl Task {
                     b.remote_end(&node, &id, reason, answered_by, winner, now, fx)
                 });
             }
+            // A node's questions are watched only while it is alive; one that went in the
+            // meantime has its watch stopped and its questions withdrawn.
             q @ Entry::Question { .. } => {
                 if presence.alive.contains_key(&node) {
                     self.show(&node, q);
-                } else {
-                    presence.held.entry(node).or_default().insert(e.key, q);
                 }
             }
         }
@@ -93,10 +87,16 @@ impl Task {
         self.hub.run(|b, now, fx| b.remote_ask(q, now, fx));
     }
 
-    pub(super) fn node_entry(&self, e: kv::Entry, presence: &mut Presence) {
+    /// A beat or the end of a node. Fails only when a new node's questions cannot be watched.
+    pub(super) async fn node_entry(
+        &self,
+        e: kv::Entry,
+        presence: &mut Presence,
+        session: &mut Session,
+    ) -> Result<(), async_nats::Error> {
         let node = e.key.clone();
         if node == self.node {
-            return;
+            return Ok(());
         }
         match e.operation {
             kv::Operation::Put => {
@@ -107,14 +107,12 @@ impl Task {
                 if new {
                     tracing::info!(node, "federation: node joined");
                     self.publish_nodes(presence);
-                    if let Some(held) = presence.held.remove(&node) {
-                        for (_, q) in held {
-                            self.show(&node, q);
-                        }
-                    }
                 }
+                // Its first beat in this session (a reconnect starts the watches afresh).
+                session.watch(&node).await?;
             }
             kv::Operation::Delete | kv::Operation::Purge => {
+                session.unwatch(&node);
                 if presence.alive.remove(&node).is_some() {
                     tracing::info!(node, "federation: node left");
                     self.publish_nodes(presence);
@@ -122,9 +120,10 @@ impl Task {
                 self.hub.run(|b, now, fx| b.node_gone(&node, now, fx));
             }
         }
+        Ok(())
     }
 
-    pub(super) fn expire_nodes(&self, presence: &mut Presence) {
+    pub(super) fn expire_nodes(&self, presence: &mut Presence, mut session: Option<&mut Session>) {
         let now = Instant::now();
         let gone: Vec<String> = presence
             .alive
@@ -134,6 +133,9 @@ impl Task {
             .collect();
         for node in gone {
             presence.alive.remove(&node);
+            if let Some(s) = session.as_deref_mut() {
+                s.unwatch(&node);
+            }
             tracing::warn!(
                 node,
                 timeout_ms = self.node_timeout.as_millis() as u64,

@@ -325,14 +325,14 @@ impl Hub {
             }
             if !inner.fx.federation.is_empty() {
                 let outs = std::mem::take(&mut inner.fx.federation);
-                for out in outs {
-                    let refused = match &inner.fed {
-                        Some(link) => link.send(out),
-                        None => None,
-                    };
+                let refused = match &inner.fed {
+                    Some(link) => link.send(outs).unwrap_or_default(),
+                    None => Vec::new(),
+                };
+                for out in refused {
                     // A queue too full for an answer: the UI is told at once, never left
                     // waiting for an ack (shares and ends are resent by the resync).
-                    if let Some(FedOut::Forward(f)) = refused {
+                    if let FedOut::Forward(f) = out {
                         let err = crate::federation::link::unreachable(
                             f.response.correlation_id(),
                             "this node's federation queue is full",

@@ -280,10 +280,12 @@ pub fn parse_fast<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<FastFrame
     // them would pass where the reference refuses the frame as invalid JSON: a frame with any
     // surrogate escape is left to the reference.
     // Skipped fields are not checked for UTF-8 either (found by fuzzing, as the surrogates).
-    if has_surrogate_escape(payload) || std::str::from_utf8(payload).is_err() {
+    if has_surrogate_escape(payload) {
         return None;
     }
-    let env: Envelope<Q> = serde_json::from_slice(payload).ok()?;
+    // Checked whole once, so serde reads it as text and does not check each string again.
+    let text = std::str::from_utf8(payload).ok()?;
+    let env: Envelope<Q> = serde_json::from_str(text).ok()?;
     match env.ty {
         "ask-user-request" => {
             let head = request_head(&env)?;
@@ -307,12 +309,14 @@ pub fn parse_fast<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<FastFrame
 
 /// Whether `payload` holds an escape `\uD800`–`\uDFFF` (either case). A `\\u…` (an escaped
 /// backslash before `u`) also counts, which only sends that rare frame to the reference.
+/// Most frames hold no backslash at all, so it looks only where `memchr` finds one (a
+/// four-byte window at every byte cost more than the rest of the parse).
 fn has_surrogate_escape(payload: &[u8]) -> bool {
-    payload.windows(4).any(|w| {
-        w[0] == b'\\'
-            && w[1] == b'u'
-            && matches!(w[2], b'd' | b'D')
-            && matches!(w[3], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+    memchr::memchr_iter(b'\\', payload).any(|i| match payload.get(i + 1..i + 4) {
+        Some(&[b'u', hi, lo]) => {
+            matches!(hi, b'd' | b'D') && matches!(lo, b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+        }
+        _ => false,
     })
 }
 
@@ -427,6 +431,58 @@ mod tests {
             r#"{"type":"ask-user-request","correlationId":"a","context":{"future":1},"questions":[]}"#,
         ] {
             assert!(agrees(frame), "{frame}");
+        }
+    }
+
+    #[test]
+    fn finds_a_surrogate_escape_wherever_it_is() {
+        for text in [
+            r"\ud800",
+            r"\uD83D",
+            r"\udfff",
+            r"\uDbFf",
+            r"x\\ud999",
+            r"ab\\\udc00",
+            r#""\\\\ud800""#,
+        ] {
+            assert!(has_surrogate_escape(text.as_bytes()), "{text}");
+        }
+        for text in [
+            "",
+            r"\",
+            r"\u",
+            r"\ud",
+            r"\ud7ff",
+            r"\ue000",
+            r"\uc800",
+            r"\n\t\u00e9",
+            "ud800",
+            r"\\",
+            r"x\",
+        ] {
+            assert!(!has_surrogate_escape(text.as_bytes()), "{text}");
+        }
+        // Exhaustively, against a four-byte window at every byte, on every string of up to
+        // six bytes over the letters that matter.
+        let window = |p: &[u8]| {
+            p.windows(4).any(|w| {
+                w[0] == b'\\'
+                    && w[1] == b'u'
+                    && matches!(w[2], b'd' | b'D')
+                    && matches!(w[3], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+            })
+        };
+        let letters = b"\\udD8fFx7";
+        let mut text = Vec::new();
+        for n in 0..=6u32 {
+            for mut k in 0..letters.len().pow(n) {
+                text.clear();
+                for _ in 0..n {
+                    text.push(letters[k % letters.len()]);
+                    k /= letters.len();
+                }
+                assert_eq!(has_surrogate_escape(&text), window(&text), "{text:?}");
+            }
         }
     }
 

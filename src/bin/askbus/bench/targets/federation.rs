@@ -106,6 +106,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let (mut fed_p50, mut raw_p50, mut fed_tp, mut raw_tp) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // CPU per request of each process in the throughput phases: where the cost of a
+    // cross-node question goes (A, B, nats-server), beside raw NATS's (nats-server).
+    let (mut fed_cpu, mut raw_cpu) = (Cpu::default(), Cpu::default());
+    let nats_pid = nats.child.id();
     for _ in 0..a.rounds {
         let m = rt.block_on(load::run_across(na.socket(), nb.socket(), &seq, None))?;
         fed_p50.push(Latency::of(&m.latency).p50);
@@ -118,8 +122,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
             seq_n,
         ))?;
         raw_p50.push(lat.p50);
+        let t0 = [na.pid(), nb.pid(), nats_pid].map(proc::cpu_ticks);
         let m = rt.block_on(load::run_across(na.socket(), nb.socket(), &conc, None))?;
+        fed_cpu.add(t0, [na.pid(), nb.pid(), nats_pid], m.requests + conc_warm);
         fed_tp.push(m.requests as f64 / m.elapsed.as_secs_f64());
+        let t0 = proc::cpu_ticks(nats_pid);
         let (_, per_s) = rt.block_on(raw_nats(
             &nats.url(),
             conc.frame_bytes,
@@ -128,6 +135,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             conc_warm,
             conc_n,
         ))?;
+        raw_cpu.add([t0, Ok(0), Ok(0)], [nats_pid, 0, 0], conc_n + conc_warm);
         raw_tp.push(per_s);
     }
     na.stop_within(STOP_LIMIT)?;
@@ -146,7 +154,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Bound::Ge(0.5),
         fed_tp / raw_tp,
         "×",
-        json!({"askbus_per_s": fed_tp, "nats_per_s": raw_tp}),
+        json!({
+            "askbus_per_s": fed_tp,
+            "nats_per_s": raw_tp,
+            "cpu_us_per_request": {
+                "askbus": {"origin": fed_cpu.us(0), "showing": fed_cpu.us(1), "nats_server": fed_cpu.us(2)},
+                "nats": {"nats_server": raw_cpu.us(0)},
+            },
+        }),
     ));
 
     // Memory and idle CPU on a node that only shows another's questions.
@@ -189,6 +204,31 @@ pub fn run(a: Args) -> Result<ExitCode> {
         print_table(&report);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// CPU ticks of up to three processes over the measured phases, and the requests they served.
+#[derive(Default)]
+struct Cpu {
+    ticks: [u64; 3],
+    requests: u64,
+}
+
+impl Cpu {
+    /// Adds the ticks `pids` used since `t0` (a pid of 0 is not measured).
+    fn add(&mut self, t0: [Result<u64>; 3], pids: [u32; 3], requests: u64) {
+        for (i, (t0, pid)) in t0.into_iter().zip(pids).enumerate() {
+            if let (Ok(t0), true) = (t0, pid != 0) {
+                let t1 = proc::cpu_ticks(pid).unwrap_or(t0);
+                self.ticks[i] += t1.saturating_sub(t0);
+            }
+        }
+        self.requests += requests;
+    }
+
+    /// Microseconds of CPU per request of process `i`.
+    fn us(&self, i: usize) -> f64 {
+        proc::ticks_to_ms(self.ticks[i]) * 1000.0 / self.requests.max(1) as f64
+    }
 }
 
 /// A nats-server of the bench's own, killed when dropped.
