@@ -283,6 +283,12 @@ pub fn parse_fast<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<FastFrame
     if has_surrogate_escape(payload) {
         return None;
     }
+    // Likewise the reference refuses, as invalid JSON, a number past an f64's range and
+    // nesting past serde_json's depth limit, which a skipped or raw value is not checked for
+    // (found by fuzzing): a frame that may hold either is left to the reference.
+    if may_hold_huge_number(payload) || may_nest_too_deep(payload) {
+        return None;
+    }
     // Checked whole once, so serde reads it as text and does not check each string again.
     let text = std::str::from_utf8(payload).ok()?;
     let env: Envelope<Q> = serde_json::from_str(text).ok()?;
@@ -318,6 +324,79 @@ fn has_surrogate_escape(payload: &[u8]) -> bool {
         }
         _ => false,
     })
+}
+
+/// Whether `payload` may hold a number serde_json reads as out of range: one with an exponent
+/// (a digit or `.`, then `e` or `E`, then a digit or sign, outside a `\u` escape; inside a
+/// string too, which only sends that frame to the reference), or a run of digits long enough
+/// to pass 1.8e308.
+fn may_hold_huge_number(payload: &[u8]) -> bool {
+    let exponent = memchr::memchr2_iter(b'e', b'E', payload).any(|i| {
+        i > 0
+            && matches!(payload[i - 1], b'0'..=b'9' | b'.')
+            && matches!(payload.get(i + 1), Some(b'0'..=b'9' | b'+' | b'-'))
+            // A hex digit of a `\uXXXX` escape (Python's json writes é as `\u00e9`).
+            && !(2..=5).any(|k| i >= k && payload[i - k] == b'\\' && payload[i - k + 1] == b'u')
+    });
+    exponent || has_digit_run(payload, MIN_HUGE_DIGITS)
+}
+
+/// The fewest digits of an integer part past an f64's range (1.8e308 has 309).
+const MIN_HUGE_DIGITS: usize = 309;
+
+/// Whether `payload` may hold `min` digits in a row: counted in aligned eight-byte words of
+/// digits, so a run a few digits shorter may count too.
+fn has_digit_run(payload: &[u8], min: usize) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // A run of `min` digits covers this many whole aligned words.
+    let words = (min - 7) / 8;
+    let mut run = 0;
+    for chunk in payload.chunks_exact(8) {
+        let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes")) ^ (ONES * 0x30);
+        // Every byte was b'0'..=b'9': now 0..=9, so no high nibble and nothing past 9.
+        let digits = w & (ONES * 0xf0) == 0 && w.wrapping_add(ONES * 0x76) & (ONES * 0x80) == 0;
+        run = if digits { run + 1 } else { 0 };
+        if run >= words {
+            return true;
+        }
+    }
+    false
+}
+
+/// serde_json's depth limit: a `Value` nested deeper is refused.
+const MAX_DEPTH: usize = 128;
+
+/// Whether `payload` may nest arrays and objects past [`MAX_DEPTH`]: never with fewer opening
+/// brackets than that (the usual frame); otherwise its nesting is measured, strings skipped.
+fn may_nest_too_deep(payload: &[u8]) -> bool {
+    if memchr::memchr2_iter(b'[', b'{', payload)
+        .nth(MAX_DEPTH - 2)
+        .is_none()
+    {
+        return false;
+    }
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0, false, false);
+    for &b in payload {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max >= MAX_DEPTH - 1
 }
 
 /// The frame, if it is an `ask-user-request`, `ask-user-response` or
@@ -484,6 +563,59 @@ mod tests {
                 assert_eq!(has_surrogate_escape(&text), window(&text), "{text:?}");
             }
         }
+    }
+
+    #[test]
+    fn leaves_huge_numbers_and_deep_nesting_to_the_reference() {
+        let deep = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        let long = "7".repeat(400);
+        for value in [
+            deep(200),
+            deep(127),
+            "1e999".to_owned(),
+            "-1E+400".to_owned(),
+            "1.5e3".to_owned(),
+            long.clone(),
+            format!("[{long}]"),
+        ] {
+            for frame in [
+                format!(
+                    r#"{{"type":"ask-user-response","correlationId":"a","answers":{{}},"x":{value}}}"#
+                ),
+                format!(r#"{{"type":"ask-user-request","correlationId":"a","questions":{value}}}"#),
+                format!(
+                    r#"{{"type":"ask-user-request","correlationId":"a","context":{{"y":{value}}},"questions":[]}}"#
+                ),
+            ] {
+                assert!(parse(frame.as_bytes()).is_none(), "{frame}");
+            }
+        }
+        // What the reference accepts of these, it accepts on its own.
+        for value in [deep(100), "1e308".to_owned(), "7".repeat(300)] {
+            let frame = format!(
+                r#"{{"type":"ask-user-response","correlationId":"a","answers":{{}},"x":{value}}}"#
+            );
+            assert!(agrees(&frame) || crate::protocol::parse_inbound(frame.as_bytes()).is_ok());
+        }
+        // Brackets and exponent-like text inside strings cost nothing but the shortcut.
+        let many = format!(
+            r#"{{"type":"ask-user-response","correlationId":"a","answers":{{"0":"{}"}}}}"#,
+            "[{".repeat(100)
+        );
+        assert!(agrees(&many));
+        let escaped =
+            r#"{"type":"ask-user-response","correlationId":"a\u00e9\u1E00","answers":{}}"#;
+        assert!(agrees(escaped));
+        assert!(has_digit_run(
+            &b"x"
+                .repeat(3)
+                .iter()
+                .chain(long.as_bytes())
+                .copied()
+                .collect::<Vec<_>>(),
+            309
+        ));
+        assert!(!has_digit_run("1".repeat(250).as_bytes(), 309));
     }
 
     #[test]
