@@ -13,8 +13,9 @@
 
 use super::json::any_escape;
 
-/// Deepest nesting read (serde_json's own recursion limit).
-const MAX_DEPTH: usize = 128;
+/// Deepest nesting read: well inside serde_json's own limit (128) for the frame the text is
+/// part of, so nothing taken here is refused there as too deep.
+const MAX_DEPTH: usize = 100;
 
 /// An object with more keys than this is left to the reference: the repeated-key check is
 /// quadratic.
@@ -124,7 +125,7 @@ pub fn plain_str(text: &str) -> Option<&str> {
 }
 
 fn value(b: &[u8], at: &mut usize, depth: usize) -> bool {
-    if depth > MAX_DEPTH {
+    if depth >= MAX_DEPTH {
         return false;
     }
     match b.get(*at) {
@@ -365,6 +366,9 @@ mod tests {
         ] {
             assert!(!agrees(text), "{text}");
         }
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(agrees(&nested(MAX_DEPTH)));
+        assert!(!agrees(&nested(MAX_DEPTH + 1)));
     }
 
     #[test]

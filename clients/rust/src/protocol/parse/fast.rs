@@ -26,11 +26,14 @@ use crate::protocol::frames::{
 };
 use crate::protocol::MAX_CORRELATION_ID_CHARS;
 
-/// The fields of the frames this parser takes; unknown keys are skipped, as the reference skips them.
+/// The fields of the frames this parser takes. An unknown key, which the reference skips, makes
+/// it give up: serde skips a value without checking it as the reference's `Value` does (a
+/// number past an f64, nesting past the depth limit; found by fuzzing), and frames from the
+/// clients carry none.
 /// `Q` is what `questions` is read as: its text, or (for [`parse_request`]) the caller's own
 /// fast reading of it.
 #[derive(Deserialize)]
-#[serde(bound(deserialize = "Q: Deserialize<'de>"))]
+#[serde(bound(deserialize = "Q: Deserialize<'de>"), deny_unknown_fields)]
 struct Envelope<'a, Q> {
     #[serde(rename = "type", borrow)]
     ty: &'a str,
@@ -114,8 +117,8 @@ impl<'de> Deserialize<'de> for Answers {
 }
 
 /// A request's `context`: an object (never an array, which a derived struct would take) of
-/// the known fields, each a string when present (a `null`, another type, or a duplicate key
-/// makes the shortcut give up); unknown keys are skipped, as the reference skips them.
+/// the known fields, each a string when present (a `null`, another type, a duplicate key, or
+/// an unknown key, whose value serde would skip unchecked, makes the shortcut give up).
 #[derive(Default)]
 struct Context<'a> {
     agent: Option<Cow<'a, str>>,
@@ -142,10 +145,7 @@ impl<'de> Deserialize<'de> for Context<'de> {
                         "project" => &mut c.project,
                         "cwd" => &mut c.cwd,
                         "title" => &mut c.title,
-                        _ => {
-                            map.next_value::<de::IgnoredAny>()?;
-                            continue;
-                        }
+                        _ => return Err(de::Error::custom("not a context key")),
                     };
                     if slot.is_some() {
                         return Err(de::Error::custom("duplicate context key"));
@@ -283,12 +283,6 @@ pub fn parse_fast<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<FastFrame
     if has_surrogate_escape(payload) {
         return None;
     }
-    // Likewise the reference refuses, as invalid JSON, a number past an f64's range and
-    // nesting past serde_json's depth limit, which a skipped or raw value is not checked for
-    // (found by fuzzing): a frame that may hold either is left to the reference.
-    if may_hold_huge_number(payload) || may_nest_too_deep(payload) {
-        return None;
-    }
     // Checked whole once, so serde reads it as text and does not check each string again.
     let text = std::str::from_utf8(payload).ok()?;
     let env: Envelope<Q> = serde_json::from_str(text).ok()?;
@@ -326,7 +320,7 @@ fn has_surrogate_escape(payload: &[u8]) -> bool {
     })
 }
 
-/// Whether `payload` may hold a number serde_json reads as out of range: one with an exponent
+/// Whether raw JSON text `payload` may hold a number serde_json reads as out of range: one with an exponent
 /// (a digit or `.`, then `e` or `E`, then a digit or sign, outside a `\u` escape; inside a
 /// string too, which only sends that frame to the reference), or a run of digits long enough
 /// to pass 1.8e308.
@@ -405,6 +399,15 @@ fn may_nest_too_deep(payload: &[u8]) -> bool {
 /// reference.
 pub fn parse(payload: &[u8]) -> Option<Inbound> {
     match parse_fast::<&RawValue>(payload)? {
+        // The questions are kept as text, unchecked for what the reference refuses as invalid
+        // JSON (a number past an f64, nesting past the depth limit; found by fuzzing, when
+        // reading them again then panicked): questions that may hold either are left to it.
+        FastFrame::Request(_, questions)
+            if may_hold_huge_number(questions.get().as_bytes())
+                || may_nest_too_deep(questions.get().as_bytes()) =>
+        {
+            None
+        }
         FastFrame::Request(head, questions) => Some(Inbound::AskUserRequest(AskUserRequest {
             correlation_id: head.correlation_id,
             timeout_ms: head.timeout_ms,
@@ -500,14 +503,13 @@ mod tests {
     fn takes_plain_frames_and_agrees_with_the_full_parser() {
         for frame in [
             r#"{"type":"ask-user-request","correlationId":"a","questions":[{"question":"Q","header":"H","type":"text"}]}"#,
-            r#"{"correlationId":"a\u00e9","timeoutMs":5000,"noUi":"reject","type":"ask-user-request","questions":[],"extra":{"x":[1,null]}}"#,
+            r#"{"correlationId":"a\u00e9","timeoutMs":5000,"noUi":"reject","type":"ask-user-request","questions":[]}"#,
             r#"{"type":"ask-user-response","correlationId":"a","answers":{"0":"x","2":"y\n"}}"#,
             r#"{"type":"ask-user-response","correlationId":"a","answers":{"\u0030":"x","0":"z"}}"#,
             r#"{"type":"ask-user-response","correlationId":"a","cancelled":true}"#,
             r#"{"type":"ask-user-response","correlationId":"a","cancelled":false,"answers":{}}"#,
-            r#"{"type":"ask-user-request","correlationId":"a","context":{"agent":"g/1","project":"p\u00e9","session":"s","cwd":"/x","title":"T","other":{"y":[null]}},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"agent":"g/1","project":"p\u00e9","session":"s","cwd":"/x","title":"T"},"questions":[]}"#,
             r#"{"type":"ask-user-request","correlationId":"a","context":{},"questions":[]}"#,
-            r#"{"type":"ask-user-request","correlationId":"a","context":{"future":1},"questions":[]}"#,
         ] {
             assert!(agrees(frame), "{frame}");
         }
@@ -621,6 +623,10 @@ mod tests {
     #[test]
     fn leaves_everything_unusual_to_the_full_parser() {
         for frame in [
+            // Unknown keys (their values would be skipped unchecked).
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"extra":{"x":[1,null]}}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"future":1},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"other":{"y":[null]}},"questions":[]}"#,
             r#"{"type":"ask-user-request","correlationId":"a"}"#,
             r#"{"type":"ask-user-request","correlationId":"a","questions":[],"timeoutMs":null}"#,
             r#"{"type":"ask-user-request","correlationId":"a","questions":[],"timeoutMs":0}"#,
