@@ -33,6 +33,10 @@
 //!    table and `finish`es it with an `End`: `encode_fast::response` to the producer, an ack
 //!    to the UI, withdrawals to the other UIs, a `telemetry::Record` and a watcher event;
 //! 5. `Hub::deliver` stamps and hands the record to the `TelemetrySink` (written off-thread).
+//!
+//! An approval goes the same way: `approvals::fast::check` (else `approvals::check`, the
+//! reference) makes an `approvals::ValidApproval` for `Broker::ask_approval`, whose body UIs
+//! receive through `UiApprovalRef::encode`; a UI's decision goes to `Broker::decide`.
 
 // The client crate's modules, re-exported so `crate::protocol` reads the same inside the daemon.
 pub use askbus::{approvals, client, protocol, questions};

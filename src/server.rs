@@ -16,12 +16,11 @@ use tokio_util::task::TaskTracker;
 use crate::access::{peer_groups, AccessRules, UidConnections};
 use crate::broker::{PeerInfo, Rights};
 use crate::config::DaemonConfig;
-use crate::connection::{self, ConnectionConfig};
+use crate::connection::{self, ConnError, ConnectionConfig};
 use crate::hub::Hub;
 use crate::metrics::http::{MetricsError, MetricsServer};
 use crate::metrics::MetricsListen;
 use crate::paths::{prepare_socket_path, SocketPathError};
-use crate::protocol::{ErrorCode, FrameError};
 use crate::telemetry::{Counters, TelemetrySink, TelemetryWriter};
 
 /// How long connections get to flush their last frames at shutdown.
@@ -304,7 +303,7 @@ impl Daemon {
             };
             let live = live.read().unwrap_or_else(|e| e.into_inner()).clone();
             info.rights = live.access.rights(&info);
-            let mut refuse = |stream: UnixStream, code, log: &str, message: String| {
+            let mut refuse = |stream: UnixStream, why: ConnError| {
                 Counters::bump(&hub.counters.connections_refused);
                 // A peer refused in a loop would write thousands of lines a second.
                 refusal_log.log(Instant::now(), |suppressed| {
@@ -312,44 +311,26 @@ impl Daemon {
                         pid = info.pid,
                         uid = info.uid,
                         suppressed,
-                        "connection refused: {log}"
+                        "connection refused: {}",
+                        why.summary()
                     )
                 });
-                let err = FrameError::new(code, message);
+                let err = why.to_frame_error();
                 hub.counters.count_error(err.code);
                 connection::refuse_now(&stream, &err);
             };
             if !AccessRules::may_connect(info.rights) {
-                refuse(
-                    stream,
-                    ErrorCode::Forbidden,
-                    "uid not allowed",
-                    format!("uid {} may not connect to this askbusd", info.uid),
-                );
+                refuse(stream, ConnError::Forbidden { uid: info.uid });
                 continue;
             }
             if active.load(Ordering::Relaxed) >= live.max_connections {
-                refuse(
-                    stream,
-                    ErrorCode::TooManyConnections,
-                    "too many connections",
-                    format!(
-                        "the daemon already serves {} connections",
-                        live.max_connections
-                    ),
-                );
+                let limit = live.max_connections;
+                refuse(stream, ConnError::TooManyConnections { limit });
                 continue;
             }
             let Some(slot) = per_uid.acquire(info.uid, live.max_connections_per_uid) else {
-                refuse(
-                    stream,
-                    ErrorCode::TooManyConnections,
-                    "too many connections for this uid",
-                    format!(
-                        "uid {} already has {} connections",
-                        info.uid, live.max_connections_per_uid
-                    ),
-                );
+                let (uid, limit) = (info.uid, live.max_connections_per_uid);
+                refuse(stream, ConnError::TooManyForUid { uid, limit });
                 continue;
             };
             let id = next_id.fetch_add(1, Ordering::Relaxed);
@@ -445,10 +426,7 @@ fn answer_with_spare(listener: &UnixListener, counters: &Counters) {
     };
     Counters::bump(&counters.connections_total);
     Counters::bump(&counters.connections_refused);
-    let err = FrameError::new(
-        ErrorCode::TooManyConnections,
-        "askbusd is out of file descriptors; try again shortly".to_owned(),
-    );
+    let err = ConnError::OutOfDescriptors.to_frame_error();
     counters.count_error(err.code);
     connection::refuse_now(&stream, &err);
 }

@@ -80,6 +80,21 @@ async fn malformed_frames_get_errors_and_the_connection_survives() {
         (b"{\"type\":\"welcome\"}", "unknown-type"),
         (b"{\"type\":\"\"}", "unknown-type"),
         (b"{\"type\":\"subscribe\",\"client\":5}", "invalid-frame"),
+        // Found by fuzzing: a number past an f64 or nesting past serde_json's limit, where
+        // the fast parser skips or keeps a value raw (the questions' read as raw text then
+        // killed the connection's task without an answer).
+        (
+            br#"{"type":"ask-user-request","correlationId":"f","questions":[7e777]}"#,
+            "invalid-json",
+        ),
+        (
+            br#"{"type":"tool-confirmation-request","correlationId":"f","toolCall":{"name":"n"},"x":-1E+400}"#,
+            "invalid-json",
+        ),
+        (
+            br#"{"type":"ask-user-response","correlationId":"f","answers":{},"x":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}"#,
+            "invalid-json",
+        ),
     ];
     for (payload, code) in cases {
         c.send_payload(payload).await;

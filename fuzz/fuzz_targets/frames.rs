@@ -1,6 +1,7 @@
 //! Frame parsing over arbitrary payloads: never a panic, every rejection carries a code and a
-//! message for the peer, and the daemon's fast request path agrees with the reference
-//! (`protocol::parse::reference`, then `questions::normalize`) on every frame it takes.
+//! message for the peer, and the daemon's fast request paths agree with the reference
+//! (`protocol::parse::reference`, then `questions::normalize` or `approvals::check`) on every
+//! frame they take, down to the bytes UIs are sent of an approval.
 #![no_main]
 
 use askbus::protocol::{parse, Inbound};
@@ -30,5 +31,21 @@ fuzz_target!(|data: &[u8]| {
             .expect("the fast path accepted it");
         assert_eq!(fast.questions, checked.questions);
         assert_eq!(fast.meta, checked.meta);
+    }
+    if let Some(fast) = askbus::approvals::fast::check_request(data) {
+        let Ok(Inbound::ToolConfirmationRequest(req)) = parse::reference::parse(data) else {
+            panic!("the fast path took an approval the reference refuses");
+        };
+        let checked = askbus::approvals::check(req).expect("the fast path accepted it");
+        assert_eq!(fast, checked);
+        let producer = askbus::protocol::ProducerInfo::default();
+        let by_ref = fast
+            .body
+            .ui_frame_ref(&fast.correlation_id, 1, &producer, None, None)
+            .encode();
+        let reference = askbus::protocol::ServerFrame::ToolConfirmationRequest(
+            checked.body.ui_frame(&checked.correlation_id, 1, &producer, None),
+        );
+        assert_eq!(by_ref, askbus::protocol::encode(&reference));
     }
 });

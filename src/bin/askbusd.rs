@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 
 use askbusd::config::DaemonConfig;
 use askbusd::config::{self, bounds, LogFormat, Options, Settings, Telemetry};
@@ -62,8 +62,8 @@ struct Args {
     max_timeout_ms: Option<u64>,
     /// What a request gets when no UI is subscribed and it gives no noUi: wait for a UI until
     /// its timeout, or reject at once with reason no-ui [default: wait]
-    #[arg(long, value_name = "POLICY")]
-    no_ui: Option<NoUi>,
+    #[arg(long, value_name = "POLICY", value_parser = config::no_ui_arg())]
+    no_ui: Option<NoUiPolicy>,
     /// Largest frame accepted, in bytes (a longer length prefix closes the connection)
     /// [default: 1048576]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(bounds::MIN_FRAME_BYTES..=bounds::MAX_FRAME_BYTES))]
@@ -100,7 +100,7 @@ struct Args {
     metrics_listen: Option<MetricsListen>,
     /// Log line format [default: text]
     #[arg(long, value_name = "FORMAT")]
-    log_format: Option<LogFmt>,
+    log_format: Option<LogFormat>,
     /// Log filter (tracing's EnvFilter syntax) [default: info]
     #[arg(long, value_name = "FILTER", env = "ASKBUS_LOG")]
     log_level: Option<String>,
@@ -129,18 +129,6 @@ fn node_arg(s: &str) -> Result<String, String> {
     }
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum NoUi {
-    Wait,
-    Reject,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum LogFmt {
-    Text,
-    Json,
-}
-
 impl Args {
     /// The command line as a layer over the config file.
     fn options(&self) -> Options {
@@ -153,10 +141,7 @@ impl Args {
             },
             default_timeout_ms: self.default_timeout_ms,
             max_timeout_ms: self.max_timeout_ms,
-            no_ui: self.no_ui.map(|p| match p {
-                NoUi::Wait => NoUiPolicy::Wait,
-                NoUi::Reject => NoUiPolicy::Reject,
-            }),
+            no_ui: self.no_ui,
             max_frame_bytes: self.max_frame_bytes,
             max_pending_per_connection: self.max_pending_per_connection,
             max_pending_per_uid: self.max_pending_per_uid,
@@ -167,10 +152,7 @@ impl Args {
             max_connections_per_uid: self.max_connections_per_uid,
             max_queue_bytes: self.max_queue_bytes,
             frame_timeout_ms: self.frame_timeout_ms,
-            log_format: self.log_format.map(|f| match f {
-                LogFmt::Text => LogFormat::Text,
-                LogFmt::Json => LogFormat::Json,
-            }),
+            log_format: self.log_format,
             log_level: self.log_level.clone(),
             threads: self.threads,
             metrics_listen: self.metrics_listen.clone(),

@@ -44,12 +44,20 @@ pub enum Telemetry {
     At(PathBuf),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     #[default]
     Text,
     Json,
+}
+
+/// `--no-ui POLICY` on both command lines, read as the protocol's own words (the policy lives
+/// in the client crate, which has no clap), so no mirror enum has to be kept in step.
+pub fn no_ui_arg() -> impl clap::builder::TypedValueParser<Value = NoUiPolicy> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    let words = [NoUiPolicy::Wait, NoUiPolicy::Reject].map(NoUiPolicy::as_str);
+    PossibleValuesParser::new(words).map(|s| NoUiPolicy::parse(&s).expect("a possible value"))
 }
 
 /// One layer of settings: the file's, or the flags'. `None` leaves the key to the layer below.

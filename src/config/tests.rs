@@ -199,3 +199,27 @@ fn the_default_timeout_is_clamped_to_the_maximum() {
     let s = parse_ok("default_timeout_ms = 5000\nmax_timeout_ms = 100").resolve(0);
     assert_eq!(s.daemon.limits.default_timeout_ms, 100);
 }
+
+#[test]
+fn no_ui_on_the_command_line_takes_the_protocols_words() {
+    let cmd =
+        clap::Command::new("t").arg(clap::Arg::new("p").long("no-ui").value_parser(no_ui_arg()));
+    for policy in [NoUiPolicy::Wait, NoUiPolicy::Reject] {
+        let m = cmd
+            .clone()
+            .try_get_matches_from(["t", "--no-ui", policy.as_str()])
+            .unwrap();
+        assert_eq!(m.get_one::<NoUiPolicy>("p"), Some(&policy));
+    }
+    for wrong in ["Wait", "no-ui", ""] {
+        let err = cmd
+            .clone()
+            .try_get_matches_from(["t", "--no-ui", wrong])
+            .unwrap_err();
+        assert_eq!(
+            err.kind(),
+            clap::error::ErrorKind::InvalidValue,
+            "{wrong:?}"
+        );
+    }
+}

@@ -40,7 +40,7 @@ pub fn question(node: &str, q: &SharedQuestion, deadline_ms: u64) -> Vec<u8> {
     match &q.approval {
         Some(body) => {
             out.extend_from_slice(br#","kind":"approval","approval":"#);
-            serde_json::to_writer(&mut out, &approval_fields(body)).expect("JSON serializes");
+            approval_fields(&mut out, body);
         }
         None => {
             out.extend_from_slice(br#","questions":"#);
@@ -64,26 +64,34 @@ pub fn question(node: &str, q: &SharedQuestion, deadline_ms: u64) -> Vec<u8> {
 }
 
 /// What an approval's entry carries: the fields of its `tool-confirmation-request` a UI is
-/// shown (the effective outcomes), without the envelope.
-fn approval_fields(body: &ApprovalBody) -> Map<String, Value> {
-    let (tool_call, tool_annotations, details) = body.values();
-    let mut m = Map::new();
-    m.insert("toolCall".into(), tool_call);
+/// shown (the effective outcomes), without the envelope. The tool call, annotations and
+/// details are the JSON text the body keeps, copied in as they are.
+fn approval_fields(out: &mut Vec<u8>, body: &ApprovalBody) {
+    let string = |out: &mut Vec<u8>, s: &str| {
+        serde_json::to_writer(&mut *out, s).expect("a string serializes")
+    };
+    out.extend_from_slice(br#"{"toolCall":"#);
+    out.extend_from_slice(body.tool_call.as_bytes());
     if let Some(v) = &body.server_name {
-        m.insert("serverName".into(), json!(v));
+        out.extend_from_slice(br#","serverName":"#);
+        string(out, v);
     }
-    if let Some(v) = tool_annotations {
-        m.insert("toolAnnotations".into(), v);
+    if let Some(v) = &body.tool_annotations {
+        out.extend_from_slice(br#","toolAnnotations":"#);
+        out.extend_from_slice(v.as_bytes());
     }
     if let Some(v) = &body.subagent {
-        m.insert("subagent".into(), json!(v));
+        out.extend_from_slice(br#","subagent":"#);
+        string(out, v);
     }
-    if let Some(v) = details {
-        m.insert("details".into(), v);
+    if let Some(v) = &body.details {
+        out.extend_from_slice(br#","details":"#);
+        out.extend_from_slice(v.as_bytes());
     }
+    out.extend_from_slice(br#","outcomes":"#);
     let outcomes: Vec<&str> = body.outcomes.iter().map(|o| o.as_str()).collect();
-    m.insert("outcomes".into(), json!(outcomes));
-    m
+    serde_json::to_writer(&mut *out, &outcomes).expect("strings serialize");
+    out.push(b'}');
 }
 
 /// A question's end entry.

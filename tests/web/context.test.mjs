@@ -234,7 +234,8 @@ for (const [screen, options] of VIEWPORTS) {
       // A link to another pending request, followed in the open page.
       const third = newId();
       producer.ask(third, [{ ...migrate, header: 'Third' }]);
-      await page.locator('#queue-list .item').nth(1).waitFor();
+      // Wait for that very request in the list: the second item may still be the answered one.
+      await page.locator(`#queue-list .item[data-id="${third}"]`).waitFor();
       await page.evaluate((id) => { location.hash = `q=${encodeURIComponent(id)}`; }, third);
       await page.locator(`#dialog form[data-id="${third}"]`).waitFor();
       assert.equal(await page.locator('#queue-list .item[aria-current="true"]').getAttribute('data-id'), third);

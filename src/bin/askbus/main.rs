@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::{FromArgMatches, Parser, Subcommand, ValueEnum};
+use clap::{FromArgMatches, Parser, Subcommand};
 
 use askbusd::protocol::NoUiPolicy;
 
@@ -61,8 +61,8 @@ enum Command {
         #[arg(long, value_name = "N")]
         timeout_ms: Option<u64>,
         /// When no UI is connected: wait for one, or give up at once
-        #[arg(long, value_name = "POLICY")]
-        no_ui: Option<NoUiArg>,
+        #[arg(long, value_name = "POLICY", value_parser = askbusd::config::no_ui_arg())]
+        no_ui: Option<NoUiPolicy>,
         /// Print the whole ask-user-response frame as JSON
         #[arg(long)]
         json: bool,
@@ -223,12 +223,6 @@ enum Command {
     BenchRelay,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum NoUiArg {
-    Wait,
-    Reject,
-}
-
 /// Subcommands that never reach the daemon: `--socket` is not offered on them.
 const OFFLINE: [&str; 5] = ["validate", "schema", "completions", "man", "service"];
 
@@ -339,10 +333,6 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             context,
         } => {
             let questions = ask::read_questions(file)?;
-            let no_ui = no_ui.map(|p| match p {
-                NoUiArg::Wait => NoUiPolicy::Wait,
-                NoUiArg::Reject => NoUiPolicy::Reject,
-            });
             let context = context.context();
             ask::run(
                 &socket, questions, timeout_ms, no_ui, context, json, &client,

@@ -130,18 +130,6 @@ impl ApprovalBody {
             node,
         }
     }
-
-    /// The fields as JSON values (for federation's entries, which build a `Value`).
-    pub fn values(&self) -> (Value, Option<Value>, Option<Value>) {
-        let value = |text: &str| -> Value {
-            serde_json::from_str(text).expect("an approval body holds JSON text")
-        };
-        (
-            value(&self.tool_call),
-            self.tool_annotations.as_deref().map(value),
-            self.details.as_deref().map(value),
-        )
-    }
 }
 
 /// Checks a request's tool call, details and outcomes in the documented order (its envelope,

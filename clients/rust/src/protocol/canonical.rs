@@ -6,21 +6,23 @@
 //! Canonical means: no whitespace outside strings; strings with only the escapes serde_json
 //! writes (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, and `\u00xx` in lower case for the other
 //! control characters); integers without a sign on zero, leading zeros, fraction or exponent,
-//! short enough to be an `i64` or `u64`; objects without a repeated key (a `Value` keeps one of
+//! within an `i64` (negative) or a `u64`; objects without a repeated key (a `Value` keeps one of
 //! them). Anything else (floats too: serde_json rewrites `1e2` as `100.0`) is "not sure", and
 //! the caller falls back to the reference path. The scanner is strict, so it also refuses text
 //! that is not JSON at all.
 
 use super::json::any_escape;
 
-/// Deepest nesting read (serde_json's own recursion limit).
-const MAX_DEPTH: usize = 128;
+/// Deepest nesting read: well inside serde_json's own limit (128) for the frame the text is
+/// part of, so nothing taken here is refused there as too deep.
+const MAX_DEPTH: usize = 100;
 
 /// An object with more keys than this is left to the reference: the repeated-key check is
 /// quadratic.
 const MAX_KEYS: usize = 64;
 
-/// Integers of up to this many digits fit an `i64` (and a `u64`) whatever the digits.
+/// Integers of up to this many digits fit an `i64` (and a `u64`) whatever the digits; longer
+/// ones are checked against the range.
 const MAX_DIGITS: usize = 18;
 
 /// What a canonical value is, by its first byte.
@@ -123,7 +125,7 @@ pub fn plain_str(text: &str) -> Option<&str> {
 }
 
 fn value(b: &[u8], at: &mut usize, depth: usize) -> bool {
-    if depth > MAX_DEPTH {
+    if depth >= MAX_DEPTH {
         return false;
     }
     match b.get(*at) {
@@ -153,12 +155,26 @@ fn integer(b: &[u8], at: &mut usize) -> bool {
         *at += 1;
     }
     let digits = &b[start..*at];
+    let negative = start > 0 && b[start - 1] == b'-';
     let canonical = match digits {
         [] => false,
         // `0` alone; `-0` is read as the float -0.0 and written `-0.0`.
-        [b'0'] => start == 0 || b[start - 1] != b'-',
+        [b'0'] => !negative,
         [b'0', ..] => false,
-        _ => digits.len() <= MAX_DIGITS,
+        _ if digits.len() <= MAX_DIGITS => true,
+        // Past an i64 (negative) or a u64, serde_json reads a float.
+        _ => {
+            let limit = if negative {
+                1u128 << 63
+            } else {
+                u64::MAX as u128
+            };
+            digits.len() <= 20
+                && digits
+                    .iter()
+                    .fold(0u128, |n, d| n * 10 + u128::from(d - b'0'))
+                    <= limit
+        }
     };
     canonical && !matches!(b.get(*at), Some(b'.' | b'e' | b'E'))
 }
@@ -306,6 +322,8 @@ mod tests {
             "\"\u{7f}\"",
             "123456789012345678",
             "-123456789012345678",
+            "18446744073709551615",
+            "-9223372036854775808",
             r#"{"z":1,"a":2}"#,
         ] {
             assert!(agrees(text), "{text}");
@@ -333,7 +351,9 @@ mod tests {
             "1E2",
             "-0",
             "01",
-            "1234567890123456789",
+            "18446744073709551616",
+            "-9223372036854775809",
+            "123456789012345678901",
             "\"a\u{1}\"",
             "tru",
             "nul",
@@ -346,6 +366,9 @@ mod tests {
         ] {
             assert!(!agrees(text), "{text}");
         }
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(agrees(&nested(MAX_DEPTH)));
+        assert!(!agrees(&nested(MAX_DEPTH + 1)));
     }
 
     #[test]

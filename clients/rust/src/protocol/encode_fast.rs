@@ -282,31 +282,40 @@ impl UiApprovalRef<'_> {
             out.push(b'}');
         });
         #[cfg(debug_assertions)]
-        agrees(&fast, || {
-            ServerFrame::ToolConfirmationRequest(self.reference())
-        });
+        if let Some(reference) = self.reference() {
+            agrees(&fast, || ServerFrame::ToolConfirmationRequest(reference));
+        }
         fast
     }
 
-    /// The `UiApproval` the reference encodes.
+    /// The `UiApproval` the reference encodes, when the values can be read back from their
+    /// text. The texts the fast path keeps always can; one the reference path wrote from a
+    /// float serde_json reads back inexactly cannot, and that text is serde's own writing of
+    /// the producer's value, so there is nothing of this encoder's to check in it.
     #[cfg(debug_assertions)]
-    fn reference(&self) -> UiApproval {
-        let value = |text: &str| -> serde_json::Value {
-            serde_json::from_str(text).expect("the daemon's own approval text is JSON")
+    fn reference(&self) -> Option<UiApproval> {
+        let value = |text: &str| -> Option<serde_json::Value> {
+            let v: serde_json::Value =
+                serde_json::from_str(text).expect("the daemon's own approval text is JSON");
+            (serde_json::to_string(&v).expect("a Value serializes") == text).then_some(v)
         };
-        UiApproval {
+        let optional = |text: Option<&str>| match text {
+            None => Some(None),
+            Some(text) => value(text).map(Some),
+        };
+        Some(UiApproval {
             correlation_id: self.correlation_id.to_owned(),
-            tool_call: value(self.tool_call),
+            tool_call: value(self.tool_call)?,
             server_name: self.server_name.map(str::to_owned),
-            tool_annotations: self.tool_annotations.map(value),
+            tool_annotations: optional(self.tool_annotations)?,
             subagent: self.subagent.map(str::to_owned),
-            details: self.details.map(value),
+            details: optional(self.details)?,
             outcomes: self.outcomes.to_vec(),
             timeout_ms: self.timeout_ms,
             producer: self.producer.clone(),
             context: self.context.cloned(),
             node: self.node.map(str::to_owned),
-        }
+        })
     }
 }
 

@@ -44,8 +44,6 @@ pub fn invoked() -> bool {
     false
 }
 
-use crate::NoUiArg;
-
 /// The most the hook reads from stdin: an agent's hook input carries one tool call, and a
 /// request must fit in one frame anyway.
 const MAX_INPUT_BYTES: u64 = 8 * 1024 * 1024;
@@ -60,8 +58,8 @@ pub struct HookArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: Option<u64>,
     /// When no UI is connected: wait for one, or give up at once [default: the daemon's]
-    #[arg(long, value_name = "POLICY")]
-    no_ui: Option<NoUiArg>,
+    #[arg(long, value_name = "POLICY", value_parser = askbusd::config::no_ui_arg())]
+    no_ui: Option<NoUiPolicy>,
     /// When nobody decides (askbusd unreachable, timeout, no UI, dismissed): deny, or hand
     /// the decision back to the agent's own prompt (Gemini CLI and Claude Code in a terminal,
     /// Codex's approval prompt)
@@ -160,11 +158,7 @@ async fn decide(socket: &Path, args: &HookArgs, event: &Event) -> Verdict {
     };
     let mut frame = frame;
     frame.insert("timeoutMs".into(), timeout_ms.into());
-    if let Some(no_ui) = args.no_ui {
-        let policy = match no_ui {
-            NoUiArg::Wait => NoUiPolicy::Wait,
-            NoUiArg::Reject => NoUiPolicy::Reject,
-        };
+    if let Some(policy) = args.no_ui {
         frame.insert("noUi".into(), policy.as_str().into());
     }
     frame.insert(

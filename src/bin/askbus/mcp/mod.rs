@@ -27,8 +27,6 @@ use tracing_subscriber::EnvFilter;
 
 use askbusd::protocol::NoUiPolicy;
 
-use crate::NoUiArg;
-
 #[derive(Debug, Args)]
 pub struct McpArgs {
     /// How long each question waits for an answer [default: the daemon's]; the daemon clamps
@@ -37,8 +35,8 @@ pub struct McpArgs {
     timeout_ms: Option<u64>,
     /// When no UI is connected: wait for one, or answer at once with the no-ui result
     /// [default: the daemon's]
-    #[arg(long, value_name = "POLICY")]
-    no_ui: Option<NoUiArg>,
+    #[arg(long, value_name = "POLICY", value_parser = askbusd::config::no_ui_arg())]
+    no_ui: Option<NoUiPolicy>,
     /// Also return the outcome as structuredContent: {answers, cancelled, reason,
     /// returnDisplay}. Off by default because some clients (Codex) then hand the model that
     /// JSON instead of the reference's text.
@@ -81,10 +79,7 @@ pub async fn run(socket: &Path, args: McpArgs) -> Result<ExitCode> {
         .init();
     let policy = call::Policy {
         timeout_ms: args.timeout_ms,
-        no_ui: args.no_ui.map(|p| match p {
-            NoUiArg::Wait => NoUiPolicy::Wait,
-            NoUiArg::Reject => NoUiPolicy::Reject,
-        }),
+        no_ui: args.no_ui,
     };
     let progress_every =
         (args.progress_interval_ms > 0).then(|| Duration::from_millis(args.progress_interval_ms));

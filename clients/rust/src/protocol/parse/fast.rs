@@ -26,11 +26,14 @@ use crate::protocol::frames::{
 };
 use crate::protocol::MAX_CORRELATION_ID_CHARS;
 
-/// The fields of the frames this parser takes; unknown keys are skipped, as the reference skips them.
+/// The fields of the frames this parser takes. An unknown key, which the reference skips, makes
+/// it give up: serde skips a value without checking it as the reference's `Value` does (a
+/// number past an f64, nesting past the depth limit; found by fuzzing), and frames from the
+/// clients carry none.
 /// `Q` is what `questions` is read as: its text, or (for [`parse_request`]) the caller's own
 /// fast reading of it.
 #[derive(Deserialize)]
-#[serde(bound(deserialize = "Q: Deserialize<'de>"))]
+#[serde(bound(deserialize = "Q: Deserialize<'de>"), deny_unknown_fields)]
 struct Envelope<'a, Q> {
     #[serde(rename = "type", borrow)]
     ty: &'a str,
@@ -114,8 +117,8 @@ impl<'de> Deserialize<'de> for Answers {
 }
 
 /// A request's `context`: an object (never an array, which a derived struct would take) of
-/// the known fields, each a string when present (a `null`, another type, or a duplicate key
-/// makes the shortcut give up); unknown keys are skipped, as the reference skips them.
+/// the known fields, each a string when present (a `null`, another type, a duplicate key, or
+/// an unknown key, whose value serde would skip unchecked, makes the shortcut give up).
 #[derive(Default)]
 struct Context<'a> {
     agent: Option<Cow<'a, str>>,
@@ -142,10 +145,7 @@ impl<'de> Deserialize<'de> for Context<'de> {
                         "project" => &mut c.project,
                         "cwd" => &mut c.cwd,
                         "title" => &mut c.title,
-                        _ => {
-                            map.next_value::<de::IgnoredAny>()?;
-                            continue;
-                        }
+                        _ => return Err(de::Error::custom("not a context key")),
                     };
                     if slot.is_some() {
                         return Err(de::Error::custom("duplicate context key"));
@@ -320,12 +320,94 @@ fn has_surrogate_escape(payload: &[u8]) -> bool {
     })
 }
 
+/// Whether raw JSON text `payload` may hold a number serde_json reads as out of range: one with an exponent
+/// (a digit or `.`, then `e` or `E`, then a digit or sign, outside a `\u` escape; inside a
+/// string too, which only sends that frame to the reference), or a run of digits long enough
+/// to pass 1.8e308.
+fn may_hold_huge_number(payload: &[u8]) -> bool {
+    let exponent = memchr::memchr2_iter(b'e', b'E', payload).any(|i| {
+        i > 0
+            && matches!(payload[i - 1], b'0'..=b'9' | b'.')
+            && matches!(payload.get(i + 1), Some(b'0'..=b'9' | b'+' | b'-'))
+            // A hex digit of a `\uXXXX` escape (Python's json writes é as `\u00e9`).
+            && !(2..=5).any(|k| i >= k && payload[i - k] == b'\\' && payload[i - k + 1] == b'u')
+    });
+    exponent || has_digit_run(payload, MIN_HUGE_DIGITS)
+}
+
+/// The fewest digits of an integer part past an f64's range (1.8e308 has 309).
+const MIN_HUGE_DIGITS: usize = 309;
+
+/// Whether `payload` may hold `min` digits in a row: counted in aligned eight-byte words of
+/// digits, so a run a few digits shorter may count too.
+fn has_digit_run(payload: &[u8], min: usize) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // A run of `min` digits covers this many whole aligned words.
+    let words = (min - 7) / 8;
+    let mut run = 0;
+    for chunk in payload.chunks_exact(8) {
+        let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes")) ^ (ONES * 0x30);
+        // Every byte was b'0'..=b'9': now 0..=9, so no high nibble and nothing past 9.
+        let digits = w & (ONES * 0xf0) == 0 && w.wrapping_add(ONES * 0x76) & (ONES * 0x80) == 0;
+        run = if digits { run + 1 } else { 0 };
+        if run >= words {
+            return true;
+        }
+    }
+    false
+}
+
+/// serde_json's depth limit: a `Value` nested deeper is refused.
+const MAX_DEPTH: usize = 128;
+
+/// Whether `payload` may nest arrays and objects past [`MAX_DEPTH`]: never with fewer opening
+/// brackets than that (the usual frame); otherwise its nesting is measured, strings skipped.
+fn may_nest_too_deep(payload: &[u8]) -> bool {
+    if memchr::memchr2_iter(b'[', b'{', payload)
+        .nth(MAX_DEPTH - 2)
+        .is_none()
+    {
+        return false;
+    }
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0, false, false);
+    for &b in payload {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max >= MAX_DEPTH - 1
+}
+
 /// The frame, if it is an `ask-user-request`, `ask-user-response` or
 /// `tool-confirmation-response` the reference would accept as it is; `None` leaves the frame
 /// (and every `tool-confirmation-request`, whose reference form is its whole `Value`) to the
 /// reference.
 pub fn parse(payload: &[u8]) -> Option<Inbound> {
     match parse_fast::<&RawValue>(payload)? {
+        // The questions are kept as text, unchecked for what the reference refuses as invalid
+        // JSON (a number past an f64, nesting past the depth limit; found by fuzzing, when
+        // reading them again then panicked): questions that may hold either are left to it.
+        FastFrame::Request(_, questions)
+            if may_hold_huge_number(questions.get().as_bytes())
+                || may_nest_too_deep(questions.get().as_bytes()) =>
+        {
+            None
+        }
         FastFrame::Request(head, questions) => Some(Inbound::AskUserRequest(AskUserRequest {
             correlation_id: head.correlation_id,
             timeout_ms: head.timeout_ms,
@@ -421,14 +503,13 @@ mod tests {
     fn takes_plain_frames_and_agrees_with_the_full_parser() {
         for frame in [
             r#"{"type":"ask-user-request","correlationId":"a","questions":[{"question":"Q","header":"H","type":"text"}]}"#,
-            r#"{"correlationId":"a\u00e9","timeoutMs":5000,"noUi":"reject","type":"ask-user-request","questions":[],"extra":{"x":[1,null]}}"#,
+            r#"{"correlationId":"a\u00e9","timeoutMs":5000,"noUi":"reject","type":"ask-user-request","questions":[]}"#,
             r#"{"type":"ask-user-response","correlationId":"a","answers":{"0":"x","2":"y\n"}}"#,
             r#"{"type":"ask-user-response","correlationId":"a","answers":{"\u0030":"x","0":"z"}}"#,
             r#"{"type":"ask-user-response","correlationId":"a","cancelled":true}"#,
             r#"{"type":"ask-user-response","correlationId":"a","cancelled":false,"answers":{}}"#,
-            r#"{"type":"ask-user-request","correlationId":"a","context":{"agent":"g/1","project":"p\u00e9","session":"s","cwd":"/x","title":"T","other":{"y":[null]}},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"agent":"g/1","project":"p\u00e9","session":"s","cwd":"/x","title":"T"},"questions":[]}"#,
             r#"{"type":"ask-user-request","correlationId":"a","context":{},"questions":[]}"#,
-            r#"{"type":"ask-user-request","correlationId":"a","context":{"future":1},"questions":[]}"#,
         ] {
             assert!(agrees(frame), "{frame}");
         }
@@ -487,8 +568,65 @@ mod tests {
     }
 
     #[test]
+    fn leaves_huge_numbers_and_deep_nesting_to_the_reference() {
+        let deep = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        let long = "7".repeat(400);
+        for value in [
+            deep(200),
+            deep(127),
+            "1e999".to_owned(),
+            "-1E+400".to_owned(),
+            "1.5e3".to_owned(),
+            long.clone(),
+            format!("[{long}]"),
+        ] {
+            for frame in [
+                format!(
+                    r#"{{"type":"ask-user-response","correlationId":"a","answers":{{}},"x":{value}}}"#
+                ),
+                format!(r#"{{"type":"ask-user-request","correlationId":"a","questions":{value}}}"#),
+                format!(
+                    r#"{{"type":"ask-user-request","correlationId":"a","context":{{"y":{value}}},"questions":[]}}"#
+                ),
+            ] {
+                assert!(parse(frame.as_bytes()).is_none(), "{frame}");
+            }
+        }
+        // What the reference accepts of these, it accepts on its own.
+        for value in [deep(100), "1e308".to_owned(), "7".repeat(300)] {
+            let frame = format!(
+                r#"{{"type":"ask-user-response","correlationId":"a","answers":{{}},"x":{value}}}"#
+            );
+            assert!(agrees(&frame) || crate::protocol::parse_inbound(frame.as_bytes()).is_ok());
+        }
+        // Brackets and exponent-like text inside strings cost nothing but the shortcut.
+        let many = format!(
+            r#"{{"type":"ask-user-response","correlationId":"a","answers":{{"0":"{}"}}}}"#,
+            "[{".repeat(100)
+        );
+        assert!(agrees(&many));
+        let escaped =
+            r#"{"type":"ask-user-response","correlationId":"a\u00e9\u1E00","answers":{}}"#;
+        assert!(agrees(escaped));
+        assert!(has_digit_run(
+            &b"x"
+                .repeat(3)
+                .iter()
+                .chain(long.as_bytes())
+                .copied()
+                .collect::<Vec<_>>(),
+            309
+        ));
+        assert!(!has_digit_run("1".repeat(250).as_bytes(), 309));
+    }
+
+    #[test]
     fn leaves_everything_unusual_to_the_full_parser() {
         for frame in [
+            // Unknown keys (their values would be skipped unchecked).
+            r#"{"type":"ask-user-request","correlationId":"a","questions":[],"extra":{"x":[1,null]}}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"future":1},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"other":{"y":[null]}},"questions":[]}"#,
             r#"{"type":"ask-user-request","correlationId":"a"}"#,
             r#"{"type":"ask-user-request","correlationId":"a","questions":[],"timeoutMs":null}"#,
             r#"{"type":"ask-user-request","correlationId":"a","questions":[],"timeoutMs":0}"#,
