@@ -4,9 +4,9 @@
 //! delivers through the connections' bounded queues.
 //!
 //! - [`pending`]: the pending table, the one type that keeps a request and its indexes in step;
-//! - [`peers`]: who each connection is and what it may do;
-//! - [`request`]: a request validated outside the lock;
-//! - [`effects`]: what an operation asks its caller to do;
+//! - `peers`: who each connection is and what it may do;
+//! - `request`: a request validated outside the lock;
+//! - `effects`: what an operation asks its caller to do;
 //! - `uis`: subscribe, replay, watch and rights: which UI is shown which request;
 //! - `admit`: a request entering (quotas, no-UI policy, first delivery), refusals, cancels;
 //! - `answer`: a UI's answer to a question (`respond`) or an approval (`decide`);

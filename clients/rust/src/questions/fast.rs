@@ -1,4 +1,4 @@
-//! The fast path of validation and normalization, an optimisation of [`super::reference`]:
+//! The fast path of validation and normalization, an optimisation of `super::reference`:
 //! one pass of serde over the `questions` text straight to the normalized JSON UIs receive,
 //! for questions of the plain shape nearly every request has (only the schema's own keys, each
 //! once, with the schema's types).

@@ -1,4 +1,4 @@
-//! Reading a frame a peer sent. [`reference`] decides every frame and words every error;
+//! Reading a frame a peer sent. [`reference`](mod@reference) decides every frame and words every error;
 //! [`fast`] is an optimisation of it for the two frames every question costs, which may only
 //! accept what the reference accepts and must then yield the same. [`parse_inbound`] is the
 //! daemon's one entry: fast first, the reference for whatever fast leaves; debug builds run the
