@@ -261,6 +261,38 @@ fn against_a_running_daemon() {
     positive(&b["ratios"]["p50"], "p50 ratio");
 }
 
+/// An installed `askbus` with no askbusd beside it (e.g. the client on another package) can
+/// still measure the daemon that is running.
+#[test]
+fn a_running_daemon_is_measured_without_an_askbusd_binary() {
+    let d = Daemon::start();
+    let alone = tempfile::tempdir().expect("temp dir");
+    let exe = alone.path().join("askbus");
+    if std::fs::hard_link(common::cli_bin(), &exe).is_err() {
+        std::fs::copy(common::cli_bin(), &exe).expect("copy askbus");
+    }
+    let out = Command::new(&exe)
+        .args(["--socket", &d.socket.display().to_string(), "bench"])
+        .args(["--requests", "50", "--warmup", "5", "--json"])
+        .output()
+        .expect("run askbus");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    check_run(&r, "askbusd", 50);
+    // Starting one still needs it, and says where it looked.
+    let out = Command::new(&exe)
+        .args(["bench", "--requests", "50", "--warmup", "5"])
+        .output()
+        .expect("run askbus");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("askbusd"), "{err}");
+}
+
 #[test]
 fn human_output() {
     let out = Command::new(common::cli_bin())

@@ -191,18 +191,25 @@ fn run(a: RunArgs, socket: Option<PathBuf>) -> Result<ExitCode> {
         )?,
         client_threads: a.client_threads as usize,
     };
-    let daemon = daemon_kind(a.daemon.as_deref(), !a.no_telemetry, &spec.workload)?;
-    let relay = relay_kind()?;
-    // A running daemon at --socket is measured as it is.
-    let on = |kind: &Kind| match &socket {
-        Some(s) if !kind.is_relay() || !a.baseline => On::Running(s.clone(), kind.name()),
-        _ => On::Start(kind.clone()),
+    // A running daemon at --socket is measured as it is (no askbusd binary is needed then);
+    // with --baseline the relay is still started beside it.
+    let daemon = match &socket {
+        Some(s) => On::Running(s.clone(), "askbusd"),
+        None => On::Start(daemon_kind(
+            a.daemon.as_deref(),
+            !a.no_telemetry,
+            &spec.workload,
+        )?),
+    };
+    let relay = match &socket {
+        Some(s) if !a.baseline => On::Running(s.clone(), "relay"),
+        _ => On::Start(relay_kind()?),
     };
     if a.baseline {
         let mut runs = Vec::new();
         for _ in 0..a.rounds {
-            runs.push(measure(&on(&daemon), &spec)?);
-            runs.push(measure(&on(&relay), &spec)?);
+            runs.push(measure(&daemon, &spec)?);
+            runs.push(measure(&relay, &spec)?);
         }
         let b = Baseline::of(runs);
         if a.json {
@@ -216,7 +223,7 @@ fn run(a: RunArgs, socket: Option<PathBuf>) -> Result<ExitCode> {
         } else {
             &daemon
         };
-        let r = measure(&on(kind), &spec)?;
+        let r = measure(kind, &spec)?;
         if a.json {
             println!("{}", serde_json::to_string(&r)?);
         } else {
