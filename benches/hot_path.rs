@@ -1,6 +1,7 @@
 //! Micro-benchmarks of the daemon's hot path, in time per operation: turning an inbound frame's
-//! payload into what the broker takes, encoding the frames it sends, and the pure broker's
-//! insert / resolve / expire at a realistic pending-table size.
+//! payload into what the broker takes (a question's, and an approval's beside it), encoding the
+//! frames it sends, and the pure broker's insert / resolve / expire at a realistic pending-table
+//! size.
 //!
 //! Inputs come from proto/examples/ (golden frames, read at startup and sent compact, as
 //! producers write them) where one fits; the typical one-choice request and the four-question
@@ -197,6 +198,55 @@ fn bench_decode(c: &mut Criterion) {
     g.bench_function("parse_inbound/response", |b| {
         b.iter(|| parse_response(black_box(&response)))
     });
+    g.finish();
+}
+
+/// The reference path of an approval: `parse_inbound` and `approvals::check`.
+fn decode_approval_reference(payload: &[u8]) -> askbusd::approvals::ValidApproval {
+    match protocol::parse::reference::parse(payload) {
+        Ok(Inbound::ToolConfirmationRequest(req)) => {
+            askbusd::approvals::check(req).expect("the approval is valid")
+        }
+        other => panic!("not a valid tool-confirmation-request: {other:?}"),
+    }
+}
+
+/// An approval costs what a question does (issue 18): each golden approval's fast and
+/// reference decode, beside the typical question's fast decode in the same group.
+fn bench_decode_approval(c: &mut Criterion) {
+    let question = compact(&choice3());
+    let inputs = [
+        (
+            "exec",
+            compact(&golden("client/tool-confirmation-request.json")),
+        ),
+        (
+            "edit",
+            compact(&golden("client/tool-confirmation-request.edit.json")),
+        ),
+        (
+            "mcp",
+            compact(&golden("client/tool-confirmation-request.mcp.json")),
+        ),
+    ];
+    let mut g = c.benchmark_group("decode_validate_approval");
+    decode_request(&question);
+    g.throughput(Throughput::Bytes(question.len() as u64));
+    g.bench_function("question_fast/choice3", |b| {
+        b.iter(|| decode_request(black_box(&question)))
+    });
+    for (name, payload) in &inputs {
+        let fast = askbusd::approvals::fast::check_request(payload)
+            .unwrap_or_else(|| panic!("the {name} approval takes the fast path"));
+        assert_eq!(fast, decode_approval_reference(payload), "{name}");
+        g.throughput(Throughput::Bytes(payload.len() as u64));
+        g.bench_function(format!("fast/{name}"), |b| {
+            b.iter(|| askbusd::approvals::fast::check_request(black_box(payload)))
+        });
+        g.bench_function(format!("reference/{name}"), |b| {
+            b.iter(|| decode_approval_reference(black_box(payload)))
+        });
+    }
     g.finish();
 }
 
@@ -500,5 +550,11 @@ fn bench_broker(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_decode, bench_encode, bench_broker);
+criterion_group!(
+    benches,
+    bench_decode,
+    bench_decode_approval,
+    bench_encode,
+    bench_broker
+);
 criterion_main!(benches);
