@@ -14,8 +14,8 @@ use crate::broker::{
     Acked, Answer, PeerId, RemoteRequest, SharedEnd, SharedQuestion, ValidRequest,
 };
 use crate::protocol::{
-    parse_inbound, Decision, ErrorCode, FrameError, Inbound, Outcome, ProducerInfo,
-    ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
+    parse_fast, parse_inbound, Decision, ErrorCode, FastFrame, FrameError, Inbound, Outcome,
+    ProducerInfo, ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
 };
 
 /// A question's key in the pending bucket: its node, then its id in unpadded base64url (KV
@@ -213,6 +213,12 @@ pub fn valid_request(
             f.push(b',');
         }
         f.extend_from_slice(rest.as_bytes());
+        // As a local approval: the fast path where it can, the reference deciding the rest.
+        if let Some(a) = crate::approvals::fast::check_request(&f) {
+            #[cfg(debug_assertions)]
+            crate::approvals::fast::assert_reference_agrees(&a, &f);
+            return Ok(RemoteRequest::Approval(Box::new(a)));
+        }
         return match parse_inbound(&f) {
             Ok(Inbound::ToolConfirmationRequest(req)) => crate::approvals::check(req)
                 .map(|a| RemoteRequest::Approval(Box::new(a)))
@@ -231,6 +237,16 @@ pub fn valid_request(
         frame.extend_from_slice(context.get().as_bytes());
     }
     frame.push(b'}');
+    // As a local question: the fast path where it can, the reference deciding the rest.
+    if let Some(FastFrame::Request(head, questions)) =
+        parse_fast::<crate::questions::fast::Questions>(&frame)
+    {
+        if let Some(req) = ValidRequest::fast(head, questions, frame.len()) {
+            #[cfg(debug_assertions)]
+            req.assert_reference_agrees(&frame);
+            return Ok(RemoteRequest::Question(req));
+        }
+    }
     match parse_inbound(&frame) {
         Ok(Inbound::AskUserRequest(req)) => ValidRequest::check(req)
             .map(RemoteRequest::Question)
