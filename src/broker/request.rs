@@ -59,6 +59,21 @@ impl ValidRequest {
         })
     }
 
+    /// The whole fast path for one `ask-user-request` payload (frame, then questions): `None`
+    /// for anything it leaves to `parse_inbound` and [`Self::check`]. Debug builds check the
+    /// result against the reference.
+    pub fn fast_from(payload: &[u8]) -> Option<ValidRequest> {
+        match crate::protocol::parse_fast::<questions::fast::Questions>(payload)? {
+            crate::protocol::FastFrame::Request(head, questions) => {
+                let req = Self::fast(head, questions, payload.len())?;
+                #[cfg(debug_assertions)]
+                req.assert_reference_agrees(payload);
+                Some(req)
+            }
+            _ => None,
+        }
+    }
+
     pub fn correlation_id(&self) -> &str {
         &self.correlation_id
     }

@@ -14,8 +14,8 @@ use crate::broker::{
     Acked, Answer, PeerId, RemoteRequest, SharedEnd, SharedQuestion, ValidRequest,
 };
 use crate::protocol::{
-    parse_fast, parse_inbound, Decision, ErrorCode, FastFrame, FrameError, Inbound, Outcome,
-    ProducerInfo, ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
+    parse_inbound, Decision, ErrorCode, FrameError, Inbound, Outcome, ProducerInfo,
+    ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
 };
 
 /// A question's key in the pending bucket: its node, then its id in unpadded base64url (KV
@@ -238,14 +238,8 @@ pub fn valid_request(
     }
     frame.push(b'}');
     // As a local question: the fast path where it can, the reference deciding the rest.
-    if let Some(FastFrame::Request(head, questions)) =
-        parse_fast::<crate::questions::fast::Questions>(&frame)
-    {
-        if let Some(req) = ValidRequest::fast(head, questions, frame.len()) {
-            #[cfg(debug_assertions)]
-            req.assert_reference_agrees(&frame);
-            return Ok(RemoteRequest::Question(req));
-        }
+    if let Some(req) = ValidRequest::fast_from(&frame) {
+        return Ok(RemoteRequest::Question(req));
     }
     match parse_inbound(&frame) {
         Ok(Inbound::AskUserRequest(req)) => ValidRequest::check(req)
