@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 
 use common::Daemon;
@@ -12,10 +13,12 @@ use serde_json::Value;
 /// Runs `askbus ARGS` (with `--daemon` pointing at the askbusd under test when the bench
 /// starts one) and parses its one JSON object.
 fn bench_json(args: &[&str]) -> Value {
-    let out = Command::new(common::cli_bin())
-        .args(args)
-        .output()
-        .expect("run askbus");
+    bench_json_of(Path::new(common::cli_bin()), args)
+}
+
+/// [`bench_json`] with the `askbus` at `exe`.
+fn bench_json_of(exe: &Path, args: &[&str]) -> Value {
+    let out = Command::new(exe).args(args).output().expect("run askbus");
     assert!(
         out.status.success(),
         "askbus {args:?} failed: {}",
@@ -271,18 +274,18 @@ fn a_running_daemon_is_measured_without_an_askbusd_binary() {
     if std::fs::hard_link(common::cli_bin(), &exe).is_err() {
         std::fs::copy(common::cli_bin(), &exe).expect("copy askbus");
     }
-    let out = Command::new(&exe)
-        .args(["--socket", &d.socket.display().to_string(), "bench"])
-        .args(["--requests", "50", "--warmup", "5", "--json"])
-        .output()
-        .expect("run askbus");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    check_run(&r, "askbusd", 50);
+    let socket = d.socket.display().to_string();
+    let args = [
+        "--socket",
+        &socket,
+        "bench",
+        "--requests",
+        "50",
+        "--warmup",
+        "5",
+        "--json",
+    ];
+    check_run(&bench_json_of(&exe, &args), "askbusd", 50);
     // Starting one still needs it, and says where it looked.
     let out = Command::new(&exe)
         .args(["bench", "--requests", "50", "--warmup", "5"])
