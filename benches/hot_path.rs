@@ -201,7 +201,7 @@ fn bench_decode(c: &mut Criterion) {
     g.finish();
 }
 
-/// The reference path of an approval: `parse_inbound` and `approvals::check`.
+/// The reference path of an approval: the reference parser, then `approvals::check`.
 fn decode_approval_reference(payload: &[u8]) -> askbusd::approvals::ValidApproval {
     match protocol::parse::reference::parse(payload) {
         Ok(Inbound::ToolConfirmationRequest(req)) => {
