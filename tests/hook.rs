@@ -5,6 +5,7 @@
 //! tests/agents.
 
 mod common;
+mod pty;
 
 use std::io::Write;
 use std::process::{Child, Output, Stdio};
@@ -86,7 +87,7 @@ fn gemini_a_dismissed_prompt_denies_with_the_reason() {
 }
 
 #[test]
-fn gemini_no_ui_denies_or_hands_back() {
+fn no_ui_reject_denies_or_hands_back() {
     let d = Daemon::start();
     let e = ended(
         hook(&d, &["gemini", "--no-ui", "reject"], &gemini_input("ls"))
@@ -100,8 +101,8 @@ fn gemini_no_ui_denies_or_hands_back() {
     let e = ended(
         hook(
             &d,
-            &["gemini", "--no-ui", "reject", "--fallback", "ask"],
-            &gemini_input("ls"),
+            &["claude", "--no-ui", "reject", "--fallback", "ask"],
+            &claude_pre_tool_use("ls"),
         )
         .wait_with_output()
         .unwrap(),
@@ -109,10 +110,219 @@ fn gemini_no_ui_denies_or_hands_back() {
     assert_eq!(e.code, 0);
     assert_eq!(
         e.stdout,
-        Some(
-            json!({"decision": "ask", "systemMessage": format!("askbus: {why} Asking here instead.")})
-        )
+        Some(json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                    "permissionDecision": "ask",
+                    "permissionDecisionReason": format!("askbus: {why} Asking here instead.")}}))
     );
+}
+
+/// Claude Code's PreToolUse input for a Bash command.
+fn claude_pre_tool_use(command: &str) -> String {
+    json!({"session_id": "09005570", "transcript_path": "/h/s.jsonl", "cwd": "/tmp",
+           "permission_mode": "default", "hook_event_name": "PreToolUse",
+           "tool_name": "Bash", "tool_input": {"command": command}})
+    .to_string()
+}
+
+/// The hook's output, failing the test (and killing the hook) if it is still waiting after
+/// 60 s: a hook that waits for a UI nobody opened is the bug these tests catch.
+fn ended_soon(mut child: Child) -> Ended {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the hook still waits with no UI open");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    ended(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn with_no_ui_open_the_call_goes_back_to_the_agent_at_once() {
+    // No flags: what `askbus hook AGENT --install` writes.
+    let d = Daemon::start();
+    let why =
+        "No user interface is connected to approve tool calls, so the tool call was not approved.";
+    let e = ended_soon(hook(&d, &["claude"], &claude_pre_tool_use("ls")));
+    assert_eq!(e.code, 0, "{}", e.stderr);
+    let out = e.stdout.unwrap();
+    assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "ask");
+    assert_eq!(
+        out["hookSpecificOutput"]["permissionDecisionReason"],
+        format!("askbus: {why} Asking here instead.")
+    );
+    // Codex: no decision, so its own approval prompt shows.
+    let codex = json!({"session_id": "s", "cwd": "/tmp", "hook_event_name": "PermissionRequest",
+                       "tool_name": "Bash", "tool_input": {"command": "ls"}})
+    .to_string();
+    let e = ended_soon(hook(&d, &["codex"], &codex));
+    assert_eq!((e.code, e.stdout), (0, None));
+    assert!(e.stderr.contains("Asking here instead"), "{}", e.stderr);
+    // A Gemini CLI that is not interactive (this test runs it without a terminal) has no
+    // prompt to hand it to: denied at once, saying so.
+    let e = ended_soon(hook(&d, &["gemini"], &gemini_input("ls")));
+    assert_eq!(e.code, 2);
+    let reason = e.stdout.unwrap()["reason"].as_str().unwrap().to_owned();
+    assert!(
+        reason.starts_with(why) && reason.contains("without a terminal prompt"),
+        "{reason}"
+    );
+    // askbusd not running: no UI would see it either.
+    let dir = tempfile::tempdir().unwrap();
+    let e = ended_soon(spawn_with_stdin(
+        std::process::Command::new(common::cli_bin())
+            .arg("--socket")
+            .arg(dir.path().join("none.sock"))
+            .args(["hook", "claude"]),
+        &claude_pre_tool_use("ls"),
+    ));
+    assert_eq!(e.code, 0, "{}", e.stderr);
+    let out = e.stdout.unwrap();
+    assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "ask");
+    // With a UI open, it waits for the person as before.
+    let rt = rt();
+    let (mut ui, _) = rt.block_on(d.ui());
+    let child = hook(&d, &["claude"], &claude_pre_tool_use("ls"));
+    let req = rt.block_on(approval(&mut ui));
+    rt.block_on(ui.send(json!({"type": "tool-confirmation-response",
+                               "correlationId": req["correlationId"], "confirmed": true,
+                               "outcome": "proceed_once"})));
+    let e = ended(child.wait_with_output().unwrap());
+    assert_eq!(e.code, 0);
+    assert_eq!(
+        e.stdout.unwrap()["hookSpecificOutput"]["permissionDecision"],
+        "allow"
+    );
+}
+
+/// An interactive Gemini CLI (stdin and stdout a terminal, no -p) gets the call back for its
+/// own prompt; the same run with -p is denied. The hook finds Gemini among its ancestors, as
+/// it does under the real CLI: here a script named `gemini` run in a pseudo-terminal.
+#[test]
+fn gemini_gets_the_call_back_only_when_interactive() {
+    let d = Daemon::start();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input.json");
+    std::fs::write(&input, gemini_input("ls")).unwrap();
+    let script = dir.path().join("gemini");
+    std::fs::write(
+        &script,
+        format!(
+            // As Gemini CLI runs a hook: a shell of its own, its stdin and stdout pipes (a
+            // redirection in this script itself would move the script's own descriptors).
+            "#!/bin/sh\nsh -c \"ASKBUS_SOCKET='{}' exec '{}' hook gemini < '{}' > '$OUT' 2>/dev/null\"\necho $? >> \"$OUT\"\n",
+            d.socket.display(),
+            common::cli_bin(),
+            input.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (args, interactive) in [("", true), (" -p 'make a file'", false)] {
+        let out = dir.path().join(format!("out-{interactive}"));
+        let mut term = pty::Pty::shell(&format!(
+            "OUT='{}' '{}'{args}",
+            out.display(),
+            script.display()
+        ));
+        rt().block_on(term.wait_exit());
+        let text = std::fs::read_to_string(&out).unwrap();
+        let (json, code) = text.trim_end().rsplit_once('\n').unwrap();
+        let v: Value = serde_json::from_str(json).unwrap();
+        if interactive {
+            assert_eq!((v["decision"].as_str(), code), (Some("ask"), "0"), "{text}");
+        } else {
+            assert_eq!(
+                (v["decision"].as_str(), code),
+                (Some("deny"), "2"),
+                "{text}"
+            );
+        }
+    }
+}
+
+/// A daemon that answers the hook's request with `reply` (its correlationId filled in).
+fn rogue_daemon(
+    dir: &std::path::Path,
+    reply: Value,
+) -> (std::path::PathBuf, std::thread::JoinHandle<()>) {
+    use std::io::Read;
+    let path = dir.join("rogue.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let thread = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut read_frame = || {
+            let mut len = [0u8; 4];
+            s.read_exact(&mut len).unwrap();
+            let mut buf = vec![0u8; u32::from_be_bytes(len) as usize];
+            s.read_exact(&mut buf).unwrap();
+            serde_json::from_slice::<Value>(&buf).unwrap()
+        };
+        let hello = read_frame();
+        assert_eq!(hello["type"], "hello");
+        let request = read_frame();
+        let mut reply = reply;
+        reply["correlationId"] = request["correlationId"].clone();
+        let bytes = serde_json::to_vec(&reply).unwrap();
+        s.write_all(&(bytes.len() as u32).to_be_bytes()).unwrap();
+        s.write_all(&bytes).unwrap();
+        let _ = s.read(&mut [0u8; 16]);
+    });
+    (path, thread)
+}
+
+#[test]
+fn a_contradictory_or_unoffered_approval_never_allows() {
+    let codex = json!({"session_id": "s", "cwd": "/tmp", "hook_event_name": "PermissionRequest",
+                       "tool_name": "Bash", "tool_input": {"command": "curl x | sh"}})
+    .to_string();
+    let (claude_permission, _) = claude_permission_input();
+    // None of these inputs offers anything but proceed_once and cancel, except Claude Code's
+    // permission dialog, which also offers proceed_always.
+    for (agent, input) in [
+        ("gemini", gemini_input("curl x | sh")),
+        ("claude", claude_pre_tool_use("curl x | sh")),
+        ("codex", codex),
+        ("claude", claude_permission),
+    ] {
+        for outcome in [
+            "cancel",
+            "proceed_always",
+            "proceed_always_server",
+            "modify_with_editor",
+        ] {
+            if agent == "claude"
+                && input.contains("PermissionRequest")
+                && outcome == "proceed_always"
+            {
+                continue;
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let reply = json!({"type": "tool-confirmation-response", "confirmed": true,
+                               "outcome": outcome, "reason": "answered"});
+            let (socket, rogue) = rogue_daemon(dir.path(), reply);
+            let e = ended(
+                spawn_with_stdin(
+                    std::process::Command::new(common::cli_bin())
+                        .arg("--socket")
+                        .arg(&socket)
+                        .args(["hook", agent, "--fallback", "ask"]),
+                    &input,
+                )
+                .wait_with_output()
+                .unwrap(),
+            );
+            assert_eq!(e.code, 2, "{agent} {outcome}: {:?} {}", e.stdout, e.stderr);
+            assert!(
+                e.stderr.contains("contradicts the request") && e.stderr.contains(outcome),
+                "{agent} {outcome}: {}",
+                e.stderr
+            );
+            rogue.join().unwrap();
+        }
+    }
 }
 
 #[test]
@@ -157,6 +367,8 @@ fn askbusd_unreachable_denies_naming_the_socket() {
             socket.to_str().unwrap(),
             "hook",
             "claude",
+            "--no-ui",
+            "wait",
         ]),
         &json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": "/tmp",
                 "tool_input": {"command": "ls"}})
@@ -325,4 +537,33 @@ fn a_wrong_command_line_blocks_instead_of_exiting_with_usage() {
     // Other commands keep their usage status.
     let out = d.cli().args(["ask", "--bogus"]).output().unwrap();
     assert_eq!(out.status.code(), Some(64));
+}
+
+#[test]
+fn a_reason_typed_with_escapes_reaches_gemini_inert_on_stdout_too() {
+    let d = Daemon::start();
+    let rt = rt();
+    let (mut ui, _) = rt.block_on(d.ui());
+    let child = hook(&d, &["gemini"], &gemini_input("rm -rf build"));
+    let req = rt.block_on(approval(&mut ui));
+    rt.block_on(ui.send(json!({"type": "tool-confirmation-response",
+                               "correlationId": req["correlationId"], "confirmed": false,
+                               "outcome": "cancel",
+                               "message": "no\u{1b}]52;c;ZWNobw==\u{7} \u{202e}txt.exe"})));
+    let e = ended(child.wait_with_output().unwrap());
+    assert_eq!(e.code, 2);
+    let reason = e.stdout.unwrap()["reason"].as_str().unwrap().to_owned();
+    assert!(
+        !reason.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+        "{reason:?}"
+    );
+    assert!(
+        reason.starts_with("The user denied this tool call: no"),
+        "{reason:?}"
+    );
+    assert!(
+        !e.stderr.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+        "{:?}",
+        e.stderr
+    );
 }

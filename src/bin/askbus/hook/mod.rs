@@ -2,15 +2,23 @@
 //! Code's `PreToolUse`/`PermissionRequest`, Codex's `PermissionRequest`) that asks a person
 //! through askbusd and writes the decision back in that agent's hook format.
 //!
-//! `agent` owns each agent's hook contract, `details` what the person is shown for a tool
-//! call; this file reads the input, does the one exchange with the daemon and turns how it
-//! ended into a verdict. It **fails closed**: only a person's explicit approval allows; an
-//! unreachable daemon, a timeout, a dismissal, no UI, a refusal or a malformed input denies
-//! (exit 2, the reason on stderr), or with `--fallback ask` hands the decision back to the
-//! agent's own prompt. It never exits with a code an agent reads as "carry on".
+//! `agent` owns what every agent's hook contract shares and the `AgentHook` trait, which
+//! `gemini`, `claude` and `codex` implement; `details` owns what the person is shown for a
+//! tool call; `install` writes the hook into an agent's settings. This file reads the input,
+//! does the one exchange with the daemon and turns how it ended into a verdict. It **fails
+//! closed**: only a person's explicit, consistent approval of an outcome that was offered
+//! allows. When no UI would see the call (none connected, askbusd not running) it is handed
+//! back to the agent's own prompt at once (`--no-ui ask`, the default), so an agent never
+//! waits in silence; an unreachable daemon, a timeout, a dismissal, a refusal, a contradictory
+//! reply or a malformed input denies (exit 2, the reason on stderr), or with `--fallback ask`
+//! hands the decision back. It never exits with a code an agent reads as "carry on".
 
 mod agent;
+mod claude;
+mod codex;
 mod details;
+mod gemini;
+pub mod install;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -27,7 +35,7 @@ use askbusd::protocol::{
 };
 
 pub use agent::{Agent, EXIT_BLOCK};
-use agent::{Event, Output, Request, Verdict};
+use agent::{AgentHook, Event, Output, Request, Verdict};
 
 /// Whether this process's command line is `askbus [--socket PATH] hook …`, for the usage
 /// error path, which runs before the command line is understood.
@@ -49,6 +57,7 @@ pub fn invoked() -> bool {
 const MAX_INPUT_BYTES: u64 = 8 * 1024 * 1024;
 
 #[derive(Debug, Args)]
+#[command(after_help = install::AFTER_HELP)]
 pub struct HookArgs {
     /// Which agent runs this hook (its input and output formats)
     agent: Agent,
@@ -57,17 +66,21 @@ pub struct HookArgs {
     /// hook's own timeout in the agent's settings.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     timeout_ms: Option<u64>,
-    /// When no UI is connected: wait for one, or give up at once [default: the daemon's]
-    #[arg(long, value_name = "POLICY", value_parser = askbusd::config::no_ui_arg())]
-    no_ui: Option<NoUiPolicy>,
-    /// When nobody decides (askbusd unreachable, timeout, no UI, dismissed): deny, or hand
-    /// the decision back to the agent's own prompt (Gemini CLI and Claude Code in a terminal,
-    /// Codex's approval prompt)
+    /// When no UI would see the call (none connected, or askbusd not running): hand it back
+    /// to the agent's own prompt at once (ask; a headless agent, which has none, is denied),
+    /// deny it at once (reject), or wait for a UI until the timeout (wait)
+    #[arg(long, value_name = "POLICY", default_value = "ask")]
+    no_ui: NoUi,
+    /// When nobody decides otherwise (timeout, dismissed, askbusd refusing or shutting down):
+    /// deny, or hand the decision back to the agent's own prompt (Gemini CLI and Claude Code
+    /// in a terminal, Codex's approval prompt)
     #[arg(long, value_name = "WHAT", default_value = "deny")]
     fallback: Fallback,
     /// Name announced to the UIs as the producer
     #[arg(long, value_name = "NAME", default_value = concat!("askbus-hook/", env!("CARGO_PKG_VERSION")))]
     client: String,
+    #[command(flatten)]
+    setup: install::SetupArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -78,10 +91,35 @@ pub enum Fallback {
     Ask,
 }
 
-/// Runs the hook: never fails, every error is a verdict.
+/// What a call gets when no UI would see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NoUi {
+    /// Hand it back to the agent's own prompt at once (deny where the agent has none)
+    Ask,
+    /// Deny it at once (or hand it back with --fallback ask)
+    Reject,
+    /// Wait for a UI to connect, until --timeout-ms
+    Wait,
+}
+
+/// Why nobody decided, as far as the policy flags care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// No UI would see the call: none connected, or askbusd is not running.
+    NoUi,
+    /// Anything else: a timeout, a dismissal, a refusal, a shutdown, a lost connection.
+    Other,
+    /// A reply that contradicts itself or the request: never handed back, denied.
+    Contradictory,
+}
+
+/// Runs the hook (or, with --install, --uninstall or --print-config, sets it up): never
+/// fails, every error is a verdict.
 pub async fn run(socket: &Path, args: HookArgs) -> ExitCode {
-    let agent = args.agent;
-    let hand_back = args.fallback == Fallback::Ask;
+    if args.setup.any() {
+        return install::run(args.agent, &args.setup, socket);
+    }
+    let hook = args.agent.hook();
     let mut input = Vec::new();
     let read = std::io::stdin()
         .take(MAX_INPUT_BYTES + 1)
@@ -91,33 +129,45 @@ pub async fn run(socket: &Path, args: HookArgs) -> ExitCode {
         Ok(_) if input.len() as u64 > MAX_INPUT_BYTES => Err(format!(
             "the hook input is larger than {MAX_INPUT_BYTES} bytes"
         )),
-        Ok(_) => agent::parse(agent, &input).map_err(|e| e.to_string()),
+        Ok(_) => agent::parse(hook, &input).map_err(|e| e.to_string()),
     };
     let output = match parsed {
         // A malformed input is never handed back: the agent and this hook disagree on the
         // contract, and only a config fix helps.
         Err(why) => agent::render(
-            agent,
+            hook,
             None,
             Verdict::Undecided {
                 why: format!(
                     "{}: {why}; the tool call was not approved.",
-                    agent.command()
+                    args.agent.command()
                 ),
                 hand_back: false,
             },
         ),
         Ok(event) => {
-            let verdict = decide(socket, &args, &event).await;
+            let (verdict, cause) = decide(socket, &args, hook, &event).await;
             let verdict = match verdict {
-                Verdict::Undecided { why, .. } => Verdict::Undecided { why, hand_back },
+                Verdict::Undecided { why, .. } => Verdict::Undecided {
+                    why,
+                    hand_back: hands_back(&args, cause),
+                },
                 v => v,
             };
-            agent::render(agent, Some(&event), verdict)
+            agent::render(hook, Some(&event), verdict)
         }
     };
     write(&output);
     ExitCode::from(output.code)
+}
+
+/// Whether an undecided call is handed back to the agent's prompt, as the flags say.
+fn hands_back(args: &HookArgs, cause: Cause) -> bool {
+    match cause {
+        Cause::Contradictory => false,
+        Cause::NoUi if args.no_ui == NoUi::Ask => true,
+        Cause::NoUi | Cause::Other => args.fallback == Fallback::Ask,
+    }
 }
 
 fn write(output: &Output) {
@@ -127,106 +177,204 @@ fn write(output: &Output) {
         let _ = stdout.flush();
     }
     if let Some(err) = &output.stderr {
-        // Agents show it in their terminal: bus text (a person's reason, the daemon's
-        // messages) goes through sanitize, newlines included.
-        eprintln!("{}", crate::term::sanitize(err));
+        // Already neutralized by the agent's contract (agent::neutral).
+        let _ = writeln!(std::io::stderr(), "{err}");
     }
 }
 
-/// Asks and waits; how it ended, as a verdict (before `--fallback` applies).
-async fn decide(socket: &Path, args: &HookArgs, event: &Event) -> Verdict {
-    let request = agent::request(args.agent, event);
+/// Asks and waits; how it ended, as a verdict (before the flags decide on handing it back),
+/// and why nobody decided if nobody did.
+async fn decide(
+    socket: &Path,
+    args: &HookArgs,
+    hook: &dyn AgentHook,
+    event: &Event,
+) -> (Verdict, Cause) {
+    let request = hook.request(event);
     let id = new_correlation_id();
-    let timeout_ms = args
-        .timeout_ms
-        .unwrap_or_else(|| args.agent.default_timeout_ms());
-    let (frame, title) = match request {
-        Request::Approval { fields, title } => {
-            let mut frame = Map::new();
+    let timeout_ms = args.timeout_ms.unwrap_or_else(|| hook.default_timeout_ms());
+    let mut frame = Map::new();
+    let (title, expect) = match request {
+        Request::Approval {
+            fields,
+            title,
+            offered,
+        } => {
             frame.insert("type".into(), "tool-confirmation-request".into());
             frame.insert("correlationId".into(), id.clone().into());
             frame.extend(fields);
-            (frame, title)
+            (title, Expect::Approval(offered))
         }
-        Request::Questions { questions, title } => {
-            let mut frame = Map::new();
+        Request::Questions {
+            questions,
+            title,
+            count,
+        } => {
             frame.insert("type".into(), "ask-user-request".into());
             frame.insert("correlationId".into(), id.clone().into());
             frame.insert("questions".into(), questions);
-            (frame, title)
+            (title, Expect::Answers(count))
         }
     };
-    let mut frame = frame;
     frame.insert("timeoutMs".into(), timeout_ms.into());
-    if let Some(policy) = args.no_ui {
-        frame.insert("noUi".into(), policy.as_str().into());
-    }
+    let no_ui = match args.no_ui {
+        NoUi::Ask | NoUi::Reject => NoUiPolicy::Reject,
+        NoUi::Wait => NoUiPolicy::Wait,
+    };
+    frame.insert("noUi".into(), no_ui.as_str().into());
     frame.insert(
         "context".into(),
-        Value::Object(context(args.agent, event, &title)),
+        Value::Object(context(hook, event, &title)),
     );
     let payload = Bytes::from(serde_json::to_vec(&Value::Object(frame)).expect("JSON serializes"));
+    let undecided = |why: String, cause| {
+        (
+            Verdict::Undecided {
+                why,
+                hand_back: false,
+            },
+            cause,
+        )
+    };
     match exchange(socket, &args.client, payload, &id).await {
-        Ok(Ended::Approval(r)) => approval_verdict(r),
-        Ok(Ended::Question(r)) => question_verdict(r),
-        Ok(Ended::Refused { code, message }) => Verdict::Undecided {
-            why: format!(
+        Ok(Ended::Approval(r)) => match expect {
+            Expect::Approval(offered) => approval_verdict(r, &offered),
+            Expect::Answers(_) => undecided(
+                contradictory("an approval's reply".into()),
+                Cause::Contradictory,
+            ),
+        },
+        Ok(Ended::Question(r)) => match expect {
+            Expect::Answers(count) => question_verdict(r, count),
+            Expect::Approval(_) => undecided(
+                contradictory("a question's reply".into()),
+                Cause::Contradictory,
+            ),
+        },
+        Ok(Ended::Refused { code, message }) => undecided(
+            format!(
                 "askbusd refused the request ({code}: {message}), so the tool call was not \
                  approved."
             ),
-            hand_back: false,
-        },
-        Err(e) => Verdict::Undecided {
-            why: format!("{e}, so the tool call was not approved."),
-            hand_back: false,
-        },
+            Cause::Other,
+        ),
+        Err(e @ ExchangeError::Unreachable { .. }) => undecided(
+            format!("{e}, so the tool call was not approved."),
+            Cause::NoUi,
+        ),
+        Err(e) => undecided(
+            format!("{e}, so the tool call was not approved."),
+            Cause::Other,
+        ),
     }
 }
 
-fn approval_verdict(r: ApprovalResponse) -> Verdict {
+/// What a reply must be to decide the request: an approval of one of the outcomes offered,
+/// or answers to at most this many questions.
+enum Expect {
+    Approval(Vec<ToolOutcome>),
+    Answers(usize),
+}
+
+fn contradictory(what: String) -> String {
+    format!("askbusd sent {what} that contradicts the request, so the tool call was not approved.")
+}
+
+fn approval_verdict(r: ApprovalResponse, offered: &[ToolOutcome]) -> (Verdict, Cause) {
+    let proceeds = !matches!(
+        r.outcome,
+        ToolOutcome::Cancel | ToolOutcome::ModifyWithEditor
+    );
     match r.reason {
-        Outcome::Answered if r.confirmed => Verdict::Allow {
-            always: r.outcome != ToolOutcome::ProceedOnce,
-        },
-        Outcome::Answered => Verdict::Deny {
-            reason: match r.message.as_deref().map(str::trim) {
-                Some(m) if !m.is_empty() => format!("The user denied this tool call: {m}"),
-                _ => "The user denied this tool call.".to_owned(),
+        // Only a consistent approval of an outcome the request offered allows.
+        Outcome::Answered if r.confirmed && proceeds && offered.contains(&r.outcome) => (
+            Verdict::Allow {
+                always: r.outcome != ToolOutcome::ProceedOnce,
             },
-        },
+            Cause::Other,
+        ),
+        Outcome::Answered if r.confirmed => (
+            Verdict::Undecided {
+                why: contradictory(format!(
+                    "an approval with outcome {:?}{}",
+                    r.outcome.as_str(),
+                    if proceeds {
+                        ", which was not offered,"
+                    } else {
+                        ""
+                    }
+                )),
+                hand_back: false,
+            },
+            Cause::Contradictory,
+        ),
+        Outcome::Answered => (
+            Verdict::Deny {
+                reason: match r.message.as_deref().map(str::trim) {
+                    Some(m) if !m.is_empty() => format!("The user denied this tool call: {m}"),
+                    _ => "The user denied this tool call.".to_owned(),
+                },
+            },
+            Cause::Other,
+        ),
         // The daemon words every other ending for the agent.
-        _ => Verdict::Undecided {
-            why: r.message.unwrap_or_else(|| {
-                format!(
-                    "The approval ended ({}), so the tool call was not approved.",
-                    r.reason.as_str()
-                )
-            }),
-            hand_back: false,
-        },
+        reason => (
+            Verdict::Undecided {
+                why: r.message.unwrap_or_else(|| {
+                    format!(
+                        "The approval ended ({}), so the tool call was not approved.",
+                        reason.as_str()
+                    )
+                }),
+                hand_back: false,
+            },
+            if reason == Outcome::NoUi {
+                Cause::NoUi
+            } else {
+                Cause::Other
+            },
+        ),
     }
 }
 
-fn question_verdict(r: ProducerResponse) -> Verdict {
+fn question_verdict(r: ProducerResponse, count: usize) -> (Verdict, Cause) {
+    let in_range = r.answers.keys().all(|i| *i < count);
     match r.reason {
-        Outcome::Answered if !r.cancelled => Verdict::Answers(
-            r.answers
-                .iter()
-                .map(|(i, a)| (i.to_string(), Value::String(a.clone())))
-                .collect(),
+        Outcome::Answered if !r.cancelled && in_range => (
+            Verdict::Answers(
+                r.answers
+                    .iter()
+                    .map(|(i, a)| (i.to_string(), Value::String(a.clone())))
+                    .collect(),
+            ),
+            Cause::Other,
+        ),
+        Outcome::Answered if !r.cancelled => (
+            Verdict::Undecided {
+                why: contradictory("answers to questions it did not ask".into()),
+                hand_back: false,
+            },
+            Cause::Contradictory,
         ),
         // The reference's text for how it ended (dismissed, timeout, …), which tells the model
         // to carry on without an answer.
-        _ => Verdict::Undecided {
-            why: r.result.llm_content,
-            hand_back: false,
-        },
+        reason => (
+            Verdict::Undecided {
+                why: r.result.llm_content,
+                hand_back: false,
+            },
+            if reason == Outcome::NoUi {
+                Cause::NoUi
+            } else {
+                Cause::Other
+            },
+        ),
     }
 }
 
 /// The request's `context`: which agent, its session, the project and cwd, and a title.
 /// Each value is made one line and cut to what askbusd accepts.
-fn context(agent: Agent, event: &Event, title: &str) -> Map<String, Value> {
+fn context(hook: &dyn AgentHook, event: &Event, title: &str) -> Map<String, Value> {
     // $ASKBUS_PROJECT names it as `askbus ask --project` does; else the project directory the
     // agent gives its hooks, else the cwd, by its last component.
     let project = std::env::var("ASKBUS_PROJECT")
@@ -244,7 +392,7 @@ fn context(agent: Agent, event: &Event, title: &str) -> Map<String, Value> {
     let cwd = event.cwd.to_string_lossy().into_owned();
     let mut ctx = Map::new();
     for (name, value, max) in [
-        ("agent", Some(agent.context_name().to_owned()), 256),
+        ("agent", Some(hook.context_name().to_owned()), 256),
         ("session", event.session.clone(), 256),
         ("project", project, 128),
         ("cwd", Some(cwd), 4096),

@@ -1,0 +1,81 @@
+//! Codex's hook contract (0.171): `PermissionRequest` as Claude Code's, but `allow` takes no
+//! `updatedPermissions`/`updatedInput` (Codex fails closed on them); `PreToolUse` can only
+//! deny, so approvals go through `PermissionRequest` alone. No decision (exit 0, no stdout)
+//! leaves the call to Codex's own approval prompt.
+
+use serde_json::{json, Value};
+
+use super::agent::{Agent, AgentHook, Event, EventKind, Output};
+
+pub struct Codex;
+
+impl AgentHook for Codex {
+    fn agent(&self) -> Agent {
+        Agent::Codex
+    }
+
+    fn context_name(&self) -> &'static str {
+        "codex"
+    }
+
+    /// Codex waits 10 minutes for a hook.
+    fn default_timeout_ms(&self) -> u64 {
+        590_000
+    }
+
+    fn event(&self, name: &str) -> Option<EventKind> {
+        (name == "PermissionRequest").then_some(EventKind::PermissionRequest)
+    }
+
+    fn handles(&self) -> &'static str {
+        "PermissionRequest (Codex's PreToolUse hooks cannot approve)"
+    }
+
+    fn allow(&self, _event: Option<&Event>, _always: bool) -> Value {
+        json!({"hookSpecificOutput": {
+            "hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})
+    }
+
+    fn hand_back(&self, _event: Option<&Event>, note: String) -> Output {
+        Output {
+            stdout: None,
+            stderr: Some(super::agent::neutral(&note)),
+            code: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::agent::tests::parse_ok;
+    use super::super::agent::{parse, render, Request, Verdict};
+    use super::*;
+
+    #[test]
+    fn permission_request_never_sends_what_codex_refuses() {
+        let input = json!({"session_id": "s", "turn_id": "t", "transcript_path": "/t.jsonl",
+                           "cwd": "/w", "hook_event_name": "PermissionRequest", "model": "gpt-5",
+                           "permission_mode": "default", "tool_name": "Bash",
+                           "tool_input": {"command": "rm -f /tmp/example"},
+                           "permission_suggestions": [{"type": "addRules"}]});
+        let e = parse_ok(Agent::Codex, input);
+        let Request::Approval { fields, .. } = Codex.request(&e) else {
+            panic!()
+        };
+        assert_eq!(fields["outcomes"], json!(["proceed_once", "cancel"]));
+        let out = render(&Codex, Some(&e), Verdict::Allow { always: true });
+        assert_eq!(
+            out.stdout.as_deref(),
+            Some(
+                r#"{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}"#
+            )
+        );
+        let mut pre = json!({"hook_event_name": "PreToolUse", "tool_name": "Bash"});
+        pre["cwd"] = "/w".into();
+        let err = parse(&Codex, pre.to_string().as_bytes()).unwrap_err();
+        assert!(
+            err.to_string().contains("handles PermissionRequest"),
+            "{err}"
+        );
+    }
+}
