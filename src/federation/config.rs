@@ -70,6 +70,11 @@ pub fn valid_prefix(prefix: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+/// A node's reply inbox prefix: `_INBOX_<node>` (a node may subscribe only to its own).
+pub fn inbox_prefix(node: &str) -> String {
+    format!("_INBOX_{node}")
+}
+
 /// This machine's host name (the telemetry's `node` without federation).
 pub fn host_name() -> String {
     let mut buf = [0u8; 256];
@@ -184,6 +189,9 @@ impl FederationConfig {
                 .map_err(|e| FederationError::Invalid(format!("bad NATS URL {s:?}: {e}")))?;
         }
         Ok(o.name(format!("askbusd {}", self.node))
+            // Replies to this node's requests come to an inbox only it may subscribe to, and
+            // the origin checks an answer's reply subject names its sender.
+            .custom_inbox_prefix(inbox_prefix(&self.node))
             .retry_on_initial_connect()
             .max_reconnects(None)
             .request_timeout(Some(self.answer_timeout))

@@ -166,8 +166,15 @@ impl Task {
         format!("{}_nodes", self.prefix)
     }
 
-    fn answer_subject(&self, node: &str) -> String {
-        format!("{}.answer.{node}", self.prefix)
+    /// Where this node sends its UIs' answers to `origin`'s questions: the subject names
+    /// the sender, and the server lets a node publish only subjects carrying its own name.
+    fn answer_subject(&self, origin: &str) -> String {
+        format!("{}.answer.{origin}.{}", self.prefix, self.node)
+    }
+
+    /// Where this node takes answers: `P.answer.<node>.<sender>` for any sender.
+    fn answers_wildcard(&self) -> String {
+        format!("{}.answer.{}.*", self.prefix, self.node)
     }
 
     async fn run(
@@ -203,7 +210,7 @@ impl Task {
             }
         };
         let js = jetstream::new(client.clone());
-        let mut answers = match client.subscribe(this.answer_subject(&this.node)).await {
+        let mut answers = match client.subscribe(this.answers_wildcard()).await {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(error = %e, "federation: cannot subscribe to the answer subject");
