@@ -154,6 +154,9 @@ fn an_answer_from_b_reaches_the_producer_on_a_as_a_local_answer_would_and_c_with
         let w = ui_b.recv_type("ask-user-withdrawn").await;
         assert_eq!(w["answeredBy"]["node"], "C", "{w}");
         ui_a.recv_type("ask-user-withdrawn").await;
+        // Issue 27 item 14: a server with no authentication is warned about, once.
+        let log = a.log_text();
+        assert_eq!(log.matches("federating with no NATS authentication").count(), 1, "{log}");
     });
 }
 
@@ -685,6 +688,93 @@ fn an_answer_claiming_another_node_in_its_payload_is_recorded_as_its_sender() {
             .unwrap();
         wait_refused(&devbox, 1).await;
         assert_eq!(fed_stats(&devbox).await["sharedPending"], 1);
+    });
+}
+
+#[test]
+fn shares_over_this_node_s_limits_are_refused_and_logged_with_the_sending_node() {
+    // Issue 27 item 9: ci's rogue client writes questions under ci's own keys past laptop's
+    // per-node count, one larger than laptop's max_frame_bytes, and deadlines ten years out.
+    use base64::Engine as _;
+    let nats = Nats::shipped();
+    rt().block_on(async {
+        let url = nats.url();
+        let limits = [
+            "--max-pending-per-uid",
+            "2",
+            "--max-timeout-ms",
+            "60000",
+            "--max-frame-bytes",
+            "65536",
+        ];
+        let laptop = node_with_args(&url, "laptop", &limits, &nats.creds("laptop"));
+        let ci = node(&url, "ci", &nats.creds("ci"));
+        wait_sees(&laptop, &["ci"]).await;
+        wait_sees(&ci, &["laptop"]).await;
+        let (mut ui, _) = laptop.ui().await;
+        let client = rogue(&nats, "ci").await;
+        let ten_years = 10 * 365 * 86_400_000u64;
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let entry = |id: &str, questions: Value| {
+            serde_json::to_vec(&json!({
+                "v": 1, "node": "ci", "correlationId": id, "questions": questions,
+                "timeoutMs": ten_years,
+                "deadlineMs": now_ms + ten_years,
+            }))
+            .unwrap()
+        };
+        let mut big = choice_request("big")["questions"].clone();
+        big[0]["question"] = json!("x".repeat(100_000));
+        let shares = [
+            ("big", entry("big", big)),
+            (
+                "lim-1",
+                entry("lim-1", choice_request("lim-1")["questions"].clone()),
+            ),
+            (
+                "lim-2",
+                entry("lim-2", choice_request("lim-2")["questions"].clone()),
+            ),
+            (
+                "lim-3",
+                entry("lim-3", choice_request("lim-3")["questions"].clone()),
+            ),
+        ];
+        for (id, body) in shares {
+            let key = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id);
+            client
+                .publish(format!("$KV.askbus_pending.ci.{key}"), body.into())
+                .await
+                .unwrap();
+        }
+        client.flush().await.unwrap();
+        // Two shown, each with the local deadline cap; the big one and the third refused.
+        for _ in 0..2 {
+            let shown = match ui.recv_within(Duration::from_secs(10)).await {
+                Some(f) => f,
+                None => panic!("nothing shown:\n{}", laptop.log_text()),
+            };
+            assert!(
+                ["lim-1", "lim-2"].contains(&shown["correlationId"].as_str().unwrap()),
+                "{shown}"
+            );
+            assert_eq!(shown["node"], "ci");
+            assert!(shown["timeoutMs"].as_u64().unwrap() <= 60_000, "{shown}");
+        }
+        wait_refused(&laptop, 2).await;
+        wait_remote_pending(&laptop, 2).await;
+        let log = laptop.log_text();
+        assert!(
+            log.contains("larger than max_frame_bytes") && log.contains("node=\"ci\""),
+            "{log}"
+        );
+        assert!(log.contains("node ci has 2 questions shown here"), "{log}");
+        ui.expect_silence(Duration::from_millis(200)).await;
+        // Authenticated on loopback: no transport warning.
+        assert!(!log.contains("no NATS authentication"), "{log}");
     });
 }
 
@@ -1421,10 +1511,40 @@ fn check_config_validates_the_federation_section_and_its_files() {
             &["--nats", "nats://x:4222", "--node", "a/b"][..],
             "node",
         ),
+        // Issue 27 item 14: require_tls turns the transport warnings into errors.
+        (
+            "nats = \"nats://127.0.0.1:4222\"\n[federation]\nrequire_tls = true\n",
+            &[],
+            "no NATS authentication",
+        ),
+        (
+            "nats = \"nats://10.1.2.3:4222\"\n[federation]\nrequire_tls = true\ntoken_file = \"/dev/null\"\n",
+            &[],
+            "in the clear",
+        ),
     ] {
         let (ok, err) = check_config(text, args);
         assert!(!ok, "{text:?} {args:?} passed");
         assert!(err.contains(wanted), "{text:?}: {err}");
+    }
+    // Without it they are warnings; authenticated on loopback (or over TLS) there are none.
+    let (ok, err) = check_config("nats = \"nats://10.1.2.3:4222\"\n", &[]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("warning: federation: federating with no NATS authentication"),
+        "{err}"
+    );
+    assert!(
+        err.contains("nats://10.1.2.3:4222 is not on this machine"),
+        "{err}"
+    );
+    for text in [
+        "nats = \"nats://127.0.0.1:4222\"\n[federation]\nrequire_tls = true\ntoken_file = \"/dev/null\"\n",
+        "nats = \"tls://10.1.2.3:4222\"\n[federation]\nrequire_tls = true\ntoken_file = \"/dev/null\"\n",
+    ] {
+        let (ok, err) = check_config(text, &[]);
+        assert!(ok, "{text}: {err}");
+        assert!(!err.contains("warning"), "{text}: {err}");
     }
 }
 

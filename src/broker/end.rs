@@ -60,8 +60,9 @@ impl Broker {
             .pending
             .remove(id)
             .expect("caller checked it is pending");
-        if req.origin.is_some() {
+        if let Some(origin) = &req.origin {
             self.remote_len -= 1;
+            self.remote_unload(origin, id, &req);
         }
         self.withdraw(id, &req, reason, except, answered_by, fx);
         req

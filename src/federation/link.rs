@@ -29,8 +29,8 @@ pub struct FedStatus {
     pub rtt_us: AtomicU64,
     pub forwarded: AtomicU64,
     pub forward_errors: AtomicU64,
-    /// Messages on the answer subject refused for their shape (a JetStream delivery, a reply
-    /// outside the sender's inbox).
+    /// What other nodes sent that this node refused: answers of the wrong shape (a JetStream
+    /// delivery, a reply outside the sender's inbox) and remote questions over its limits.
     pub refused: AtomicU64,
     pub nodes: Mutex<Vec<String>>,
 }

@@ -65,12 +65,16 @@ pub async fn start(
         FedLink::new(tx, SHARES_ROOM, resync.clone(), status.clone()),
     );
     let options = cfg.connect_options().await?;
+    for warning in cfg.transport_warnings() {
+        tracing::warn!("federation: {warning}");
+    }
     let task = Task {
         prefix: cfg.prefix.clone(),
         node: cfg.node.clone(),
         heartbeat: cfg.heartbeat,
         node_timeout: cfg.node_timeout,
         answer_timeout: cfg.answer_timeout,
+        max_frame_bytes: cfg.max_frame_bytes,
         hub,
         status: status.clone(),
         resync,
@@ -92,6 +96,8 @@ struct Task {
     heartbeat: Duration,
     node_timeout: Duration,
     answer_timeout: Duration,
+    /// A remote question's entry larger than a local frame may be is refused.
+    max_frame_bytes: usize,
     hub: Arc<Hub>,
     status: Arc<FedStatus>,
     resync: Arc<AtomicBool>,
