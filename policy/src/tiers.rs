@@ -1,0 +1,1 @@
+//! Where askbus's policy files live, and the rules "allow always" writes.
