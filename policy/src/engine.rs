@@ -39,7 +39,12 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { non_interactive: false, mode: Mode::Default, disable_always_allow: false, trusted: true }
+        Options {
+            non_interactive: false,
+            mode: Mode::Default,
+            disable_always_allow: false,
+            trusted: true,
+        }
     }
 }
 
@@ -105,12 +110,29 @@ pub struct Engine {
 
 impl Engine {
     /// `new PolicyEngine({rules, checkers, …})`: sorts and validates like the reference.
-    pub fn new(mut rules: Vec<Rule>, mut checkers: Vec<Checker>, options: Options, place: Place) -> Result<Engine, EngineError> {
+    pub fn new(
+        mut rules: Vec<Rule>,
+        mut checkers: Vec<Checker>,
+        options: Options,
+        place: Place,
+    ) -> Result<Engine, EngineError> {
         // A stable sort, highest priority first, as Array.prototype.sort is.
-        rules.sort_by(|a, b| b.priority.partial_cmp(&a.priority).unwrap_or(std::cmp::Ordering::Equal));
-        checkers.sort_by(|a, b| b.priority.partial_cmp(&a.priority).unwrap_or(std::cmp::Ordering::Equal));
+        rules.sort_by(|a, b| {
+            b.priority
+                .partial_cmp(&a.priority)
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+        checkers.sort_by(|a, b| {
+            b.priority
+                .partial_cmp(&a.priority)
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
         for r in &rules {
-            let src = if r.source.is_empty() { "unknown" } else { &r.source };
+            let src = if r.source.is_empty() {
+                "unknown"
+            } else {
+                &r.source
+            };
             if r.tool_name.is_empty() {
                 return Err(EngineError(format!(
                     "Invalid policy rule: toolName is required. Use '*' for all tools. Rule source: {src}"
@@ -128,7 +150,11 @@ impl Engine {
             }
         }
         for c in &checkers {
-            let src = if c.source.is_empty() { "unknown" } else { &c.source };
+            let src = if c.source.is_empty() {
+                "unknown"
+            } else {
+                &c.source
+            };
             if c.tool_name.is_empty() {
                 return Err(EngineError(format!(
                     "Invalid safety checker rule: toolName is required. Use '*' for all tools. Checker source: {src}"
@@ -140,9 +166,19 @@ impl Engine {
                 )));
             }
         }
-        let default_decision = if options.non_interactive { Decision::Deny } else { Decision::AskUser };
+        let default_decision = if options.non_interactive {
+            Decision::Deny
+        } else {
+            Decision::AskUser
+        };
         let any_args_pattern = rules.iter().any(|r| r.args_pattern.is_some());
-        Ok(Engine { rules, options, default_decision, place, any_args_pattern })
+        Ok(Engine {
+            rules,
+            options,
+            default_decision,
+            place,
+            any_args_pattern,
+        })
     }
 
     /// The rules, highest priority first.
@@ -157,8 +193,18 @@ impl Engine {
 
     /// The same rules with other options (approval mode, interactivity, trust, workspace).
     pub fn with(&self, options: Options, place: Place) -> Engine {
-        let default_decision = if options.non_interactive { Decision::Deny } else { Decision::AskUser };
-        Engine { rules: self.rules.clone(), options, default_decision, place, any_args_pattern: self.any_args_pattern }
+        let default_decision = if options.non_interactive {
+            Decision::Deny
+        } else {
+            Decision::AskUser
+        };
+        Engine {
+            rules: self.rules.clone(),
+            options,
+            default_decision,
+            place,
+            any_args_pattern: self.any_args_pattern,
+        }
     }
 
     /// The rule an outcome names.
@@ -173,6 +219,7 @@ impl Engine {
         ((r.priority % 1.0) * 1000.0).round() == 950.0
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn rule_matches(
         &self,
         rule: &Rule,
@@ -213,11 +260,16 @@ impl Engine {
             if let Some(srv) = server.filter(|s| !s.is_empty()) {
                 if !name.is_empty() {
                     if let Some(m) = rule.mcp_name.as_deref().filter(|m| !m.is_empty()) {
-                        if !rt.starts_with("mcp_") && name == tools::format_mcp_tool_name(m, Some(rt)) {
+                        if !rt.starts_with("mcp_")
+                            && name == tools::format_mcp_tool_name(m, Some(rt))
+                        {
                             mcp_match = true;
                         }
                     }
-                    if !mcp_match && rt.starts_with("mcp_") && rt == tools::format_mcp_tool_name(srv, Some(name)) {
+                    if !mcp_match
+                        && rt.starts_with("mcp_")
+                        && rt == tools::format_mcp_tool_name(srv, Some(name))
+                    {
                         mcp_match = true;
                     }
                 }
@@ -257,7 +309,11 @@ impl Engine {
         true
     }
 
-    fn should_downgrade_for_redirection(&self, command: &[u16], allow_redirection: Option<bool>) -> bool {
+    fn should_downgrade_for_redirection(
+        &self,
+        command: &[u16],
+        allow_redirection: Option<bool>,
+    ) -> bool {
         if allow_redirection == Some(true) {
             return false;
         }
@@ -267,7 +323,13 @@ impl Engine {
         !matches!(self.options.mode, Mode::AutoEdit | Mode::Yolo)
     }
 
-    fn apply_shell_heuristics(&self, command: &str, decision: Decision, dir_path: Option<&JsValue>, trace: &mut Trace) -> Decision {
+    fn apply_shell_heuristics(
+        &self,
+        command: &str,
+        decision: Decision,
+        dir_path: Option<&JsValue>,
+        trace: &mut Trace,
+    ) -> Decision {
         if decision == Decision::Deny {
             return Decision::Deny;
         }
@@ -283,31 +345,43 @@ impl Engine {
             },
             _ => workspace.to_string(),
         };
-        let inside = effective_cwd == workspace || paths::is_subpath(workspace, workspace, &effective_cwd);
+        let inside =
+            effective_cwd == workspace || paths::is_subpath(workspace, workspace, &effective_cwd);
         if !inside && self.options.mode != Mode::Yolo {
-            trace.notes.push(format!("the working directory {effective_cwd} is outside the workspace: ask"));
+            trace.notes.push(format!(
+                "the working directory {effective_cwd} is outside the workspace: ask"
+            ));
             return Decision::AskUser;
         }
         let git = safety::contains_git_command(&words);
         if git && !self.options.trusted {
-            trace.notes.push("a git command in an untrusted folder: ask".into());
+            trace
+                .notes
+                .push("a git command in an untrusted folder: ask".into());
             return Decision::AskUser;
         }
         if safety::is_dangerous_command(&words) {
             if self.options.mode == Mode::Yolo {
                 return decision;
             }
-            trace.notes.push(format!("`{}` is a dangerous command: ask", words.join(" ")));
+            trace
+                .notes
+                .push(format!("`{}` is a dangerous command: ask", words.join(" ")));
             return Decision::AskUser;
         }
-        if decision == Decision::AskUser && safety::is_known_safe_command(&self.place, &words, &effective_cwd) {
+        if decision == Decision::AskUser
+            && safety::is_known_safe_command(&self.place, &words, &effective_cwd)
+        {
             if !inside {
                 return Decision::AskUser;
             }
             if git && !self.options.trusted {
                 return Decision::AskUser;
             }
-            trace.notes.push(format!("`{}` is a known read-only command: allow", words.join(" ")));
+            trace.notes.push(format!(
+                "`{}` is a known read-only command: allow",
+                words.join(" ")
+            ));
             return Decision::Allow;
         }
         decision
@@ -328,7 +402,11 @@ impl Engine {
     ) -> Outcome {
         let rule_m = rule.map(Matched::Rule);
         let Some(command) = command.filter(|c| !c.is_empty()) else {
-            return Outcome { decision: rule_decision, rule: rule_m, trace: trace.clone() };
+            return Outcome {
+                decision: rule_decision,
+                rule: rule_m,
+                trace: trace.clone(),
+            };
         };
         let parsed = shell::parse_command_details(command);
         let (details, has_error) = match &parsed {
@@ -337,20 +415,45 @@ impl Engine {
         };
         if details.is_empty() || has_error {
             if rule_decision == Decision::Deny {
-                return Outcome { decision: Decision::Deny, rule: rule_m, trace: trace.clone() };
+                return Outcome {
+                    decision: Decision::Deny,
+                    rule: rule_m,
+                    trace: trace.clone(),
+                };
             }
             if self.options.mode == Mode::Yolo {
                 if rule.is_some_and(|i| self.rules[i].args_pattern.is_some()) {
-                    trace.notes.push("the command does not parse and the rule restricts its arguments: deny".into());
-                    return Outcome { decision: Decision::Deny, rule: rule_m, trace: trace.clone() };
+                    trace.notes.push(
+                        "the command does not parse and the rule restricts its arguments: deny"
+                            .into(),
+                    );
+                    return Outcome {
+                        decision: Decision::Deny,
+                        rule: rule_m,
+                        trace: trace.clone(),
+                    };
                 }
-                return Outcome { decision: Decision::Allow, rule: rule_m, trace: trace.clone() };
+                return Outcome {
+                    decision: Decision::Allow,
+                    rule: rule_m,
+                    trace: trace.clone(),
+                };
             }
-            trace.notes.push("the command does not parse: the default decision".into());
-            return Outcome { decision: self.default_decision, rule: rule_m, trace: trace.clone() };
+            trace
+                .notes
+                .push("the command does not parse: the default decision".into());
+            return Outcome {
+                decision: self.default_decision,
+                rule: rule_m,
+                trace: trace.clone(),
+            };
         }
         if rule_decision == Decision::Deny {
-            return Outcome { decision: Decision::Deny, rule: rule_m, trace: trace.clone() };
+            return Outcome {
+                decision: Decision::Deny,
+                rule: rule_m,
+                trace: trace.clone(),
+            };
         }
         if details.len() > 1 && depth == 0 {
             trace.parts = details
@@ -364,8 +467,12 @@ impl Engine {
             Some(i) if self.rules[i].decision == rule_decision => Some(Matched::Rule(i)),
             _ => None,
         };
-        if self.should_downgrade_for_redirection(command, allow_redirection) && aggregate == Decision::Allow {
-            trace.notes.push("the command redirects: allow becomes ask".into());
+        if self.should_downgrade_for_redirection(command, allow_redirection)
+            && aggregate == Decision::Allow
+        {
+            trace
+                .notes
+                .push("the command redirects: allow becomes ask".into());
             aggregate = Decision::AskUser;
             responsible = None;
         }
@@ -382,9 +489,8 @@ impl Engine {
                     return r;
                 }
                 if r.decision == Decision::AskUser {
-                    if aggregate == Decision::Allow {
-                        responsible = r.rule.clone();
-                    } else if responsible.is_none() {
+                    // Allow: the part is now to blame; otherwise the first to blame stays.
+                    if aggregate == Decision::Allow || responsible.is_none() {
                         responsible = r.rule.clone();
                     }
                     aggregate = Decision::AskUser;
@@ -396,9 +502,8 @@ impl Engine {
                     return r;
                 }
                 if r.decision == Decision::AskUser {
-                    if aggregate == Decision::Allow {
-                        responsible = r.rule.clone();
-                    } else if responsible.is_none() {
+                    // Allow: the part is now to blame; otherwise the first to blame stays.
+                    if aggregate == Decision::Allow || responsible.is_none() {
                         responsible = r.rule.clone();
                     }
                     aggregate = Decision::AskUser;
@@ -412,8 +517,16 @@ impl Engine {
                 }
             }
         }
-        let rule_out = if aggregate == rule_decision { rule_m } else { responsible };
-        Outcome { decision: aggregate, rule: rule_out, trace: trace.clone() }
+        let rule_out = if aggregate == rule_decision {
+            rule_m
+        } else {
+            responsible
+        };
+        Outcome {
+            decision: aggregate,
+            rule: rule_out,
+            trace: trace.clone(),
+        }
     }
 
     fn check_sub(
@@ -425,16 +538,27 @@ impl Engine {
         trace: &mut Trace,
         depth: usize,
     ) -> Outcome {
-        let mut entries = vec![("command".encode_utf16().collect::<Vec<u16>>(), JsValue::String(command.to_vec()))];
+        let mut entries = vec![(
+            "command".encode_utf16().collect::<Vec<u16>>(),
+            JsValue::String(command.to_vec()),
+        )];
         if let Some(d) = dir_path {
             entries.push(("dir_path".encode_utf16().collect(), d.clone()));
         }
         let args = JsValue::Object(entries);
-        let sub = Call { name: call.name, args: Some(&args), server, annotations: call.annotations, subagent: call.subagent };
+        let sub = Call {
+            name: call.name,
+            args: Some(&args),
+            server,
+            annotations: call.annotations,
+            subagent: call.subagent,
+        };
         let mut sub_trace = Trace::default();
         let out = self.check_inner(&sub, true, &mut sub_trace, depth + 1);
         let label = String::from_utf16_lossy(command);
-        trace.notes.push(format!("part `{label}`: {}", out.decision.as_str()));
+        trace
+            .notes
+            .push(format!("part `{label}`: {}", out.decision.as_str()));
         for n in out.trace.notes.iter() {
             trace.notes.push(format!("  {n}"));
         }
@@ -447,7 +571,13 @@ impl Engine {
         self.check_inner(call, false, &mut trace, 0)
     }
 
-    fn check_inner(&self, call: &Call<'_>, skip_heuristics: bool, trace: &mut Trace, depth: usize) -> Outcome {
+    fn check_inner(
+        &self,
+        call: &Call<'_>,
+        skip_heuristics: bool,
+        trace: &mut Trace,
+        depth: usize,
+    ) -> Outcome {
         // The server: given, else the annotations' `_serverName`, else parsed from the name.
         let mut server: Option<String> = call.server.map(str::to_string);
         if server.as_deref().is_none_or(str::is_empty) {
@@ -462,10 +592,17 @@ impl Engine {
         }
         let server = server.as_deref();
         let has_args = call.args.is_some_and(JsValue::truthy);
-        let stringified = if has_args && self.any_args_pattern { Some(stable_stringify(call.args.expect("truthy"))) } else { None };
+        let stringified = if has_args && self.any_args_pattern {
+            Some(stable_stringify(call.args.expect("truthy")))
+        } else {
+            None
+        };
         let is_shell = SHELL_TOOL_NAMES.contains(&call.name);
         let (command_v, dir_path) = if is_shell {
-            (call.args.and_then(|a| a.prop("command")), call.args.and_then(|a| a.prop("dir_path")))
+            (
+                call.args.and_then(|a| a.prop("command")),
+                call.args.and_then(|a| a.prop("dir_path")),
+            )
         } else {
             (None, None)
         };
@@ -476,9 +613,17 @@ impl Engine {
         };
         let command_str = command.as_ref().map(|c| String::from_utf16_lossy(c));
 
-        let mut names = if call.name.is_empty() { vec![] } else { tools::tool_aliases(call.name) };
+        let mut names = if call.name.is_empty() {
+            vec![]
+        } else {
+            tools::tool_aliases(call.name)
+        };
         if call.name == AGENT_TOOL_NAME {
-            if let Some(JsValue::String(a)) = call.args.filter(|a| a.is_record()).and_then(|a| a.prop("agent_name")) {
+            if let Some(JsValue::String(a)) = call
+                .args
+                .filter(|a| a.is_record())
+                .and_then(|a| a.prop("agent_name"))
+            {
                 names.push(String::from_utf16_lossy(a));
             }
         }
@@ -490,14 +635,27 @@ impl Engine {
                 continue;
             }
             let hit = names.iter().any(|n| {
-                self.rule_matches(rule, n, stringified.as_deref(), has_args, server, call.annotations, call.subagent)
+                self.rule_matches(
+                    rule,
+                    n,
+                    stringified.as_deref(),
+                    has_args,
+                    server,
+                    call.annotations,
+                    call.subagent,
+                )
             });
             if !hit {
                 continue;
             }
             let mut rule_decision = rule.decision;
             if !skip_heuristics && is_shell && command.is_some() && rule.args_pattern.is_none() {
-                rule_decision = self.apply_shell_heuristics(command_str.as_deref().expect("some"), rule_decision, dir_path, trace);
+                rule_decision = self.apply_shell_heuristics(
+                    command_str.as_deref().expect("some"),
+                    rule_decision,
+                    dir_path,
+                    trace,
+                );
             }
             if is_shell {
                 let out = self.check_shell_command(
@@ -529,14 +687,28 @@ impl Engine {
                         h = self.apply_shell_heuristics(c, h, dir_path, trace);
                     }
                 }
-                let out = self.check_shell_command(call, command.as_deref(), h, server, dir_path, Some(false), None, trace, depth);
+                let out = self.check_shell_command(
+                    call,
+                    command.as_deref(),
+                    h,
+                    server,
+                    dir_path,
+                    Some(false),
+                    None,
+                    trace,
+                    depth,
+                );
                 matched = out.rule;
                 out.decision
             }
             None => self.default_decision,
         };
         if decision == Decision::Allow {
-            if let Some(fs) = call.args.and_then(|a| a.prop("additional_permissions")).and_then(|p| p.prop("fileSystem")) {
+            if let Some(fs) = call
+                .args
+                .and_then(|a| a.prop("additional_permissions"))
+                .and_then(|p| p.prop("fileSystem"))
+            {
                 if fs.truthy() {
                     let ws = self.place.workspace.as_str();
                     let list = |k: &str| match fs.prop(k) {
@@ -547,7 +719,9 @@ impl Engine {
                         if let JsValue::String(p) = p {
                             let p = String::from_utf16_lossy(&p);
                             if !paths::is_subpath(ws, ws, &p) && ws != p {
-                                trace.notes.push(format!("additional permission {p} is outside the workspace: ask"));
+                                trace.notes.push(format!(
+                                    "additional permission {p} is outside the workspace: ask"
+                                ));
                                 decision = Decision::AskUser;
                                 break;
                             }
@@ -556,17 +730,31 @@ impl Engine {
                 }
             }
             if names.iter().any(|n| tools::is_file_edit_tool(n)) {
-                let target = tools::extract_file_path(call.args).map(|t| crate::regex::js_trim(&t).to_string());
+                let target = tools::extract_file_path(call.args)
+                    .map(|t| crate::regex::js_trim(&t).to_string());
                 if let Some(t) = target.filter(|t| !t.is_empty()) {
                     if tools::is_build_file(&self.place.workspace, &t) {
-                        decision = if self.options.non_interactive { Decision::Deny } else { Decision::AskUser };
-                        trace.notes.push(format!("{t} is a build file: a person decides"));
-                        matched = Some(Matched::BuildFile { tool_name: call.name.to_string(), decision });
+                        decision = if self.options.non_interactive {
+                            Decision::Deny
+                        } else {
+                            Decision::AskUser
+                        };
+                        trace
+                            .notes
+                            .push(format!("{t} is a build file: a person decides"));
+                        matched = Some(Matched::BuildFile {
+                            tool_name: call.name.to_string(),
+                            decision,
+                        });
                     }
                 }
             }
         }
-        Outcome { decision, rule: matched, trace: trace.clone() }
+        Outcome {
+            decision,
+            rule: matched,
+            trace: trace.clone(),
+        }
     }
 
     /// askbus's stricter check, for the daemon: the reference's decision, then, if it allows a
@@ -583,24 +771,38 @@ impl Engine {
         let Some(parsed) = shell::parse_command_details(command) else {
             return out;
         };
-        let parts: Vec<&shell::Detail> =
-            parsed.details.iter().filter(|d| !REDIRECTION_NAMES.contains(&d.name.as_str())).collect();
-        let wrapped = parts.iter().any(|d| shell::strip_shell_wrapper(&d.text) != js_trim_utf16(&d.text));
+        let parts: Vec<&shell::Detail> = parsed
+            .details
+            .iter()
+            .filter(|d| !REDIRECTION_NAMES.contains(&d.name.as_str()))
+            .collect();
+        let wrapped = parts
+            .iter()
+            .any(|d| shell::strip_shell_wrapper(&d.text) != js_trim_utf16(&d.text));
         if parts.len() <= 1 && !wrapped {
             return out;
         }
         let dir_path = call.args.and_then(|a| a.prop("dir_path"));
         for d in parts {
-            for text in [js_trim_utf16(&d.text).to_vec(), shell::strip_shell_wrapper(&d.text)] {
+            for text in [
+                js_trim_utf16(&d.text).to_vec(),
+                shell::strip_shell_wrapper(&d.text),
+            ] {
                 if text.as_slice() == command.as_slice() {
                     continue;
                 }
-                let mut entries = vec![("command".encode_utf16().collect::<Vec<u16>>(), JsValue::String(text.clone()))];
+                let mut entries = vec![(
+                    "command".encode_utf16().collect::<Vec<u16>>(),
+                    JsValue::String(text.clone()),
+                )];
                 if let Some(dp) = dir_path {
                     entries.push(("dir_path".encode_utf16().collect(), dp.clone()));
                 }
                 let args = JsValue::Object(entries);
-                let sub = Call { args: Some(&args), ..call.clone() };
+                let sub = Call {
+                    args: Some(&args),
+                    ..call.clone()
+                };
                 let r = self.check(&sub);
                 if r.decision != Decision::Allow {
                     out.trace.notes.push(format!(
@@ -641,10 +843,17 @@ fn matches_wildcard(pattern: &str, name: &str, server: Option<&str>) -> bool {
 /// TOML value (objects, arrays and dates are never equal: they are distinct objects).
 fn strict_equals(prop: JsProp<'_>, v: &Value) -> bool {
     match (prop, v) {
-        (JsProp::Value(JsValue::String(a)), Value::String(b)) => *a == b.encode_utf16().collect::<Vec<u16>>(),
+        (JsProp::Value(JsValue::String(a)), Value::String(b)) => {
+            *a == b.encode_utf16().collect::<Vec<u16>>()
+        }
         (JsProp::Char(c), Value::String(b)) => b.encode_utf16().eq(std::iter::once(c)),
-        (JsProp::Value(JsValue::Number(a)), Value::Integer(b) | Value::Float(b) | Value::SpecialFloat(b)) => *a == *b,
-        (JsProp::Number(a), Value::Integer(b) | Value::Float(b) | Value::SpecialFloat(b)) => a == *b,
+        (
+            JsProp::Value(JsValue::Number(a)),
+            Value::Integer(b) | Value::Float(b) | Value::SpecialFloat(b),
+        ) => *a == *b,
+        (JsProp::Number(a), Value::Integer(b) | Value::Float(b) | Value::SpecialFloat(b)) => {
+            a == *b
+        }
         (JsProp::Value(JsValue::Bool(a)), Value::Boolean(b)) => a == b,
         _ => false,
     }

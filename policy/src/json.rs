@@ -141,7 +141,8 @@ const OBJECT_PROTOTYPE: &[&str] = &[
 ];
 
 fn array_index(s: &str) -> Option<usize> {
-    if s.is_empty() || (s.len() > 1 && s.starts_with('0')) || !s.bytes().all(|b| b.is_ascii_digit()) {
+    if s.is_empty() || (s.len() > 1 && s.starts_with('0')) || !s.bytes().all(|b| b.is_ascii_digit())
+    {
         return None;
     }
     s.parse().ok()
@@ -150,7 +151,11 @@ fn array_index(s: &str) -> Option<usize> {
 /// `JSON.parse(text)`.
 pub fn parse(text: &str) -> Result<JsValue, JsonError> {
     let units: Vec<u16> = text.encode_utf16().collect();
-    let mut p = JsonParser { s: &units, i: 0, depth: 0 };
+    let mut p = JsonParser {
+        s: &units,
+        i: 0,
+        depth: 0,
+    };
     p.ws();
     let v = p.value()?;
     p.ws();
@@ -303,7 +308,9 @@ impl JsonParser<'_> {
         let mut v: u16 = 0;
         for _ in 0..4 {
             let c = self.peek().ok_or(JsonError(self.i))?;
-            let d = char::from_u32(u32::from(c)).and_then(|ch| ch.to_digit(16)).ok_or(JsonError(self.i))?;
+            let d = char::from_u32(u32::from(c))
+                .and_then(|ch| ch.to_digit(16))
+                .ok_or(JsonError(self.i))?;
             v = v * 16 + d as u16;
             self.i += 1;
         }
@@ -343,7 +350,13 @@ impl JsonParser<'_> {
 /// `Number.prototype.toString()` for a finite number (and `JSON.stringify`'s `null` otherwise).
 pub fn number_to_string(n: f64) -> String {
     if !n.is_finite() {
-        return if n.is_nan() { "NaN".into() } else if n > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if n.is_nan() {
+            "NaN".into()
+        } else if n > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     if n == 0.0 {
         return "0".into();
@@ -493,8 +506,14 @@ mod tests {
     #[test]
     fn stable_stringify_is_the_reference_s() {
         assert_eq!(stable(r#"{"b":2,"a":1}"#), "{\0\"a\":1\0,\0\"b\":2\0}");
-        assert_eq!(stable(r#"{"a":{"d":1.0,"c":1e21}}"#), "{\0\"a\":{\"c\":1e+21,\"d\":1}\0}");
-        assert_eq!(stable(r#"[{"b":1,"a":"\u2028"}]"#), "[{\"a\":\"\u{2028}\",\"b\":1}]");
+        assert_eq!(
+            stable(r#"{"a":{"d":1.0,"c":1e21}}"#),
+            "{\0\"a\":{\"c\":1e+21,\"d\":1}\0}"
+        );
+        assert_eq!(
+            stable(r#"[{"b":1,"a":"\u2028"}]"#),
+            "[{\"a\":\"\u{2028}\",\"b\":1}]"
+        );
         assert_eq!(stable(r#""\ud800x""#), "\"\\ud800x\"");
         assert_eq!(stable(r#"{"a":1,"a":2}"#), "{\0\"a\":2\0}");
         assert_eq!(stable("1e400"), "null");
@@ -506,7 +525,19 @@ mod tests {
 
     #[test]
     fn json_parse_rejects_what_v8_rejects() {
-        for bad in ["", "{", "01", "1.", ".5", "[1,]", "{\"a\":1,}", "'x'", "\"\t\"", "NaN", "+1"] {
+        for bad in [
+            "",
+            "{",
+            "01",
+            "1.",
+            ".5",
+            "[1,]",
+            "{\"a\":1,}",
+            "'x'",
+            "\"\t\"",
+            "NaN",
+            "+1",
+        ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
     }

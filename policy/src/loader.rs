@@ -241,14 +241,20 @@ pub fn load_dir(dir: &Path, tier: Tier) -> Loaded {
                 .collect::<std::io::Result<Vec<_>>>()
         }),
         Ok(m) if m.is_file() && dir.to_string_lossy().ends_with(".toml") => {
-            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             std::fs::read(dir).map(|b| vec![(name, dir.to_path_buf(), b)])
         }
         Ok(_) => Ok(vec![]),
     };
     match files {
         Err(e) => out.errors.push(LoadError {
-            file: dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            file: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             path: dir.to_string_lossy().into_owned(),
             tier: tier.name(),
             kind: "file_read",
@@ -353,7 +359,8 @@ struct Check<'a> {
 
 impl<'a> Check<'a> {
     fn issue(&mut self, field: &str, msg: String) {
-        self.issues.push(format!("  - Field \"{}.{field}\": {msg}", self.path));
+        self.issues
+            .push(format!("  - Field \"{}.{field}\": {msg}", self.path));
     }
     fn get(&self, field: &str) -> Option<&'a Value> {
         self.obj.get(field)
@@ -373,7 +380,10 @@ impl<'a> Check<'a> {
             None => None,
             Some(Value::Boolean(b)) => Some(*b),
             Some(v) => {
-                self.issue(field, format!("Expected boolean, received {}", type_name(v)));
+                self.issue(
+                    field,
+                    format!("Expected boolean, received {}", type_name(v)),
+                );
                 None
             }
         }
@@ -387,9 +397,20 @@ impl<'a> Check<'a> {
                 None
             }
             Some(Value::String(s)) => Some(OneOrMany::One(s.clone())),
-            Some(Value::Array(items)) if items.iter().all(|i| matches!(i, Value::String(_))) => Some(OneOrMany::Many(
-                items.iter().map(|i| if let Value::String(s) = i { s.clone() } else { String::new() }).collect(),
-            )),
+            Some(Value::Array(items)) if items.iter().all(|i| matches!(i, Value::String(_))) => {
+                Some(OneOrMany::Many(
+                    items
+                        .iter()
+                        .map(|i| {
+                            if let Value::String(s) = i {
+                                s.clone()
+                            } else {
+                                String::new()
+                            }
+                        })
+                        .collect(),
+                ))
+            }
             Some(_) => {
                 self.issue(field, "Invalid input".into());
                 None
@@ -403,17 +424,23 @@ impl<'a> Check<'a> {
                 let mut out = vec![];
                 for (i, item) in items.iter().enumerate() {
                     match item {
-                        Value::String(s) if Mode::parse(s).is_some() => out.push(Mode::parse(s).expect("checked")),
+                        Value::String(s) if Mode::parse(s).is_some() => {
+                            out.push(Mode::parse(s).expect("checked"))
+                        }
                         _ => self.issue(
                             &format!("modes.{i}"),
-                            "Invalid enum value. Expected 'default' | 'autoEdit' | 'yolo' | 'plan'".into(),
+                            "Invalid enum value. Expected 'default' | 'autoEdit' | 'yolo' | 'plan'"
+                                .into(),
                         ),
                     }
                 }
                 Some(out)
             }
             Some(v) => {
-                self.issue("modes", format!("Expected array, received {}", type_name(v)));
+                self.issue(
+                    "modes",
+                    format!("Expected array, received {}", type_name(v)),
+                );
                 None
             }
         }
@@ -437,9 +464,16 @@ impl<'a> Check<'a> {
                 }
                 return None;
             }
-            Some(Value::Integer(n)) | Some(Value::Float(n)) | Some(Value::SpecialFloat(n)) if !n.is_nan() => *n,
+            Some(Value::Integer(n)) | Some(Value::Float(n)) | Some(Value::SpecialFloat(n))
+                if !n.is_nan() =>
+            {
+                *n
+            }
             Some(v) => {
-                self.issue(field, format!("priority must be a number (received {})", type_name(v)));
+                self.issue(
+                    field,
+                    format!("priority must be a number (received {})", type_name(v)),
+                );
                 return None;
             }
         };
@@ -461,9 +495,16 @@ impl<'a> Check<'a> {
 
 fn rule_spec(v: &Value, i: usize) -> Result<RuleSpec, Vec<String>> {
     if !matches!(v, Value::Table(_)) {
-        return Err(vec![format!("  - Field \"rule.{i}\": Expected object, received {}", type_name(v))]);
+        return Err(vec![format!(
+            "  - Field \"rule.{i}\": Expected object, received {}",
+            type_name(v)
+        )]);
     }
-    let mut c = Check { obj: v, path: format!("rule.{i}"), issues: vec![] };
+    let mut c = Check {
+        obj: v,
+        path: format!("rule.{i}"),
+        issues: vec![],
+    };
     let tool_name = c.one_or_many("toolName", true);
     let subagent = c.string("subagent");
     let mcp_name = c.string("mcpName");
@@ -520,9 +561,16 @@ fn rule_spec(v: &Value, i: usize) -> Result<RuleSpec, Vec<String>> {
 
 fn checker_spec(v: &Value, i: usize) -> Result<CheckerSpec, Vec<String>> {
     if !matches!(v, Value::Table(_)) {
-        return Err(vec![format!("  - Field \"safety_checker.{i}\": Expected object, received {}", type_name(v))]);
+        return Err(vec![format!(
+            "  - Field \"safety_checker.{i}\": Expected object, received {}",
+            type_name(v)
+        )]);
     }
-    let mut c = Check { obj: v, path: format!("safety_checker.{i}"), issues: vec![] };
+    let mut c = Check {
+        obj: v,
+        path: format!("safety_checker.{i}"),
+        issues: vec![],
+    };
     let tool_name = c.one_or_many("toolName", true);
     let mcp_name = c.string("mcpName");
     let args_pattern = c.string("argsPattern");
@@ -535,11 +583,18 @@ fn checker_spec(v: &Value, i: usize) -> Result<CheckerSpec, Vec<String>> {
         None => c.issue("checker", "Required".into()),
         Some(Value::Table(_)) => {
             let checker = c.get("checker").expect("present");
-            let mut cc = Check { obj: checker, path: format!("{}.checker", c.path), issues: vec![] };
+            let mut cc = Check {
+                obj: checker,
+                path: format!("{}.checker", c.path),
+                issues: vec![],
+            };
             match checker.get("type") {
                 Some(Value::String(t)) if t == "in-process" => match checker.get("name") {
                     Some(Value::String(n)) if n == "allowed-path" || n == "conseca" => {}
-                    _ => cc.issue("name", "Invalid enum value. Expected 'allowed-path' | 'conseca'".into()),
+                    _ => cc.issue(
+                        "name",
+                        "Invalid enum value. Expected 'allowed-path' | 'conseca'".into(),
+                    ),
                 },
                 Some(Value::String(t)) if t == "external" => {
                     let _ = cc.string("name");
@@ -553,7 +608,8 @@ fn checker_spec(v: &Value, i: usize) -> Result<CheckerSpec, Vec<String>> {
                 ),
             }
             if let Some(rc) = checker.get("required_context") {
-                if !matches!(rc, Value::Array(items) if items.iter().all(|i| matches!(i, Value::String(_)))) {
+                if !matches!(rc, Value::Array(items) if items.iter().all(|i| matches!(i, Value::String(_))))
+                {
                     cc.issue("required_context", "Expected array of strings".into());
                 }
             }
@@ -568,7 +624,14 @@ fn checker_spec(v: &Value, i: usize) -> Result<CheckerSpec, Vec<String>> {
     if !c.issues.is_empty() {
         return Err(c.issues);
     }
-    Ok(CheckerSpec { tool_name: tool_name.expect("checked"), mcp_name, args_pattern, command_prefix, command_regex, priority })
+    Ok(CheckerSpec {
+        tool_name: tool_name.expect("checked"),
+        mcp_name,
+        args_pattern,
+        command_prefix,
+        command_regex,
+        priority,
+    })
 }
 
 /// The reference's `buildArgsPatterns`: `None` entries are rules without a pattern.
@@ -617,7 +680,11 @@ fn rule_lines(text: &str) -> Vec<usize> {
 /// One file's text, loaded into `tier` (the reference's per-file loop body).
 pub fn load_text(text: &str, file: &str, path: &str, tier: Tier) -> Loaded {
     let mut out = Loaded::default();
-    let err = |kind: &'static str, message: &str, rule_index: Option<usize>, details: String, warning: bool| LoadError {
+    let err = |kind: &'static str,
+               message: &str,
+               rule_index: Option<usize>,
+               details: String,
+               warning: bool| LoadError {
         file: file.to_string(),
         path: path.to_string(),
         tier: tier.name(),
@@ -630,7 +697,13 @@ pub fn load_text(text: &str, file: &str, path: &str, tier: Tier) -> Loaded {
     let parsed = match toml05::parse(text) {
         Ok(v) => v,
         Err(e) => {
-            out.errors.push(err("toml_parse", "TOML parsing failed", None, e.to_string(), false));
+            out.errors.push(err(
+                "toml_parse",
+                "TOML parsing failed",
+                None,
+                e.to_string(),
+                false,
+            ));
             return out;
         }
     };
@@ -648,7 +721,10 @@ pub fn load_text(text: &str, file: &str, path: &str, tier: Tier) -> Loaded {
                 }
             }
         }
-        Some(v) => issues.push(format!("  - Field \"rule\": Expected array, received {}", type_name(v))),
+        Some(v) => issues.push(format!(
+            "  - Field \"rule\": Expected array, received {}",
+            type_name(v)
+        )),
     }
     match parsed.get("safety_checker") {
         None => {}
@@ -660,7 +736,10 @@ pub fn load_text(text: &str, file: &str, path: &str, tier: Tier) -> Loaded {
                 }
             }
         }
-        Some(v) => issues.push(format!("  - Field \"safety_checker\": Expected array, received {}", type_name(v))),
+        Some(v) => issues.push(format!(
+            "  - Field \"safety_checker\": Expected array, received {}",
+            type_name(v)
+        )),
     }
     if !issues.is_empty() {
         out.errors.push(err(
@@ -674,7 +753,8 @@ pub fn load_text(text: &str, file: &str, path: &str, tier: Tier) -> Loaded {
     }
     for (i, r) in specs.iter().enumerate() {
         if r.command_prefix.is_some() || r.command_regex.is_some() {
-            let details = if !matches!(&r.tool_name, OneOrMany::One(t) if t == "run_shell_command") {
+            let details = if !matches!(&r.tool_name, OneOrMany::One(t) if t == "run_shell_command")
+            {
                 let found = match &r.tool_name {
                     OneOrMany::One(s) => serde_json::to_string(s).unwrap_or_default(),
                     OneOrMany::Many(v) => serde_json::to_string(v).unwrap_or_default(),
@@ -688,7 +768,13 @@ pub fn load_text(text: &str, file: &str, path: &str, tier: Tier) -> Loaded {
                 None
             };
             if let Some(d) = details {
-                out.errors.push(err("rule_validation", "Invalid shell command syntax", Some(i), d, false));
+                out.errors.push(err(
+                    "rule_validation",
+                    "Invalid shell command syntax",
+                    Some(i),
+                    d,
+                    false,
+                ));
             }
         }
     }
@@ -699,14 +785,23 @@ pub fn load_text(text: &str, file: &str, path: &str, tier: Tier) -> Loaded {
                 "rule_validation",
                 "Invalid policy rule: toolName cannot be empty string",
                 Some(i),
-                format!("Rule #{} contains an empty toolName string. Use \"*\" to match all tools.", i + 1),
+                format!(
+                    "Rule #{} contains an empty toolName string. Use \"*\" to match all tools.",
+                    i + 1
+                ),
                 false,
             ));
             continue;
         }
         for name in names {
             if let Some(w) = tool_name_warning(&name, i) {
-                out.errors.push(err("tool_name_warning", "Unrecognized tool name", Some(i), w, true));
+                out.errors.push(err(
+                    "tool_name_warning",
+                    "Unrecognized tool name",
+                    Some(i),
+                    w,
+                    true,
+                ));
             }
         }
     }
@@ -772,7 +867,10 @@ pub fn load_text(text: &str, file: &str, path: &str, tier: Tier) -> Loaded {
                 "rule_validation",
                 "Invalid safety checker rule: toolName cannot be empty string",
                 Some(i),
-                format!("Checker #{} contains an empty toolName string. Use \"*\" to match all tools.", i + 1),
+                format!(
+                    "Checker #{} contains an empty toolName string. Use \"*\" to match all tools.",
+                    i + 1
+                ),
                 false,
             ));
             continue;
@@ -782,7 +880,13 @@ pub fn load_text(text: &str, file: &str, path: &str, tier: Tier) -> Loaded {
         }
         for name in names {
             if let Some(w) = tool_name_warning(&name, i) {
-                out.errors.push(err("tool_name_warning", "Unrecognized tool name in safety checker", Some(i), w, true));
+                out.errors.push(err(
+                    "tool_name_warning",
+                    "Unrecognized tool name in safety checker",
+                    Some(i),
+                    w,
+                    true,
+                ));
             }
         }
     }
@@ -833,10 +937,16 @@ pub const SHIPPED: &[(&str, &str)] = &[
     ("agents.toml", include_str!("defaults/agents.toml")),
     ("conseca.toml", include_str!("defaults/conseca.toml")),
     ("discovered.toml", include_str!("defaults/discovered.toml")),
-    ("non-interactive.toml", include_str!("defaults/non-interactive.toml")),
+    (
+        "non-interactive.toml",
+        include_str!("defaults/non-interactive.toml"),
+    ),
     ("plan.toml", include_str!("defaults/plan.toml")),
     ("read-only.toml", include_str!("defaults/read-only.toml")),
-    ("sandbox-default.toml", include_str!("defaults/sandbox-default.toml")),
+    (
+        "sandbox-default.toml",
+        include_str!("defaults/sandbox-default.toml"),
+    ),
     ("write.toml", include_str!("defaults/write.toml")),
     ("yolo.toml", include_str!("defaults/yolo.toml")),
 ];
@@ -845,7 +955,12 @@ pub const SHIPPED: &[(&str, &str)] = &[
 pub fn load_shipped() -> Loaded {
     let mut out = Loaded::default();
     for (name, text) in SHIPPED {
-        out.extend(load_text(text, name, &format!("(shipped)/{name}"), Tier::Default));
+        out.extend(load_text(
+            text,
+            name,
+            &format!("(shipped)/{name}"),
+            Tier::Default,
+        ));
     }
     out
 }

@@ -78,33 +78,37 @@ fn benign(e: &std::io::Error) -> bool {
     matches!(e.raw_os_error(), Some(2 | 21 | 36 | 20))
 }
 
-fn robust_realpath(p: &str, visited: &mut Vec<String>) -> Result<String, ()> {
+fn robust_realpath(p: &str, visited: &mut Vec<String>) -> Option<String> {
     if visited.iter().any(|v| v == p) {
-        return Err(());
+        return None;
     }
     visited.push(p.to_string());
     match std::fs::canonicalize(p) {
-        Ok(r) => Ok(r.to_string_lossy().into_owned()),
+        Ok(r) => Some(r.to_string_lossy().into_owned()),
         Err(e) if benign(&e) => {
             match std::fs::symlink_metadata(p) {
                 Ok(m) if m.file_type().is_symlink() => {
-                    let target = std::fs::read_link(p).map_err(|_| ())?;
+                    let target = std::fs::read_link(p).ok()?;
                     let resolved = resolve(&dirname(p), &target.to_string_lossy());
                     return robust_realpath(&resolved, visited);
                 }
                 Ok(_) => {}
                 Err(e) if benign(&e) => {}
-                Err(_) => return Err(()),
+                Err(_) => return None,
             }
             let parent = dirname(p);
             if parent == p {
-                return Ok(p.to_string());
+                return Some(p.to_string());
             }
             let base = basename(p).to_string();
             let rp = robust_realpath(&parent, visited)?;
-            Ok(if rp == "/" { format!("/{base}") } else { format!("{rp}/{base}") })
+            Some(if rp == "/" {
+                format!("/{base}")
+            } else {
+                format!("{rp}/{base}")
+            })
         }
-        Err(_) => Err(()),
+        Err(_) => None,
     }
 }
 
@@ -157,10 +161,10 @@ pub fn decode_uri_component(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// The reference's `resolveToRealPath` (`Err` where it throws).
-pub fn resolve_to_real_path(cwd: &str, p: &str) -> Result<String, ()> {
+/// The reference's `resolveToRealPath` (`None` where it throws).
+pub fn resolve_to_real_path(cwd: &str, p: &str) -> Option<String> {
     if p.contains('\0') {
-        return Err(());
+        return None;
     }
     let mut resolved = p.to_string();
     // `try { fileURLToPath; decodeURIComponent } catch {}`: a throw keeps what was done so far.
@@ -176,7 +180,7 @@ pub fn resolve_to_real_path(cwd: &str, p: &str) -> Result<String, ()> {
         }
     }
     if resolved.contains('\0') {
-        return Err(());
+        return None;
     }
     robust_realpath(&resolve(cwd, &resolved), &mut vec![])
 }
@@ -187,7 +191,8 @@ fn file_url_to_path(url: &str) -> Option<String> {
     let path = if rest.starts_with('/') {
         rest
     } else {
-        rest.strip_prefix("localhost").filter(|r| r.starts_with('/'))?
+        rest.strip_prefix("localhost")
+            .filter(|r| r.starts_with('/'))?
     };
     let path = path.split(['?', '#']).next().unwrap_or("");
     if path.to_ascii_lowercase().contains("%2f") {
@@ -208,7 +213,9 @@ pub fn is_symlink(p: &str) -> bool {
 
 /// `fs.realpathSync`.
 pub fn realpath(p: &str) -> Option<String> {
-    std::fs::canonicalize(p).ok().map(|r| r.to_string_lossy().into_owned())
+    std::fs::canonicalize(p)
+        .ok()
+        .map(|r| r.to_string_lossy().into_owned())
 }
 
 #[cfg(test)]

@@ -122,7 +122,9 @@ fn errors_text(errors: &[LoadError], out: &mut String) {
             e.tier,
             e.kind,
             e.message,
-            e.rule_index.map(|i| format!(" (rule #{})", i + 1)).unwrap_or_default()
+            e.rule_index
+                .map(|i| format!(" (rule #{})", i + 1))
+                .unwrap_or_default()
         );
         if let Some(d) = &e.details {
             for line in d.lines() {
@@ -146,8 +148,16 @@ pub fn answer(q: &Question, place: Place) -> Answer {
             ));
             let mut text = String::new();
             errors_text(&loaded.errors, &mut text);
-            let _ = writeln!(text, "error: the policy engine refuses these rules: {}", e.0);
-            return Answer { exit: 65, json: format!("{{\"errors\":[{}]}}", all.join(",")), text };
+            let _ = writeln!(
+                text,
+                "error: the policy engine refuses these rules: {}",
+                e.0
+            );
+            return Answer {
+                exit: 65,
+                json: format!("{{\"errors\":[{}]}}", all.join(",")),
+                text,
+            };
         }
     };
     let call = Call {
@@ -158,7 +168,10 @@ pub fn answer(q: &Question, place: Place) -> Answer {
         subagent: q.subagent.as_deref(),
     };
     let out = engine.check(&call);
-    let rule = out.rule.as_ref().map_or("null".to_string(), |m| rule_json(&engine, m));
+    let rule = out
+        .rule
+        .as_ref()
+        .map_or("null".to_string(), |m| rule_json(&engine, m));
     let json = format!(
         "{{\"decision\":{},\"rule\":{},\"errors\":[{}]}}",
         js(out.decision.as_str()),
@@ -166,7 +179,11 @@ pub fn answer(q: &Question, place: Place) -> Answer {
         errors.join(",")
     );
     let text = readable(&engine, &out, &loaded.errors);
-    Answer { exit: 0, json, text }
+    Answer {
+        exit: 0,
+        json,
+        text,
+    }
 }
 
 /// The readable form of an outcome.

@@ -34,8 +34,14 @@ impl JsRegex {
         // lone surrogate, so the two agree.
         let rewritten = annex_b_u_escapes(pattern);
         match regress::Regex::from_unicode(rewritten.chars().map(u32::from), flags) {
-            Ok(re) => Ok(JsRegex { source: pattern.to_string(), re }),
-            Err(e) => Err(RegexError { pattern: pattern.to_string(), message: e.text }),
+            Ok(re) => Ok(JsRegex {
+                source: pattern.to_string(),
+                re,
+            }),
+            Err(e) => Err(RegexError {
+                pattern: pattern.to_string(),
+                message: e.text,
+            }),
         }
     }
 
@@ -57,7 +63,10 @@ impl JsRegex {
 
     /// The first match's (start, end) in UTF-16 units, searching from `start`.
     pub fn find_at(&self, text: &[u16], start: usize) -> Option<(usize, usize)> {
-        self.re.find_from_ucs2(text, start).next().map(|m| (m.start(), m.end()))
+        self.re
+            .find_from_ucs2(text, start)
+            .next()
+            .map(|m| (m.start(), m.end()))
     }
 }
 
@@ -71,7 +80,8 @@ fn annex_b_u_escapes(pattern: &str) -> String {
     while i < chars.len() {
         if chars[i] == '\\' && i + 1 < chars.len() {
             if chars[i + 1] == 'u' {
-                let hex4 = chars.len() >= i + 6 && chars[i + 2..i + 6].iter().all(char::is_ascii_hexdigit);
+                let hex4 =
+                    chars.len() >= i + 6 && chars[i + 2..i + 6].iter().all(char::is_ascii_hexdigit);
                 if !hex4 {
                     out.push('u');
                     i += 2;
@@ -105,9 +115,14 @@ pub fn escape_regex(text: &str) -> String {
 pub fn is_js_space(ch: char) -> bool {
     matches!(
         ch,
-        '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | ' ' | '\u{a0}' | '\u{1680}'
-            | '\u{2000}'..='\u{200a}'
-            | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+        '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
     )
 }
 

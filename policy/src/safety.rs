@@ -21,7 +21,7 @@ pub struct Place {
 }
 
 fn resolve_real_or(place: &Place, p: &str) -> String {
-    paths::resolve_to_real_path(&place.workspace, p).unwrap_or_else(|_| p.to_string())
+    paths::resolve_to_real_path(&place.workspace, p).unwrap_or_else(|| p.to_string())
 }
 
 fn is_path_escaping_workspace(place: &Place, arg: &str, root: &str, cwd: &str) -> bool {
@@ -96,8 +96,8 @@ fn is_trusted_command_path(place: &Place, cmd: &str) -> bool {
         return false;
     }
     match paths::resolve_to_real_path(&place.workspace, cmd) {
-        Ok(real) => is_trusted_system_path(place, &real),
-        Err(()) => false,
+        Some(real) => is_trusted_system_path(place, &real),
+        None => false,
     }
 }
 
@@ -106,7 +106,10 @@ pub fn is_known_safe_command(place: &Place, args: &[String], cwd: &str) -> bool 
     if args.is_empty() {
         return false;
     }
-    let args: Vec<String> = args.iter().map(|a| if a == "zsh" { "bash".into() } else { a.clone() }).collect();
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| if a == "zsh" { "bash".into() } else { a.clone() })
+        .collect();
     if is_safe_to_call_with_exec(place, &args, cwd) {
         return true;
     }
@@ -137,15 +140,16 @@ pub fn is_known_safe_command(place: &Place, args: &[String], cwd: &str) -> bool 
 
 const SAFE_COMMANDS: &[&str] = &[
     "__read", "__write", "cat", "cd", "cut", "echo", "expr", "false", "grep", "head", "id", "ls",
-    "nl", "paste", "pwd", "rev", "seq", "stat", "tail", "tr", "true", "uname", "uniq", "wc", "which",
-    "whoami", "numfmt", "tac",
+    "nl", "paste", "pwd", "rev", "seq", "stat", "tail", "tr", "true", "uname", "uniq", "wc",
+    "which", "whoami", "numfmt", "tac",
 ];
 const FILE_READING: &[&str] = &[
-    "cat", "head", "tail", "tac", "nl", "stat", "wc", "cut", "paste", "rev", "uniq", "numfmt", "ls",
-    "__read",
+    "cat", "head", "tail", "tac", "nl", "stat", "wc", "cut", "paste", "rev", "uniq", "numfmt",
+    "ls", "__read",
 ];
-const FIND_UNSAFE: &[&str] =
-    &["-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf"];
+const FIND_UNSAFE: &[&str] = &[
+    "-exec", "-execdir", "-ok", "-okdir", "-delete", "-fls", "-fprint", "-fprint0", "-fprintf",
+];
 
 /// The `-f FILE` / `--file=FILE` option of grep and rg: the file it names, and whether the
 /// next word was consumed.
@@ -165,7 +169,13 @@ fn file_option(args: &[String], i: &mut usize) -> Option<String> {
 }
 
 /// The shared argument walk of the file readers, grep and rg.
-fn path_args_stay_inside(place: &Place, args: &[String], ws: &str, cwd: &str, file_opts: bool) -> bool {
+fn path_args_stay_inside(
+    place: &Place,
+    args: &[String],
+    ws: &str,
+    cwd: &str,
+    file_opts: bool,
+) -> bool {
     let mut passed_double_dash = false;
     let mut i = 1;
     while i < args.len() {
@@ -221,7 +231,11 @@ fn is_safe_to_call_with_exec(place: &Place, args: &[String], cwd: &str) -> bool 
     }
     let cmd = args[0].as_str();
     let ws = resolve_real_or(place, &resolve(&place.workspace, &place.workspace));
-    let cwd_abs = if cwd.is_empty() { ws.clone() } else { resolve(&place.workspace, cwd) };
+    let cwd_abs = if cwd.is_empty() {
+        ws.clone()
+    } else {
+        resolve(&place.workspace, cwd)
+    };
     let cwd = resolve_real_or(place, &cwd_abs);
     if cwd != ws && !is_subpath(&place.workspace, &ws, &cwd) {
         return false;
@@ -255,7 +269,8 @@ fn is_safe_to_call_with_exec(place: &Place, args: &[String], cwd: &str) -> bool 
     }
     if cmd == "base64" {
         if args[1..].iter().any(|a| {
-            a == "-o" || a == "--output" || a.starts_with("--output=") || (a.starts_with("-o") && a != "-o")
+            // `-o`, or `-oFILE`: the reference's test reduces to "starts with -o".
+            a == "--output" || a.starts_with("--output=") || a.starts_with("-o")
         }) {
             return false;
         }
@@ -299,7 +314,10 @@ fn is_safe_to_call_with_exec(place: &Place, args: &[String], cwd: &str) -> bool 
         return false;
     }
     if cmd == "sed" {
-        if args.len() <= 4 && args.get(1).is_some_and(|a| a == "-n") && args.get(2).is_some_and(|a| valid_sed_n(a)) {
+        if args.len() <= 4
+            && args.get(1).is_some_and(|a| a == "-n")
+            && args.get(2).is_some_and(|a| valid_sed_n(a))
+        {
             if let Some(a3) = args.get(3) {
                 if !a3.is_empty() && is_path_escaping_workspace(place, a3, ws, cwd) {
                     return false;
@@ -316,7 +334,9 @@ fn rg_has_unsafe_option(args: &[String]) -> bool {
     args[1..].iter().any(|a| {
         a == "--search-zip"
             || a == "-z"
-            || ["--pre", "--hostname-bin"].iter().any(|o| a == o || a.starts_with(&format!("{o}=")))
+            || ["--pre", "--hostname-bin"]
+                .iter()
+                .any(|o| a == o || a.starts_with(&format!("{o}=")))
     })
 }
 
@@ -368,13 +388,23 @@ fn find_git_subcommand(args: &[String]) -> Option<(usize, &'static str)> {
 
 fn git_has_config_override(args: &[String]) -> bool {
     args.iter().any(|a| {
-        a == "-c" || a == "--config-env" || (a.starts_with("-c") && a.chars().count() > 2) || a.starts_with("--config-env=")
+        a == "-c"
+            || a == "--config-env"
+            || (a.starts_with("-c") && a.chars().count() > 2)
+            || a.starts_with("--config-env=")
     })
 }
 
 fn git_args_read_only(args: &[String]) -> bool {
     !args.iter().any(|a| {
-        ["--output", "--ext-diff", "--textconv", "--exec", "--paginate"].contains(&a.as_str())
+        [
+            "--output",
+            "--ext-diff",
+            "--textconv",
+            "--exec",
+            "--paginate",
+        ]
+        .contains(&a.as_str())
             || a.starts_with("--output=")
             || a.starts_with("--exec=")
     })
@@ -386,8 +416,19 @@ fn git_branch_read_only(args: &[String]) -> bool {
     }
     let mut saw = false;
     for a in args {
-        if ["--list", "-l", "--show-current", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose"]
-            .contains(&a.as_str())
+        if [
+            "--list",
+            "-l",
+            "--show-current",
+            "-a",
+            "--all",
+            "-r",
+            "--remotes",
+            "-v",
+            "-vv",
+            "--verbose",
+        ]
+        .contains(&a.as_str())
             || a.starts_with("--format=")
         {
             saw = true;
@@ -418,7 +459,11 @@ pub fn is_dangerous_command(args: &[String]) -> bool {
     };
     let cmd = cmd.as_str();
     if cmd == "ln"
-        && args.iter().any(|a| a == "-s" || a == "--symbolic" || (a.starts_with('-') && !a.starts_with("--") && a.contains('s')))
+        && args.iter().any(|a| {
+            a == "-s"
+                || a == "--symbolic"
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('s'))
+        })
     {
         return true;
     }
@@ -451,9 +496,10 @@ pub fn is_dangerous_command(args: &[String]) -> bool {
         return false;
     }
     if cmd == "base64" {
-        return args[1..]
-            .iter()
-            .any(|a| a == "-o" || a == "--output" || a.starts_with("--output=") || (a.starts_with("-o") && a != "-o"));
+        return args[1..].iter().any(|a| {
+            // `-o`, or `-oFILE`: the reference's test reduces to "starts with -o".
+            a == "--output" || a.starts_with("--output=") || a.starts_with("-o")
+        });
     }
     false
 }

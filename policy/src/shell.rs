@@ -67,7 +67,9 @@ fn text_of(node: &Node, src: &[u16]) -> Vec<u16> {
 fn normalize_command_name(raw: &[u16]) -> String {
     if raw.len() >= 2 {
         let (f, l) = (raw[0], raw[raw.len() - 1]);
-        if (f == u16::from(b'"') && l == u16::from(b'"')) || (f == u16::from(b'\'') && l == u16::from(b'\'')) {
+        if (f == u16::from(b'"') && l == u16::from(b'"'))
+            || (f == u16::from(b'\'') && l == u16::from(b'\''))
+        {
             return String::from_utf16_lossy(&raw[1..raw.len() - 1]);
         }
     }
@@ -76,10 +78,12 @@ fn normalize_command_name(raw: &[u16]) -> String {
 
 fn extract_name(node: &Node, src: &[u16]) -> Option<String> {
     match node.kind() {
-        "command" => node.child_by_field_name("name").map(|n| normalize_command_name(&text_of(&n, src))),
-        "declaration_command" | "unset_command" | "test_command" => {
-            node.child(0).map(|n| normalize_command_name(&text_of(&n, src)))
-        }
+        "command" => node
+            .child_by_field_name("name")
+            .map(|n| normalize_command_name(&text_of(&n, src))),
+        "declaration_command" | "unset_command" | "test_command" => node
+            .child(0)
+            .map(|n| normalize_command_name(&text_of(&n, src))),
         "file_redirect" => {
             let mut cursor = node.walk();
             for child in node.children(&mut cursor) {
@@ -153,7 +157,9 @@ pub fn parse_command_details(command: &[u16]) -> Option<Parsed> {
 
 /// The reference's `hasRedirection` (bash).
 pub fn has_redirection(command: &[u16]) -> bool {
-    let fallback = command.iter().any(|&u| u == u16::from(b'>') || u == u16::from(b'<'));
+    let fallback = command
+        .iter()
+        .any(|&u| u == u16::from(b'>') || u == u16::from(b'<'));
     if !fallback {
         return false;
     }
@@ -162,7 +168,10 @@ pub fn has_redirection(command: &[u16]) -> bool {
     };
     let mut stack = vec![tree.root_node()];
     while let Some(cur) = stack.pop() {
-        if matches!(cur.kind(), "redirected_statement" | "file_redirect" | "heredoc_redirect" | "herestring_redirect") {
+        if matches!(
+            cur.kind(),
+            "redirected_statement" | "file_redirect" | "heredoc_redirect" | "herestring_redirect"
+        ) {
             return true;
         }
         for i in (0..cur.child_count()).rev() {
@@ -243,16 +252,33 @@ mod tests {
 
     #[test]
     fn splits_like_the_reference() {
-        assert_eq!(names("ls && rm -rf /"), (vec!["ls".into(), "rm".into()], false));
-        assert_eq!(names("echo $(whoami) > out"), (
-            vec!["echo".into(), "command substitution".into(), "whoami".into(), "redirection (>)".into()],
-            false
-        ));
+        assert_eq!(
+            names("ls && rm -rf /"),
+            (vec!["ls".into(), "rm".into()], false)
+        );
+        assert_eq!(
+            names("echo $(whoami) > out"),
+            (
+                vec![
+                    "echo".into(),
+                    "command substitution".into(),
+                    "whoami".into(),
+                    "redirection (>)".into()
+                ],
+                false
+            )
+        );
         assert!(names("echo 'unterminated").1);
         assert!(parse_command_details(&u("   ")).is_none());
         assert!(has_redirection(&u("ls > x")));
         assert!(!has_redirection(&u("echo '>'")));
-        assert_eq!(String::from_utf16_lossy(&strip_shell_wrapper(&u("bash -c \"ls $X\""))), "ls $X");
-        assert_eq!(String::from_utf16_lossy(&strip_shell_wrapper(&u("sh -c 'ls; rm'"))), "ls; rm");
+        assert_eq!(
+            String::from_utf16_lossy(&strip_shell_wrapper(&u("bash -c \"ls $X\""))),
+            "ls $X"
+        );
+        assert_eq!(
+            String::from_utf16_lossy(&strip_shell_wrapper(&u("sh -c 'ls; rm'"))),
+            "ls; rm"
+        );
     }
 }

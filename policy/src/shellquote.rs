@@ -129,9 +129,16 @@ fn get_var(env: Env, key: &[u16]) -> Vec<u16> {
                 "constructor" => "function Object() { [native code] }".to_string(),
                 // An object value: the library splices it in between its random tokens.
                 "__proto__" => "\u{0}askbus-token\u{0}{}\u{0}askbus-token\u{0}".to_string(),
-                "hasOwnProperty" | "isPrototypeOf" | "propertyIsEnumerable" | "toLocaleString"
-                | "toString" | "valueOf" | "__defineGetter__" | "__defineSetter__"
-                | "__lookupGetter__" | "__lookupSetter__" => {
+                "hasOwnProperty"
+                | "isPrototypeOf"
+                | "propertyIsEnumerable"
+                | "toLocaleString"
+                | "toString"
+                | "valueOf"
+                | "__defineGetter__"
+                | "__defineSetter__"
+                | "__lookupGetter__"
+                | "__lookupSetter__" => {
                     format!("function {key_s}() {{ [native code] }}")
                 }
                 _ => String::new(),
@@ -227,7 +234,10 @@ fn token(
         } else if c == u16::from(b'#') {
             let comment = Entry::Comment(String::from_utf16_lossy(&string[mstart + i + 1..]));
             if !out.is_empty() {
-                return Ok((vec![Entry::Word(String::from_utf16_lossy(&out)), comment], true));
+                return Ok((
+                    vec![Entry::Word(String::from_utf16_lossy(&out)), comment],
+                    true,
+                ));
             }
             return Ok((vec![comment], true));
         } else if c == BS {
@@ -248,7 +258,10 @@ fn token(
 
 /// The words the reference's heuristics see: `parse(command).map(extractStringFromParseEntry)`.
 pub fn words(command: &str) -> Result<Vec<String>, BadSubstitution> {
-    Ok(parse(command, Env::EmptyObject)?.iter().map(|e| e.text().to_string()).collect())
+    Ok(parse(command, Env::EmptyObject)?
+        .iter()
+        .map(|e| e.text().to_string())
+        .collect())
 }
 
 #[cfg(test)]
@@ -261,7 +274,10 @@ mod tests {
 
     #[test]
     fn like_shell_quote() {
-        assert_eq!(w("ls -la && rm -rf /"), ["ls", "-la", "&&", "rm", "-rf", "/"]);
+        assert_eq!(
+            w("ls -la && rm -rf /"),
+            ["ls", "-la", "&&", "rm", "-rf", "/"]
+        );
         assert_eq!(w(r#"echo "a b"'c'"#), ["echo", "a bc"]);
         assert_eq!(w("echo $HOME x"), ["echo", "", "x"]);
         assert_eq!(w("cat a#b c"), ["cat", "a", ""]);

@@ -57,7 +57,13 @@ pub struct Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at row {}, col {}", self.message, self.line + 1, self.col + 1)
+        write!(
+            f,
+            "{} at row {}, col {}",
+            self.message,
+            self.line + 1,
+            self.col + 1
+        )
     }
 }
 
@@ -85,13 +91,26 @@ struct Node {
 
 impl Node {
     fn table() -> Node {
-        Node { kind: Kind::Table { declared: false }, value: None, entries: vec![], items: vec![] }
+        Node {
+            kind: Kind::Table { declared: false },
+            value: None,
+            entries: vec![],
+            items: vec![],
+        }
     }
     fn leaf(v: Value) -> Node {
-        Node { kind: Kind::Leaf, value: Some(v), entries: vec![], items: vec![] }
+        Node {
+            kind: Kind::Leaf,
+            value: Some(v),
+            entries: vec![],
+            items: vec![],
+        }
     }
     fn get_mut(&mut self, key: &str) -> Option<&mut Node> {
-        self.entries.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.entries
+            .iter_mut()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
     }
     fn has(&self, key: &str) -> bool {
         self.entries.iter().any(|(k, _)| k == key)
@@ -105,9 +124,12 @@ impl Node {
     fn into_value(self) -> Value {
         match self.kind {
             Kind::Leaf => self.value.expect("leaf"),
-            Kind::Table { .. } | Kind::InlineTable => {
-                Value::Table(self.entries.into_iter().map(|(k, v)| (k, v.into_value())).collect())
-            }
+            Kind::Table { .. } | Kind::InlineTable => Value::Table(
+                self.entries
+                    .into_iter()
+                    .map(|(k, v)| (k, v.into_value()))
+                    .collect(),
+            ),
             Kind::List | Kind::InlineList => {
                 Value::Array(self.items.into_iter().map(Node::into_value).collect())
             }
@@ -158,7 +180,12 @@ fn is_key_char(c: u32) -> bool {
 
 /// Parses a TOML document as `@iarna/toml` 2.2.5 does; the top level is a table.
 pub fn parse(text: &str) -> Result<Value, Error> {
-    let mut p = Parser { chars: text.chars().collect(), i: 0, line: 0, col: 0 };
+    let mut p = Parser {
+        chars: text.chars().collect(),
+        i: 0,
+        line: 0,
+        col: 0,
+    };
     let mut root = Node::table();
     p.document(&mut root)?;
     Ok(root.into_value())
@@ -183,7 +210,11 @@ impl Parser {
         }
     }
     fn err<T>(&self, msg: impl Into<String>) -> R<T> {
-        Err(Error { message: msg.into(), line: self.line, col: self.col })
+        Err(Error {
+            message: msg.into(),
+            line: self.line,
+            col: self.col,
+        })
     }
     fn at_end_of_line(&self) -> bool {
         let c = self.c();
@@ -236,8 +267,9 @@ impl Parser {
             } else if c == END || c == 0x0A {
                 return Ok(());
             } else {
-                return self
-                    .err("Unexpected character, expected only whitespace or comments till end of line");
+                return self.err(
+                    "Unexpected character, expected only whitespace or comments till end of line",
+                );
             }
         }
     }
@@ -857,7 +889,8 @@ impl Parser {
     ) -> R<Node> {
         let m: u32 = month.parse().unwrap_or(0);
         let d: u32 = day.parse().unwrap_or(0);
-        let mut ok = month.len() == 2 && day.len() == 2 && (1..=12).contains(&m) && (1..=31).contains(&d);
+        let mut ok =
+            month.len() == 2 && day.len() == 2 && (1..=12).contains(&m) && (1..=31).contains(&d);
         if let Some((h, mi, s)) = time {
             ok &= valid_time(h, mi, s);
         }
@@ -1194,7 +1227,10 @@ fn radix_integer(digits: &str, radix: u32) -> Node {
     let mut wide = false;
     for d in digits.chars() {
         let v = u128::from(d.to_digit(radix).unwrap_or(0));
-        match acc.checked_mul(u128::from(radix)).and_then(|a| a.checked_add(v)) {
+        match acc
+            .checked_mul(u128::from(radix))
+            .and_then(|a| a.checked_add(v))
+        {
             Some(a) => acc = a,
             None => {
                 wide = true;
@@ -1235,8 +1271,14 @@ mod tests {
         bad("a = {,}");
         ok("a = [1,]");
         bad("a = [,]");
-        assert_eq!(ok("a = 9007199254740993").get("a"), Some(&Value::BigInt(9007199254740993)));
-        assert_eq!(ok("a = 9007199254740991").get("a"), Some(&Value::Integer(9007199254740991.0)));
+        assert_eq!(
+            ok("a = 9007199254740993").get("a"),
+            Some(&Value::BigInt(9007199254740993))
+        );
+        assert_eq!(
+            ok("a = 9007199254740991").get("a"),
+            Some(&Value::Integer(9007199254740991.0))
+        );
         assert_eq!(ok("a = 10.0").get("a"), Some(&Value::Float(10.0)));
         assert_eq!(ok("a = 1e2").get("a"), Some(&Value::Float(100.0)));
         ok("a.b=1\n[a]\nc=1");
@@ -1258,8 +1300,14 @@ mod tests {
         bad("x = \"\u{1}\"");
         ok("x = 'a\tb'");
         bad("k = \"\"\"\"\"\"\"\" ");
-        assert_eq!(ok("a = \"\"\"\nx\"\"\"").get("a"), Some(&Value::String("x".into())));
-        assert_eq!(ok("a = \"\"\"a\\\n   b\"\"\"").get("a"), Some(&Value::String("ab".into())));
+        assert_eq!(
+            ok("a = \"\"\"\nx\"\"\"").get("a"),
+            Some(&Value::String("x".into()))
+        );
+        assert_eq!(
+            ok("a = \"\"\"a\\\n   b\"\"\"").get("a"),
+            Some(&Value::String("ab".into()))
+        );
         ok("a = [\n1,\n# c\n2\n]");
         ok("\"a b\" = 1");
         bad("a = 1.");

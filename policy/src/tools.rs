@@ -48,7 +48,10 @@ const LEGACY_ALIASES: &[(&str, &str)] = &[("search_file_content", "grep_search")
 /// The reference's `getToolAliases(name)`.
 pub fn tool_aliases(name: &str) -> Vec<String> {
     let mut out = vec![name.to_string()];
-    let canonical = LEGACY_ALIASES.iter().find(|(l, _)| *l == name).map_or(name, |(_, c)| *c);
+    let canonical = LEGACY_ALIASES
+        .iter()
+        .find(|(l, _)| *l == name)
+        .map_or(name, |(_, c)| *c);
     if !out.iter().any(|n| n == canonical) {
         out.push(canonical.to_string());
     }
@@ -82,7 +85,9 @@ pub fn format_mcp_tool_name(server: &str, tool: Option<&str>) -> String {
 }
 
 fn slug(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c))
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.:-".contains(c))
 }
 
 /// `isValidToolName(name, {allowWildcards: true})`.
@@ -152,13 +157,20 @@ pub fn tool_name_warning(name: &str, rule_index: usize) -> Option<String> {
     if is_valid_tool_name(name) {
         return None;
     }
-    let mut scored: Vec<(usize, &str)> = ALL_BUILTIN_TOOL_NAMES.iter().map(|n| (levenshtein(name, n), *n)).collect();
+    let mut scored: Vec<(usize, &str)> = ALL_BUILTIN_TOOL_NAMES
+        .iter()
+        .map(|n| (levenshtein(name, n), *n))
+        .collect();
     let min = scored.iter().map(|s| s.0).min().unwrap_or(usize::MAX);
     if min > 3 {
         return None;
     }
     scored.sort_by_key(|s| s.0);
-    let top: Vec<String> = scored.iter().take(3).map(|(_, n)| format!("\"{n}\"")).collect();
+    let top: Vec<String> = scored
+        .iter()
+        .take(3)
+        .map(|(_, n)| format!("\"{n}\""))
+        .collect();
     Some(format!(
         "Rule #{}: Unrecognized tool name \"{name}\". Did you mean one of: {}?",
         rule_index + 1,
@@ -206,9 +218,13 @@ pub fn is_build_file(cwd: &str, file_path: &str) -> bool {
     }
     let clean = file_path.replace('\0', "");
     let normalized = clean.replace('\\', "/");
-    let resolved = paths::resolve_to_real_path(cwd, &normalized).unwrap_or_else(|_| paths::resolve(cwd, &normalized));
+    let resolved = paths::resolve_to_real_path(cwd, &normalized)
+        .unwrap_or_else(|| paths::resolve(cwd, &normalized));
     let base = paths::basename(&resolved);
-    if EXACT_BUILD_FILENAMES.contains(&base) || base.starts_with("Dockerfile.") || base.starts_with("Containerfile.") {
+    if EXACT_BUILD_FILENAMES.contains(&base)
+        || base.starts_with("Dockerfile.")
+        || base.starts_with("Containerfile.")
+    {
         return true;
     }
     let ext = paths::extname(base).to_lowercase();
@@ -235,7 +251,9 @@ pub fn is_file_edit_tool(name: &str) -> bool {
     if name == "replace" || name == "write_file" {
         return true;
     }
-    const KEYWORDS: [&str; 8] = ["write", "edit", "replace", "patch", "update", "create", "append", "save"];
+    const KEYWORDS: [&str; 8] = [
+        "write", "edit", "replace", "patch", "update", "create", "append", "save",
+    ];
     name.to_lowercase()
         .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit()))
         .any(|t| KEYWORDS.contains(&t))
@@ -310,7 +328,10 @@ pub enum Agent {
 
 /// The reference's name (and the MCP server, if any) for an agent's tool.
 pub fn map_tool_name(agent: Agent, native: &str) -> (String, Option<String>) {
-    if let Some((_, _, mapped)) = TOOL_NAME_MAP.iter().find(|(a, n, _)| *a == agent && *n == native) {
+    if let Some((_, _, mapped)) = TOOL_NAME_MAP
+        .iter()
+        .find(|(a, n, _)| *a == agent && *n == native)
+    {
         return ((*mapped).to_string(), None);
     }
     match agent {
@@ -318,14 +339,20 @@ pub fn map_tool_name(agent: Agent, native: &str) -> (String, Option<String>) {
             if let Some(rest) = native.strip_prefix("mcp__") {
                 if let Some(i) = rest.find("__") {
                     let (server, tool) = (&rest[..i], &rest[i + 2..]);
-                    return (format_mcp_tool_name(server, Some(tool)), Some(server.to_string()));
+                    return (
+                        format_mcp_tool_name(server, Some(tool)),
+                        Some(server.to_string()),
+                    );
                 }
             }
         }
         Agent::Codex => {
             if let Some((server, tool)) = native.split_once('.') {
                 if !server.is_empty() && !tool.is_empty() {
-                    return (format_mcp_tool_name(server, Some(tool)), Some(server.to_string()));
+                    return (
+                        format_mcp_tool_name(server, Some(tool)),
+                        Some(server.to_string()),
+                    );
                 }
             }
         }
@@ -340,15 +367,32 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(tool_aliases("grep_search"), ["grep_search", "search_file_content"]);
-        assert_eq!(tool_aliases("search_file_content"), ["search_file_content", "grep_search"]);
-        assert_eq!(parse_mcp_tool_name("mcp_my_server_tool"), Some(("my", "server_tool")));
-        assert!(tool_name_warning("read_fiel", 0).unwrap().contains("\"read_file\", \"write_file\", \"replace\""));
+        assert_eq!(
+            tool_aliases("grep_search"),
+            ["grep_search", "search_file_content"]
+        );
+        assert_eq!(
+            tool_aliases("search_file_content"),
+            ["search_file_content", "grep_search"]
+        );
+        assert_eq!(
+            parse_mcp_tool_name("mcp_my_server_tool"),
+            Some(("my", "server_tool"))
+        );
+        assert!(tool_name_warning("read_fiel", 0)
+            .unwrap()
+            .contains("\"read_file\", \"write_file\", \"replace\""));
         assert!(tool_name_warning("rm", 0).is_none());
         assert!(is_build_file("/w", "sub/Cargo.toml"));
         assert!(is_build_file("/w", "x.BZL"));
         assert!(!is_build_file("/w", "src/lib.rs"));
-        assert_eq!(map_tool_name(Agent::ClaudeCode, "mcp__github__create_issue").0, "mcp_github_create_issue");
-        assert_eq!(map_tool_name(Agent::ClaudeCode, "Bash").0, "run_shell_command");
+        assert_eq!(
+            map_tool_name(Agent::ClaudeCode, "mcp__github__create_issue").0,
+            "mcp_github_create_issue"
+        );
+        assert_eq!(
+            map_tool_name(Agent::ClaudeCode, "Bash").0,
+            "run_shell_command"
+        );
     }
 }

@@ -32,7 +32,14 @@ pub fn normalize(v: &Value, exit: i64) -> Value {
             Value::Null
         } else {
             let mut m = serde_json::Map::new();
-            for k in ["toolName", "decision", "priority", "source", "mcpName", "denyMessage"] {
+            for k in [
+                "toolName",
+                "decision",
+                "priority",
+                "source",
+                "mcpName",
+                "denyMessage",
+            ] {
                 m.insert(k.into(), r.get(k).cloned().unwrap_or(Value::Null));
             }
             Value::Object(m)
@@ -58,8 +65,10 @@ pub fn normalize(v: &Value, exit: i64) -> Value {
 
 #[test]
 fn all_reference_cases_in_process() {
-    let cases: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string("tests/data/policy_reference_cases.json").unwrap()).unwrap();
+    let cases: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string("tests/data/policy_reference_cases.json").unwrap(),
+    )
+    .unwrap();
     let root = tempfile::tempdir().unwrap();
     let ws = root.path().join("workspace");
     let home = root.path().join("home");
@@ -68,7 +77,10 @@ fn all_reference_cases_in_process() {
     let ws = std::fs::canonicalize(&ws).unwrap();
     let place = Place {
         workspace: ws.to_string_lossy().into_owned(),
-        home: std::fs::canonicalize(&home).unwrap().to_string_lossy().into_owned(),
+        home: std::fs::canonicalize(&home)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned(),
         hermetic: false,
     };
     let only = std::env::var("CASE").ok();
@@ -92,27 +104,48 @@ fn all_reference_cases_in_process() {
             tool: case["tool"].as_str().unwrap().to_string(),
             args: json::parse(case["argsJson"].as_str().unwrap_or("{}")).unwrap(),
             server: case["server"].as_str().map(str::to_string),
-            annotations: case["annotationsJson"].as_str().map(|a| json::parse(a).unwrap()),
+            annotations: case["annotationsJson"]
+                .as_str()
+                .map(|a| json::parse(a).unwrap()),
             subagent: case["subagent"].as_str().map(str::to_string),
         };
         for (i, d) in case["policyDirs"].as_array().unwrap().iter().enumerate() {
             let p = dir.join(format!("dir{i}"));
             write_files(&p, d["files"].as_object().unwrap());
-            q.policy_dirs.push((Tier::parse(d["tier"].as_str().unwrap()).unwrap(), p));
+            q.policy_dirs
+                .push((Tier::parse(d["tier"].as_str().unwrap()).unwrap(), p));
         }
-        for (i, e) in case.get("extensions").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        for (i, e) in case
+            .get("extensions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             let p = dir.join(format!("ext{i}"));
             write_files(&p, e["files"].as_object().unwrap());
-            q.extensions.push((e["name"].as_str().unwrap().to_string(), p));
+            q.extensions
+                .push((e["name"].as_str().unwrap().to_string(), p));
         }
         let a = answer(&q, place.clone());
         let got = normalize(&serde_json::from_str(&a.json).unwrap(), i64::from(a.exit));
         let exp = &case["expected"];
         let want = normalize(exp, exp["exit"].as_i64().unwrap());
-        if std::env::var("SHOW").is_ok() { eprintln!("{id}\n  want {want}\n  got  {got}"); }
+        if std::env::var("SHOW").is_ok() {
+            eprintln!("{id}\n  want {want}\n  got  {got}");
+        }
         if got != want {
-            failures.push(format!("{id} [{}]\n  want {want}\n  got  {got}", case["family"]));
+            failures.push(format!(
+                "{id} [{}]\n  want {want}\n  got  {got}",
+                case["family"]
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
