@@ -3,16 +3,18 @@
 // hook: the model calls Bash to create a file, and a person decides through askbus.
 
 import assert from 'node:assert/strict';
-import { access } from 'node:fs/promises';
+import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, test } from 'node:test';
 
 import {
   askbusCommand,
+  CLI,
   claudeSandbox,
   fakeMessagesApi,
   killAgents,
   rm,
+  run,
   runClaude,
   startDaemon,
   subscribeUi,
@@ -162,4 +164,43 @@ test('AskUserQuestion is asked as an ask_user question; the answer reaches the m
   assert.notEqual(result.is_error, true, JSON.stringify(result));
   // Claude Code's own wording of an answered AskUserQuestion.
   assert.match(result.content, /Your questions have been answered: "Which date library should we use\?"="date-fns"/);
+});
+
+test('no UI open: handed back to Claude Code at once (headless -p then refuses it), never waits', async () => {
+  const box = await sandbox();
+  const started = Date.now();
+  const done = await runClaude(box, api, { prompt: 'Create the file.' });
+  assert.equal(done.code, 0, done.stderr);
+  assert.ok(!(await exists(path.join(box.work, 'created.txt'))));
+  assert.equal(toolResult().is_error, true);
+  // Before, the hook waited up to 590 s with nothing on screen (the hook timeout here is 60 s).
+  assert.ok(Date.now() - started < 45000, 'the hook did not wait for a UI');
+});
+
+test('askbus hook claude --install writes a settings entry the real CLI runs', async () => {
+  const ui = await subscribeUi(bus.socket);
+  closers.push(() => ui.close());
+  const box = await claudeSandbox(root, { model: 'claude-sonnet-4-5' });
+  const settings = path.join(box.home, '.claude', 'settings.json');
+  const install = await run(CLI, ['--socket', bus.socket, 'hook', 'claude', '--install'], {
+    cwd: box.work,
+    env: { PATH: process.env.PATH, HOME: box.home },
+  });
+  assert.equal(install.code, 0, install.stderr);
+  const written = JSON.parse(await readFile(settings, 'utf8'));
+  assert.equal(written.model, 'claude-sonnet-4-5', 'the other settings are kept');
+  const [entry] = written.hooks.PreToolUse;
+  assert.equal(entry.hooks[0].statusMessage, 'waiting in askbus: open `askbus ui` or your phone');
+  const agent = runClaude(box, api, { prompt: 'Create the file.' });
+  const req = await approval(ui);
+  ui.send({ type: 'tool-confirmation-response', correlationId: req.correlationId, confirmed: true, outcome: 'proceed_once' });
+  const done = await agent;
+  assert.equal(done.code, 0, done.stderr);
+  assert.ok(await exists(path.join(box.work, 'created.txt')), 'the approved command ran');
+  const uninstall = await run(CLI, ['hook', 'claude', '--uninstall'], {
+    cwd: box.work,
+    env: { PATH: process.env.PATH, HOME: box.home },
+  });
+  assert.equal(uninstall.code, 0, uninstall.stderr);
+  assert.deepEqual(JSON.parse(await readFile(settings, 'utf8')), { model: 'claude-sonnet-4-5' });
 });

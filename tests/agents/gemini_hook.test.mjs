@@ -3,18 +3,20 @@
 // a file, and a person decides through askbus. Only an explicit Allow runs it.
 
 import assert from 'node:assert/strict';
-import { access } from 'node:fs/promises';
+import { access, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, test } from 'node:test';
 
 import {
   askbusCommand,
+  CLI,
   functionResponses,
   geminiSandbox,
   modelRequests,
   modelTurn,
   killAgents,
   rm,
+  run,
   runGemini,
   startDaemon,
   subscribeUi,
@@ -45,7 +47,7 @@ const exists = (p) =>
   );
 
 /** A sandbox whose model runs COMMAND once, with askbus as the BeforeTool hook. */
-async function sandbox({ socket = bus.socket, hookArgs = [] } = {}) {
+async function sandbox({ socket = bus.socket, hookArgs = [], timeoutMs = 60000 } = {}) {
   return geminiSandbox(root, {
     settings: {
       hooks: {
@@ -56,7 +58,7 @@ async function sandbox({ socket = bus.socket, hookArgs = [] } = {}) {
               {
                 type: 'command',
                 command: askbusCommand(['--socket', socket, 'hook', 'gemini', ...hookArgs]),
-                timeout: 60000,
+                timeout: timeoutMs,
               },
             ],
           },
@@ -159,6 +161,40 @@ test('askbusd down: denied, and the message says so', async () => {
   const { error } = await toolOutcome(box);
   assert.match(
     error,
-    /^Tool execution blocked: askbus cannot reach askbusd at .*nobody-here\.sock: .*, so the tool call was not approved\.$/,
+    // No UI would see it, and headless Gemini CLI has no prompt to hand it back to: denied.
+    /^Tool execution blocked: askbus cannot reach askbusd at .*nobody-here\.sock: .*, so the tool call was not approved\. \(The agent runs without a terminal prompt to hand it back to\.\)$/,
   );
+});
+
+test('no UI open: denied at once (headless, no prompt to hand it back to), never waits', async () => {
+  const box = await sandbox({ timeoutMs: 60000 });
+  const started = Date.now();
+  const done = await runYolo(box);
+  assert.equal(done.code, 0, done.stderr);
+  assert.ok(!(await exists(path.join(box.work, 'created.txt'))));
+  assert.match((await toolOutcome(box)).error, /^Tool execution blocked: No user interface is connected/);
+  // Before, the hook waited for its whole timeout (55 s) with nothing on screen.
+  assert.ok(Date.now() - started < 45000, 'the hook did not wait for a UI');
+});
+
+test('askbus hook gemini --install writes a settings entry the real CLI runs', async () => {
+  const ui = await subscribeUi(bus.socket);
+  closers.push(() => ui.close());
+  const box = await sandbox();
+  const settings = path.join(box.home, '.gemini', 'settings.json');
+  const before = JSON.parse(await readFile(settings, 'utf8'));
+  delete before.hooks;
+  await writeFile(settings, JSON.stringify(before, null, 2));
+  const install = await run(CLI, ['--socket', bus.socket, 'hook', 'gemini', '--install', '--settings', settings], {
+    cwd: box.work,
+    env: { PATH: process.env.PATH, HOME: box.home },
+  });
+  assert.equal(install.code, 0, install.stderr);
+  assert.match(install.stdout, /installed in/);
+  const agent = runYolo(box);
+  const req = await approval(ui);
+  ui.send({ type: 'tool-confirmation-response', correlationId: req.correlationId, confirmed: true, outcome: 'proceed_once' });
+  const done = await agent;
+  assert.equal(done.code, 0, done.stderr);
+  assert.ok(await exists(path.join(box.work, 'created.txt')));
 });
