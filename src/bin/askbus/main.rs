@@ -24,6 +24,7 @@ mod links;
 mod mcp;
 mod notify;
 mod pending;
+mod policy;
 mod schema;
 mod service;
 mod stats;
@@ -228,6 +229,11 @@ enum Command {
     /// Starts askbusd (or the relay) itself unless --socket names a running daemon; producers
     /// and auto-answering UIs speak raw frames. `askbus bench targets` checks every target.
     Bench(bench::Args),
+    /// Policy rules: ask the engine (`test`), list the rules in force, add or remove your own.
+    ///
+    /// Rules are Gemini CLI's TOML policy language, decided exactly as its policy engine
+    /// decides; askbusd checks every approval against them before a person is asked.
+    Policy(policy::PolicyArgs),
     /// The baseline relay `askbus bench --baseline` starts (for the bench only).
     #[command(hide = true)]
     BenchRelay,
@@ -240,7 +246,14 @@ enum Command {
 }
 
 /// Subcommands that never reach the daemon: `--socket` is not offered on them.
-const OFFLINE: [&str; 5] = ["validate", "schema", "completions", "man", "service"];
+const OFFLINE: [&str; 6] = [
+    "validate",
+    "schema",
+    "completions",
+    "man",
+    "service",
+    "policy",
+];
 
 /// The command line as clap sees it: `--socket` before the subcommand, or after it on those
 /// that reach the daemon (not on the offline ones, where it would do nothing).
@@ -307,6 +320,12 @@ fn main() -> ExitCode {
                 .socket
                 .unwrap_or_else(askbus::client::default_socket_path);
             return acp::main(args, socket);
+        }
+        Command::Policy(args) => {
+            return policy::run(args).unwrap_or_else(|e| {
+                eprintln!("askbus policy: {e:#}");
+                ExitCode::FAILURE
+            })
         }
         Command::Service(args) => {
             return service::run(args).unwrap_or_else(|e| {
@@ -391,6 +410,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         | Command::BenchRelay
         | Command::BenchAcpAgent { .. }
         | Command::Service(_)
+        | Command::Policy(_)
         | Command::Acp(_) => {
             unreachable!("dispatched before the runtime")
         }
