@@ -122,9 +122,22 @@ pub struct Broker {
     /// Peers that shut their write side and still have something to receive (see
     /// [`Broker::half_close`]).
     half_closed: BTreeSet<PeerId>,
+    /// The policy rules' decider: asked about every local approval before any UI sees it.
+    policy: Option<PolicyDecider>,
+    /// Approvals the rules decided, by decision: allow, deny.
+    pub policy_decisions: [u64; 2],
 }
 
+/// The policy rules (the hub holds them; the broker only asks): a synchronous, pure lookup
+/// over the rules in force, `Some` when a rule allows or denies, `None` to ask a person.
+pub type PolicyDecider = std::sync::Arc<askbus_policy::daemon::PolicySet>;
+
 impl Broker {
+    /// Sets (or clears) the policy decider.
+    pub fn set_policy(&mut self, policy: Option<PolicyDecider>) {
+        self.policy = policy;
+    }
+
     pub fn new(limits: Limits) -> Self {
         Broker {
             limits,
@@ -137,6 +150,8 @@ impl Broker {
             fed: None,
             remote_len: 0,
             half_closed: BTreeSet::new(),
+            policy: None,
+            policy_decisions: [0; 2],
         }
     }
 
