@@ -41,10 +41,16 @@ async fn producer(d: &Daemon) -> Raw {
 }
 
 fn start(config_home: &Path, admin: &Path) -> Daemon {
+    let metrics = config_home.join("metrics.sock");
     Daemon::builder()
         .env("ASKBUS_POLICIES", "on")
         .env("XDG_CONFIG_HOME", config_home)
-        .args(&["--policy-admin-dir", &admin.display().to_string()])
+        .args(&[
+            "--policy-admin-dir",
+            &admin.display().to_string(),
+            "--metrics-listen",
+            &metrics.display().to_string(),
+        ])
         .start()
 }
 
@@ -157,6 +163,10 @@ async fn rules_allow_deny_or_ask_before_any_ui() {
         assert!(Instant::now() < deadline, "telemetry: {recs:?}");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    let m = common::parse_metrics(&common::scrape_unix(&home.path().join("metrics.sock")));
+    let allow = m.get("askbus_policy_decisions_total{decision=\"allow\"}");
+    let deny = m.get("askbus_policy_decisions_total{decision=\"deny\"}");
+    assert_eq!((allow, deny), (Some(&2.0), Some(&1.0)), "{m:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -59,6 +59,8 @@ pub struct Snapshot {
     pub stats: BrokerStats,
     pub roles: RoleCounts,
     pub pending: usize,
+    /// Approvals the policy rules decided: allow, deny.
+    pub policy_decisions: [u64; 2],
 }
 
 /// One uid's share of the bus now (see [`Broker::counts_of_uid`]).
@@ -179,6 +181,7 @@ impl Broker {
             stats: self.stats.clone(),
             roles: self.role_counts(),
             pending: self.pending_len(),
+            policy_decisions: self.policy_decisions,
         }
     }
 

@@ -118,6 +118,9 @@ impl Metrics {
                     .absolute(n);
             }
             counter!("askbus_approvals_confirmed_total").absolute(a.confirmed);
+            for (decision, n) in ["allow", "deny"].iter().zip(snap.policy_decisions) {
+                counter!("askbus_policy_decisions_total", "decision" => *decision).absolute(n);
+            }
             for (sink, result, n) in s.notify.iter() {
                 counter!("askbus_notifications_total", "sink" => sink.to_owned(), "result" => result.as_str())
                     .absolute(n);
