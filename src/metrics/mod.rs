@@ -180,6 +180,10 @@ fn describe() {
         "What UIs chose for answered approvals, by ToolConfirmationOutcome"
     );
     describe_counter!(
+        "askbus_policy_decisions_total",
+        "Approvals the policy rules decided without a person, by decision (allow, deny)"
+    );
+    describe_counter!(
         "askbus_approvals_confirmed_total",
         "Approvals whose producer was told confirmed: true"
     );
