@@ -76,7 +76,8 @@ impl TierState {
                 files.insert(path, old.clone());
                 continue;
             }
-            let one = crate::tiers::load_tier_dir_file(&path, &name, tier, owner);
+            let mut one = crate::tiers::load_tier_dir_file(&path, &name, tier, owner);
+            drop_backtracking_traps(&mut one, &path, tier);
             let bad = one.errors.iter().any(|e| !e.warning);
             errors.extend(one.errors.clone());
             match (bad, self.files.get(&path)) {
@@ -278,6 +279,10 @@ impl PolicySet {
     /// Decides an approval by rule: `Some` for allow or deny, `None` to ask a person.
     /// Any failure (unparsable call, refused rules) asks a person: never an allow.
     pub fn decide(&self, a: &Approval<'_>) -> Option<Verdict> {
+        // Bounded work per request: a call this large is asked of a person, not matched.
+        if a.tool_call.len() > MAX_CALL_BYTES {
+            return None;
+        }
         let engine = self.engine_for(a.uid)?;
         let call = json::parse(a.tool_call).ok()?;
         let name = call.prop("name").and_then(JsValue::as_string)?;
@@ -339,5 +344,145 @@ impl PolicySet {
             rule,
             message,
         })
+    }
+}
+
+/// The largest `toolCall` the rules are matched against (larger ones are asked of a person):
+/// with the pattern rules below it bounds the regex work of one decision.
+pub const MAX_CALL_BYTES: usize = 64 * 1024;
+
+/// The daemon matches under its one lock, so a pattern that backtracks exponentially would
+/// stall every user's requests. The reference rejects nested quantifiers; the daemon also drops
+/// an alternation under a quantifier (`(a|aa)*`), the other classic trap, and says so.
+fn drop_backtracking_traps(loaded: &mut Loaded, path: &Path, tier: Tier) {
+    thread_local! {
+        static TRAP: crate::regex::JsRegex =
+            crate::regex::JsRegex::new(r"\((?:[^()\\]|\\.)*\|(?:[^()\\]|\\.)*\)[*+{]")
+                .expect("valid");
+    }
+    let mut dropped = vec![];
+    loaded.rules.retain(|r| {
+        let trap = r
+            .args_pattern
+            .as_ref()
+            .is_some_and(|re| TRAP.with(|t| t.test(re.source())));
+        if trap {
+            dropped.push(
+                r.args_pattern
+                    .as_ref()
+                    .map(|re| re.source().to_string())
+                    .unwrap_or_default(),
+            );
+        }
+        !trap
+    });
+    for pattern in dropped {
+        loaded.errors.push(LoadError {
+            file: path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            path: path.to_string_lossy().into_owned(),
+            tier: tier.name(),
+            kind: "regex_compilation",
+            message: "Unsafe regex pattern for askbusd (an alternation under a quantifier)".into(),
+            warning: false,
+            rule_index: None,
+            details: Some(format!("Pattern: {pattern}")),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set_with(dir: &Path) -> PolicySet {
+        let d = dir.to_path_buf();
+        let uid = nix_uid(dir);
+        PolicySet::new(
+            Sources {
+                defaults: true,
+                admin_dir: dir.join("no-admin"),
+                admin_owner: 0,
+            },
+            move |u| (u == uid).then(|| d.clone()),
+        )
+    }
+
+    fn nix_uid(p: &Path) -> u32 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p).expect("dir").uid()
+    }
+
+    fn shell(command: &str) -> String {
+        serde_json::json!({"name": "run_shell_command", "args": {"command": command}}).to_string()
+    }
+
+    #[test]
+    fn hostile_files_cost_bounded_work() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let uid = nix_uid(dir.path());
+        // 100k rules in one file; a 3,000-character pattern; exponential backtracking traps.
+        let mut big = String::new();
+        for i in 0..100_000 {
+            big.push_str(&format!(
+                "[[rule]]\ntoolName = \"tool_{i}\"\ndecision = \"deny\"\npriority = 1\n"
+            ));
+        }
+        std::fs::write(dir.path().join("a-big.toml"), big).expect("write");
+        std::fs::write(
+            dir.path().join("b-regex.toml"),
+            format!(
+                "[[rule]]\ntoolName = \"run_shell_command\"\nargsPattern = \"{}\"\ndecision = \"allow\"\npriority = 5\n\n\
+                 [[rule]]\ntoolName = \"run_shell_command\"\nargsPattern = \"(a|aa)*c\"\ndecision = \"allow\"\npriority = 6\n\n\
+                 [[rule]]\ntoolName = \"run_shell_command\"\nargsPattern = \"(a+)+c\"\ndecision = \"allow\"\npriority = 7\n",
+                "x".repeat(3000)
+            ),
+        )
+        .expect("write");
+        let set = set_with(dir.path());
+        let started = std::time::Instant::now();
+        let call = shell(&format!("python3 {}", "a".repeat(5000)));
+        let v = set.decide(&Approval {
+            uid,
+            tool_call: &call,
+            ..Approval::default()
+        });
+        assert_eq!(v, None, "none of the hostile rules may allow");
+        let errors = set.errors().join("\n");
+        assert!(
+            errors.contains("Unsafe regex pattern (potential ReDoS)"),
+            "{errors}"
+        );
+        assert!(
+            errors.contains("an alternation under a quantifier"),
+            "{errors}"
+        );
+        // The 100k rules loaded and decide.
+        let call = serde_json::json!({"name": "tool_99999", "args": {}}).to_string();
+        let v = set
+            .decide(&Approval {
+                uid,
+                tool_call: &call,
+                ..Approval::default()
+            })
+            .expect("a rule denies");
+        assert_eq!(v.decision, Decision::Deny);
+        // A huge call is not matched at all.
+        let call = shell(&"a".repeat(MAX_CALL_BYTES));
+        assert_eq!(
+            set.decide(&Approval {
+                uid,
+                tool_call: &call,
+                ..Approval::default()
+            }),
+            None
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "{:?}",
+            started.elapsed()
+        );
     }
 }
