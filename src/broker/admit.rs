@@ -103,6 +103,8 @@ impl Broker {
             Some(BrokerError::NotAProducer(uid))
         } else if taken {
             Some(BrokerError::DuplicateCorrelationId(id.clone()))
+        } else if self.store_unwritable() {
+            Some(BrokerError::StoreUnavailable)
         } else if owned >= self.limits.max_pending_per_connection {
             Some(BrokerError::TooManyPendingForConnection(
                 self.limits.max_pending_per_connection,

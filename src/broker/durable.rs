@@ -6,6 +6,7 @@
 //! requests restored at start. Without a store none of this runs: protocol v1 exactly.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -122,6 +123,8 @@ pub(super) struct Durability {
     undelivered: HashMap<Arc<str>, Undelivered>,
     /// The grace ends of both, in order.
     graces: BTreeSet<(Instant, Arc<str>)>,
+    /// Whether the store can write (new requests are refused `store-unavailable` when not).
+    writable: Option<Arc<AtomicBool>>,
 }
 
 /// A stored request to make pending again at start.
@@ -136,11 +139,21 @@ pub struct Restored {
 
 impl Broker {
     /// Turns durability on: producers that go away get `grace` to re-attach.
-    pub fn set_durable(&mut self, grace: Duration) {
+    /// `writable` says whether the store can take new requests now.
+    pub fn set_durable(&mut self, grace: Duration, writable: Arc<AtomicBool>) {
         self.durable = Some(Durability {
             grace,
+            writable: Some(writable),
             ..Durability::default()
         });
+    }
+
+    /// Whether a new request would be refused `store-unavailable`.
+    pub(super) fn store_unwritable(&self) -> bool {
+        self.durable
+            .as_ref()
+            .and_then(|d| d.writable.as_ref())
+            .is_some_and(|w| !w.load(Ordering::Relaxed))
     }
 
     pub fn is_durable(&self) -> bool {
