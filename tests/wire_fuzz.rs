@@ -178,6 +178,7 @@ const CODES: [&str; 15] = [
     "too-many-connections",
     "frame-timeout",
     "origin-unreachable",
+    "store-unavailable",
 ];
 
 #[derive(Default, Debug)]

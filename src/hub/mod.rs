@@ -85,6 +85,8 @@ pub struct Hub {
     telemetry: TelemetrySink,
     node: Arc<str>,
     started: Instant,
+    /// Set once a store is attached (replies then keep their place behind held frames).
+    durable: std::sync::atomic::AtomicBool,
 }
 
 impl Hub {
@@ -112,6 +114,7 @@ impl Hub {
             telemetry,
             node: Arc::from(node),
             started: Instant::now(),
+            durable: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -493,6 +496,7 @@ impl Hub {
         let inner = &mut *guard;
         inner.broker.set_durable(grace, store.available.clone());
         let loaded = store.take_loaded();
+        self.durable.store(true, Ordering::Relaxed);
         inner.gate = Some(Gate {
             store,
             submitted: 0,
@@ -584,6 +588,23 @@ impl Hub {
                 self.release(*committed.borrow());
                 return;
             }
+        }
+    }
+
+    /// A connection's own reply (`welcome`, `pong`, `stats`, a frame error): returned to be
+    /// sent at once, unless frames decided before it still wait for a commit, in which case it
+    /// waits behind them (and `None` is returned).
+    pub fn reply_in_order(&self, peer: PeerId, frame: Bytes) -> Option<Bytes> {
+        if !self.durable.load(Ordering::Relaxed) {
+            return Some(frame);
+        }
+        let mut inner = self.lock();
+        match inner.gate.as_mut().filter(|g| g.must_wait()) {
+            Some(gate) => {
+                gate.held.push_back((gate.submitted, peer, frame));
+                None
+            }
+            None => Some(frame),
         }
     }
 
