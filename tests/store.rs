@@ -50,6 +50,20 @@ async fn replayed(d: &Daemon, n: u64) -> (common::Raw, Vec<(String, u64)>) {
     (ui, got)
 }
 
+fn history(store: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(common::cli_bin())
+        .arg("history")
+        .args(args)
+        .arg("--store")
+        .arg(store)
+        .output()
+        .expect("askbus history")
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn sql(store: &Path, q: &str) -> String {
     let out = Command::new("sqlite3")
         .arg(store)
@@ -309,9 +323,34 @@ fn an_edit_with_the_sqlite3_cli_breaks_the_chain_and_the_daemon_names_the_record
         d.terminate(Duration::from_secs(10));
         d.restart();
         assert!(!d.log_text().contains("does not verify"), "{}", d.log_text());
+        // `askbus history verify` reads the file itself, the daemon running.
+        let ok = history(&store, &["verify"]);
+        assert!(ok.status.success() && stdout(&ok).contains("the chain verifies (3 records)"), "{}", stdout(&ok));
+        let lines: Vec<Value> = stdout(&history(&store, &["--json"]))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let ids: Vec<&str> = lines.iter().map(|r| r["correlationId"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["c3", "c2", "c1"], "newest first");
+        let c2 = &lines[1];
+        assert_eq!(c2["reason"], "answered");
+        assert_eq!(c2["decision"]["outcome"], "cancel");
+        assert_eq!(c2["decision"]["confirmed"], false);
+        assert_eq!(c2["decidedBy"]["kind"], "human");
+        assert_eq!(c2["toolCall"]["name"], "run_shell_command");
+        assert_eq!(c2["delivered"], true);
+        assert_eq!(c2["shownSha256"].as_str().unwrap().len(), 64);
+        let one = history(&store, &["c2", "--json"]);
+        assert_eq!(serde_json::from_str::<Value>(stdout(&one).trim()).unwrap(), *c2);
+        let csv = stdout(&history(&store, &["--csv", "--reason", "answered", "--limit", "1"]));
+        assert!(csv.starts_with("correlationId,kind,askedAt") && csv.lines().count() == 2, "{csv}");
         d.terminate(Duration::from_secs(10));
         // Someone turns the refusal of c2 into an approval.
         sql(&store, "UPDATE requests SET response = replace(response, '\"confirmed\":false', '\"confirmed\":true') WHERE correlation_id = 'c2'");
+        let bad = history(&store, &["verify"]);
+        assert!(!bad.status.success());
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(err.contains("record c2 (chain position 2) does not fit the chain"), "{err}");
         d.restart();
         let log = d.log_text();
         assert!(log.contains("record c2 (chain position 2) does not fit the chain"), "{log}");

@@ -162,7 +162,7 @@ fn oracle(payload: &[u8]) -> Option<&'static str> {
     None
 }
 
-const CODES: [&str; 15] = [
+const CODES: [&str; 16] = [
     "invalid-json",
     "invalid-frame",
     "unknown-type",

@@ -163,8 +163,4 @@ pub fn shown_sha256(id: &str, body: &Body, context: Option<&RequestContext>) -> 
     }
 }
 
-/// Milliseconds since the epoch as RFC 3339 UTC with milliseconds.
-pub fn rfc3339_ms(ms: i64) -> String {
-    let t = SystemTime::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_millis(t).to_string()
-}
+pub use askbus::history::rfc3339_ms;

@@ -18,6 +18,7 @@ mod context;
 mod duration;
 mod explain;
 mod fail;
+mod history;
 mod hook;
 mod links;
 mod mcp;
@@ -207,6 +208,12 @@ enum Command {
     /// are signed single-use links to `askbus web` (--web-url). A request answered elsewhere,
     /// withdrawn or timed out closes its notification. Reconnects when askbusd restarts.
     Notify(notify::NotifyArgs),
+    /// The record of every request askbusd accepted, newest first (read from its store).
+    ///
+    /// A table of 50 by default; --json (JSON Lines) and --csv export every match. `askbus
+    /// history ID` shows one request whole; `askbus history verify` checks the records' chain
+    /// and names the first record that does not fit (exit 1).
+    History(history::Args),
     /// Print the daemon's live counters.
     Stats {
         /// The stats frame as compact JSON on one line, for scripts
@@ -224,7 +231,14 @@ enum Command {
 }
 
 /// Subcommands that never reach the daemon: `--socket` is not offered on them.
-const OFFLINE: [&str; 5] = ["validate", "schema", "completions", "man", "service"];
+const OFFLINE: [&str; 6] = [
+    "validate",
+    "schema",
+    "completions",
+    "man",
+    "service",
+    "history",
+];
 
 /// The command line as clap sees it: `--socket` before the subcommand, or after it on those
 /// that reach the daemon (not on the offline ones, where it would do nothing).
@@ -360,6 +374,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             answer::run(&socket, &id, what).await
         }
         Command::Stats { json } => stats::run(&socket, json).await,
+        Command::History(args) => history::run(args).map(|()| ExitCode::SUCCESS),
         Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Hook(args) => Ok(hook::run(&socket, args).await),
         Command::Web(args) => web::run(args, socket).await,

@@ -9,11 +9,53 @@
 //! reached its producer (`delivered`) is not a decision and is left out.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::protocol::ProducerInfo;
+
+#[cfg(feature = "store")]
+pub mod store;
+
+/// Milliseconds since the epoch as RFC 3339 UTC with milliseconds.
+pub fn rfc3339_ms(ms: i64) -> String {
+    let t = SystemTime::UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, mo, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms.max(0) % 1000
+    )
+}
+
+/// Days since 1970-01-01 as a proleptic Gregorian (year, month, day) (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (
+        if m <= 2 {
+            yoe + era * 400 + 1
+        } else {
+            yoe + era * 400
+        },
+        m,
+        d,
+    )
+}
 
 /// The chain's start: the `prev` of the first record ever stored.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -141,6 +183,13 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(all(test, feature = "shown"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc_with_milliseconds() {
+        assert_eq!(rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_ms(1_796_342_400_123), "2026-12-04T00:00:00.123Z");
+        assert_eq!(rfc3339_ms(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
 
     #[test]
     fn any_field_changes_the_hash_and_the_previous_one_too() {
