@@ -67,8 +67,9 @@ impl Broker {
             .pending
             .remove(id)
             .expect("caller checked it is pending");
-        if req.origin.is_remote() {
+        if let Some(origin) = req.origin.remote_node().cloned() {
             self.remote_len -= 1;
+            self.remote_unload(&origin, id, &req);
         }
         self.withdraw(id, &req, reason, except, answered_by, fx);
         req

@@ -41,7 +41,8 @@ pub use effects::{Effects, Msg};
 pub use error::BrokerError;
 pub use peers::{PeerId, PeerInfo, Rights, RoleCounts};
 pub use remote::{
-    Acked, Answer, FedOut, FedPolicy, Forward, RemoteQuestion, SharedEnd, SharedQuestion,
+    Acked, Answer, FedOut, FedPolicy, Forward, RemoteQuestion, RemoteRefusal, SharedEnd,
+    SharedQuestion,
 };
 pub use request::{Valid, ValidRequest};
 pub use stats::{ApprovalStats, BrokerStats};
@@ -120,8 +121,11 @@ pub struct Broker {
     closed: bool,
     /// Set when the daemon is federated.
     fed: Option<FedPolicy>,
-    /// How many of `pending` are remote (they count against no local limit).
+    /// How many of `pending` are remote.
     remote_len: usize,
+    /// What each origin node's remote questions hold here: they count against the local
+    /// limits per origin node, as one uid's do (see `remote::RemoteLoad`).
+    remote_load: HashMap<std::sync::Arc<str>, remote::RemoteLoad>,
     /// Peers that shut their write side and still have something to receive (see
     /// [`Broker::half_close`]).
     half_closed: BTreeSet<PeerId>,
@@ -141,6 +145,7 @@ impl Broker {
             closed: false,
             fed: None,
             remote_len: 0,
+            remote_load: HashMap::new(),
             half_closed: BTreeSet::new(),
             durable: None,
         }

@@ -12,7 +12,7 @@ use tokio::time::{Duration, Instant};
 
 use super::answer::check_answers;
 use super::body::{Body, Origin};
-use super::pending::Pending;
+use super::pending::{bytes_of, Pending};
 use super::{effects, Broker, BrokerError, Effects, PeerId, Valid};
 use crate::protocol::{
     encode_fast, AskUserResponse, BusEventKind, End, FrameError, Outcome, ProducerInfo,
@@ -118,6 +118,32 @@ pub enum FedOut {
     Publish(SharedQuestion),
     Ended(SharedEnd),
     Forward(Forward),
+}
+
+/// What one origin node's remote questions hold on this node.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RemoteLoad {
+    pub count: usize,
+    pub bytes: usize,
+}
+
+/// Why a remote question was not shown: it would exceed this node's limits, which bind each
+/// origin node as they bind one local uid (`max_pending_per_uid`, `max_pending_bytes_per_uid`)
+/// and every question together (`max_pending`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RemoteRefusal {
+    #[error("this node holds {held} pending requests, its limit (max_pending)")]
+    Total { held: usize },
+    #[error(
+        "node {node} has {held} questions shown here, the per-node limit (max_pending_per_uid)"
+    )]
+    Count { node: Arc<str>, held: usize },
+    #[error("node {node}'s questions would hold {bytes} bytes here, over the per-node limit of {limit} (max_pending_bytes_per_uid)")]
+    Bytes {
+        node: Arc<str>,
+        bytes: usize,
+        limit: usize,
+    },
 }
 
 /// A question another node shares, read and validated off the broker's lock.
@@ -266,13 +292,20 @@ impl Broker {
 
     /// Another node's question: shown to the UIs that see `shown_as_uid`'s questions, live
     /// ones at once and catching-up ones through their replay. Returns false when it was not
-    /// taken (federation off or not accepted from this node, or its id is pending already).
-    pub fn remote_ask(&mut self, q: RemoteQuestion, now: Instant, fx: &mut Effects) -> bool {
+    /// taken (federation off or not accepted from this node, or its id is pending already),
+    /// and an error when it would exceed this node's limits. Its deadline is clamped to
+    /// `max_timeout_ms`, as a local request's is.
+    pub fn remote_ask(
+        &mut self,
+        q: RemoteQuestion,
+        now: Instant,
+        fx: &mut Effects,
+    ) -> Result<bool, RemoteRefusal> {
         let Some(f) = &self.fed else {
-            return false;
+            return Ok(false);
         };
         if !f.accept || (!f.accept_nodes.is_empty() && !f.accept_nodes.contains(&*q.node)) {
-            return false;
+            return Ok(false);
         }
         let Valid {
             correlation_id: id,
@@ -283,10 +316,37 @@ impl Broker {
         if let Some(existing) = self.pending.get(id.as_str()) {
             // The same question again (a republish after a reconnect) is already shown; a
             // different node's question with a pending id cannot be told apart, so it is not.
-            return existing.origin.remote_node() == Some(&q.node);
+            return Ok(existing.origin.remote_node() == Some(&q.node));
         }
+        let bytes = bytes_of(&id, &body);
+        let load = self.remote_load.get(&*q.node).copied().unwrap_or_default();
+        if self.pending.len() >= self.limits.max_pending_total {
+            return Err(RemoteRefusal::Total {
+                held: self.pending.len(),
+            });
+        }
+        if load.count >= self.limits.max_pending_per_uid {
+            return Err(RemoteRefusal::Count {
+                node: q.node,
+                held: load.count,
+            });
+        }
+        let limit = self.limits.max_pending_bytes_per_uid;
+        if load.bytes.saturating_add(bytes) > limit {
+            return Err(RemoteRefusal::Bytes {
+                node: q.node,
+                bytes: load.bytes.saturating_add(bytes),
+                limit,
+            });
+        }
+        let remaining = q
+            .remaining
+            .min(Duration::from_millis(self.limits.max_timeout_ms));
         let mut producer = q.producer;
         producer.uid = f.shown_as_uid;
+        let load = self.remote_load.entry(q.node.clone()).or_default();
+        load.count += 1;
+        load.bytes += bytes;
         let pending = Pending {
             seq: self.pending.next_seq(),
             origin: Origin::Remote { node: q.node },
@@ -294,11 +354,22 @@ impl Broker {
             context: context.map(Box::new),
             body,
             accepted_at: now,
-            deadline: now + q.remaining + REMOTE_GRACE,
-            timeout_ms: q.remaining.as_millis() as u64,
+            deadline: now + remaining + REMOTE_GRACE,
+            timeout_ms: remaining.as_millis() as u64,
         };
         self.announce(Arc::from(id), pending, now, fx);
-        true
+        Ok(true)
+    }
+
+    /// A remote question of `origin` left: its load goes with it.
+    pub(super) fn remote_unload(&mut self, origin: &Arc<str>, id: &str, req: &Pending) {
+        if let Some(load) = self.remote_load.get_mut(origin) {
+            load.count -= 1;
+            load.bytes = load.bytes.saturating_sub(bytes_of(id, &req.body));
+            if load.count == 0 {
+                self.remote_load.remove(origin);
+            }
+        }
     }
 
     /// A remote question ended on its origin: withdrawn here with the same reason, except
