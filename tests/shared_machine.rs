@@ -105,7 +105,7 @@ struct Running(Child);
 impl Running {
     fn start(mut cmd: Command, socket: &Path) -> Running {
         let child = cmd
-            .args(["--no-telemetry", "--socket"])
+            .args(["--no-telemetry", "--no-store", "--socket"])
             .arg(socket)
             .stderr(Stdio::piped())
             .spawn()

@@ -50,6 +50,16 @@ async fn replayed(d: &Daemon, n: u64) -> (common::Raw, Vec<(String, u64)>) {
     (ui, got)
 }
 
+/// The next frame of type `ty`, past any other.
+async fn until(raw: &mut common::Raw, ty: &str) -> Value {
+    loop {
+        let f = raw.recv().await;
+        if f["type"] == ty {
+            return f;
+        }
+    }
+}
+
 fn history(store: &Path, args: &[&str]) -> std::process::Output {
     Command::new(common::cli_bin())
         .arg("history")
@@ -354,5 +364,101 @@ fn an_edit_with_the_sqlite3_cli_breaks_the_chain_and_the_daemon_names_the_record
         d.restart();
         let log = d.log_text();
         assert!(log.contains("record c2 (chain position 2) does not fit the chain"), "{log}");
+    });
+}
+
+/// As root only (it mounts a size-limited tmpfs): a full disk refuses new requests
+/// `store-unavailable`, still stores the decisions of those already accepted, and the daemon
+/// accepts again by itself once there is room.
+#[test]
+fn a_full_disk_refuses_new_requests_decides_accepted_ones_and_recovers() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to mount a tmpfs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16m", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    if !mounted.success() {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.clone());
+    let store = mnt.join("askbus.db");
+    common::rt().block_on(async {
+        let d = start(&store, &[]);
+        let (mut ui, _) = d.ui().await;
+        let mut p = d.connect().await;
+        p.send(approval("before")).await;
+        ui.recv_type("tool-confirmation-request").await;
+        // Fill the disk, byte by byte at the end.
+        let filler = mnt.join("filler");
+        {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&filler).unwrap();
+            let chunk = vec![7u8; 64 * 1024];
+            let mut n = chunk.len();
+            loop {
+                match f.write(&chunk[..n]) {
+                    Ok(_) => {}
+                    Err(_) if n > 1 => n /= 2,
+                    Err(_) => break,
+                }
+            }
+        }
+        // The next write fails; the reserve is given up so it goes through, and from then on
+        // new requests are refused.
+        let mut refused = false;
+        for n in 0..50 {
+            let id = format!("next-{n}");
+            p.send(choice_request(&id)).await;
+            p.send(json!({"type": "ping", "id": "x"})).await;
+            let f = p.recv().await;
+            if f["type"] == "error" && f["code"] == "store-unavailable" {
+                refused = true;
+                until(&mut p, "pong").await;
+                break;
+            }
+            assert_eq!(f["type"], "pong", "{f}");
+        }
+        assert!(
+            refused,
+            "never refused store-unavailable:\n{}",
+            d.log_text()
+        );
+        // What was accepted can still be decided, and the decision is acked.
+        ui.send(decision("before", "proceed_once")).await;
+        until(&mut ui, "tool-confirmation-ack").await;
+        let r = until(&mut p, "tool-confirmation-response").await;
+        assert_eq!(r["correlationId"], "before");
+        // Room again: the daemon accepts new requests by itself.
+        std::fs::remove_file(&filler).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            p.send(choice_request("after")).await;
+            p.send(json!({"type": "ping", "id": "x"})).await;
+            let f = p.recv().await;
+            if f["type"] == "pong" {
+                break;
+            }
+            assert_eq!(f["code"], "store-unavailable", "{f}");
+            until(&mut p, "pong").await;
+            assert!(std::time::Instant::now() < deadline, "never recovered");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        drop(p);
+        drop(ui);
+        drop(d);
     });
 }

@@ -92,9 +92,16 @@ impl Writer {
     pub fn run(mut self, rx: mpsc::Receiver<Cmd>) {
         let mut last_sweep = std::time::Instant::now() - Duration::from_secs(3600);
         loop {
-            let first = match rx.recv_timeout(Duration::from_secs(10)) {
+            let unavailable = !self.available.load(Ordering::Relaxed);
+            // While refusing, look for room again every second even when nothing is written.
+            let idle = Duration::from_secs(if unavailable { 1 } else { 10 });
+            let first = match rx.recv_timeout(idle) {
                 Ok(c) => c,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if unavailable && self.recovered() {
+                        tracing::info!(store = %self.opts.path.display(), "the store has room again; new requests are accepted");
+                        self.available.store(true, Ordering::Relaxed);
+                    }
                     if last_sweep.elapsed() > Duration::from_secs(60) {
                         last_sweep = std::time::Instant::now();
                         self.sweep();
