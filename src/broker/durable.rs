@@ -37,6 +37,9 @@ pub struct DecidedBy {
     pub node: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// The policy rule that decided (`kind` `rule`), as the policy engine describes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<serde_json::Value>,
 }
 
 impl DecidedBy {
@@ -57,6 +60,7 @@ impl DecidedBy {
             client: None,
             node: None,
             user: None,
+            rule: None,
         }
     }
 }
@@ -68,6 +72,8 @@ pub struct Decider {
     pub uid: Option<u32>,
     pub via: Option<String>,
     pub user: Option<String>,
+    /// Set when a policy rule decided, not a UI.
+    pub rule: Option<serde_json::Value>,
 }
 
 /// A request accepted here, as it is stored.
@@ -325,7 +331,11 @@ impl Broker {
             decided_by.client.clone_from(&ui.client);
             decided_by.node.clone_from(&ui.node);
         }
-        if let Some(who) = &ended.decider {
+        if let Some(rule) = ended.decider.as_ref().and_then(|d| d.rule.clone()) {
+            decided_by = DecidedBy::of_end(ended.end);
+            decided_by.kind = "rule".into();
+            decided_by.rule = Some(rule);
+        } else if let Some(who) = &ended.decider {
             decided_by.uid = who.uid;
             decided_by.via = Some(who.via.clone().unwrap_or_else(|| "client".into()));
             decided_by.user.clone_from(&who.user);
@@ -385,6 +395,7 @@ impl Broker {
             uid: Some(p.info.uid),
             via: p.via.clone(),
             user,
+            rule: None,
         })
     }
 }

@@ -62,6 +62,8 @@ pub struct Snapshot {
     pub stats: BrokerStats,
     pub roles: RoleCounts,
     pub pending: usize,
+    /// Approvals the policy rules decided: allow, deny.
+    pub policy_decisions: [u64; 2],
 }
 
 /// One uid's share of the bus now (see [`Broker::counts_of_uid`]).
@@ -131,9 +133,22 @@ pub struct Broker {
     half_closed: BTreeSet<PeerId>,
     /// With a store: what it must hold, and producers that are away.
     durable: Option<durable::Durability>,
+    /// The policy rules' decider: asked about every local approval before any UI sees it.
+    policy: Option<PolicyDecider>,
+    /// Approvals the rules decided, by decision: allow, deny.
+    pub policy_decisions: [u64; 2],
 }
 
+/// The policy rules (the hub holds them; the broker only asks): a synchronous, pure lookup
+/// over the rules in force, `Some` when a rule allows or denies, `None` to ask a person.
+pub type PolicyDecider = std::sync::Arc<askbus_policy::daemon::PolicySet>;
+
 impl Broker {
+    /// Sets (or clears) the policy decider.
+    pub fn set_policy(&mut self, policy: Option<PolicyDecider>) {
+        self.policy = policy;
+    }
+
     pub fn new(limits: Limits) -> Self {
         Broker {
             limits,
@@ -148,6 +163,8 @@ impl Broker {
             remote_load: HashMap::new(),
             half_closed: BTreeSet::new(),
             durable: None,
+            policy: None,
+            policy_decisions: [0; 2],
         }
     }
 
@@ -170,6 +187,7 @@ impl Broker {
             stats: self.stats.clone(),
             roles: self.role_counts(),
             pending: self.pending_len(),
+            policy_decisions: self.policy_decisions,
         }
     }
 

@@ -197,6 +197,11 @@ impl Hub {
         }
     }
 
+    /// Sets the policy rules every local approval is checked against (`None`: none).
+    pub fn set_policy(&self, policy: Option<crate::broker::PolicyDecider>) {
+        self.run(|b, _, _| b.set_policy(policy));
+    }
+
     pub fn set_limits(&self, limits: Limits) {
         self.run(|b, _, _| b.set_limits(limits));
     }
