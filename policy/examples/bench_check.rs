@@ -34,10 +34,18 @@ fn main() {
     assert_eq!(loaded.errors.len(), 0, "{:?}", loaded.errors.first());
     let ws = std::env::temp_dir().join("askbus-bench-ws");
     std::fs::create_dir_all(&ws).unwrap();
-    let place = Place { workspace: ws.to_string_lossy().into_owned(), home: "/nonexistent".into(), hermetic: false };
+    let place = Place {
+        workspace: ws.to_string_lossy().into_owned(),
+        home: "/nonexistent".into(),
+        hermetic: false,
+    };
     let engine = Engine::new(loaded.rules, loaded.checkers, Options::default(), place).unwrap();
     let cases = [
-        ("tool call (read_file)", "read_file", r#"{"file_path":"src/lib.rs"}"#),
+        (
+            "tool call (read_file)",
+            "read_file",
+            r#"{"file_path":"src/lib.rs"}"#,
+        ),
         (
             "5-part shell command",
             "run_shell_command",
@@ -46,7 +54,13 @@ fn main() {
     ];
     for (label, tool, args) in cases {
         let args = json::parse(args).unwrap();
-        let call = Call { name: tool, args: Some(&args), server: None, annotations: None, subagent: None };
+        let call = Call {
+            name: tool,
+            args: Some(&args),
+            server: None,
+            annotations: None,
+            subagent: None,
+        };
         let out = engine.check(&call);
         let mut times = vec![];
         for _ in 0..2000 {
@@ -54,6 +68,10 @@ fn main() {
             std::hint::black_box(engine.check(std::hint::black_box(&call)));
             times.push(t.elapsed().as_secs_f64() * 1e6);
         }
-        println!("{label}: {} -> median {:.2} µs", out.decision.as_str(), median(times));
+        println!(
+            "{label}: {} -> median {:.2} µs",
+            out.decision.as_str(),
+            median(times)
+        );
     }
 }

@@ -494,7 +494,7 @@ impl Hub {
     }
 
     /// Puts the store between the broker and the peers: the broker records what it must
-    /// persist, and frames wait for it (see [`Gate`]). What the store held pending or owed is
+    /// persist, and frames wait for it (`Gate`). What the store held pending or owed is
     /// restored first (before any connection is served).
     pub fn attach_store(&self, store: Arc<Store>, grace: std::time::Duration) {
         let mut guard = self.lock_to_change();
