@@ -128,6 +128,24 @@ struct Args {
     /// This node's name among the federated ones (A-Z a-z 0-9 - _) [default: the host name]
     #[arg(long, value_name = "NAME", value_parser = node_arg)]
     node: Option<String>,
+    /// Keep pending requests and every decision in the SQLite store at PATH [default:
+    /// $STATE_DIRECTORY/askbus.db (systemd), else $XDG_STATE_HOME/askbus/askbus.db, else
+    /// ~/.local/state/askbus/askbus.db]
+    #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
+    store: Option<PathBuf>,
+    /// Keep nothing on disk: pending requests end `shutdown` at exit (protocol v1 exactly)
+    #[arg(long)]
+    no_store: bool,
+    /// How long a request waits for its producer to come back (after a restart or a dropped
+    /// connection) before it ends producer-gone [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    resume_grace: Option<std::time::Duration>,
+    /// How long ended records are kept in the store [default: 30d]
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    retention: Option<std::time::Duration>,
+    /// Whether ended records keep question text, answers and diffs [default: keep]
+    #[arg(long, value_name = "MODE")]
+    history_text: Option<config::HistoryTextOption>,
     /// Print the man page (roff) and exit; packages install it as askbusd.1
     #[arg(long, hide = true)]
     man: bool,
@@ -170,6 +188,14 @@ impl Args {
             metrics_listen: self.metrics_listen.clone(),
             access: None,
             nats: self.nats.as_deref().map(config::split_servers),
+            store: if self.no_store {
+                Some(Telemetry::Off)
+            } else {
+                self.store.clone().map(Telemetry::At)
+            },
+            resume_grace: self.resume_grace,
+            retention: self.retention,
+            history_text: self.history_text,
             node: self.node.clone(),
             federation: None,
         }

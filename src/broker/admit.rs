@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::time::{Duration, Instant};
 
 use super::body::{Body, Origin};
+use super::durable::{AskedRecord, Durable};
 use super::peers::Cursor;
 use super::pending::{self, Pending};
 use super::{effects, Broker, BrokerError, Effects, PeerId, Valid};
@@ -92,10 +93,18 @@ impl Broker {
         let owned = self.pending.count_of_producer(peer);
         let (uid, may_produce) = (p.info.uid, p.info.rights.produce);
         self.peers.get_mut(&peer).expect("checked above").asked = true;
+        let taken = self.pending.contains(&id) || self.is_owed(&id);
+        if taken && may_produce && self.reattach(peer, uid, &id, &body, fx) {
+            // The same request again from its producer, back after a restart or a dropped
+            // connection: it carries on (the original deadline stands).
+            return;
+        }
         let refusal = if !may_produce {
             Some(BrokerError::NotAProducer(uid))
-        } else if self.pending.contains(&id) {
+        } else if taken {
             Some(BrokerError::DuplicateCorrelationId(id.clone()))
+        } else if self.store_unwritable() {
+            Some(BrokerError::StoreUnavailable)
         } else if owned >= self.limits.max_pending_per_connection {
             Some(BrokerError::TooManyPendingForConnection(
                 self.limits.max_pending_per_connection,
@@ -137,6 +146,17 @@ impl Broker {
             deadline: now + Duration::from_millis(timeout_ms),
             timeout_ms,
         };
+        if self.durable.is_some() {
+            fx.durable.push(Durable::Asked(Box::new(AskedRecord {
+                id: Arc::from(id.as_str()),
+                body: pending.body.clone(),
+                producer: pending.producer_info.clone(),
+                context: pending.context.clone(),
+                accepted_at: now,
+                deadline: pending.deadline,
+                timeout_ms,
+            })));
+        }
         if self.closed {
             return self.end_unanswered(&id, pending, DaemonOutcome::Shutdown, now, fx);
         }
@@ -214,7 +234,11 @@ impl Broker {
             message: if allow { None } else { verdict.message },
             payload: None,
         });
-        let ended = super::end::Ended::by_ui(End::from(Outcome::Answered), by, told);
+        let decider = super::Decider {
+            rule: Some(verdict.rule.clone()),
+            ..super::Decider::default()
+        };
+        let ended = super::end::Ended::by_ui(End::from(Outcome::Answered), by, told, Some(decider));
         self.end(id, pending, ended, now, fx);
     }
 

@@ -252,6 +252,15 @@ impl Daemon {
         {
             cmd.arg("--telemetry").arg(&self.telemetry);
         }
+        // Memory only unless the test asks for a store: protocol v1 exactly, and no test
+        // touches a store of the user running it.
+        if !self
+            .args
+            .iter()
+            .any(|a| a == "--no-store" || a == "--store" || a.starts_with("--store="))
+        {
+            cmd.arg("--no-store");
+        }
         if self.journal {
             use std::os::unix::fs::MetadataExt;
             let meta = std::fs::metadata(&self.log).expect("log file");
