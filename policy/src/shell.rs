@@ -130,11 +130,14 @@ fn has_prompt_transform(root: Node, src: &[u16]) -> bool {
     false
 }
 
+/// A text's parse and whether it redirects.
+type Memo = (Option<Parsed>, bool);
+
 thread_local! {
     /// Parses are pure functions of the text, and one check asks for the same texts several
     /// times (the whole command, its redirection test, each part): remembered per thread, a
     /// bounded number of them.
-    static MEMO: RefCell<std::collections::HashMap<Vec<u16>, (Option<Parsed>, bool)>> =
+    static MEMO: RefCell<std::collections::HashMap<Vec<u16>, Memo>> =
         RefCell::new(std::collections::HashMap::new());
 }
 
