@@ -30,13 +30,14 @@
 //!    `Effects` (the request encoded once by `UiRequestRef::encode` for every live UI);
 //! 3. `Hub::deliver` copies each frame into the peer's bounded `Outbox`; `Batch::flush` writes;
 //! 4. a UI's answer comes back the same way to `Broker::respond`, which takes it out of the
-//!    table and `finish`es it with an `End`: `encode_fast::response` to the producer, an ack
+//!    table and `end`s it with an `End`: `encode_fast::response` to the producer, an ack
 //!    to the UI, withdrawals to the other UIs, a `telemetry::Record` and a watcher event;
 //! 5. `Hub::deliver` stamps and hands the record to the `TelemetrySink` (written off-thread).
 //!
 //! An approval goes the same way: `approvals::fast::check` (else `approvals::check`, the
-//! reference) makes an `approvals::ValidApproval` for `Broker::ask_approval`, whose body UIs
-//! receive through `UiApprovalRef::encode`; a UI's decision goes to `Broker::decide`.
+//! reference) makes an `approvals::ValidApproval`, which becomes a `broker::Valid` with an
+//! approval `Body` for the same `Broker::ask`; UIs receive it through `UiApprovalRef::encode`,
+//! and a UI's decision goes to `Broker::decide`.
 
 // The client crate's modules, re-exported so `crate::protocol` reads the same inside the daemon.
 pub use askbus::{approvals, client, protocol, questions};

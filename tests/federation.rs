@@ -154,6 +154,9 @@ fn an_answer_from_b_reaches_the_producer_on_a_as_a_local_answer_would_and_c_with
         let w = ui_b.recv_type("ask-user-withdrawn").await;
         assert_eq!(w["answeredBy"]["node"], "C", "{w}");
         ui_a.recv_type("ask-user-withdrawn").await;
+        // Issue 27 item 14: a server with no authentication is warned about, once.
+        let log = a.log_text();
+        assert_eq!(log.matches("federating with no NATS authentication").count(), 1, "{log}");
     });
 }
 
@@ -482,75 +485,309 @@ fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_
     });
 }
 
-/// nats-server users A, B, C (password = the name) in one JetStream account: each may write
-/// only its own keys and receive only its own answers; A and B may answer each other, C may
-/// answer B but not A.
-const PERMISSIONS: &str = r#"
-accounts {
-  ASKBUS {
-    jetstream: enabled
-    users = [
-      { user: A, password: A, permissions: {
-          publish: { allow: ["$JS.API.>", "$JS.FC.>", "$JS.ACK.>", "$KV.askbus_pending.A.>", "$KV.askbus_nodes.A", "askbus.answer.B"] }
-          subscribe: { allow: ["_INBOX.>", "askbus.answer.A"] }
-          allow_responses: true } }
-      { user: B, password: B, permissions: {
-          publish: { allow: ["$JS.API.>", "$JS.FC.>", "$JS.ACK.>", "$KV.askbus_pending.B.>", "$KV.askbus_nodes.B", "askbus.answer.A"] }
-          subscribe: { allow: ["_INBOX.>", "askbus.answer.B"] }
-          allow_responses: true } }
-      { user: C, password: C, permissions: {
-          publish: { allow: ["$JS.API.>", "$JS.FC.>", "$JS.ACK.>", "$KV.askbus_pending.C.>", "$KV.askbus_nodes.C", "askbus.answer.B"] }
-          subscribe: { allow: ["_INBOX.>", "askbus.answer.C"] }
-          allow_responses: true } }
-    ]
-  }
+/// The shipped config's three nodes: devbox and laptop may answer each other, ci may
+/// answer nobody.
+async fn shipped_three(nats: &Nats) -> (Daemon, Daemon, Daemon) {
+    let url = nats.url();
+    let devbox = node(&url, "devbox", &nats.creds("devbox"));
+    let laptop = node(&url, "laptop", &nats.creds("laptop"));
+    let ci = node(&url, "ci", &nats.creds("ci"));
+    wait_sees(&devbox, &["laptop", "ci"]).await;
+    wait_sees(&laptop, &["devbox", "ci"]).await;
+    wait_sees(&ci, &["devbox", "laptop"]).await;
+    (devbox, laptop, ci)
 }
-"#;
 
 #[test]
 fn a_node_without_permission_cannot_answer_and_its_ui_is_told_why() {
-    let nats = Nats::start_with(&[], Some(PERMISSIONS));
+    let nats = Nats::shipped();
     rt().block_on(async {
         let url = nats.url();
-        let creds = |n: &str| {
-            let path = nats.dir.path().join(format!("{n}.password"));
-            std::fs::write(&path, n).unwrap();
-            format!("user = \"{n}\"\npassword_file = \"{}\"", path.display())
-        };
-        let a = node(&url, "A", &creds("A"));
-        let b = node(&url, "B", &creds("B"));
-        let c = node(&url, "C", &creds("C"));
-        wait_sees(&a, &["B", "C"]).await;
-        wait_sees(&b, &["A", "C"]).await;
-        wait_sees(&c, &["A", "B"]).await;
-        let (mut ui_b, _) = b.ui().await;
-        let (mut ui_c, _) = c.ui().await;
-        let mut producer = a.connect().await;
+        let (devbox, laptop, ci) = shipped_three(&nats).await;
+        let (mut ui_laptop, _) = laptop.ui().await;
+        let (mut ui_ci, _) = ci.ui().await;
+        let mut producer = devbox.connect().await;
         producer.send(choice_request("perm-1")).await;
-        ui_b.recv_type("ask-user-request").await;
-        ui_c.recv_type("ask-user-request").await;
-        ui_c.send(answer("perm-1", json!({"0": "SQLite"}))).await;
-        let err = ui_c.recv_error("forbidden").await;
+        ui_laptop.recv_type("ask-user-request").await;
+        ui_ci.recv_type("ask-user-request").await;
+        ui_ci.send(answer("perm-1", json!({"0": "SQLite"}))).await;
+        let err = ui_ci.recv_error("forbidden").await;
         assert_eq!(err["correlationId"], "perm-1");
         let msg = err["message"].as_str().unwrap();
         assert!(
-            msg.contains("Permissions Violation") && msg.contains("askbus.answer.A"),
+            msg.contains("Permissions Violation") && msg.contains("askbus.answer.devbox.ci"),
             "{msg}"
         );
-        // Still pending: B (allowed) answers it.
-        ui_b.send(answer("perm-1", json!({"0": "PostgreSQL"})))
+        // Still pending: laptop (allowed) answers it.
+        ui_laptop
+            .send(answer("perm-1", json!({"0": "PostgreSQL"})))
             .await;
-        ui_b.recv_type("ask-user-ack").await;
+        ui_laptop.recv_type("ask-user-ack").await;
         let r = producer.recv_type("ask-user-response").await;
         assert_eq!(r["answers"]["0"], "PostgreSQL");
-        let w = ui_c.recv_type("ask-user-withdrawn").await;
-        assert_eq!(w["answeredBy"]["node"], "B");
+        let w = ui_ci.recv_type("ask-user-withdrawn").await;
+        assert_eq!(w["answeredBy"]["node"], "laptop");
         // A wrong password: the node runs, its local bus works, it says it is not connected.
-        let bad = node(&url, "D", "user = \"A\"\npassword_file = \"/dev/null\"");
+        let bad = node(
+            &url,
+            "D",
+            "user = \"devbox\"\npassword_file = \"/dev/null\"",
+        );
         let mut p = bad.connect().await;
         p.ping().await;
         assert_eq!(fed_stats(&bad).await["connected"], false);
     });
+}
+
+/// A NATS client holding `user`'s credentials of the shipped config: the rogue of the attacks.
+async fn rogue(nats: &Nats, user: &str) -> async_nats::Client {
+    async_nats::ConnectOptions::with_user_and_password(user.into(), format!("{user}-secret"))
+        .custom_inbox_prefix(format!("_INBOX_{user}"))
+        .connect(nats.url())
+        .await
+        .expect("the rogue connects with its node's credentials")
+}
+
+/// Waits until `d`'s federation stats count `n` refused answers.
+async fn wait_refused(d: &Daemon, n: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let f = fed_stats(d).await;
+        if f["refused"].as_u64().unwrap_or(0) >= n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never refused {n}: {f}\n{}",
+            d.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[test]
+fn a_jetstream_consumer_delivering_to_the_answer_subject_approves_nothing() {
+    // Issue 27 item 1: ci, which may answer nobody, stores an approval under its own key and
+    // has the server deliver it to devbox's answer subjects (the legacy one and the one that
+    // names laptop, a node allowed to answer).
+    let nats = Nats::shipped();
+    rt().block_on(async {
+        let (devbox, laptop, _ci) = shipped_three(&nats).await;
+        let (mut ui_laptop, _) = laptop.ui().await;
+        let mut producer = devbox.connect().await;
+        producer.send(approval("curl-sh", json!({}))).await;
+        let shown = ui_laptop.recv_type("tool-confirmation-request").await;
+        assert_eq!(shown["correlationId"], "curl-sh");
+
+        let listener = rogue(&nats, "devbox").await;
+        let _literal = (
+            listener
+                .subscribe("askbus.answer.devbox.laptop")
+                .await
+                .unwrap(),
+            listener.subscribe("askbus.answer.devbox.ci").await.unwrap(),
+        );
+        listener.flush().await.unwrap();
+        let client = rogue(&nats, "ci").await;
+        let js = async_nats::jetstream::new(client.clone());
+        let forged = serde_json::to_vec(&json!({
+            "type": "tool-confirmation-response", "correlationId": "curl-sh",
+            "confirmed": true, "outcome": "proceed_once",
+            "ui": {"node": "laptop", "client": "test-ui/1"}
+        }))
+        .unwrap();
+        js.publish("$KV.askbus_pending.ci.forged", forged.into())
+            .await
+            .expect("ci may write its own keys")
+            .await
+            .expect("stored");
+        let stream = js
+            .get_stream("KV_askbus_pending")
+            .await
+            .expect("the bucket's stream");
+        for (i, target) in [
+            "askbus.answer.devbox",
+            "askbus.answer.devbox.laptop",
+            "askbus.answer.devbox.ci",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            stream
+                .create_consumer(async_nats::jetstream::consumer::push::Config {
+                    durable_name: Some(format!("forge{i}")),
+                    deliver_subject: target.into(),
+                    filter_subject: "$KV.askbus_pending.ci.forged".into(),
+                    ..Default::default()
+                })
+                .await
+                .expect("any node may create consumers under the KV grants");
+        }
+        // nats-server 2.15 delivers a push consumer's messages only once the deliver subject
+        // has a literal subscriber (devbox's wildcard does not count); another program of
+        // devbox's listening there gives it one, so the deliveries do reach askbusd, which
+        // refuses both and approves nothing.
+        wait_refused(&devbox, 2).await;
+        assert!(
+            devbox.log_text().contains("a JetStream delivery"),
+            "{}",
+            devbox.log_text()
+        );
+        producer.expect_silence(Duration::from_millis(300)).await;
+        // The approval is still pending: laptop's real decision is the one the producer gets.
+        ui_laptop.send(decide("curl-sh", "cancel")).await;
+        ui_laptop.recv_type("tool-confirmation-ack").await;
+        let r = producer.recv_type("tool-confirmation-response").await;
+        assert_eq!(r["confirmed"], false, "{r}");
+        assert_eq!(r["outcome"], "cancel", "{r}");
+    });
+}
+
+#[test]
+fn an_answer_claiming_another_node_in_its_payload_is_recorded_as_its_sender() {
+    // Issue 27 item 16: laptop's rogue client answers as "devbox-admin" in `ui.node`; the
+    // origin records the node the server let publish, laptop.
+    let nats = Nats::shipped();
+    rt().block_on(async {
+        let (devbox, _laptop, _ci) = shipped_three(&nats).await;
+        let mut producer = devbox.connect().await;
+        producer.send(choice_request("spoof-1")).await;
+        wait_shared(&devbox, 1).await;
+        let client = rogue(&nats, "laptop").await;
+        let body = json!({"type": "ask-user-response", "correlationId": "spoof-1",
+                          "answers": {"0": "SQLite"}, "cancelled": false,
+                          "ui": {"node": "ci", "client": "spoofed"}});
+        let reply = client
+            .request(
+                "askbus.answer.devbox.laptop",
+                serde_json::to_vec(&body).unwrap().into(),
+            )
+            .await
+            .expect("devbox replies");
+        let reply: Value = serde_json::from_slice(&reply.payload).unwrap();
+        assert_eq!(reply["outcome"], "answered", "{reply}");
+        producer.recv_type("ask-user-response").await;
+        let records = devbox.wait_telemetry(1);
+        assert_eq!(records[0]["ui"]["node"], "laptop", "{}", records[0]);
+        // And a reply outside the sender's inbox is refused: nobody reads laptop's answers
+        // through another node's inbox, and nobody makes devbox answer into one.
+        producer.send(choice_request("spoof-2")).await;
+        wait_shared(&devbox, 1).await;
+        client
+            .publish_with_reply(
+                "askbus.answer.devbox.laptop",
+                "_INBOX_ci.stolen",
+                serde_json::to_vec(
+                    &json!({"type": "ask-user-response", "correlationId": "spoof-2",
+                    "answers": {"0": "SQLite"}, "cancelled": false}),
+                )
+                .unwrap()
+                .into(),
+            )
+            .await
+            .unwrap();
+        wait_refused(&devbox, 1).await;
+        assert_eq!(fed_stats(&devbox).await["sharedPending"], 1);
+    });
+}
+
+#[test]
+fn shares_over_this_node_s_limits_are_refused_and_logged_with_the_sending_node() {
+    // Issue 27 item 9: ci's rogue client writes questions under ci's own keys past laptop's
+    // per-node count, one larger than laptop's max_frame_bytes, and deadlines ten years out.
+    use base64::Engine as _;
+    let nats = Nats::shipped();
+    rt().block_on(async {
+        let url = nats.url();
+        let limits = [
+            "--max-pending-per-uid",
+            "2",
+            "--max-timeout-ms",
+            "60000",
+            "--max-frame-bytes",
+            "65536",
+        ];
+        let laptop = node_with_args(&url, "laptop", &limits, &nats.creds("laptop"));
+        let ci = node(&url, "ci", &nats.creds("ci"));
+        wait_sees(&laptop, &["ci"]).await;
+        wait_sees(&ci, &["laptop"]).await;
+        let (mut ui, _) = laptop.ui().await;
+        let client = rogue(&nats, "ci").await;
+        let ten_years = 10 * 365 * 86_400_000u64;
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let entry = |id: &str, questions: Value| {
+            serde_json::to_vec(&json!({
+                "v": 1, "node": "ci", "correlationId": id, "questions": questions,
+                "timeoutMs": ten_years,
+                "deadlineMs": now_ms + ten_years,
+            }))
+            .unwrap()
+        };
+        let mut big = choice_request("big")["questions"].clone();
+        big[0]["question"] = json!("x".repeat(100_000));
+        let shares = [
+            ("big", entry("big", big)),
+            (
+                "lim-1",
+                entry("lim-1", choice_request("lim-1")["questions"].clone()),
+            ),
+            (
+                "lim-2",
+                entry("lim-2", choice_request("lim-2")["questions"].clone()),
+            ),
+            (
+                "lim-3",
+                entry("lim-3", choice_request("lim-3")["questions"].clone()),
+            ),
+        ];
+        for (id, body) in shares {
+            let key = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id);
+            client
+                .publish(format!("$KV.askbus_pending.ci.{key}"), body.into())
+                .await
+                .unwrap();
+        }
+        client.flush().await.unwrap();
+        // Two shown, each with the local deadline cap; the big one and the third refused.
+        for _ in 0..2 {
+            let shown = match ui.recv_within(Duration::from_secs(10)).await {
+                Some(f) => f,
+                None => panic!("nothing shown:\n{}", laptop.log_text()),
+            };
+            assert!(
+                ["lim-1", "lim-2"].contains(&shown["correlationId"].as_str().unwrap()),
+                "{shown}"
+            );
+            assert_eq!(shown["node"], "ci");
+            assert!(shown["timeoutMs"].as_u64().unwrap() <= 60_000, "{shown}");
+        }
+        wait_refused(&laptop, 2).await;
+        wait_remote_pending(&laptop, 2).await;
+        let log = laptop.log_text();
+        assert!(
+            log.contains("larger than max_frame_bytes") && log.contains("node=\"ci\""),
+            "{log}"
+        );
+        assert!(log.contains("node ci has 2 questions shown here"), "{log}");
+        ui.expect_silence(Duration::from_millis(200)).await;
+        // Authenticated on loopback: no transport warning.
+        assert!(!log.contains("no NATS authentication"), "{log}");
+    });
+}
+
+/// Waits until `d` shares `n` questions.
+async fn wait_shared(d: &Daemon, n: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if fed_stats(d).await["sharedPending"] == n {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "never shared {n}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// A test CA, and a server certificate it signed for 127.0.0.1, made with the openssl CLI.
@@ -1274,10 +1511,40 @@ fn check_config_validates_the_federation_section_and_its_files() {
             &["--nats", "nats://x:4222", "--node", "a/b"][..],
             "node",
         ),
+        // Issue 27 item 14: require_tls turns the transport warnings into errors.
+        (
+            "nats = \"nats://127.0.0.1:4222\"\n[federation]\nrequire_tls = true\n",
+            &[],
+            "no NATS authentication",
+        ),
+        (
+            "nats = \"nats://10.1.2.3:4222\"\n[federation]\nrequire_tls = true\ntoken_file = \"/dev/null\"\n",
+            &[],
+            "in the clear",
+        ),
     ] {
         let (ok, err) = check_config(text, args);
         assert!(!ok, "{text:?} {args:?} passed");
         assert!(err.contains(wanted), "{text:?}: {err}");
+    }
+    // Without it they are warnings; authenticated on loopback (or over TLS) there are none.
+    let (ok, err) = check_config("nats = \"nats://10.1.2.3:4222\"\n", &[]);
+    assert!(ok, "{err}");
+    assert!(
+        err.contains("warning: federation: federating with no NATS authentication"),
+        "{err}"
+    );
+    assert!(
+        err.contains("nats://10.1.2.3:4222 is not on this machine"),
+        "{err}"
+    );
+    for text in [
+        "nats = \"nats://127.0.0.1:4222\"\n[federation]\nrequire_tls = true\ntoken_file = \"/dev/null\"\n",
+        "nats = \"tls://10.1.2.3:4222\"\n[federation]\nrequire_tls = true\ntoken_file = \"/dev/null\"\n",
+    ] {
+        let (ok, err) = check_config(text, &[]);
+        assert!(ok, "{text}: {err}");
+        assert!(!err.contains("warning"), "{text}: {err}");
     }
 }
 

@@ -994,3 +994,68 @@ fn a_pushed_action_url_answers_through_askbus_web_once() {
     let _ = web.kill();
     let _ = web.wait();
 }
+
+/// Characters that must never leave askbus raw for a desktop or a phone: escapes and other
+/// controls, bidi overrides and isolates, zero-width and tag characters.
+fn raw_unsafe(s: &str) -> bool {
+    s.chars().any(|c| {
+        c.is_control()
+            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200B}'..='\u{200F}' | '\u{2060}' | '\u{FEFF}' | '\u{E0000}'..='\u{E007F}')
+    })
+}
+
+/// A choice whose option labels (the agent's text) carry an OSC 52 clipboard write, a
+/// right-to-left override, a zero-width space and hidden tag characters.
+fn evil_choice(id: &str) -> Value {
+    json!({"type": "ask-user-request", "correlationId": id,
+        "questions": [{"question": "Pick\u{202E}one", "header": "Pick", "type": "choice",
+            "options": [
+                {"label": "Yes\u{1b}]52;c;cHduZWQ=\u{7}", "description": "a"},
+                {"label": "No\u{202E}sey\u{200B}\u{E0068}\u{E0069}", "description": "b"}]}],
+        "context": {"agent": "gemini-cli/0.61.0"}})
+}
+
+#[test]
+fn button_labels_titles_and_bodies_are_neutralized_on_desktop_and_phone() {
+    let d = Daemon::start();
+    common::rt().block_on(async {
+        let mut bus = Bus::start().await;
+        let _n = Notifier::start(&d, &bus, &[]);
+        let mut p = d.connect().await;
+        p.send(evil_choice("e1")).await;
+        let (_, summary, body, actions) = bus.next_new().await;
+        for s in actions.iter().chain([&summary, &body]) {
+            assert!(!raw_unsafe(s), "raw on the desktop: {s:?} in {actions:?}");
+        }
+        // Visibly replaced, not dropped.
+        assert!(
+            actions.iter().any(|a| a.starts_with("Yes␛]52")),
+            "{actions:?}"
+        );
+
+        let (base, mut rx) = http_server(vec![]).await;
+        let topic = format!("{base}/t");
+        let _push = push_notifier(
+            &d,
+            &[
+                "--ntfy",
+                &topic,
+                "--push-after",
+                "0",
+                "--web-url",
+                "http://127.0.0.1:7870/",
+            ],
+            &[],
+        );
+        let h = next_http(&mut rx).await;
+        let b = &h.body;
+        let mut texts = vec![b["title"].as_str().unwrap(), b["message"].as_str().unwrap()];
+        for a in b["actions"].as_array().unwrap() {
+            texts.push(a["label"].as_str().unwrap());
+        }
+        assert!(texts.len() >= 4, "{b}");
+        for s in texts {
+            assert!(!raw_unsafe(s), "raw in the push: {s:?} in {b}");
+        }
+    });
+}

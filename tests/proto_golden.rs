@@ -192,7 +192,7 @@ fn index_lists_every_example_once_with_a_matching_schema() {
             ex.file,
             ex.schema
         );
-        if ex.direction == "telemetry" {
+        if ex.direction == "telemetry" || ex.direction == "shown" {
             continue;
         }
         let ty = ex.value["type"]
@@ -1340,4 +1340,38 @@ fn approval_examples_agree_with_the_code() {
         .map(|v| v.as_str().unwrap())
         .collect();
     assert_eq!(types, approvals::DETAIL_TYPES);
+}
+
+/// `shownSha256` (PROTOCOL.md, "What a request showed"): the crate's digest of each golden
+/// frame is the one in the file, which clients/python/tests/test_shown.py computes with
+/// Python's standard library from RFC 8785 (so the two implementations agree through it).
+#[test]
+fn shown_sha256_matches_the_independent_goldens() {
+    use askbus::protocol::{shown_json, shown_sha256, ServerFrame};
+    let shown: Vec<Example> = examples()
+        .into_iter()
+        .filter(|e| e.direction == "shown")
+        .collect();
+    assert_eq!(shown.len(), 2);
+    for ex in shown {
+        let frame: ServerFrame = serde_json::from_value(ex.value["frame"].clone())
+            .unwrap_or_else(|e| panic!("{}: {e}", ex.file));
+        let s = match &frame {
+            ServerFrame::AskUserRequest(r) => r.shown(),
+            ServerFrame::ToolConfirmationRequest(a) => a.shown(),
+            other => panic!("{}: not a request: {other:?}", ex.file),
+        };
+        assert_eq!(
+            shown_json(&s),
+            ex.value["shown"].as_str().unwrap(),
+            "{}",
+            ex.file
+        );
+        assert_eq!(
+            shown_sha256(&s),
+            ex.value["shownSha256"].as_str().unwrap(),
+            "{}",
+            ex.file
+        );
+    }
 }

@@ -221,6 +221,9 @@ fn main() -> ExitCode {
                 eprintln!("askbusd: {e}");
                 return ExitCode::FAILURE;
             }
+            for warning in f.transport_warnings() {
+                eprintln!("askbusd: warning: federation: {warning}");
+            }
         }
         return match args.settings() {
             Ok((_, Some(path))) => {

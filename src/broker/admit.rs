@@ -7,53 +7,38 @@ use std::sync::Arc;
 
 use tokio::time::{Duration, Instant};
 
+use super::body::{Body, Origin};
 use super::peers::Cursor;
 use super::pending::{self, Pending};
-use super::{effects, Broker, BrokerError, Effects, PeerId, ValidRequest};
-use crate::approvals::{ApprovalBody, ValidApproval};
+use super::{effects, Broker, BrokerError, Effects, PeerId, Valid};
 use crate::protocol::{
-    BusEventKind, End, FrameError, NoUiPolicy, RequestContext, RequestKind, TimeoutMs,
-    WithdrawReason,
+    BusEventKind, End, FrameError, NoUiPolicy, RequestContext, RequestKind, WithdrawReason,
 };
-use crate::questions::{DaemonOutcome, QuestionMeta};
+use crate::questions::DaemonOutcome;
 
 impl Broker {
-    /// A request failed validation (done outside the broker by `ValidRequest::check`): the
-    /// producer gets the error, and the rejection is logged like every other end.
+    /// A request of `kind` failed validation (done outside the broker, by `Valid::check` or
+    /// `approvals::check`): the producer gets the error, and the rejection is logged like
+    /// every other end.
     pub fn reject(
         &mut self,
         peer: PeerId,
         id: &str,
+        kind: RequestKind,
         context: Option<&RequestContext>,
         err: BrokerError,
         fx: &mut Effects,
     ) {
         let err = err.into_frame_error(id);
-        self.reject_with(peer, Some(id), err, Asked::Questions(&[]), context, fx);
-    }
-
-    /// An approval whose tool call, details or outcomes `approvals::check` refused.
-    pub fn reject_approval(
-        &mut self,
-        peer: PeerId,
-        id: &str,
-        context: Option<&RequestContext>,
-        message: String,
-        fx: &mut Effects,
-    ) {
-        let err = BrokerError::InvalidApproval(message).into_frame_error(id);
-        self.reject_with(peer, Some(id), err, Asked::Approval(None), context, fx);
+        self.reject_with(peer, Some(id), err, Asked::Kind(kind), context, fx);
     }
 
     /// A request refused while parsing its own fields (correlationId, timeoutMs, noUi,
     /// context): answered and logged like any rejected request, with the id when it had one.
     pub fn reject_malformed(&mut self, peer: PeerId, err: FrameError, fx: &mut Effects) {
         let id = err.correlation_id.clone();
-        let asked = match err.request {
-            Some(RequestKind::Approval) => Asked::Approval(None),
-            _ => Asked::Questions(&[]),
-        };
-        self.reject_with(peer, id.as_deref(), err, asked, None, fx);
+        let kind = err.request.unwrap_or(RequestKind::Question);
+        self.reject_with(peer, id.as_deref(), err, Asked::Kind(kind), None, fx);
     }
 
     fn reject_with(
@@ -69,54 +54,37 @@ impl Broker {
             return;
         };
         self.stats.count(End::Rejected);
-        let (meta, facts) = match asked {
-            Asked::Questions(meta) => (meta, None),
-            Asked::Approval(body) => {
-                self.stats.approvals.count(End::Rejected, None);
-                (&[][..], Some(effects::approval_facts(body, None)))
-            }
+        let body = match asked {
+            Asked::Body(body) => Some(body),
+            Asked::Kind(_) => None,
         };
-        let facts = facts.as_ref();
-        if !self.watchers.is_empty() {
-            let event = effects::rejected_event(id, err.code, &p.info, meta, context, facts);
-            fx.events.push(event);
+        let producer = effects::producer_info(&p.info);
+        let facts = effects::Facts::refused(id, producer, context, asked.kind(), body);
+        if asked.kind() == RequestKind::Approval {
+            self.stats.approvals.count(End::Rejected, None);
         }
-        let record = effects::rejected_record(id, err.code, &p.info, meta, context, facts);
-        fx.records.push(record);
+        let code = Some(err.code);
+        if !self.watchers.is_empty() {
+            let kind = BusEventKind::End(End::Rejected);
+            fx.events
+                .push(effects::event(&facts, kind, code, None, None, None));
+        }
+        fx.records
+            .push(effects::record(&facts, End::Rejected, code, None, 0, None));
         fx.error(peer, err);
     }
 
-    /// A producer asks with a validated request. Exactly one of: an error frame (rejected),
-    /// an immediate `no-ui` response, or the request becomes pending and goes to every UI.
-    pub fn ask(&mut self, peer: PeerId, req: ValidRequest, now: Instant, fx: &mut Effects) {
-        let envelope = (req.correlation_id, req.timeout_ms, req.no_ui, req.context);
-        self.admit(peer, envelope, req.questions, req.meta, None, now, fx);
-    }
-
-    /// A producer asks for an approval: as `ask`, with the same quotas, deadlines and ends.
-    pub fn ask_approval(
-        &mut self,
-        peer: PeerId,
-        req: ValidApproval,
-        now: Instant,
-        fx: &mut Effects,
-    ) {
-        let envelope = (req.correlation_id, req.timeout_ms, req.no_ui, req.context);
-        let body = Some(Box::new(req.body));
-        self.admit(peer, envelope, Box::from(""), Vec::new(), body, now, fx);
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn admit(
-        &mut self,
-        peer: PeerId,
-        (id, timeout, no_ui, context): Envelope,
-        questions: Box<str>,
-        meta: Vec<QuestionMeta>,
-        approval: Option<Box<ApprovalBody>>,
-        now: Instant,
-        fx: &mut Effects,
-    ) {
+    /// A producer asks with a validated request, of either kind. Exactly one of: an error
+    /// frame (rejected), an immediate `no-ui` response, or the request becomes pending and
+    /// goes to every UI.
+    pub fn ask(&mut self, peer: PeerId, req: impl Into<Valid>, now: Instant, fx: &mut Effects) {
+        let Valid {
+            correlation_id: id,
+            timeout_ms: timeout,
+            no_ui,
+            context,
+            body,
+        } = req.into();
         let Some(p) = self.peers.get(&peer) else {
             return;
         };
@@ -139,7 +107,7 @@ impl Broker {
                 uid,
                 limit: self.limits.max_pending_per_uid,
             })
-        } else if let Some(err) = self.over_byte_budget(uid, &id, &questions, approval.as_deref()) {
+        } else if let Some(err) = self.over_byte_budget(uid, &id, &body) {
             Some(err)
         } else if self.pending.len() - self.remote_len >= self.limits.max_pending_total {
             Some(BrokerError::TooManyPendingTotal(
@@ -149,32 +117,25 @@ impl Broker {
             None
         };
         if let Some(err) = refusal {
-            let asked = match &approval {
-                Some(body) => Asked::Approval(Some(body)),
-                None => Asked::Questions(&meta),
-            };
             let err = err.into_frame_error(&id);
+            let asked = Asked::Body(&body);
             return self.reject_with(peer, Some(&id), err, asked, context.as_ref(), fx);
         }
         let max = self.limits.max_timeout_ms;
         let timeout_ms = timeout.map_or(self.limits.default_timeout_ms.min(max), |t| t.clamp(max));
         self.stats.accepted += 1;
-        if approval.is_some() {
+        if body.kind() == RequestKind::Approval {
             self.stats.approvals.accepted += 1;
         }
-        let pending = Pending {
+        let mut pending = Pending {
             seq: self.pending.next_seq(),
-            producer: peer,
+            origin: Origin::local(peer),
             producer_info,
             context: context.map(Box::new),
-            questions,
-            meta,
-            approval,
+            body,
             accepted_at: now,
             deadline: now + Duration::from_millis(timeout_ms),
             timeout_ms,
-            origin: None,
-            shared: false,
         };
         if self.closed {
             return self.end_unanswered(&id, pending, DaemonOutcome::Shutdown, now, fx);
@@ -187,8 +148,19 @@ impl Broker {
             return self.end_unanswered(&id, pending, DaemonOutcome::NoUi, now, fx);
         }
         let id: Arc<str> = Arc::from(id);
-        let mut pending = pending;
         self.share(&id, &mut pending, fx);
+        self.announce(id, pending, now, fx);
+    }
+
+    /// A request that becomes pending, local or remote: sent to the live UIs that are shown
+    /// it (catching-up ones reach it through their replay), told to the watchers, and kept.
+    pub(super) fn announce(
+        &mut self,
+        id: Arc<str>,
+        pending: Pending,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
         let live: Vec<PeerId> = self
             .uis
             .iter()
@@ -205,28 +177,21 @@ impl Broker {
             }
         }
         if !self.watchers.is_empty() {
-            fx.events.push(effects::event(
-                BusEventKind::Request,
-                &id,
-                &pending,
-                None,
-                None,
-                Some(timeout_ms),
-                None,
-            ));
+            let facts = effects::Facts::of(&id, &pending, None);
+            let timeout_ms = Some(pending.timeout_ms);
+            let kind = BusEventKind::Request;
+            fx.events
+                .push(effects::event(&facts, kind, None, None, None, timeout_ms));
+        }
+        if pending.origin.is_remote() {
+            self.remote_len += 1;
         }
         self.pending.insert(id, pending);
     }
 
     /// The refusal of a request that would take its uid past `max_pending_bytes_per_uid`.
-    fn over_byte_budget(
-        &self,
-        uid: u32,
-        id: &str,
-        questions: &str,
-        approval: Option<&ApprovalBody>,
-    ) -> Option<BrokerError> {
-        let bytes = pending::bytes_of(id, questions, approval);
+    fn over_byte_budget(&self, uid: u32, id: &str, body: &Body) -> Option<BrokerError> {
+        let bytes = pending::bytes_of(id, body);
         let uid_bytes = self.pending.bytes_of_uid(uid);
         (uid_bytes.saturating_add(bytes) > self.limits.max_pending_bytes_per_uid).then_some(
             BrokerError::TooManyPendingBytesForUid {
@@ -257,9 +222,10 @@ impl Broker {
         now: Instant,
         fx: &mut Effects,
     ) {
-        let owned = self.pending.get(id).is_some_and(|r| {
-            r.producer == peer && r.approval.is_some() == (kind == RequestKind::Approval)
-        });
+        let owned = self
+            .pending
+            .get(id)
+            .is_some_and(|r| r.origin.producer() == Some(peer) && r.body.kind() == kind);
         if !owned {
             // Another producer's question is "not pending" for this one: nothing leaks.
             fx.error(
@@ -273,18 +239,19 @@ impl Broker {
     }
 }
 
-/// What a request was, for the record and event of its rejection.
+/// What a refused request was, for the record and event of its rejection: its body once it
+/// was known, else only its kind.
 #[derive(Clone, Copy)]
 enum Asked<'a> {
-    Questions(&'a [QuestionMeta]),
-    /// An approval, with its body once it was known.
-    Approval(Option<&'a ApprovalBody>),
+    Kind(RequestKind),
+    Body(&'a Body),
 }
 
-/// A request's envelope: correlationId, timeoutMs, noUi and context.
-type Envelope = (
-    String,
-    Option<TimeoutMs>,
-    Option<NoUiPolicy>,
-    Option<RequestContext>,
-);
+impl Asked<'_> {
+    fn kind(self) -> RequestKind {
+        match self {
+            Asked::Kind(kind) => kind,
+            Asked::Body(body) => body.kind(),
+        }
+    }
+}

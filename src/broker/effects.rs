@@ -6,15 +6,15 @@
 use std::time::SystemTime;
 
 use bytes::Bytes;
-use tokio::time::Instant;
 
+use super::body::{Body, Told};
 use super::pending::Pending;
 use super::remote::FedOut;
 use super::{PeerId, PeerInfo};
 use crate::approvals::ApprovalBody;
 use crate::protocol::{
     ApprovalResponse, BusEvent, BusEventKind, End, ErrorCode, FrameError, ProducerInfo,
-    RequestContext, UiInfo,
+    RequestContext, RequestKind, UiInfo,
 };
 use crate::questions::{question_types, QuestionMeta};
 use crate::telemetry::record::{ApprovalFacts, Record};
@@ -61,95 +61,113 @@ impl Effects {
     }
 }
 
-/// The telemetry record of a pending request's end. `answers` is the number of answers of an
-/// answered request (`None` for every other end); `told`, what an approval's producer was told.
+/// What telemetry and the watchers are told about one request, pending or refused: the same
+/// facts whichever way it ended.
+pub(super) struct Facts<'a> {
+    pub(super) id: Option<&'a str>,
+    pub(super) producer: ProducerInfo,
+    pub(super) context: Option<&'a RequestContext>,
+    pub(super) meta: &'a [QuestionMeta],
+    /// An approval's facts (`None` for questions).
+    pub(super) approval: Option<ApprovalFacts>,
+    /// The node a remote request was asked on.
+    pub(super) node: Option<&'a str>,
+}
+
+impl<'a> Facts<'a> {
+    /// A pending request's facts; `told`, what its producer was told once it ended.
+    pub(super) fn of(id: &'a str, req: &'a Pending, told: Option<&Told>) -> Facts<'a> {
+        let approval = req
+            .body
+            .approval()
+            .map(|body| approval_facts(Some(body), told.and_then(Told::approval)));
+        Facts {
+            id: Some(id),
+            producer: req.producer_info.clone(),
+            context: req.context.as_deref(),
+            meta: req.body.meta(),
+            approval,
+            node: req.origin.remote_node().map(|n| &**n),
+        }
+    }
+
+    /// A request refused before it became pending: its body when it was known, else its kind.
+    pub(super) fn refused(
+        id: Option<&'a str>,
+        producer: ProducerInfo,
+        context: Option<&'a RequestContext>,
+        kind: RequestKind,
+        body: Option<&'a Body>,
+    ) -> Facts<'a> {
+        let approval = (kind == RequestKind::Approval)
+            .then(|| approval_facts(body.and_then(Body::approval), None));
+        Facts {
+            id,
+            producer,
+            context,
+            meta: body.map_or(&[][..], Body::meta),
+            approval,
+            node: None,
+        }
+    }
+}
+
+/// The telemetry record of a request's end: `answers` is the number of answers of an answered
+/// request (`None` for every other end), `code` a refusal's.
 pub(super) fn record(
-    id: &str,
+    f: &Facts<'_>,
     end: End,
-    req: &Pending,
+    code: Option<ErrorCode>,
     ui: Option<UiInfo>,
-    now: Instant,
+    latency_ms: u64,
     answers: Option<usize>,
-    told: Option<&ApprovalResponse>,
 ) -> Record {
     Record {
         ts: SystemTime::UNIX_EPOCH,
         node: None,
-        correlation_id: Some(id.to_owned()),
+        correlation_id: f.id.map(str::to_owned),
         reason: end,
-        code: None,
-        producer: req.producer_info.clone(),
-        agent: context_field(req.context.as_deref(), |c| &c.agent),
-        project: context_field(req.context.as_deref(), |c| &c.project),
+        code,
+        producer: f.producer.clone(),
+        agent: context_field(f.context, |c| &c.agent),
+        project: context_field(f.context, |c| &c.project),
         ui,
-        latency_ms: (now - req.accepted_at).as_millis() as u64,
-        question_types: question_types(&req.meta),
-        dismissed: answers.is_none(),
+        latency_ms,
+        question_types: question_types(f.meta),
+        dismissed: code.is_none() && answers.is_none(),
         empty_submission: answers == Some(0),
         answer_count: answers.unwrap_or(0),
-        approval: req
-            .approval
-            .as_deref()
-            .map(|body| Box::new(approval_facts(Some(body), told))),
+        approval: f.approval.clone().map(Box::new),
     }
 }
 
-/// The record of a request refused before it became pending.
-pub(super) fn rejected_record(
-    id: Option<&str>,
-    code: ErrorCode,
-    producer: &PeerInfo,
-    meta: &[QuestionMeta],
-    context: Option<&RequestContext>,
-    approval: Option<&ApprovalFacts>,
-) -> Record {
-    Record {
-        ts: SystemTime::UNIX_EPOCH,
-        node: None,
-        correlation_id: id.map(str::to_owned),
-        reason: End::Rejected,
-        code: Some(code),
-        producer: producer_info(producer),
-        agent: context_field(context, |c| &c.agent),
-        project: context_field(context, |c| &c.project),
-        ui: None,
-        latency_ms: 0,
-        question_types: question_types(meta),
-        dismissed: false,
-        empty_submission: false,
-        answer_count: 0,
-        approval: approval.cloned().map(Box::new),
-    }
-}
-
-/// A watcher's event about a pending request: its arrival (with its timeout) or its end
-/// (with its latency).
+/// A watcher's event about a request: its arrival (with its timeout), its end (with its
+/// latency) or its refusal (with the error `code`).
 pub(super) fn event(
+    f: &Facts<'_>,
     kind: BusEventKind,
-    id: &str,
-    req: &Pending,
+    code: Option<ErrorCode>,
     ui: Option<UiInfo>,
     latency_ms: Option<u64>,
     timeout_ms: Option<u64>,
-    told: Option<&ApprovalResponse>,
 ) -> BusEvent {
     let mut e = BusEvent {
         event: kind,
         ts: String::new(),
-        correlation_id: Some(id.to_owned()),
-        producer: req.producer_info.clone(),
-        agent: context_field(req.context.as_deref(), |c| &c.agent),
-        project: context_field(req.context.as_deref(), |c| &c.project),
+        correlation_id: f.id.map(str::to_owned),
+        producer: f.producer.clone(),
+        agent: context_field(f.context, |c| &c.agent),
+        project: context_field(f.context, |c| &c.project),
         ui,
         latency_ms,
         timeout_ms,
-        question_types: question_types(&req.meta)
+        question_types: question_types(f.meta)
             .into_iter()
             .map(str::to_owned)
             .collect(),
-        headers: headers(&req.meta),
-        code: None,
-        node: req.origin.as_deref().map(str::to_owned),
+        headers: headers(f.meta),
+        code: code.map(|c| c.as_str().to_owned()),
+        node: f.node.map(str::to_owned),
         kind: None,
         tool: None,
         details_type: None,
@@ -157,46 +175,7 @@ pub(super) fn event(
         outcome: None,
         notify: None,
     };
-    if let Some(body) = req.approval.as_deref() {
-        approval_event(&mut e, &approval_facts(Some(body), told));
-    }
-    e
-}
-
-/// A watcher's event about a request refused before it became pending.
-pub(super) fn rejected_event(
-    id: Option<&str>,
-    code: ErrorCode,
-    producer: &PeerInfo,
-    meta: &[QuestionMeta],
-    context: Option<&RequestContext>,
-    approval: Option<&ApprovalFacts>,
-) -> BusEvent {
-    let mut e = BusEvent {
-        event: BusEventKind::End(End::Rejected),
-        ts: String::new(),
-        correlation_id: id.map(str::to_owned),
-        producer: producer_info(producer),
-        agent: context_field(context, |c| &c.agent),
-        project: context_field(context, |c| &c.project),
-        ui: None,
-        latency_ms: None,
-        timeout_ms: None,
-        question_types: question_types(meta)
-            .into_iter()
-            .map(str::to_owned)
-            .collect(),
-        headers: headers(meta),
-        code: Some(code.as_str().to_owned()),
-        node: None,
-        kind: None,
-        tool: None,
-        details_type: None,
-        confirmed: None,
-        outcome: None,
-        notify: None,
-    };
-    if let Some(facts) = approval {
+    if let Some(facts) = &f.approval {
         approval_event(&mut e, facts);
     }
     e

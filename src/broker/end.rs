@@ -1,27 +1,28 @@
 //! The end of a pending request, the broker's invariant: every accepted request leaves the
-//! pending table through `take` and gets exactly one terminal frame through `finish` or
-//! `finish_approval`, counted and logged once in `count_end`. Timeouts and shutdown are
+//! pending table through `take` and gets exactly one terminal frame through `end`, where it is
+//! counted and logged once. Timeouts and shutdown are
 //! here, since they end requests nobody answered.
 
 use std::collections::BTreeMap;
 
 use tokio::time::Instant;
 
+use super::body::{Body, Told};
 use super::pending::Pending;
 use super::{effects, Broker, Effects, PeerId};
 use crate::approvals;
 use crate::protocol::{
-    encode_fast, ApprovalResponse, BusEventKind, End, Outcome, ProducerResponse, ToolOutcome,
+    ApprovalResponse, BusEventKind, End, Outcome, ProducerResponse, RequestKind, ToolOutcome,
     UiInfo, WithdrawReason,
 };
-use crate::questions::{self, DaemonOutcome, ToolResult};
+use crate::questions::{self, DaemonOutcome};
 
 impl Broker {
     /// Times out every request whose deadline is at or before `now`.
     pub fn expire(&mut self, now: Instant, fx: &mut Effects) {
         while let Some(id) = self.pending.first_due(now) {
             let req = self.take(&id, WithdrawReason::Timeout, None, None, fx);
-            if req.origin.is_some() {
+            if req.origin.is_remote() {
                 // Its origin's end never came (it is checked a grace after the deadline).
                 continue;
             }
@@ -39,7 +40,7 @@ impl Broker {
         self.closed = true;
         for id in self.pending.ids() {
             let req = self.take(&id, WithdrawReason::Shutdown, None, None, fx);
-            if req.origin.is_some() {
+            if req.origin.is_remote() {
                 continue;
             }
             self.end_unanswered(&id, req, DaemonOutcome::Shutdown, now, fx);
@@ -60,8 +61,9 @@ impl Broker {
             .pending
             .remove(id)
             .expect("caller checked it is pending");
-        if req.origin.is_some() {
+        if let Some(origin) = req.origin.remote_node().cloned() {
             self.remote_len -= 1;
+            self.remote_unload(&origin, id, &req);
         }
         self.withdraw(id, &req, reason, except, answered_by, fx);
         req
@@ -91,69 +93,43 @@ impl Broker {
         }
     }
 
-    /// Sends the producer its one terminal frame, and counts and logs the end.
-    pub(super) fn finish(
+    /// A request's one end (it was just `take`n): counted, told to the watchers, telemetry
+    /// and the other nodes, and `told` sent to its producer when it is here.
+    pub(super) fn end(
         &mut self,
         id: &str,
         req: Pending,
-        ending: Ending,
+        ended: Ended,
         now: Instant,
         fx: &mut Effects,
     ) {
-        let Ending {
-            outcome,
-            result,
-            answers,
-            ui,
-        } = ending;
-        let answer_count = (outcome == Outcome::Answered).then_some(answers.len());
-        self.count_end(outcome.into(), id, &req, ui, now, answer_count, None, fx);
-        let response = ProducerResponse {
-            correlation_id: id.to_owned(),
-            answers,
-            cancelled: outcome != Outcome::Answered,
-            reason: outcome,
-            result,
-        };
-        fx.frame(req.producer, encode_fast::response(&response));
-    }
-
-    /// Counts a pending request's end and tells the watchers and telemetry.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn count_end(
-        &mut self,
-        end: End,
-        id: &str,
-        req: &Pending,
-        ui: Option<UiInfo>,
-        now: Instant,
-        answer_count: Option<usize>,
-        told: Option<&ApprovalResponse>,
-        fx: &mut Effects,
-    ) {
+        let Ended { end, by: ui, told } = ended;
         self.stats.count(end);
-        if req.approval.is_some() {
+        if req.body.kind() == RequestKind::Approval {
             let decision = told
+                .as_ref()
+                .and_then(Told::approval)
                 .filter(|r| r.reason == Outcome::Answered)
                 .map(|r| r.outcome);
             self.stats.approvals.count(end, decision);
         }
-        self.ended_shared(id, req, end.as_str(), ui.as_ref(), fx);
+        self.ended_shared(id, &req, end.as_str(), ui.as_ref(), fx);
+        let latency = (now - req.accepted_at).as_millis() as u64;
+        let answers = match &told {
+            Some(Told::Question(r)) if r.reason == Outcome::Answered => Some(r.answers.len()),
+            _ => None,
+        };
+        let facts = effects::Facts::of(id, &req, told.as_ref());
         if !self.watchers.is_empty() {
-            let latency = (now - req.accepted_at).as_millis() as u64;
             let kind = BusEventKind::End(end);
-            fx.events.push(effects::event(
-                kind,
-                id,
-                req,
-                ui.clone(),
-                Some(latency),
-                None,
-                told,
-            ));
+            let event = effects::event(&facts, kind, None, ui.clone(), Some(latency), None);
+            fx.events.push(event);
         }
         fx.records
-            .push(effects::record(id, end, req, ui, now, answer_count, told));
+            .push(effects::record(&facts, end, None, ui, latency, answers));
+        if let (Some(told), Some(producer)) = (told, req.origin.producer()) {
+            fx.frame(producer, told.encode());
+        }
     }
 
     /// Ends a request nobody answered (timeout, no-ui, withdrawn, shutdown): for an approval
@@ -166,65 +142,99 @@ impl Broker {
         now: Instant,
         fx: &mut Effects,
     ) {
-        if req.approval.is_none() {
-            let ending = Ending::daemon(&req, outcome);
-            return self.finish(id, req, ending, now, fx);
+        let told = unanswered(id, &req, outcome);
+        let end = End::from(outcome_of(outcome));
+        let ended = Ended {
+            end,
+            by: None,
+            told: Some(told),
+        };
+        self.end(id, req, ended, now, fx);
+    }
+}
+
+/// How a request ended.
+pub(super) struct Ended {
+    pub(super) end: End,
+    /// The UI whose answer or dismissal ended it.
+    pub(super) by: Option<UiInfo>,
+    /// What its producer is told; `None` when there is no one to tell (it is gone).
+    pub(super) told: Option<Told>,
+}
+
+impl Ended {
+    pub(super) fn by_ui(end: End, ui: UiInfo, told: Told) -> Ended {
+        Ended {
+            end,
+            by: Some(ui),
+            told: Some(told),
         }
-        let reason = Ending::outcome_of(outcome);
-        let response = ApprovalResponse {
+    }
+
+    pub(super) fn untold(end: End) -> Ended {
+        Ended {
+            end,
+            by: None,
+            told: None,
+        }
+    }
+}
+
+/// What the producer of a request nobody answered is told.
+pub(super) fn unanswered(id: &str, req: &Pending, outcome: DaemonOutcome) -> Told {
+    let reason = outcome_of(outcome);
+    match &req.body {
+        Body::Questions(n) => Told::Question(ProducerResponse {
+            correlation_id: id.to_owned(),
+            answers: BTreeMap::new(),
+            cancelled: true,
+            reason,
+            result: questions::daemon_result(&n.meta, outcome, req.timeout_ms),
+        }),
+        Body::Approval(_) => Told::Approval(ApprovalResponse {
             correlation_id: id.to_owned(),
             confirmed: false,
             outcome: ToolOutcome::Cancel,
             reason,
             message: approvals::daemon_message(reason, req.timeout_ms),
             payload: None,
-        };
-        self.finish_approval(req, response, None, now, fx);
-    }
-
-    /// Sends an approval's producer its one terminal frame, and counts and logs the end.
-    pub(super) fn finish_approval(
-        &mut self,
-        req: Pending,
-        response: ApprovalResponse,
-        ui: Option<UiInfo>,
-        now: Instant,
-        fx: &mut Effects,
-    ) {
-        let id = response.correlation_id.as_str();
-        let end = End::from(response.reason);
-        self.count_end(end, id, &req, ui, now, None, Some(&response), fx);
-        fx.frame(req.producer, encode_fast::approval_response(&response));
+        }),
     }
 }
 
-/// How a pending request ends, with what its producer is told.
-pub(super) struct Ending {
-    pub(super) outcome: Outcome,
-    pub(super) result: ToolResult,
-    /// An answered request's answers (empty for every other outcome).
-    pub(super) answers: BTreeMap<usize, String>,
-    /// The UI whose answer or dismissal ended it.
-    pub(super) ui: Option<UiInfo>,
+/// What a question's producer is told when a UI answered (`answers`) or dismissed it
+/// (`None`).
+pub(super) fn answered(
+    id: &str,
+    meta: &[crate::questions::QuestionMeta],
+    answers: Option<BTreeMap<usize, String>>,
+) -> Told {
+    let (reason, result, answers) = match answers {
+        Some(answers) => (
+            Outcome::Answered,
+            questions::answered_result(meta, &answers),
+            answers,
+        ),
+        None => (
+            Outcome::Dismissed,
+            questions::dismissed_result(meta),
+            BTreeMap::new(),
+        ),
+    };
+    Told::Question(ProducerResponse {
+        correlation_id: id.to_owned(),
+        cancelled: reason != Outcome::Answered,
+        answers,
+        reason,
+        result,
+    })
 }
 
-impl Ending {
-    /// One of the daemon's own outcomes, which no UI chose.
-    pub(super) fn daemon(req: &Pending, outcome: DaemonOutcome) -> Ending {
-        Ending {
-            outcome: Ending::outcome_of(outcome),
-            result: questions::daemon_result(&req.meta, outcome, req.timeout_ms),
-            answers: BTreeMap::new(),
-            ui: None,
-        }
-    }
-
-    pub(super) fn outcome_of(outcome: DaemonOutcome) -> Outcome {
-        match outcome {
-            DaemonOutcome::Timeout => Outcome::Timeout,
-            DaemonOutcome::NoUi => Outcome::NoUi,
-            DaemonOutcome::Withdrawn => Outcome::Withdrawn,
-            DaemonOutcome::Shutdown => Outcome::Shutdown,
-        }
+pub(super) fn outcome_of(outcome: DaemonOutcome) -> Outcome {
+    match outcome {
+        DaemonOutcome::Timeout => Outcome::Timeout,
+        DaemonOutcome::NoUi => Outcome::NoUi,
+        DaemonOutcome::Withdrawn => Outcome::Withdrawn,
+        DaemonOutcome::Shutdown => Outcome::Shutdown,
     }
 }

@@ -5,17 +5,19 @@
 //!
 //! - [`pending`]: the pending table, the one type that keeps a request and its indexes in step;
 //! - `peers`: who each connection is and what it may do;
+//! - `body`: what a request is (questions or an approval) and where it came from, as types;
 //! - `request`: a request validated outside the lock;
 //! - `effects`: what an operation asks its caller to do;
 //! - `uis`: subscribe, replay, watch and rights: which UI is shown which request;
 //! - `admit`: a request entering (quotas, no-UI policy, first delivery), refusals, cancels;
 //! - `answer`: a UI's answer to a question (`respond`) or an approval (`decide`);
-//! - `end`: every request's one end (`take`, `finish`), timeouts and shutdown;
+//! - `end`: every request's one end (`take`, `end`), timeouts and shutdown;
 //! - `remote`: federation's shared and remote questions;
 //! - this file: the broker's state, its limits and counts, and peers arriving and leaving.
 
 mod admit;
 mod answer;
+pub mod body;
 mod effects;
 mod end;
 mod error;
@@ -31,17 +33,17 @@ use std::collections::{BTreeSet, HashMap};
 
 use tokio::time::Instant;
 
+pub use body::{Body, Origin, Told};
 pub use effects::{Effects, Msg};
 pub use error::BrokerError;
 pub use peers::{PeerId, PeerInfo, Rights, RoleCounts};
 pub use remote::{
-    Acked, Answer, FedOut, FedPolicy, Forward, RemoteQuestion, RemoteRequest, SharedEnd,
+    Acked, Answer, FedOut, FedPolicy, Forward, RemoteQuestion, RemoteRefusal, SharedEnd,
     SharedQuestion,
 };
-pub use request::ValidRequest;
+pub use request::{Valid, ValidRequest};
 pub use stats::{ApprovalStats, BrokerStats};
 
-use end::Ending;
 use peers::Peer;
 use pending::PendingTable;
 
@@ -116,8 +118,11 @@ pub struct Broker {
     closed: bool,
     /// Set when the daemon is federated.
     fed: Option<FedPolicy>,
-    /// How many of `pending` are remote (they count against no local limit).
+    /// How many of `pending` are remote.
     remote_len: usize,
+    /// What each origin node's remote questions hold here: they count against the local
+    /// limits per origin node, as one uid's do (see `remote::RemoteLoad`).
+    remote_load: HashMap<std::sync::Arc<str>, remote::RemoteLoad>,
     /// Peers that shut their write side and still have something to receive (see
     /// [`Broker::half_close`]).
     half_closed: BTreeSet<PeerId>,
@@ -135,6 +140,7 @@ impl Broker {
             closed: false,
             fed: None,
             remote_len: 0,
+            remote_load: HashMap::new(),
             half_closed: BTreeSet::new(),
         }
     }
@@ -175,7 +181,7 @@ impl Broker {
 
     /// Peers that asked at least one question still pending.
     pub fn producer_count(&self) -> usize {
-        self.pending.producers() - usize::from(self.remote_len > 0)
+        self.pending.producers()
     }
 
     pub fn connect(&mut self, peer: PeerId, info: PeerInfo) {
@@ -246,7 +252,8 @@ impl Broker {
         for id in self.pending.owned_by(peer) {
             let req = self.take(&id, WithdrawReason::ProducerGone, None, None, fx);
             // No one is left to tell: counted and logged like every other end.
-            self.count_end(End::ProducerGone, &id, &req, None, now, None, None, fx);
+            let ended = end::Ended::untold(End::ProducerGone);
+            self.end(&id, req, ended, now, fx);
         }
     }
 

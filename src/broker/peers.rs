@@ -103,6 +103,9 @@ impl Peer {
 
     /// The node `req` was asked on, as far as this UI's filter is concerned.
     pub fn node_of<'a>(&'a self, req: &'a Pending) -> Option<&'a str> {
-        req.origin.as_deref().or(self.node.as_deref())
+        req.origin
+            .remote_node()
+            .map(|n| &**n)
+            .or(self.node.as_deref())
     }
 }

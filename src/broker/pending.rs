@@ -8,18 +8,17 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use bytes::Bytes;
 use tokio::time::Instant;
 
+use super::body::{Body, Origin};
 use super::PeerId;
-use crate::approvals::ApprovalBody;
-use crate::protocol::{encode_fast, ProducerInfo, RequestContext, UiRequestRef, WithdrawReason};
-use crate::questions::QuestionMeta;
+use crate::protocol::{ProducerInfo, RequestContext};
 
-/// What a pending request counts against its uid's byte budget: its normalized questions'
-/// text (or an approval's body) and its correlationId, the bytes it keeps alive while pending.
-pub fn bytes_of(id: &str, questions: &str, approval: Option<&ApprovalBody>) -> usize {
-    id.len() + questions.len() + approval.map_or(0, |a| a.bytes)
+/// What a pending request counts against its uid's byte budget: its body (normalized
+/// questions' text or an approval's fields) and its correlationId, the bytes it keeps alive
+/// while pending.
+pub fn bytes_of(id: &str, body: &Body) -> usize {
+    id.len() + body.bytes()
 }
 
 /// One pending request.
@@ -27,53 +26,16 @@ pub fn bytes_of(id: &str, questions: &str, approval: Option<&ApprovalBody>) -> u
 pub struct Pending {
     /// Its place in arrival order (unique; from [`PendingTable::next_seq`]).
     pub seq: u64,
-    pub producer: PeerId,
+    /// Who asked: a connection here (while it is connected) or another node.
+    pub origin: Origin,
     pub producer_info: ProducerInfo,
     /// Who is asking, about what, as the producer said (known fields only).
     pub context: Option<Box<RequestContext>>,
-    /// The normalized questions' JSON text, copied into every UI frame as it is.
-    pub questions: Box<str>,
-    pub meta: Vec<QuestionMeta>,
-    /// `Some` for an approval (then `questions` and `meta` are empty).
-    pub approval: Option<Box<ApprovalBody>>,
+    /// What it asks: questions or an approval.
+    pub body: Body,
     pub accepted_at: Instant,
     pub deadline: Instant,
     pub timeout_ms: u64,
-    /// Federation: the node a remote question was asked on (`None`: asked here). A remote
-    /// question's `producer` is `remote::REMOTE` and its deadline the origin's plus a grace.
-    pub origin: Option<Arc<str>>,
-    /// Federation: a local question the other nodes were told about.
-    pub shared: bool,
-}
-
-impl Pending {
-    /// The request as a UI receives it now (its timeout counts down).
-    pub fn encode_for_ui(&self, id: &str, now: Instant) -> Bytes {
-        let timeout_ms = self.deadline.saturating_duration_since(now).as_millis() as u64;
-        if let Some(body) = &self.approval {
-            let context = self.context.as_deref();
-            return body
-                .ui_frame_ref(id, timeout_ms, &self.producer_info, context, None)
-                .encode();
-        }
-        UiRequestRef {
-            correlation_id: id,
-            questions: &self.questions,
-            timeout_ms,
-            producer: &self.producer_info,
-            context: self.context.as_deref(),
-            node: None,
-        }
-        .encode()
-    }
-
-    /// The frame that takes it off a UI's screen.
-    pub fn encode_withdrawn(&self, id: &str, reason: WithdrawReason) -> Bytes {
-        if self.approval.is_none() {
-            return encode_fast::withdrawn(id, reason);
-        }
-        encode_fast::approval_withdrawn(id, reason)
-    }
 }
 
 /// What the requests of one producer uid hold.
@@ -97,7 +59,7 @@ pub struct PendingTable {
     /// Per producer uid: the per-uid quotas, and what a UI of that uid is told is pending.
     by_uid: HashMap<u32, UidLoad>,
     /// Per producer connection: the `seq`s of what its disconnect withdraws (in arrival
-    /// order), and its own quota. Sequence numbers, not ids: no string is hashed again, and a
+    /// order), and its own quota (local requests whose producer is connected only). Sequence numbers, not ids: no string is hashed again, and a
     /// set that empties and fills as a producer's questions come and go is one small node.
     by_producer: HashMap<PeerId, BTreeSet<u64>>,
     next_seq: u64,
@@ -137,11 +99,13 @@ impl PendingTable {
         self.deadlines.insert((req.deadline, req.seq));
         let load = self.by_uid.entry(req.producer_info.uid).or_default();
         load.count += 1;
-        load.bytes += bytes_of(&id, &req.questions, req.approval.as_deref());
-        self.by_producer
-            .entry(req.producer)
-            .or_default()
-            .insert(req.seq);
+        load.bytes += bytes_of(&id, &req.body);
+        if let Some(producer) = req.origin.producer() {
+            self.by_producer
+                .entry(producer)
+                .or_default()
+                .insert(req.seq);
+        }
         slot.insert(req);
     }
 
@@ -153,19 +117,53 @@ impl PendingTable {
         if let Entry::Occupied(mut e) = self.by_uid.entry(req.producer_info.uid) {
             let load = e.get_mut();
             load.count -= 1;
-            load.bytes =
-                (load.bytes).saturating_sub(bytes_of(id, &req.questions, req.approval.as_deref()));
+            load.bytes = (load.bytes).saturating_sub(bytes_of(id, &req.body));
             if load.count == 0 {
                 e.remove();
             }
         }
-        if let Entry::Occupied(mut owned) = self.by_producer.entry(req.producer) {
-            owned.get_mut().remove(&req.seq);
+        if let Some(producer) = req.origin.producer() {
+            self.forget_producer(producer, req.seq);
+        }
+        Some(req)
+    }
+
+    fn forget_producer(&mut self, producer: PeerId, seq: u64) {
+        if let Entry::Occupied(mut owned) = self.by_producer.entry(producer) {
+            owned.get_mut().remove(&seq);
             if owned.get().is_empty() {
                 owned.remove();
             }
         }
-        Some(req)
+    }
+
+    /// Changes who a local request's producer is (`None`: away), keeping `by_producer` in
+    /// step. Does nothing to a remote request.
+    pub fn set_producer(&mut self, id: &str, to: Option<PeerId>) {
+        let Some(req) = self.entries.get_mut(id) else {
+            return;
+        };
+        let Origin::Local { producer, .. } = &mut req.origin else {
+            return;
+        };
+        let (before, seq) = (std::mem::replace(producer, to), req.seq);
+        if let Some(p) = before {
+            self.forget_producer(p, seq);
+        }
+        if let Some(p) = to {
+            self.by_producer.entry(p).or_default().insert(seq);
+        }
+    }
+
+    /// Marks a local request shared with the other nodes.
+    pub fn set_shared(&mut self, id: &str) {
+        if let Some(Pending {
+            origin: Origin::Local { shared, .. },
+            ..
+        }) = self.entries.get_mut(id)
+        {
+            *shared = true;
+        }
     }
 
     pub fn get(&self, id: &str) -> Option<&Pending> {
@@ -250,19 +248,25 @@ impl PendingTable {
             "a zero count is kept"
         );
         let owned: usize = self.by_producer.values().map(BTreeSet::len).sum();
-        assert_eq!(owned, n, "by_producer");
+        let connected = self
+            .entries
+            .values()
+            .filter(|r| r.origin.producer().is_some());
+        assert_eq!(owned, connected.count(), "by_producer");
         assert!(self.by_producer.values().all(|s| !s.is_empty()));
         for (id, req) in &self.entries {
             assert_eq!(self.by_seq.get(&req.seq), Some(id));
             assert!(self.deadlines.contains(&(req.deadline, req.seq)));
-            assert!(self.by_producer[&req.producer].contains(&req.seq));
+            if let Some(producer) = req.origin.producer() {
+                assert!(self.by_producer[&producer].contains(&req.seq));
+            }
             assert!(req.seq < self.next_seq);
         }
         let mut uids: HashMap<u32, UidLoad> = HashMap::new();
         for (id, req) in &self.entries {
             let load = uids.entry(req.producer_info.uid).or_default();
             load.count += 1;
-            load.bytes += bytes_of(id, &req.questions, req.approval.as_deref());
+            load.bytes += bytes_of(id, &req.body);
         }
         assert_eq!(uids, self.by_uid, "by_uid");
     }
@@ -276,21 +280,20 @@ mod tests {
     fn pending(t: &mut PendingTable, producer: PeerId, uid: u32, at: Instant, ms: u64) -> Pending {
         Pending {
             seq: t.next_seq(),
-            producer,
+            origin: Origin::local(producer),
             producer_info: ProducerInfo {
                 client: None,
                 pid: None,
                 uid,
             },
             context: None,
-            questions: "[]".into(),
-            meta: Vec::new(),
-            approval: None,
+            body: Body::Questions(crate::questions::Normalized {
+                questions: "[]".into(),
+                meta: Vec::new(),
+            }),
             accepted_at: at,
             deadline: at + Duration::from_millis(ms),
             timeout_ms: ms,
-            origin: None,
-            shared: false,
         }
     }
 

@@ -4,26 +4,20 @@
 //! state like the rest of the broker: what must cross NATS is appended to
 //! `Effects::federation` for the federation task, which never runs under the broker's lock.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::time::{Duration, Instant};
 
-use super::peers::Cursor;
-use super::pending::Pending;
-use super::{
-    effects, Broker, BrokerError, Effects, Ending, PeerId, ValidRequest, MAX_RESULT_BYTES,
-};
-use crate::approvals::{ApprovalBody, ValidApproval};
+use super::answer::check_answers;
+use super::body::{Body, Origin};
+use super::pending::{bytes_of, Pending};
+use super::{effects, Broker, BrokerError, Effects, PeerId, Valid};
 use crate::protocol::{
-    encode_fast, encode_with, json, AskUserResponse, BusEventKind, End, FrameError, Outcome,
-    ProducerInfo, RequestContext, ToolConfirmationResponse, UiInfo, UiRequestRef, WithdrawReason,
+    encode_fast, AskUserResponse, BusEventKind, End, FrameError, Outcome, ProducerInfo,
+    RequestContext, ToolConfirmationResponse, UiInfo, WithdrawReason,
 };
-use crate::questions;
-
-/// The `producer` of a remote question: no connection has this id (they start at 1).
-pub const REMOTE: PeerId = 0;
 
 /// How long after its origin's deadline a remote question is dropped if its end never came.
 pub const REMOTE_GRACE: Duration = Duration::from_secs(5);
@@ -47,15 +41,13 @@ pub struct FedPolicy {
 #[derive(Debug, Clone)]
 pub struct SharedQuestion {
     pub id: Arc<str>,
-    /// The normalized questions' JSON text.
-    pub questions: Box<str>,
+    /// What it asks: questions or an approval.
+    pub body: Body,
     pub producer: ProducerInfo,
     pub context: Option<Box<RequestContext>>,
     pub timeout_ms: u64,
     /// Time left before its deadline.
     pub remaining: Duration,
-    /// `Some` for an approval (then `questions` is empty).
-    pub approval: Option<Box<ApprovalBody>>,
 }
 
 /// The end of a shared question.
@@ -128,18 +120,38 @@ pub enum FedOut {
     Forward(Forward),
 }
 
-/// What another node asks: a question or an approval, validated as a local one would be.
-#[derive(Debug)]
-pub enum RemoteRequest {
-    Question(ValidRequest),
-    Approval(Box<ValidApproval>),
+/// What one origin node's remote questions hold on this node.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RemoteLoad {
+    pub count: usize,
+    pub bytes: usize,
+}
+
+/// Why a remote question was not shown: it would exceed this node's limits, which bind each
+/// origin node as they bind one local uid (`max_pending_per_uid`, `max_pending_bytes_per_uid`)
+/// and every question together (`max_pending`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RemoteRefusal {
+    #[error("this node holds {held} pending requests, its limit (max_pending)")]
+    Total { held: usize },
+    #[error(
+        "node {node} has {held} questions shown here, the per-node limit (max_pending_per_uid)"
+    )]
+    Count { node: Arc<str>, held: usize },
+    #[error("node {node}'s questions would hold {bytes} bytes here, over the per-node limit of {limit} (max_pending_bytes_per_uid)")]
+    Bytes {
+        node: Arc<str>,
+        bytes: usize,
+        limit: usize,
+    },
 }
 
 /// A question another node shares, read and validated off the broker's lock.
 #[derive(Debug)]
 pub struct RemoteQuestion {
     pub node: Arc<str>,
-    pub request: RemoteRequest,
+    /// A question or an approval, validated as a local one would be.
+    pub request: Valid,
     pub producer: ProducerInfo,
     /// Time left before its origin's deadline.
     pub remaining: Duration,
@@ -162,7 +174,11 @@ impl Broker {
 
     /// How many pending questions are remote, and how many local ones are shared.
     pub fn federated_counts(&self) -> (usize, usize) {
-        let shared = self.pending.iter().filter(|(_, _, p)| p.shared).count();
+        let shared = self
+            .pending
+            .iter()
+            .filter(|(_, _, p)| p.origin.is_shared())
+            .count();
         (self.remote_len, shared)
     }
 
@@ -173,33 +189,21 @@ impl Broker {
         }
     }
 
-    /// The `ask-user-request` a UI is sent: with `node` once federated.
+    /// The request as a UI is sent it now: with `node` once federated.
     pub(super) fn ui_frame(&self, id: &str, req: &Pending, now: Instant) -> Bytes {
-        let (node, now) = match (&req.origin, &self.fed) {
+        let (node, now) = match (req.origin.remote_node(), &self.fed) {
             // The UI is told the origin's time left, not the grace this node adds.
             (Some(origin), _) => (Some(&**origin), now + REMOTE_GRACE),
             (None, Some(f)) => (Some(&*f.node), now),
-            (None, None) => return req.encode_for_ui(id, now),
+            (None, None) => (None, now),
         };
-        if let Some(body) = &req.approval {
-            let timeout_ms = req.deadline.saturating_duration_since(now).as_millis() as u64;
-            let context = req.context.as_deref();
-            return body
-                .ui_frame_ref(id, timeout_ms, &req.producer_info, context, node)
-                .encode();
-        }
-        UiRequestRef {
-            correlation_id: id,
-            questions: &req.questions,
-            timeout_ms: req.deadline.saturating_duration_since(now).as_millis() as u64,
-            producer: &req.producer_info,
-            context: req.context.as_deref(),
-            node,
-        }
-        .encode()
+        let timeout_ms = req.deadline.saturating_duration_since(now).as_millis() as u64;
+        let context = req.context.as_deref();
+        req.body
+            .ui_frame(id, timeout_ms, &req.producer_info, context, node)
     }
 
-    /// `ask-user-withdrawn`; once federated it names the question's node and, when a UI
+    /// The withdrawal of `req`; once federated it names the request's node and, when a UI
     /// answered, which UI on which node.
     pub(super) fn withdrawn_frame(
         &self,
@@ -209,26 +213,11 @@ impl Broker {
         answered_by: Option<&UiInfo>,
     ) -> Bytes {
         let Some(f) = self.fed.as_ref() else {
-            return req.encode_withdrawn(id, reason);
+            return req.body.withdrawn_frame(id, reason, None, None);
         };
-        let node = req.origin.as_deref().unwrap_or(&f.node);
-        let kind: &[u8] = match req.approval {
-            Some(_) => br#"{"type":"tool-confirmation-withdrawn","correlationId":"#,
-            None => br#"{"type":"ask-user-withdrawn","correlationId":"#,
-        };
-        encode_with(|out| {
-            out.extend_from_slice(kind);
-            json::write_str(out, id);
-            out.extend_from_slice(br#","reason":""#);
-            out.extend_from_slice(reason.as_str().as_bytes());
-            out.extend_from_slice(br#"","node":"#);
-            json::write_str(out, node);
-            if let Some(by) = answered_by {
-                out.extend_from_slice(br#","answeredBy":"#);
-                serde_json::to_writer(&mut *out, by).expect("UiInfo serializes");
-            }
-            out.push(b'}');
-        })
+        let node = req.origin.remote_node().unwrap_or(&f.node);
+        req.body
+            .withdrawn_frame(id, reason, Some(node), answered_by)
     }
 
     /// Marks a new local question shared (if the policy says so) and tells the federation task.
@@ -239,15 +228,17 @@ impl Broker {
         if !f.share_uids.contains(&req.producer_info.uid) {
             return;
         }
-        req.shared = true;
+        let Origin::Local { shared, .. } = &mut req.origin else {
+            return;
+        };
+        *shared = true;
         fx.federation.push(FedOut::Publish(SharedQuestion {
             id: id.clone(),
-            questions: req.questions.clone(),
+            body: req.body.clone(),
             producer: req.producer_info.clone(),
             context: req.context.clone(),
             timeout_ms: req.timeout_ms,
             remaining: Duration::from_millis(req.timeout_ms),
-            approval: req.approval.clone(),
         }));
     }
 
@@ -260,7 +251,7 @@ impl Broker {
         answered_by: Option<&UiInfo>,
         fx: &mut Effects,
     ) {
-        if req.shared && self.fed.is_some() {
+        if req.origin.is_shared() && self.fed.is_some() {
             fx.federation.push(FedOut::Ended(SharedEnd {
                 id: Arc::from(id),
                 reason,
@@ -274,109 +265,111 @@ impl Broker {
     pub fn shared_questions(&self, now: Instant) -> Vec<SharedQuestion> {
         self.pending
             .iter()
-            .filter(|(_, _, req)| req.shared)
+            .filter(|(_, _, req)| req.origin.is_shared())
             .map(|(_, id, req)| SharedQuestion {
                 id: id.clone(),
-                questions: req.questions.clone(),
+                body: req.body.clone(),
                 producer: req.producer_info.clone(),
                 context: req.context.clone(),
                 timeout_ms: req.timeout_ms,
                 remaining: req.deadline.saturating_duration_since(now),
-                approval: req.approval.clone(),
             })
             .collect()
     }
 
     /// Whether `id` is a local question this node shares (for reconciling the bucket).
     pub fn is_shared(&self, id: &str) -> bool {
-        self.pending.get(id).is_some_and(|p| p.shared)
+        self.pending.get(id).is_some_and(|p| p.origin.is_shared())
     }
 
     /// The remote questions shown now, as (origin, id).
     pub fn remote_questions(&self) -> Vec<(Arc<str>, Arc<str>)> {
         self.pending
             .iter()
-            .filter_map(|(_, id, req)| Some((req.origin.clone()?, id.clone())))
+            .filter_map(|(_, id, req)| Some((req.origin.remote_node()?.clone(), id.clone())))
             .collect()
     }
 
     /// Another node's question: shown to the UIs that see `shown_as_uid`'s questions, live
     /// ones at once and catching-up ones through their replay. Returns false when it was not
-    /// taken (federation off or not accepted from this node, or its id is pending already).
-    pub fn remote_ask(&mut self, q: RemoteQuestion, now: Instant, fx: &mut Effects) -> bool {
+    /// taken (federation off or not accepted from this node, or its id is pending already),
+    /// and an error when it would exceed this node's limits. Its deadline is clamped to
+    /// `max_timeout_ms`, as a local request's is.
+    pub fn remote_ask(
+        &mut self,
+        q: RemoteQuestion,
+        now: Instant,
+        fx: &mut Effects,
+    ) -> Result<bool, RemoteRefusal> {
         let Some(f) = &self.fed else {
-            return false;
+            return Ok(false);
         };
         if !f.accept || (!f.accept_nodes.is_empty() && !f.accept_nodes.contains(&*q.node)) {
-            return false;
+            return Ok(false);
         }
-        let (id, questions, meta, context, approval) = match q.request {
-            RemoteRequest::Question(r) => (r.correlation_id, r.questions, r.meta, r.context, None),
-            RemoteRequest::Approval(a) => {
-                let a = *a;
-                (
-                    a.correlation_id,
-                    Box::from(""),
-                    Vec::new(),
-                    a.context,
-                    Some(Box::new(a.body)),
-                )
-            }
-        };
+        let Valid {
+            correlation_id: id,
+            context,
+            body,
+            ..
+        } = q.request;
         if let Some(existing) = self.pending.get(id.as_str()) {
             // The same question again (a republish after a reconnect) is already shown; a
             // different node's question with a pending id cannot be told apart, so it is not.
-            return existing.origin.as_deref() == Some(&*q.node);
+            return Ok(existing.origin.remote_node() == Some(&q.node));
         }
-        let uid = f.shown_as_uid;
-        let seq = self.pending.next_seq();
+        let bytes = bytes_of(&id, &body);
+        let load = self.remote_load.get(&*q.node).copied().unwrap_or_default();
+        if self.pending.len() >= self.limits.max_pending_total {
+            return Err(RemoteRefusal::Total {
+                held: self.pending.len(),
+            });
+        }
+        if load.count >= self.limits.max_pending_per_uid {
+            return Err(RemoteRefusal::Count {
+                node: q.node,
+                held: load.count,
+            });
+        }
+        let limit = self.limits.max_pending_bytes_per_uid;
+        if load.bytes.saturating_add(bytes) > limit {
+            return Err(RemoteRefusal::Bytes {
+                node: q.node,
+                bytes: load.bytes.saturating_add(bytes),
+                limit,
+            });
+        }
+        let remaining = q
+            .remaining
+            .min(Duration::from_millis(self.limits.max_timeout_ms));
         let mut producer = q.producer;
-        producer.uid = uid;
-        let timeout_ms = q.remaining.as_millis() as u64;
+        producer.uid = f.shown_as_uid;
+        let load = self.remote_load.entry(q.node.clone()).or_default();
+        load.count += 1;
+        load.bytes += bytes;
         let pending = Pending {
-            seq,
-            producer: REMOTE,
+            seq: self.pending.next_seq(),
+            origin: Origin::Remote { node: q.node },
             producer_info: producer,
-            questions,
-            meta,
-            approval,
-            accepted_at: now,
-            deadline: now + q.remaining + REMOTE_GRACE,
-            timeout_ms,
             context: context.map(Box::new),
-            origin: Some(q.node),
-            shared: false,
+            body,
+            accepted_at: now,
+            deadline: now + remaining + REMOTE_GRACE,
+            timeout_ms: remaining.as_millis() as u64,
         };
-        let id: Arc<str> = Arc::from(id);
-        let live: Vec<PeerId> = self
-            .uis
-            .iter()
-            .copied()
-            .filter(|ui| {
-                let p = &self.peers[ui];
-                p.ui == Some(Cursor::Live) && p.shown(&pending)
-            })
-            .collect();
-        if !live.is_empty() {
-            let shown = self.ui_frame(&id, &pending, now);
-            for ui in live {
-                fx.frame(ui, shown.clone());
+        self.announce(Arc::from(id), pending, now, fx);
+        Ok(true)
+    }
+
+    /// A remote question of `origin` left: its load goes with it.
+    pub(super) fn remote_unload(&mut self, origin: &Arc<str>, id: &str, req: &Pending) {
+        if let Some(load) = self.remote_load.get_mut(origin) {
+            load.count -= 1;
+            load.bytes = load.bytes.saturating_sub(bytes_of(id, &req.body));
+            if load.count == 0 {
+                self.remote_load.remove(origin);
             }
         }
-        if !self.watchers.is_empty() {
-            fx.events.push(effects::event(
-                BusEventKind::Request,
-                &id,
-                &pending,
-                None,
-                None,
-                Some(timeout_ms),
-                None,
-            ));
-        }
-        self.remote_len += 1;
-        self.pending.insert(id, pending);
-        true
     }
 
     /// A remote question ended on its origin: withdrawn here with the same reason, except
@@ -395,7 +388,8 @@ impl Broker {
         let ours = self
             .pending
             .get(id)
-            .is_some_and(|p| p.origin.as_deref() == Some(origin));
+            .and_then(|p| p.origin.remote_node())
+            .is_some_and(|node| **node == *origin);
         if !ours {
             return;
         }
@@ -409,15 +403,10 @@ impl Broker {
                 WithdrawReason::ProducerGone => End::ProducerGone,
                 WithdrawReason::Shutdown => End::Shutdown,
             };
-            fx.events.push(effects::event(
-                BusEventKind::End(end),
-                id,
-                &req,
-                answered_by,
-                Some(latency),
-                None,
-                None,
-            ));
+            let facts = effects::Facts::of(id, &req, None);
+            let kind = BusEventKind::End(end);
+            let event = effects::event(&facts, kind, None, answered_by, Some(latency), None);
+            fx.events.push(event);
         }
     }
 
@@ -426,7 +415,7 @@ impl Broker {
         let ids: Vec<Arc<str>> = self
             .pending
             .iter()
-            .filter(|(_, _, req)| req.origin.as_deref() == Some(node))
+            .filter(|(_, _, req)| req.origin.remote_node().is_some_and(|n| **n == *node))
             .map(|(_, id, _)| id.clone())
             .collect();
         for id in ids {
@@ -481,28 +470,26 @@ impl Broker {
         fx: &mut Effects,
     ) -> Result<Acked, FrameError> {
         let id = answer.correlation_id().to_owned();
-        let Some(req) = self.pending.get(id.as_str()).filter(|r| r.shared) else {
+        let Some(req) = self
+            .pending
+            .get(id.as_str())
+            .filter(|r| r.origin.is_shared())
+        else {
             // Not pending, or not one this node shares: nothing about it leaks.
             return Err(BrokerError::NotPending(id.clone()).into_frame_error(&id));
         };
-        let resp = match (answer, &req.approval) {
-            (Answer::Question(resp), None) => resp,
-            (Answer::Approval(resp), Some(body)) => {
+        let acked = match (answer, &req.body) {
+            (Answer::Question(resp), Body::Questions(n)) => {
+                check_answers(&id, &n.meta, &resp)?;
+                let (_, outcome) = self.answered(resp, by, None, now, fx);
+                Acked::Question(outcome)
+            }
+            (Answer::Approval(resp), Body::Approval(body)) => {
                 self.offered(&id, body, &resp)?;
-                let acked = self.decided(&id, resp, by, None, now, fx);
-                self.mark_winner(&id, by_peer, fx);
-                return Ok(acked);
+                self.decided(&id, resp, by, None, now, fx)
             }
-            (Answer::Question(_), Some(_)) => {
-                let kind = crate::protocol::RequestKind::Approval;
-                return Err(BrokerError::WrongKind {
-                    id: id.clone(),
-                    kind,
-                }
-                .into_frame_error(&id));
-            }
-            (Answer::Approval(_), None) => {
-                let kind = crate::protocol::RequestKind::Question;
+            (_, body) => {
+                let kind = body.kind();
                 return Err(BrokerError::WrongKind {
                     id: id.clone(),
                     kind,
@@ -510,42 +497,8 @@ impl Broker {
                 .into_frame_error(&id));
             }
         };
-        let count = req.meta.len();
-        if !resp.cancelled {
-            if let Some((&index, _)) = resp.answers.iter().find(|(&i, _)| i >= count) {
-                let err = BrokerError::AnswerOutOfRange { index, count };
-                return Err(err.into_frame_error(&id));
-            }
-            let size = questions::answered_result_size_bound(&req.meta, &resp.answers);
-            if size > MAX_RESULT_BYTES {
-                let err = BrokerError::ResultTooLarge {
-                    size,
-                    limit: MAX_RESULT_BYTES,
-                };
-                return Err(err.into_frame_error(&id));
-            }
-        }
-        let req = self.take(&id, WithdrawReason::Answered, None, Some(&by), fx);
-        let ending = if resp.cancelled {
-            Ending {
-                outcome: Outcome::Dismissed,
-                result: questions::dismissed_result(&req.meta),
-                answers: BTreeMap::new(),
-                ui: Some(by),
-            }
-        } else {
-            Ending {
-                outcome: Outcome::Answered,
-                result: questions::answered_result(&req.meta, &resp.answers),
-                answers: resp.answers,
-                ui: Some(by),
-            }
-        };
-        let outcome = ending.outcome;
-        self.stats.record_latency(now - req.accepted_at);
-        self.finish(&id, req, ending, now, fx);
         self.mark_winner(&id, by_peer, fx);
-        Ok(Acked::Question(outcome))
+        Ok(acked)
     }
 
     /// The end just queued for `id` names the winning UI's connection on its node.

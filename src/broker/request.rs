@@ -1,24 +1,48 @@
-//! A request ready for the broker: its questions validated and normalized outside the lock
-//! (validation is the costly part of a request), by the fast path or the reference.
+//! A request ready for the broker, of either kind: its questions validated and normalized (by
+//! the fast path or the reference), or its approval checked, outside the lock (validation is
+//! the costly part of a request).
 
+use super::body::Body;
 use super::BrokerError;
+use crate::approvals::ValidApproval;
 use crate::protocol::{AskUserRequest, NoUiPolicy, RequestContext, RequestHead, TimeoutMs};
-use crate::questions::{self, QuestionMeta};
+use crate::questions;
 
-/// An ask-user-request whose questions passed the reference's validation, normalized. Built
-/// outside the broker's lock: validation is the costly part of a request.
+/// A request that passed validation: its envelope and its [`Body`]. Built outside the
+/// broker's lock: validation is the costly part of a request.
 #[derive(Debug)]
-pub struct ValidRequest {
+pub struct Valid {
     pub(super) correlation_id: String,
     pub(super) timeout_ms: Option<TimeoutMs>,
     pub(super) no_ui: Option<NoUiPolicy>,
     pub(super) context: Option<RequestContext>,
-    /// The normalized questions' JSON text.
-    pub(super) questions: Box<str>,
-    pub(super) meta: Vec<QuestionMeta>,
+    pub(super) body: Body,
 }
 
-impl ValidRequest {
+/// The name the question constructors have always had.
+pub type ValidRequest = Valid;
+
+impl From<ValidApproval> for Valid {
+    fn from(a: ValidApproval) -> Valid {
+        Valid {
+            correlation_id: a.correlation_id,
+            timeout_ms: a.timeout_ms,
+            no_ui: a.no_ui,
+            context: a.context,
+            body: Body::Approval(Box::new(a.body)),
+        }
+    }
+}
+
+impl Valid {
+    pub fn body(&self) -> &Body {
+        &self.body
+    }
+
+    pub fn context(&self) -> Option<&RequestContext> {
+        self.context.as_ref()
+    }
+
     /// Validates and normalizes; on failure returns what `Broker::reject` takes.
     #[allow(clippy::type_complexity)]
     pub fn check(
@@ -26,8 +50,7 @@ impl ValidRequest {
     ) -> Result<ValidRequest, (String, Option<Box<RequestContext>>, BrokerError)> {
         match questions::check(req.questions) {
             Ok(normalized) => Ok(ValidRequest {
-                meta: normalized.meta,
-                questions: normalized.questions,
+                body: Body::Questions(normalized),
                 correlation_id: req.correlation_id,
                 timeout_ms: req.timeout_ms,
                 no_ui: req.no_ui,
@@ -50,8 +73,7 @@ impl ValidRequest {
     ) -> Option<ValidRequest> {
         let normalized = questions::fast::check(questions, payload_len)?;
         Some(ValidRequest {
-            meta: normalized.meta,
-            questions: normalized.questions,
+            body: Body::Questions(normalized),
             correlation_id: head.correlation_id,
             timeout_ms: head.timeout_ms,
             no_ui: head.no_ui,
@@ -88,13 +110,15 @@ impl ValidRequest {
         };
         let reference = questions::normalize(&req.questions.into_params())
             .expect("the reference accepts the questions the fast path took");
+        let Body::Questions(mine) = &self.body else {
+            panic!("a question request holds questions");
+        };
         assert!(
             req.correlation_id == self.correlation_id
                 && req.timeout_ms == self.timeout_ms
                 && req.no_ui == self.no_ui
                 && req.context == self.context
-                && *reference.questions == *self.questions
-                && reference.meta == self.meta,
+                && reference == *mine,
             "the fast path differs from the reference on {}",
             String::from_utf8_lossy(payload)
         );

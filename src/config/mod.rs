@@ -152,6 +152,9 @@ pub struct FederationOptions {
     pub node_timeout_ms: Option<u64>,
     #[serde(default, deserialize_with = "at_least::<_, 100>")]
     pub answer_timeout_ms: Option<u64>,
+    /// Refuse to federate without authentication, or to a non-loopback server without TLS
+    /// [default: false: warn once at start].
+    pub require_tls: Option<bool>,
 }
 
 /// The `[access]` table: users and groups by name or number.
@@ -455,6 +458,8 @@ impl Options {
                         heartbeat: Duration::from_millis(f.heartbeat_ms.unwrap_or(2000)),
                         node_timeout: Duration::from_millis(f.node_timeout_ms.unwrap_or(6000)),
                         answer_timeout: Duration::from_millis(f.answer_timeout_ms.unwrap_or(5000)),
+                        max_frame_bytes: self.max_frame_bytes.map_or(d.max_frame_bytes, as_usize),
+                        require_tls: f.require_tls.unwrap_or(false),
                         own_uid,
                     }
                 }),

@@ -23,11 +23,11 @@ pub use error::ConnError;
 use reader::{FrameReader, Next, Read};
 
 use crate::approvals;
-use crate::broker::{PeerId, PeerInfo, ValidRequest};
+use crate::broker::{BrokerError, PeerId, PeerInfo, ValidRequest};
 use crate::hub::Hub;
 use crate::outbox::{Batch, Outbox};
 use crate::protocol::{
-    self, encode, FastFrame, FrameError, Inbound, ServerFrame, LENGTH_PREFIX_BYTES,
+    self, encode, FastFrame, FrameError, Inbound, RequestKind, ServerFrame, LENGTH_PREFIX_BYTES,
 };
 use crate::questions;
 use crate::telemetry::Counters;
@@ -265,9 +265,8 @@ impl Conn<'_> {
                 Some(req) => {
                     #[cfg(debug_assertions)]
                     approvals::fast::assert_reference_agrees(&req, payload);
-                    self.hub.run_in(&mut self.batch, |b, now, fx| {
-                        b.ask_approval(id, req, now, fx)
-                    });
+                    self.hub
+                        .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx));
                     return Next::Continue;
                 }
                 None => protocol::parse_inbound(payload),
@@ -324,7 +323,8 @@ impl Conn<'_> {
                     .hub
                     .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx)),
                 Err((cid, context, err)) => self.hub.run_in(&mut self.batch, |b, _, fx| {
-                    b.reject(id, &cid, context.as_deref(), err, fx)
+                    let kind = RequestKind::Question;
+                    b.reject(id, &cid, kind, context.as_deref(), err, fx)
                 }),
             },
             Inbound::AskUserCancel { correlation_id } => {
@@ -336,11 +336,15 @@ impl Conn<'_> {
                 .hub
                 .run_in(&mut self.batch, |b, now, fx| b.respond(id, resp, now, fx)),
             Inbound::ToolConfirmationRequest(req) => match approvals::check(req) {
-                Ok(req) => self.hub.run_in(&mut self.batch, |b, now, fx| {
-                    b.ask_approval(id, req, now, fx)
-                }),
+                Ok(req) => self
+                    .hub
+                    .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx)),
                 Err(r) => self.hub.run_in(&mut self.batch, |b, _, fx| {
-                    b.reject_approval(id, &r.correlation_id, r.context.as_deref(), r.message, fx)
+                    let (kind, err) = (
+                        RequestKind::Approval,
+                        BrokerError::InvalidApproval(r.message),
+                    );
+                    b.reject(id, &r.correlation_id, kind, r.context.as_deref(), err, fx)
                 }),
             },
             Inbound::ToolConfirmationCancel { correlation_id } => {

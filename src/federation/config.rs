@@ -38,6 +38,10 @@ pub struct FederationConfig {
     pub heartbeat: Duration,
     pub node_timeout: Duration,
     pub answer_timeout: Duration,
+    /// The daemon's `max_frame_bytes`: a remote question's entry may be no larger.
+    pub max_frame_bytes: usize,
+    /// `[federation] require_tls`: the transport warnings are errors.
+    pub require_tls: bool,
     /// The daemon's own uid: what it shares by default, and whose UIs see remote questions.
     pub own_uid: u32,
 }
@@ -68,6 +72,11 @@ pub fn valid_prefix(prefix: &str) -> bool {
         && prefix
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// A node's reply inbox prefix: `_INBOX_<node>` (a node may subscribe only to its own).
+pub fn inbox_prefix(node: &str) -> String {
+    format!("_INBOX_{node}")
 }
 
 /// This machine's host name (the telemetry's `node` without federation).
@@ -122,8 +131,55 @@ impl FederationConfig {
         }
     }
 
+    /// What is unsafe about this link, in words a user can act on (empty when nothing is):
+    /// no NATS authentication, or a server beyond this machine reached without TLS. Said once
+    /// at start, and by `askbus doctor`.
+    pub fn transport_warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let auth = self.creds_file.is_some()
+            || self.nkey_seed_file.is_some()
+            || self.token_file.is_some()
+            || self.user.is_some();
+        if !auth {
+            out.push(
+                "federating with no NATS authentication: any client of the server can read \
+                 this node's questions and answer them (set creds_file, nkey_seed_file, \
+                 token_file or user/password_file; see docs/nats-server.conf)"
+                    .to_owned(),
+            );
+        }
+        let tls = self.tls_ca.is_some() || self.tls_cert.is_some();
+        for url in &self.servers {
+            let (scheme, rest) = url.split_once("://").unwrap_or(("nats", url));
+            if tls || scheme.eq_ignore_ascii_case("tls") {
+                continue;
+            }
+            let host_port = rest.rsplit('@').next().unwrap_or(rest);
+            let host = match host_port.strip_prefix('[') {
+                Some(v6) => v6.split(']').next().unwrap_or(v6),
+                None => host_port.split(':').next().unwrap_or(host_port),
+            };
+            let loopback = host.eq_ignore_ascii_case("localhost")
+                || host
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback());
+            if !loopback {
+                out.push(format!(
+                    "NATS server {url} is not on this machine and is reached without TLS: \
+                     question text and answers travel in the clear (use tls:// with tls_ca)"
+                ));
+            }
+        }
+        out
+    }
+
     /// The connect options, with credentials and TLS read from their files.
     pub async fn connect_options(&self) -> Result<async_nats::ConnectOptions, FederationError> {
+        if self.require_tls {
+            if let Some(w) = self.transport_warnings().into_iter().next() {
+                return Err(FederationError::Invalid(format!("require_tls: {w}")));
+            }
+        }
         let read = |what: &'static str, path: &PathBuf| {
             std::fs::read_to_string(path)
                 .map(|s| s.trim().to_owned())
@@ -184,6 +240,9 @@ impl FederationConfig {
                 .map_err(|e| FederationError::Invalid(format!("bad NATS URL {s:?}: {e}")))?;
         }
         Ok(o.name(format!("askbusd {}", self.node))
+            // Replies to this node's requests come to an inbox only it may subscribe to, and
+            // the origin checks an answer's reply subject names its sender.
+            .custom_inbox_prefix(inbox_prefix(&self.node))
             .retry_on_initial_connect()
             .max_reconnects(None)
             .request_timeout(Some(self.answer_timeout))

@@ -29,6 +29,9 @@ pub struct FedStatus {
     pub rtt_us: AtomicU64,
     pub forwarded: AtomicU64,
     pub forward_errors: AtomicU64,
+    /// What other nodes sent that this node refused: answers of the wrong shape (a JetStream
+    /// delivery, a reply outside the sender's inbox) and remote questions over its limits.
+    pub refused: AtomicU64,
     pub nodes: Mutex<Vec<String>>,
 }
 
@@ -52,6 +55,7 @@ impl FedStatus {
             "reconnects": self.reconnects.load(Ordering::Relaxed),
             "forwarded": self.forwarded.load(Ordering::Relaxed),
             "forwardErrors": self.forward_errors.load(Ordering::Relaxed),
+            "refused": self.refused.load(Ordering::Relaxed),
         })
     }
 }

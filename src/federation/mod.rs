@@ -65,12 +65,16 @@ pub async fn start(
         FedLink::new(tx, SHARES_ROOM, resync.clone(), status.clone()),
     );
     let options = cfg.connect_options().await?;
+    for warning in cfg.transport_warnings() {
+        tracing::warn!("federation: {warning}");
+    }
     let task = Task {
         prefix: cfg.prefix.clone(),
         node: cfg.node.clone(),
         heartbeat: cfg.heartbeat,
         node_timeout: cfg.node_timeout,
         answer_timeout: cfg.answer_timeout,
+        max_frame_bytes: cfg.max_frame_bytes,
         hub,
         status: status.clone(),
         resync,
@@ -92,6 +96,8 @@ struct Task {
     heartbeat: Duration,
     node_timeout: Duration,
     answer_timeout: Duration,
+    /// A remote question's entry larger than a local frame may be is refused.
+    max_frame_bytes: usize,
     hub: Arc<Hub>,
     status: Arc<FedStatus>,
     resync: Arc<AtomicBool>,
@@ -166,8 +172,15 @@ impl Task {
         format!("{}_nodes", self.prefix)
     }
 
-    fn answer_subject(&self, node: &str) -> String {
-        format!("{}.answer.{node}", self.prefix)
+    /// Where this node sends its UIs' answers to `origin`'s questions: the subject names
+    /// the sender, and the server lets a node publish only subjects carrying its own name.
+    fn answer_subject(&self, origin: &str) -> String {
+        format!("{}.answer.{origin}.{}", self.prefix, self.node)
+    }
+
+    /// Where this node takes answers: `P.answer.<node>.<sender>` for any sender.
+    fn answers_wildcard(&self) -> String {
+        format!("{}.answer.{}.*", self.prefix, self.node)
     }
 
     async fn run(
@@ -203,7 +216,7 @@ impl Task {
             }
         };
         let js = jetstream::new(client.clone());
-        let mut answers = match client.subscribe(this.answer_subject(&this.node)).await {
+        let mut answers = match client.subscribe(this.answers_wildcard()).await {
             Ok(s) => s,
             Err(e) => {
                 tracing::error!(error = %e, "federation: cannot subscribe to the answer subject");

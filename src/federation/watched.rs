@@ -26,6 +26,17 @@ impl Task {
                 return;
             }
         }
+        if e.value.len() > self.max_frame_bytes {
+            self.status.refused.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                node,
+                key = %e.key,
+                bytes = e.value.len(),
+                limit = self.max_frame_bytes,
+                "federation: a remote question larger than max_frame_bytes was refused"
+            );
+            return;
+        }
         let Some(entry) = wire::parse_entry(&e.value) else {
             tracing::warn!(key = %e.key, "federation: an entry this node cannot read; ignored");
             return;
@@ -84,7 +95,10 @@ impl Task {
             producer,
             remaining: Duration::from_millis(deadline_ms - now_ms),
         };
-        self.hub.run(|b, now, fx| b.remote_ask(q, now, fx));
+        if let Err(refusal) = self.hub.run(|b, now, fx| b.remote_ask(q, now, fx)) {
+            self.status.refused.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(node, id, error = %refusal, "federation: a remote question over this node's limits was refused");
+        }
     }
 
     /// A beat or the end of a node. Fails only when a new node's questions cannot be watched.

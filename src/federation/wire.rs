@@ -10,9 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::approvals::ApprovalBody;
-use crate::broker::{
-    Acked, Answer, PeerId, RemoteRequest, SharedEnd, SharedQuestion, ValidRequest,
-};
+use crate::broker::{Acked, Answer, Body, PeerId, SharedEnd, SharedQuestion, Valid, ValidRequest};
 use crate::protocol::{
     parse_inbound, Decision, ErrorCode, FrameError, Inbound, Outcome, ProducerInfo,
     ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
@@ -32,19 +30,19 @@ pub fn id_of_key(encoded: &str) -> Option<String> {
 
 /// A pending question's entry.
 pub fn question(node: &str, q: &SharedQuestion, deadline_ms: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(q.questions.len() + 256);
+    let mut out = Vec::with_capacity(q.body.bytes() + 256);
     out.extend_from_slice(br#"{"v":1,"node":"#);
     serde_json::to_writer(&mut out, node).expect("a string serializes");
     out.extend_from_slice(br#","correlationId":"#);
     serde_json::to_writer(&mut out, &*q.id).expect("a string serializes");
-    match &q.approval {
-        Some(body) => {
+    match &q.body {
+        Body::Approval(body) => {
             out.extend_from_slice(br#","kind":"approval","approval":"#);
             approval_fields(&mut out, body);
         }
-        None => {
+        Body::Questions(n) => {
             out.extend_from_slice(br#","questions":"#);
-            out.extend_from_slice(q.questions.as_bytes());
+            out.extend_from_slice(n.questions.as_bytes());
         }
     }
     out.extend_from_slice(br#","producer":"#);
@@ -195,7 +193,7 @@ pub fn valid_request(
     questions: &RawValue,
     approval: bool,
     context: Option<&RawValue>,
-) -> Result<RemoteRequest, String> {
+) -> Result<Valid, String> {
     let mut frame = if approval {
         // The approval's fields become the frame's own: `{"type":…,"correlationId":…,` + the
         // object without its opening brace.
@@ -217,11 +215,11 @@ pub fn valid_request(
         if let Some(a) = crate::approvals::fast::check_request(&f) {
             #[cfg(debug_assertions)]
             crate::approvals::fast::assert_reference_agrees(&a, &f);
-            return Ok(RemoteRequest::Approval(Box::new(a)));
+            return Ok(Valid::from(a));
         }
         return match parse_inbound(&f) {
             Ok(Inbound::ToolConfirmationRequest(req)) => crate::approvals::check(req)
-                .map(|a| RemoteRequest::Approval(Box::new(a)))
+                .map(Valid::from)
                 .map_err(|r| r.message),
             Ok(_) => Err("not an approval".into()),
             Err(e) => Err(e.message),
@@ -239,12 +237,12 @@ pub fn valid_request(
     frame.push(b'}');
     // As a local question: the fast path where it can, the reference deciding the rest.
     if let Some(req) = ValidRequest::fast_from(&frame) {
-        return Ok(RemoteRequest::Question(req));
+        return Ok(req);
     }
     match parse_inbound(&frame) {
-        Ok(Inbound::AskUserRequest(req)) => ValidRequest::check(req)
-            .map(RemoteRequest::Question)
-            .map_err(|(_, _, e)| e.to_string()),
+        Ok(Inbound::AskUserRequest(req)) => {
+            ValidRequest::check(req).map_err(|(_, _, e)| e.to_string())
+        }
         Ok(_) => Err("not a request".into()),
         Err(e) => Err(e.message),
     }
@@ -422,10 +420,11 @@ mod tests {
         );
         let context = fields(r#"{"project":"askbus"}"#);
         match valid_request("ap", &ok, true, Some(&context)) {
-            Ok(RemoteRequest::Approval(a)) => {
-                assert_eq!(a.body.tool(), "run_shell_command");
-                assert_eq!(a.body.outcomes.len(), 3);
-                assert_eq!(a.context.unwrap().project.as_deref(), Some("askbus"));
+            Ok(a) => {
+                let body = a.body().approval().expect("an approval");
+                assert_eq!(body.tool(), "run_shell_command");
+                assert_eq!(body.outcomes.len(), 3);
+                assert_eq!(a.context().unwrap().project.as_deref(), Some("askbus"));
             }
             other => panic!("{other:?}"),
         }

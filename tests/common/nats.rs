@@ -67,6 +67,46 @@ impl Nats {
         n
     }
 
+    /// The server as `docs/nats-server.conf` sets it up (what the docs advise is what the tests
+    /// run): only the placeholder password hashes become plain passwords (`<user>-secret`);
+    /// the listen address and JetStream store come from the command line, which overrides
+    /// the file.
+    pub fn shipped() -> Nats {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/nats-server.conf");
+        let text = std::fs::read_to_string(&path).expect("docs/nats-server.conf");
+        let placeholder = "\"$2a$11$REPLACE_WITH_nats_server_passwd_OUTPUT\"";
+        let conf: String = text
+            .lines()
+            // The store is the temp dir's (`-sd`; nats-server refuses both).
+            .filter(|line| !line.trim_start().starts_with("store_dir:"))
+            .map(|line| {
+                let user = line
+                    .split_once("user: ")
+                    .and_then(|(_, rest)| rest.split_once(','))
+                    .map(|(u, _)| u.trim());
+                match user {
+                    Some(u) if line.contains(placeholder) => {
+                        line.replace(placeholder, &format!("\"{u}-secret\""))
+                    }
+                    _ => line.to_owned(),
+                }
+            })
+            .map(|l| l + "\n")
+            .collect();
+        assert!(
+            !conf.contains("REPLACE_WITH"),
+            "every user's password set:\n{conf}"
+        );
+        Nats::start_with(&[], Some(&conf))
+    }
+
+    /// A node's `[federation]` lines for user `user` of the shipped config.
+    pub fn creds(&self, user: &str) -> String {
+        let path = self.dir.path().join(format!("{user}.password"));
+        std::fs::write(&path, format!("{user}-secret")).expect("password file");
+        format!("user = \"{user}\"\npassword_file = \"{}\"", path.display())
+    }
+
     /// Serves TLS: clients connect with `tls://`.
     pub fn tls(mut self) -> Nats {
         self.scheme = "tls";

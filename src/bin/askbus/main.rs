@@ -24,6 +24,7 @@ mod links;
 mod mcp;
 mod notify;
 mod pending;
+mod policy;
 mod schema;
 mod service;
 mod stats;
@@ -227,13 +228,25 @@ enum Command {
     /// Starts askbusd (or the relay) itself unless --socket names a running daemon; producers
     /// and auto-answering UIs speak raw frames. `askbus bench targets` checks every target.
     Bench(bench::Args),
+    /// Policy rules: ask the engine (`test`), list the rules in force, add or remove your own.
+    ///
+    /// Rules are Gemini CLI's TOML policy language, decided exactly as its policy engine
+    /// decides; askbusd checks every approval against them before a person is asked.
+    Policy(policy::PolicyArgs),
     /// The baseline relay `askbus bench --baseline` starts (for the bench only).
     #[command(hide = true)]
     BenchRelay,
 }
 
 /// Subcommands that never reach the daemon: `--socket` is not offered on them.
-const OFFLINE: [&str; 5] = ["validate", "schema", "completions", "man", "service"];
+const OFFLINE: [&str; 6] = [
+    "validate",
+    "schema",
+    "completions",
+    "man",
+    "service",
+    "policy",
+];
 
 /// The command line as clap sees it: `--socket` before the subcommand, or after it on those
 /// that reach the daemon (not on the offline ones, where it would do nothing).
@@ -294,6 +307,12 @@ fn main() -> ExitCode {
     let command = match cli.command {
         Command::Bench(args) => return bench::main(args, cli.socket),
         Command::BenchRelay => return bench::relay_main(cli.socket),
+        Command::Policy(args) => {
+            return policy::run(args).unwrap_or_else(|e| {
+                eprintln!("askbus policy: {e:#}");
+                ExitCode::FAILURE
+            })
+        }
         Command::Service(args) => {
             return service::run(args).unwrap_or_else(|e| {
                 eprintln!("askbus: {e:#}");
@@ -374,7 +393,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         Command::Web(args) => web::run(args, socket).await,
         Command::Notify(args) => notify::run(&socket, args).await,
         Command::Chat(args) => chat::run(&socket, args).await,
-        Command::Bench(_) | Command::BenchRelay | Command::Service(_) => {
+        Command::Bench(_) | Command::BenchRelay | Command::Service(_) | Command::Policy(_) => {
             unreachable!("dispatched before the runtime")
         }
     }

@@ -11,6 +11,7 @@
 //! - [`encode_fast`], [`UiRequestRef`] and [`UiApprovalRef`]: fast encoders of the frames every
 //!   question and approval costs, whose reference is [`encode`] of the same [`ServerFrame`];
 //! - [`json`]: the JSON string and integer writer those encoders share;
+//! - [`shown`]: `shownSha256`, the digest of what a request showed (RFC 8785 canonical JSON);
 //! - [`canonical`]: the reader of JSON text already written as serde_json writes it, which the
 //!   approvals' fast path keeps as it came.
 //!
@@ -24,6 +25,7 @@ mod error;
 mod frames;
 pub mod json;
 pub mod parse;
+pub mod shown;
 
 #[cfg(feature = "codec")]
 pub use codec::{codec, is_frame_too_large};
@@ -34,6 +36,9 @@ pub use error::{Code, ErrorCode, FrameError, RequestKind};
 pub use frames::*;
 pub use parse::fast::{parse_fast, ApprovalFields, FastFrame, RequestHead};
 pub use parse::parse_inbound;
+#[cfg(feature = "shown")]
+pub use shown::shown_sha256;
+pub use shown::{canonical_json, shown_json, Shown};
 
 /// The protocol number carried by `hello` and `welcome`.
 pub const PROTOCOL_VERSION: u64 = 1;

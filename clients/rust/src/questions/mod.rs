@@ -111,7 +111,7 @@ pub mod daemon_text {
 
 /// Validated questions as the broker keeps them: the normalized JSON UIs receive, and the
 /// per-question facts results are built from.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Normalized {
     /// JSON text, written by the daemon itself.
     pub questions: Box<str>,

@@ -12,14 +12,13 @@
 //!   constant time, so nobody without the key (which never leaves this machine) can make or
 //!   alter a button.
 //!
-//! The digest is SHA-256 of the canonical JSON of what the UI was shown (correlationId, kind,
-//! questions or tool call and details, context).
+//! The digest is the request's `shownSha256` (`askbus::protocol::shown`): SHA-256 of the
+//! RFC 8785 JSON of what the UI was shown (correlationId, kind, questions or tool call and
+//! details, context).
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
-use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
-
+use askbus::protocol::shown::shown_sha256;
 use askbus::protocol::{UiApproval, UiRequest};
 
 use crate::links::LinkKey;
@@ -113,66 +112,14 @@ impl Sealer {
     }
 }
 
-/// SHA-256 (hex) of the canonical JSON of what a UI is shown of a question request.
+/// The request's `shownSha256` (the one digest links, chat buttons and the history bind).
 pub fn question_digest(r: &UiRequest) -> String {
-    digest(&json!({
-        "correlationId": r.correlation_id,
-        "kind": "question",
-        "questions": r.questions,
-        "context": r.context,
-    }))
+    shown_sha256(&r.shown())
 }
 
-/// The same for an approval: its tool call and details in place of questions.
+/// The same for an approval.
 pub fn approval_digest(a: &UiApproval) -> String {
-    digest(&json!({
-        "correlationId": a.correlation_id,
-        "kind": "approval",
-        "toolCall": a.tool_call,
-        "details": a.details,
-        "context": a.context,
-    }))
-}
-
-fn digest(v: &Value) -> String {
-    let mut out = Vec::new();
-    canonical(v, &mut out);
-    Sha256::digest(&out)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// RFC 8785-style canonical JSON: object keys sorted by UTF-16 code units, no whitespace,
-/// strings and numbers as serde_json writes them (integers and the shortest round-trip floats).
-fn canonical(v: &Value, out: &mut Vec<u8>) {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
-            out.push(b'{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(Value::String(k.clone()).to_string().as_bytes());
-                out.push(b':');
-                canonical(&m[k], out);
-            }
-            out.push(b'}');
-        }
-        Value::Array(a) => {
-            out.push(b'[');
-            for (i, x) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                canonical(x, out);
-            }
-            out.push(b']');
-        }
-        other => out.extend_from_slice(other.to_string().as_bytes()),
-    }
+    shown_sha256(&a.shown())
 }
 
 #[cfg(test)]
@@ -202,12 +149,5 @@ mod tests {
         let forged = Sealer::open(&B64.encode(raw)).unwrap();
         assert!(!s.verify("req-1", "abc", &forged));
         assert!(Sealer::open("garbage").is_none());
-    }
-
-    #[test]
-    fn canonical_sorts_keys() {
-        let mut out = Vec::new();
-        canonical(&json!({"b": 1, "a": [true, null, "x"]}), &mut out);
-        assert_eq!(out, br#"{"a":[true,null,"x"],"b":1}"#);
     }
 }

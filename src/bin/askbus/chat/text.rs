@@ -1,21 +1,10 @@
 //! Text leaving askbus for a chat. Every string off the bus goes through [`clean`] (the CLI's
-//! one neutraliser for controls and bidi overrides, plus the invisible characters a chat
-//! would render as nothing) before a card uses it; a platform then escapes its own markup and
+//! one neutraliser, `term::sanitize`: controls, bidi overrides, invisible characters) before
+//! a card uses it; a platform then escapes its own markup and
 //! calls [`defuse_mentions`] when it renders, so a question can neither format itself into a
 //! fake button or link nor ping a channel.
 
 use crate::term;
-
-/// Characters that render as nothing and can hide or join text: zero-width space, (non-)
-/// joiners, word joiner, invisible operators, the BOM, the Mongolian vowel separator, the
-/// tag characters. They become the visible replacement character, as bidi controls do.
-fn is_invisible(c: char) -> bool {
-    matches!(
-        c,
-        '\u{200B}'..='\u{200D}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{180E}'
-            | '\u{00AD}' | '\u{E0000}'..='\u{E007F}'
-    )
-}
 
 /// `s` neutralised line by line (newlines kept: a chat shows them as line breaks) and cut to
 /// `max` characters, ending in "…" when cut.
@@ -25,9 +14,7 @@ pub fn clean(s: &str, max: usize) -> String {
         if i > 0 {
             out.push('\n');
         }
-        for c in term::sanitize(line.strip_suffix('\r').unwrap_or(line)).chars() {
-            out.push(if is_invisible(c) { term::REPLACEMENT } else { c });
-        }
+        out.push_str(&term::sanitize(line.strip_suffix('\r').unwrap_or(line)));
     }
     clip(&out, max)
 }

@@ -132,9 +132,15 @@ impl Desktop {
         } else {
             body.into_owned()
         };
+        // Button labels are bus text too (an option's label): neutralized like the summary.
+        let labels: Vec<std::borrow::Cow<str>> = note
+            .actions
+            .iter()
+            .map(|(_, label)| crate::term::sanitize(label))
+            .collect();
         let mut flat: Vec<&str> = Vec::new();
         if self.actions {
-            for (key, label) in note.actions {
+            for ((key, _), label) in note.actions.iter().zip(&labels) {
                 flat.push(key);
                 flat.push(label);
             }

@@ -184,6 +184,7 @@ struct PostError {
 }
 
 async fn post(http: &reqwest::Client, target: &Target, msg: &Message) -> Result<(), PostError> {
+    let msg = &neutralized(msg);
     let (url, token, body) = match target {
         Target::Ntfy {
             topic_url,
@@ -230,6 +231,32 @@ async fn post(http: &reqwest::Client, target: &Target, msg: &Message) -> Result<
         ),
         retry,
     })
+}
+
+/// `msg` with every text that came off the bus (title, body, agent, project, button labels)
+/// through the one neutralizer (`crate::term`): a phone's notification shade and a chat
+/// channel render bidi overrides and invisible characters as faithfully as a terminal does.
+/// The URLs are askbus's own.
+pub fn neutralized(msg: &Message) -> Message {
+    use crate::term::{sanitize, sanitize_lines};
+    Message {
+        ids: msg.ids.clone(),
+        title: sanitize(&msg.title).into_owned(),
+        body: sanitize_lines(&msg.body).into_owned(),
+        agent: sanitize(&msg.agent).into_owned(),
+        project: msg.project.as_deref().map(|p| sanitize(p).into_owned()),
+        kind: msg.kind,
+        click: msg.click.clone(),
+        actions: msg
+            .actions
+            .iter()
+            .map(|a| Action {
+                label: sanitize(&a.label).into_owned(),
+                url: a.url.clone(),
+                post: a.post,
+            })
+            .collect(),
+    }
 }
 
 /// reqwest's message without the URL it repeats (the caller names it once).
@@ -384,6 +411,40 @@ mod tests {
         assert_eq!(b["actions"][0]["action"], "http");
         assert_eq!(b["actions"][0]["method"], "POST");
         assert_eq!(b["actions"][1]["action"], "view");
+    }
+
+    #[test]
+    fn every_bus_text_is_neutralized_before_it_leaves() {
+        let evil = "\x1b]52;c;cHduZWQ=\x07\u{202E}\u{200B}";
+        let mut m = msg();
+        m.title = format!("t{evil}");
+        m.body = format!("line one{evil}\nline two");
+        m.agent = format!("a{evil}");
+        m.project = Some(format!("p{evil}"));
+        m.actions[0].label = format!("Yes{evil}");
+        let n = neutralized(&m);
+        for body in [ntfy_body("t", 3, &[], &n), webhook_body(&n), slack_body(&n)] {
+            let text = body.to_string();
+            let v: Value = serde_json::from_str(&text).unwrap();
+            let mut strings = Vec::new();
+            fn walk(v: &Value, out: &mut Vec<String>) {
+                match v {
+                    Value::String(s) => out.push(s.clone()),
+                    Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+                    Value::Object(o) => o.values().for_each(|x| walk(x, out)),
+                    _ => {}
+                }
+            }
+            walk(&v, &mut strings);
+            for s in strings {
+                assert!(
+                    !s.contains(|c: char| c != '\n' && crate::term::is_unsafe(c)),
+                    "{s:?}"
+                );
+            }
+        }
+        assert_eq!(n.body.lines().count(), 2);
+        assert!(n.actions[0].label.starts_with("Yes␛]52"));
     }
 
     #[test]

@@ -1,0 +1,178 @@
+//! JavaScript regular expressions, as `new RegExp(pattern)` (no flags) makes them.
+//!
+//! The reference matches every `argsPattern` with V8's engine over UTF-16 text: lookbehind and
+//! backreferences work, `\d` `\w` `\b` are ASCII, `.` excludes line terminators, and Annex B
+//! reads `{`, `]` and `\u{61}` as literals. The `regex` crate has none of that; `regress` is an
+//! ECMAScript engine, matched here over UTF-16 code units as V8 does without the `u` flag.
+
+/// A compiled JavaScript `RegExp`.
+#[derive(Debug, Clone)]
+pub struct JsRegex {
+    source: String,
+    re: regress::Regex,
+}
+
+/// The pattern is not a valid JavaScript regular expression.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Invalid regular expression: /{pattern}/: {message}")]
+pub struct RegexError {
+    /// The pattern.
+    pub pattern: String,
+    /// Why (regress's words; V8's differ, and the contract does not compare them).
+    pub message: String,
+}
+
+impl JsRegex {
+    /// `new RegExp(pattern)`.
+    pub fn new(pattern: &str) -> Result<JsRegex, RegexError> {
+        Self::with_flags(pattern, "")
+    }
+
+    /// `new RegExp(pattern, flags)`.
+    pub fn with_flags(pattern: &str, flags: &str) -> Result<JsRegex, RegexError> {
+        // V8 reads a pattern as UTF-16; regress takes code points. A TOML string cannot hold a
+        // lone surrogate, so the two agree.
+        let rewritten = annex_b_u_escapes(pattern);
+        match regress::Regex::from_unicode(rewritten.chars().map(u32::from), flags) {
+            Ok(re) => Ok(JsRegex {
+                source: pattern.to_string(),
+                re,
+            }),
+            Err(e) => Err(RegexError {
+                pattern: pattern.to_string(),
+                message: e.text,
+            }),
+        }
+    }
+
+    /// The pattern's source text.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// `re.test(text)` over UTF-16 code units.
+    pub fn test_utf16(&self, text: &[u16]) -> bool {
+        self.re.find_from_ucs2(text, 0).next().is_some()
+    }
+
+    /// `re.test(text)`.
+    pub fn test(&self, text: &str) -> bool {
+        let units: Vec<u16> = text.encode_utf16().collect();
+        self.test_utf16(&units)
+    }
+
+    /// The first match's (start, end) in UTF-16 units, searching from `start`.
+    pub fn find_at(&self, text: &[u16], start: usize) -> Option<(usize, usize)> {
+        self.re
+            .find_from_ucs2(text, start)
+            .next()
+            .map(|m| (m.start(), m.end()))
+    }
+}
+
+/// Without the `u` flag, `\\u` not followed by four hex digits is Annex B's identity escape
+/// (`\\u{61}` is `u` repeated 61 times); regress reads it as a code point escape, so the
+/// backslash is dropped first.
+fn annex_b_u_escapes(pattern: &str) -> String {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut out = String::with_capacity(pattern.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == '\\' && i + 1 < chars.len() {
+            if chars[i + 1] == 'u' {
+                let hex4 =
+                    chars.len() >= i + 6 && chars[i + 2..i + 6].iter().all(char::is_ascii_hexdigit);
+                if !hex4 {
+                    out.push('u');
+                    i += 2;
+                    continue;
+                }
+            }
+            out.push(chars[i]);
+            out.push(chars[i + 1]);
+            i += 2;
+            continue;
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
+    out
+}
+
+/// The reference's `escapeRegex`: `[-[\]{}()*+?.,\\^$|#\s"]` each get a backslash.
+pub fn escape_regex(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    for ch in text.chars() {
+        if "-[]{}()*+?.,\\^$|#\"".contains(ch) || is_js_space(ch) {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// JavaScript's `\s` (and the set `String.prototype.trim` removes).
+pub fn is_js_space(ch: char) -> bool {
+    matches!(
+        ch,
+        '\u{9}' | '\u{a}' | '\u{b}' | '\u{c}' | '\u{d}' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
+/// `String.prototype.trim`.
+pub fn js_trim(s: &str) -> &str {
+    s.trim_matches(is_js_space)
+}
+
+/// `String.prototype.trim` over UTF-16 units.
+pub fn js_trim_utf16(s: &[u16]) -> &[u16] {
+    let sp = |u: u16| char::from_u32(u32::from(u)).is_some_and(is_js_space);
+    let start = s.iter().position(|&u| !sp(u)).unwrap_or(s.len());
+    let end = s.iter().rposition(|&u| !sp(u)).map_or(start, |e| e + 1);
+    &s[start..end]
+}
+
+/// The reference's `isSafeRegExp`: valid, at most 2,048 UTF-16 units, and no group holding a
+/// quantifier that is itself quantified (by its own heuristic regex, so any `(?:…)?` too).
+pub fn is_safe_regexp(pattern: &str) -> bool {
+    if JsRegex::new(pattern).is_err() {
+        return false;
+    }
+    if pattern.encode_utf16().count() > 2048 {
+        return false;
+    }
+    thread_local! {
+        static NESTED: JsRegex = JsRegex::new(r"\([^)]*[*+?{].*\)[*+?{]").expect("valid");
+    }
+    !NESTED.with(|re| re.test(pattern))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn javascript_semantics() {
+        assert!(JsRegex::new("(?i)abc").is_err());
+        assert!(JsRegex::new("[z-a]").is_err());
+        assert!(JsRegex::new("a{").unwrap().test("a{"));
+        assert!(JsRegex::new("]").unwrap().test("]"));
+        assert!(JsRegex::new(r"\u{2}").unwrap().test("uu"));
+        assert!(JsRegex::new(r"(?<=a)b").unwrap().test("ab"));
+        assert!(JsRegex::new(r"(a)\1").unwrap().test("aa"));
+        assert!(!JsRegex::new(r"^\d$").unwrap().test("٣"));
+        assert!(!JsRegex::new(r"^.$").unwrap().test("\u{2028}"));
+        assert!(JsRegex::new(r"^..$").unwrap().test("😀"));
+        assert!(!is_safe_regexp("(a+)+$"));
+        assert!(!is_safe_regexp("(?:src/)?main"));
+        assert!(is_safe_regexp("a+b"));
+        assert!(!is_safe_regexp(&"a".repeat(2049)));
+    }
+}

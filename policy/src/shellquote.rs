@@ -1,0 +1,293 @@
+//! `shell-quote` 1.8.3's `parse`, which the reference's safety heuristics read commands with.
+//!
+//! It is not a shell: quotes are joined, `$VAR` expands from an environment object (the
+//! reference passes none, so variables expand to nothing; `bash -c "…"` unwrapping passes
+//! `key => '$' + key`), a `#` anywhere outside quotes starts a comment, an unterminated quote is
+//! dropped. Its tokenizer is the library's own regular expression, run here with the same
+//! ECMAScript engine over UTF-16, so the heuristics see exactly the words the reference sees.
+
+use crate::regex::JsRegex;
+
+/// One parsed entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// A word.
+    Word(String),
+    /// A control operator (`&&`, `|`, `;`, `(`, …).
+    Op(String),
+    /// A word with an unquoted `*` or `?`.
+    Glob(String),
+    /// A comment (the rest of the input after `#`).
+    Comment(String),
+}
+
+impl Entry {
+    /// The reference's `extractStringFromParseEntry`.
+    pub fn text(&self) -> &str {
+        match self {
+            Entry::Word(s) | Entry::Op(s) | Entry::Glob(s) => s,
+            Entry::Comment(_) => "",
+        }
+    }
+}
+
+/// The environment variables expand from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Env {
+    /// `{}`: a plain object, so names on `Object.prototype` expand to their functions' text.
+    EmptyObject,
+    /// `(key) => '$' + key`: variables stay as written (without braces).
+    KeepDollar,
+}
+
+/// `parse` threw ("Bad substitution").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Bad substitution: {0}")]
+pub struct BadSubstitution(pub String);
+
+const CONTROL: &str = r"(?:\|\||\&\&|;;|\|\&|\<\(|\<\<\<|>>|>\&|<\&|[&;()|<>])";
+
+struct Res {
+    chunker: JsRegex,
+    control: JsRegex,
+}
+
+thread_local! {
+    static RES: Res = {
+        let meta = r"|&;()<> \t";
+        let bareword = format!(r#"(\\['"{meta}]|[^\s'"{meta}])+"#);
+        let single = r#""((\\"|[^"])*?)""#;
+        let double = r#"'((\\'|[^'])*?)'"#;
+        let chunker = format!("({CONTROL})|({bareword}|{single}|{double})+");
+        Res {
+            chunker: JsRegex::new(&chunker).expect("shell-quote's chunker"),
+            control: JsRegex::new(&format!("^{CONTROL}$")).expect("shell-quote's control"),
+        }
+    };
+}
+
+/// `shell-quote`'s `parse(command, env)`.
+pub fn parse(command: &str, env: Env) -> Result<Vec<Entry>, BadSubstitution> {
+    let string: Vec<u16> = command.encode_utf16().collect();
+    RES.with(|res| parse_with(res, &string, env))
+}
+
+fn parse_with(res: &Res, string: &[u16], env: Env) -> Result<Vec<Entry>, BadSubstitution> {
+    let mut matches: Vec<(usize, usize)> = vec![];
+    let mut last = 0;
+    while last <= string.len() {
+        match res.chunker.find_at(string, last) {
+            Some((s, e)) => {
+                matches.push((s, e));
+                last = if e == s { e + 1 } else { e };
+            }
+            None => break,
+        }
+    }
+    let mut out = vec![];
+    let mut commented = false;
+    for (mstart, mend) in matches {
+        let s = &string[mstart..mend];
+        if s.is_empty() || commented {
+            continue;
+        }
+        if res.control.test_utf16(s) {
+            out.push(Entry::Op(String::from_utf16_lossy(s)));
+            continue;
+        }
+        let (entries, comment) = token(res, string, mstart, s, env)?;
+        out.extend(entries);
+        if comment {
+            commented = true;
+        }
+    }
+    Ok(out)
+}
+
+const BS: u16 = b'\\' as u16;
+const DQ: u16 = b'"' as u16;
+const SQ: u16 = b'\'' as u16;
+const DS: u16 = b'$' as u16;
+
+fn is_word_unit(u: u16) -> bool {
+    u < 128 && ((u as u8).is_ascii_alphanumeric() || u == u16::from(b'_'))
+}
+
+fn get_var(env: Env, key: &[u16]) -> Vec<u16> {
+    let key_s = String::from_utf16_lossy(key);
+    match env {
+        Env::KeepDollar => {
+            let mut v: Vec<u16> = vec![DS];
+            v.extend_from_slice(key);
+            v
+        }
+        Env::EmptyObject => {
+            if key.is_empty() {
+                return vec![DS];
+            }
+            let text = match key_s.as_str() {
+                "constructor" => "function Object() { [native code] }".to_string(),
+                // An object value: the library splices it in between its random tokens.
+                "__proto__" => "\u{0}askbus-token\u{0}{}\u{0}askbus-token\u{0}".to_string(),
+                "hasOwnProperty"
+                | "isPrototypeOf"
+                | "propertyIsEnumerable"
+                | "toLocaleString"
+                | "toString"
+                | "valueOf"
+                | "__defineGetter__"
+                | "__defineSetter__"
+                | "__lookupGetter__"
+                | "__lookupSetter__" => {
+                    format!("function {key_s}() {{ [native code] }}")
+                }
+                _ => String::new(),
+            };
+            text.encode_utf16().collect()
+        }
+    }
+}
+
+/// One chunk that is not a control operator: returns its entries and whether a comment began.
+fn token(
+    res: &Res,
+    string: &[u16],
+    mstart: usize,
+    s: &[u16],
+    env: Env,
+) -> Result<(Vec<Entry>, bool), BadSubstitution> {
+    let char_at = |i: usize| -> Option<u16> { s.get(i).copied() };
+    let mut quote: Option<u16> = None;
+    let mut esc = false;
+    let mut out: Vec<u16> = vec![];
+    let mut is_glob = false;
+    let mut i = 0usize;
+    // parseEnvVar: `i` is at the `$`; leaves `i` on the variable's last unit.
+    let parse_env_var = |i: &mut usize| -> Result<Vec<u16>, BadSubstitution> {
+        *i += 1;
+        let c = char_at(*i);
+        let varname: Vec<u16>;
+        if c == Some(u16::from(b'{')) {
+            *i += 1;
+            if char_at(*i) == Some(u16::from(b'}')) {
+                let from = i.saturating_sub(2);
+                let to = (*i + 1).min(s.len());
+                return Err(BadSubstitution(String::from_utf16_lossy(&s[from..to])));
+            }
+            let rest = if *i <= s.len() { &s[*i..] } else { &[][..] };
+            match rest.iter().position(|&u| u == u16::from(b'}')) {
+                None => return Err(BadSubstitution(String::from_utf16_lossy(rest))),
+                Some(off) => {
+                    varname = rest[..off].to_vec();
+                    *i += off;
+                }
+            }
+        } else if c.is_some_and(|u| "*@#?$!_-".encode_utf16().any(|x| x == u)) {
+            varname = vec![c.expect("some")];
+            *i += 1;
+        } else {
+            let rest = if *i <= s.len() { &s[*i..] } else { &[][..] };
+            match rest.iter().position(|&u| !is_word_unit(u)) {
+                None => {
+                    varname = rest.to_vec();
+                    *i = s.len();
+                }
+                Some(off) => {
+                    varname = rest[..off].to_vec();
+                    // `i += varend.index - 1`: the loop's `i++` then lands on the terminator.
+                    *i = (*i + off).wrapping_sub(1);
+                }
+            }
+        }
+        Ok(get_var(env, &varname))
+    };
+    while i < s.len() {
+        let c = s[i];
+        is_glob = is_glob || (quote.is_none() && (c == u16::from(b'*') || c == u16::from(b'?')));
+        if esc {
+            out.push(c);
+            esc = false;
+        } else if let Some(q) = quote {
+            if c == q {
+                quote = None;
+            } else if q == SQ {
+                out.push(c);
+            } else if c == BS {
+                i += 1;
+                match char_at(i) {
+                    Some(n) if n == DQ || n == BS || n == DS => out.push(n),
+                    Some(n) => {
+                        out.push(BS);
+                        out.push(n);
+                    }
+                    None => out.push(BS),
+                }
+            } else if c == DS {
+                out.extend(parse_env_var(&mut i)?);
+            } else {
+                out.push(c);
+            }
+        } else if c == DQ || c == SQ {
+            quote = Some(c);
+        } else if res.control.test_utf16(&[c]) {
+            return Ok((vec![Entry::Op(String::from_utf16_lossy(s))], false));
+        } else if c == u16::from(b'#') {
+            let comment = Entry::Comment(String::from_utf16_lossy(&string[mstart + i + 1..]));
+            if !out.is_empty() {
+                return Ok((
+                    vec![Entry::Word(String::from_utf16_lossy(&out)), comment],
+                    true,
+                ));
+            }
+            return Ok((vec![comment], true));
+        } else if c == BS {
+            esc = true;
+        } else if c == DS {
+            out.extend(parse_env_var(&mut i)?);
+        } else {
+            out.push(c);
+        }
+        i = i.wrapping_add(1);
+    }
+    let text = String::from_utf16_lossy(&out);
+    if is_glob {
+        return Ok((vec![Entry::Glob(text)], false));
+    }
+    Ok((vec![Entry::Word(text)], false))
+}
+
+/// The words the reference's heuristics see: `parse(command).map(extractStringFromParseEntry)`.
+pub fn words(command: &str) -> Result<Vec<String>, BadSubstitution> {
+    Ok(parse(command, Env::EmptyObject)?
+        .iter()
+        .map(|e| e.text().to_string())
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(s: &str) -> Vec<String> {
+        words(s).unwrap()
+    }
+
+    #[test]
+    fn like_shell_quote() {
+        assert_eq!(
+            w("ls -la && rm -rf /"),
+            ["ls", "-la", "&&", "rm", "-rf", "/"]
+        );
+        assert_eq!(w(r#"echo "a b"'c'"#), ["echo", "a bc"]);
+        assert_eq!(w("echo $HOME x"), ["echo", "", "x"]);
+        assert_eq!(w("cat a#b c"), ["cat", "a", ""]);
+        assert_eq!(w("ls *.rs"), ["ls", "*.rs"]);
+        assert_eq!(w("echo \"unterminated"), ["echo", "unterminated"]);
+        assert!(words("echo ${}").is_err());
+        assert_eq!(w("a|b"), ["a", "|", "b"]);
+        assert_eq!(
+            parse("\"ls $X ${Y}\"", Env::KeepDollar).unwrap(),
+            [Entry::Word("ls $X $Y".into())]
+        );
+    }
+}
