@@ -223,8 +223,7 @@ impl Meta {
         if let Some(n) = &self.node {
             parts.push(format!("node {}", clean(n, 80)));
         }
-        let left = Duration::from_millis(self.timeout_ms)
-            .saturating_sub(self.arrived.elapsed());
+        let left = Duration::from_millis(self.timeout_ms).saturating_sub(self.arrived.elapsed());
         parts.push(left_in_words(left));
         parts.join(" · ")
     }
@@ -277,7 +276,10 @@ enum Body {
 enum Phase {
     Open,
     /// An answer was sent on behalf of this user; waiting for the daemon's verdict.
-    Sending { by: String, what: String },
+    Sending {
+        by: String,
+        what: String,
+    },
     /// Over: the outcome line.
     Over(String),
 }
@@ -347,9 +349,7 @@ impl Card {
                 .unwrap_or_default()
         };
         let (text, code) = match field("type") {
-            Some("exec") | Some("sandbox_expansion") => {
-                (None, field("command").map(str::to_owned))
-            }
+            Some("exec") | Some("sandbox_expansion") => (None, field("command").map(str::to_owned)),
             Some("edit") => (
                 field("filePath")
                     .or(field("fileName"))
@@ -752,10 +752,7 @@ impl Card {
     pub fn prompt_text(&self) -> String {
         match &self.body {
             Body::Questions(q) => match q.qs.get(q.step) {
-                Some(cur) => format!(
-                    "Reply with your answer to: {}",
-                    clean(&cur.text, MAX_TEXT)
-                ),
+                Some(cur) => format!("Reply with your answer to: {}", clean(&cur.text, MAX_TEXT)),
                 None => "Reply with your answer.".into(),
             },
             Body::Approval(_) => format!(
@@ -815,14 +812,7 @@ fn question_tap(q: &mut Questions, action: Action) -> Step {
                 None => Step::Refuse("Check at least one option first."),
             }
         }
-        (QKind::Text, Action::Write)
-        | (
-            QKind::Choice {
-                yesno: false,
-                ..
-            },
-            Action::Write,
-        ) => {
+        (QKind::Text, Action::Write) | (QKind::Choice { yesno: false, .. }, Action::Write) => {
             q.writing = true;
             Step::Prompt(format!(
                 "Reply with your answer to: {}",
@@ -947,7 +937,10 @@ mod tests {
 
     #[test]
     fn words_for_time_left() {
-        assert_eq!(left_in_words(Duration::from_secs(30)), "less than a minute left");
+        assert_eq!(
+            left_in_words(Duration::from_secs(30)),
+            "less than a minute left"
+        );
         assert_eq!(left_in_words(Duration::from_secs(599)), "9 min left");
         assert_eq!(left_in_words(Duration::from_secs(4800)), "1 h 20 min left");
         assert_eq!(left_in_words(Duration::from_secs(7200)), "2 h left");
@@ -955,14 +948,23 @@ mod tests {
 
     #[test]
     fn multiselect_toggles_then_done() {
-        let mut c = question(json!([{"question": "Which?", "header": "DB", "type": "choice",
+        let mut c = question(
+            json!([{"question": "Which?", "header": "DB", "type": "choice",
             "multiSelect": true, "options": [{"label": "a", "description": ""},
-            {"label": "b", "description": ""}, {"label": "c", "description": ""}]}]));
-        assert_eq!(c.tap(Action::Done, &user()), Step::Refuse("Check at least one option first."));
+            {"label": "b", "description": ""}, {"label": "c", "description": ""}]}]),
+        );
+        assert_eq!(
+            c.tap(Action::Done, &user()),
+            Step::Refuse("Check at least one option first.")
+        );
         assert_eq!(c.tap(Action::Toggle(2), &user()), Step::Redraw);
         assert_eq!(c.tap(Action::Toggle(0), &user()), Step::Redraw);
         let v = c.view();
-        assert!(v.rows.iter().flatten().any(|b| matches!(b, Button::Tap { label, .. } if label == "☑ c")));
+        assert!(v
+            .rows
+            .iter()
+            .flatten()
+            .any(|b| matches!(b, Button::Tap { label, .. } if label == "☑ c")));
         assert_eq!(
             c.tap(Action::Done, &user()),
             Step::Answer(BTreeMap::from([(0, "a, c".to_owned())]))
@@ -980,7 +982,10 @@ mod tests {
         assert_eq!(c.reply("  Bob ", &user()), Step::Redraw);
         assert_eq!(
             c.tap(Action::Submit, &user()),
-            Step::Answer(BTreeMap::from([(0, "No".to_owned()), (1, "  Bob ".to_owned())]))
+            Step::Answer(BTreeMap::from([
+                (0, "No".to_owned()),
+                (1, "Bob".to_owned())
+            ]))
         );
     }
 

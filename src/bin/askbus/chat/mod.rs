@@ -165,7 +165,13 @@ fn state_path(common: &CommonArgs, platform: &str, chat: &str) -> Result<PathBuf
     let dir = state::default_dir().context("no $HOME: give --state")?;
     let chat: String = chat
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     Ok(dir.join(format!("chat-{platform}-{chat}.json")))
 }
@@ -331,9 +337,7 @@ impl Engine {
         if self.sweep_at.is_some_and(|at| at <= now) {
             self.sweep();
         }
-        if self.digest_dirty
-            && !self.digest_posting
-            && self.digest_after.is_none_or(|at| at <= now)
+        if self.digest_dirty && !self.digest_posting && self.digest_after.is_none_or(|at| at <= now)
         {
             self.flush_digest();
         }
@@ -395,9 +399,7 @@ impl Engine {
             self.send(Out::Edit {
                 msg: m.msg,
                 view: View {
-                    blocks: vec![Block::Note(
-                        "Ended while askbus chat was away.".into(),
-                    )],
+                    blocks: vec![Block::Note("Ended while askbus chat was away.".into())],
                     rows: Vec::new(),
                 },
             });
@@ -415,18 +417,28 @@ impl Engine {
                 let digest = seal::approval_digest(&a);
                 self.arrived(a.correlation_id.clone(), digest, Card::from_approval(&a));
             }
-            UiEvent::Withdrawn { correlation_id, reason }
-            | UiEvent::ApprovalWithdrawn { correlation_id, reason } => {
-                self.ended(&correlation_id, withdrawn_text(reason).into())
+            UiEvent::Withdrawn {
+                correlation_id,
+                reason,
             }
+            | UiEvent::ApprovalWithdrawn {
+                correlation_id,
+                reason,
+            } => self.ended(&correlation_id, withdrawn_text(reason).into()),
             UiEvent::Ack { correlation_id, .. } => self.answered_here(&correlation_id),
             UiEvent::ApprovalAck(a) => self.answered_here(&a.correlation_id),
             UiEvent::Error(e) => {
                 let Some(id) = e.correlation_id.clone() else {
-                    eprintln!("askbus chat: askbusd: {}: {}", e.code, term::sanitize(&e.message));
+                    eprintln!(
+                        "askbus chat: askbusd: {}: {}",
+                        e.code,
+                        term::sanitize(&e.message)
+                    );
                     return;
                 };
-                let Some(entry) = self.entries.get_mut(&id) else { return };
+                let Some(entry) = self.entries.get_mut(&id) else {
+                    return;
+                };
                 if entry.card.sent().is_none() {
                     return;
                 }
@@ -536,7 +548,9 @@ impl Engine {
 
     fn post(&mut self, id: &str) {
         let Some(view) = self.sealed(id) else { return };
-        let Some(e) = self.entries.get_mut(id) else { return };
+        let Some(e) = self.entries.get_mut(id) else {
+            return;
+        };
         e.posting = true;
         if !e.live {
             e.live = true;
@@ -548,7 +562,9 @@ impl Engine {
     }
 
     fn redraw(&mut self, id: &str) {
-        let Some(e) = self.entries.get(id) else { return };
+        let Some(e) = self.entries.get(id) else {
+            return;
+        };
         let Some(msg) = e.msg.clone() else { return };
         let view = self.seal_view(id, e);
         let version = e.card.version;
@@ -561,7 +577,9 @@ impl Engine {
 
     /// The request is over: its message shows `outcome` without buttons.
     fn ended(&mut self, id: &str, outcome: String) {
-        let Some(mut e) = self.entries.remove(id) else { return };
+        let Some(mut e) = self.entries.remove(id) else {
+            return;
+        };
         self.by_handle.remove(&e.handle);
         self.queued.remove(&(e.seq, id.to_owned()));
         if self.state.saved.messages.remove(id).is_some() {
@@ -597,7 +615,9 @@ impl Engine {
     /// Messages of their own for the oldest digest entries, while there is room.
     fn promote(&mut self) {
         while self.live < self.max_live {
-            let Some((_, id)) = self.queued.pop_first() else { break };
+            let Some((_, id)) = self.queued.pop_first() else {
+                break;
+            };
             self.digest_dirty = true;
             self.post(&id);
         }
@@ -614,10 +634,16 @@ impl Engine {
 
     /// This engine's answer won: the message names it and who gave it.
     fn answered_here(&mut self, id: &str) {
-        let Some(e) = self.entries.get(id) else { return };
+        let Some(e) = self.entries.get(id) else {
+            return;
+        };
         let outcome = match e.card.sent() {
             Some((by, what)) => {
-                let verb = if e.card.is_approval() { "Decided" } else { "Answered" };
+                let verb = if e.card.is_approval() {
+                    "Decided"
+                } else {
+                    "Answered"
+                };
                 format!("✅ {verb} in {} by {by}: {what}", title_case(self.via))
             }
             None => "Answered.".to_owned(),
@@ -696,7 +722,11 @@ impl Engine {
             In::Posted { key, msg } => {
                 let Ok(seq) = key.parse::<u64>() else { return };
                 if let Some(mut card) = self.limbo.remove(&seq) {
-                    let view = if self.redact { card.redacted() } else { card.view() };
+                    let view = if self.redact {
+                        card.redacted()
+                    } else {
+                        card.view()
+                    };
                     card.version = card.version.wrapping_add(1);
                     self.send(Out::Edit {
                         msg,
@@ -704,8 +734,12 @@ impl Engine {
                     });
                     return;
                 }
-                let Some(id) = self.by_seq.get(&seq).cloned() else { return };
-                let Some(e) = self.entries.get_mut(&id) else { return };
+                let Some(id) = self.by_seq.get(&seq).cloned() else {
+                    return;
+                };
+                let Some(e) = self.entries.get_mut(&id) else {
+                    return;
+                };
                 e.posting = false;
                 e.msg = Some(msg.clone());
                 let saved = SavedMessage {
@@ -735,7 +769,9 @@ impl Engine {
                 }
                 let Ok(seq) = key.parse::<u64>() else { return };
                 self.limbo.remove(&seq);
-                let Some(id) = self.by_seq.remove(&seq) else { return };
+                let Some(id) = self.by_seq.remove(&seq) else {
+                    return;
+                };
                 if let Some(e) = self.entries.get_mut(&id) {
                     // It waits in the digest for a slot again.
                     e.posting = false;
@@ -799,7 +835,11 @@ impl Engine {
         let who = term::sanitize(&user.label()).into_owned();
         if !self.allowed.contains(&user.id) {
             eprintln!("askbus chat: refused a tap by {who}: not an allowed user");
-            self.toast(&reply, "You are not allowed to answer these requests.", true);
+            self.toast(
+                &reply,
+                "You are not allowed to answer these requests.",
+                true,
+            );
             return;
         }
         let Some(opened) = Sealer::open(data) else {
@@ -812,7 +852,9 @@ impl Engine {
             self.toast(&reply, "This request is over.", false);
             return;
         };
-        let Some(e) = self.entries.get_mut(&id) else { return };
+        let Some(e) = self.entries.get_mut(&id) else {
+            return;
+        };
         if !self.sealer.verify(&id, &e.digest, &opened) {
             eprintln!(
                 "askbus chat: refused a tap by {who} on {}: forged callback data",
@@ -828,7 +870,11 @@ impl Engine {
                 opened.version,
                 e.card.version
             );
-            self.toast(&reply, "This message has changed: use its current buttons.", false);
+            self.toast(
+                &reply,
+                "This message has changed: use its current buttons.",
+                false,
+            );
             return;
         }
         if msg.as_ref().is_some_and(|m| e.msg.as_ref() != Some(m)) {
@@ -859,7 +905,9 @@ impl Engine {
             );
             return;
         }
-        let Some(e) = self.entries.get_mut(&id) else { return };
+        let Some(e) = self.entries.get_mut(&id) else {
+            return;
+        };
         let step = e.card.reply(text, &user);
         self.apply(&id, step, None, &user).await;
     }
@@ -879,7 +927,9 @@ impl Engine {
             Step::Prompt(_) => {
                 ack(self, "", false);
                 self.redraw(id);
-                let Some(e) = self.entries.get(id) else { return };
+                let Some(e) = self.entries.get(id) else {
+                    return;
+                };
                 if let Some(msg) = e.msg.clone() {
                     let text = e.card.prompt_text();
                     self.send(Out::Prompt {

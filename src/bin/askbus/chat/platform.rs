@@ -83,10 +83,7 @@ pub fn fit(blocks: &mut [Block], max: usize) {
     }
     // Each block costs its characters plus the separators a platform puts between blocks.
     let cost = |blocks: &mut [Block]| -> usize {
-        blocks
-            .iter_mut()
-            .map(|b| text(b).chars().count() + 2)
-            .sum()
+        blocks.iter_mut().map(|b| text(b).chars().count() + 2).sum()
     };
     while cost(blocks) > max {
         let over = cost(blocks) - max;

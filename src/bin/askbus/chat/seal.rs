@@ -16,10 +16,10 @@
 //! RFC 8785 JSON of what the UI was shown (correlationId, kind, questions or tool call and
 //! details, context).
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
-use base64::Engine;
 use askbus::protocol::shown::shown_sha256;
 use askbus::protocol::{UiApproval, UiRequest};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use base64::Engine;
 
 use crate::links::LinkKey;
 
@@ -52,7 +52,9 @@ impl Sealer {
     }
 
     pub fn handle(&self, id: &str, digest: &str) -> Handle {
-        let t = self.key.tag(&[b"askbus-chat handle", id.as_bytes(), digest.as_bytes()]);
+        let t = self
+            .key
+            .tag(&[b"askbus-chat handle", id.as_bytes(), digest.as_bytes()]);
         t[..HANDLE_BYTES].try_into().expect("6 of 32 bytes")
     }
 
@@ -108,7 +110,10 @@ impl Sealer {
             return false;
         }
         let want = self.tag(id, digest, o);
-        want.iter().zip(o.tag).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+        want.iter()
+            .zip(o.tag)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
     }
 }
 

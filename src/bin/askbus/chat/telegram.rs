@@ -113,7 +113,12 @@ impl Api {
 
     /// `call`, waiting out rate limits and retrying network errors (at most `attempts` tries
     /// for the latter; a 429 is always waited out, it is a promise of service).
-    async fn call_retrying(&self, method: &str, body: &Value, attempts: u32) -> Result<Value, Failure> {
+    async fn call_retrying(
+        &self,
+        method: &str,
+        body: &Value,
+        attempts: u32,
+    ) -> Result<Value, Failure> {
         let mut backoff = Backoff::default();
         let mut tries = 0;
         loop {
@@ -186,7 +191,9 @@ async fn sender(cfg: Config, mut rx: mpsc::UnboundedReceiver<Out>, tx: mpsc::Unb
         while let Ok(op) = rx.try_recv() {
             enqueue(&mut queue, op);
         }
-        let Some(op) = queue.pop_front() else { continue };
+        let Some(op) = queue.pop_front() else {
+            continue;
+        };
         if let Some(event) = perform(&api, &cfg, op).await {
             if tx.send(event).is_err() {
                 return;
@@ -274,7 +281,9 @@ fn failure_text(f: Failure) -> String {
 }
 
 fn message_id(r: &Value) -> Option<Msg> {
-    r.get("message_id").and_then(Value::as_i64).map(|i| i.to_string())
+    r.get("message_id")
+        .and_then(Value::as_i64)
+        .map(|i| i.to_string())
 }
 
 async fn poller(cfg: Config, tx: mpsc::UnboundedSender<In>) {
@@ -315,10 +324,7 @@ async fn poller(cfg: Config, tx: mpsc::UnboundedSender<In>) {
             Err(e) => {
                 let wait = backoff.next();
                 if !was_down {
-                    eprintln!(
-                        "askbus chat: telegram: {}; retrying",
-                        failure_text(e)
-                    );
+                    eprintln!("askbus chat: telegram: {}; retrying", failure_text(e));
                     was_down = true;
                 }
                 tokio::time::sleep(wait).await;
@@ -328,7 +334,11 @@ async fn poller(cfg: Config, tx: mpsc::UnboundedSender<In>) {
 }
 
 fn user(from: Option<&Value>) -> User {
-    let s = |k: &str| from.and_then(|f| f.get(k)).and_then(Value::as_str).unwrap_or("");
+    let s = |k: &str| {
+        from.and_then(|f| f.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
     let mut name = [s("first_name"), s("last_name")]
         .into_iter()
         .filter(|p| !p.is_empty())

@@ -49,7 +49,10 @@ mod tests {
 
     #[test]
     fn controls_bidi_and_invisibles_become_visible() {
-        assert_eq!(clean("a\u{202E}b\u{200B}c\u{1b}[2J", 100), "a\u{FFFD}b\u{FFFD}c␛[2J");
+        assert_eq!(
+            clean("a\u{202E}b\u{200B}c\u{1b}[2J", 100),
+            "a\u{FFFD}b\u{FFFD}c␛[2J"
+        );
         assert_eq!(clean("one\r\ntwo", 100), "one\ntwo");
         assert_eq!(clean("abcdef", 4), "abc…");
     }
