@@ -62,7 +62,7 @@ pub struct ChatArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum PlatformArgs {
     /// Telegram, by Bot API long polling: the bot's token from $ASKBUS_TELEGRAM_TOKEN or
-    /// --token-file (see docs/chat.md for the BotFather steps)
+    /// --token-file
     Telegram(TelegramArgs),
 }
 
@@ -473,7 +473,7 @@ impl Engine {
         if let Some(l) = &self.links {
             let left = card.meta.timeout_ms / 1000;
             let exp = crate::links::now_unix() + left.clamp(60, 7 * 24 * 3600);
-            if let Ok(link) = crate::links::Link::open(&id, exp) {
+            if let Ok(link) = crate::links::Link::open(&id, &digest, exp) {
                 card.open_url = Some(format!("{}/o/{}", l.base, l.key.sign(&link)));
             }
         }

@@ -362,7 +362,7 @@ fn user(from: Option<&Value>) -> User {
 fn same_chat(cfg: &Config, chat: Option<&Value>) -> bool {
     chat.and_then(|c| c.get("id")).is_some_and(|id| match id {
         Value::String(s) => *s == cfg.chat,
-        other => other.to_string() == cfg.chat,
+        other => other.as_i64().is_some_and(|n| n.to_string() == cfg.chat),
     })
 }
 
