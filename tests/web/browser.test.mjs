@@ -480,8 +480,8 @@ describe('askbus web in Chromium', () => {
     producer.ask(id, [{ ...db, question: marker }]);
     await page.getByText(marker).waitFor();
     // Served from 127.0.0.1 on another port: the same *site*, so SameSite would let a cookie
-    // go. The session cookie's path (this server's random directory) keeps it from this
-    // server even for a page that knows the directory, and the Origin check refuses the rest.
+    // go. Even a page that knows the directory (the next test: it cannot learn it) is refused
+    // by the Origin check.
     const evilCookies = [];
     const evil = http.createServer((req, res) => {
       evilCookies.push(req.headers.cookie || '');
@@ -501,7 +501,7 @@ describe('askbus web in Chromium', () => {
     const evilPage = await context.newPage();
     try {
       await evilPage.goto(`http://127.0.0.1:${evil.address().port}/`);
-      // Even at this server's own directory on the other port, the browser sends no session.
+      // At this server's own directory on the other port, as if the page had learned it.
       await evilPage.goto(`http://127.0.0.1:${evil.address().port}${web.dir}`);
       await evilPage.waitForFunction(() => window.result && window.result.closed
         && ('read' in window.result || 'fetchError' in window.result));
@@ -510,15 +510,55 @@ describe('askbus web in Chromium', () => {
       assert.deepEqual(result.messages, []);
       assert.equal(result.read, undefined);
       assert.match(web.stderr, /refused GET \/[0-9a-f]+\/ws from 127\.0\.0\.1:\d+: requests from other sites are refused/);
-      const value = web.cookie.split('=')[1];
-      assert.ok(evilCookies.length >= 2);
-      assert.ok(evilCookies.every((c) => !c.includes(value)), JSON.stringify(evilCookies));
     } finally {
       await evilPage.close();
       evil.close();
     }
     await page.keyboard.press('Escape');
     assert.equal((await producer.response(id)).reason, 'dismissed');
+  });
+
+  test('a server on another local port cannot learn the directory, so never gets the cookie', async () => {
+    // The BROWSER's own session cookie (cookies ignore ports: only its Path keeps it here).
+    const mine = (await context.cookies(web.base)).find((k) => k.name.startsWith(`askbus-web-${web.port}-`));
+    assert.ok(mine && mine.value.length >= 32, JSON.stringify(mine));
+    // Another local user's server: it asks askbus web for the directory without a code (as
+    // any local process can), then sends the browser to that directory on its own port,
+    // where the browser would hand it the cookie.
+    const seen = [];
+    let learned = null;
+    const ask = (path) => new Promise((resolve) => {
+      http.get({ host: '127.0.0.1', port: web.port, path }, (r) => { r.resume(); resolve(r.headers.location || ''); })
+        .on('error', () => resolve(''));
+    });
+    const evil = http.createServer(async (req, res) => {
+      seen.push({ url: req.url, cookie: req.headers.cookie || '' });
+      if (req.url === '/') {
+        for (const path of ['/login', '/login?code=x', `/o/x`, '/']) {
+          const m = /^\.\/([0-9a-f]+)\//.exec(await ask(path));
+          if (m) { learned = m[1]; break; }
+        }
+        res.statusCode = 302;
+        res.setHeader('location', learned ? `/${learned}/steal` : '/nothing');
+        res.end();
+        return;
+      }
+      res.setHeader('content-type', 'text/html');
+      res.end('<!doctype html><title>done</title>');
+    });
+    evil.listen(0, '127.0.0.1');
+    await once(evil, 'listening');
+    const evilPage = await context.newPage();
+    try {
+      await evilPage.goto(`http://127.0.0.1:${evil.address().port}/`);
+      await evilPage.waitForFunction(() => document.title === 'done');
+      assert.equal(learned, null, `askbus web told its directory without a code: ${learned}`);
+      assert.ok(seen.length >= 2, JSON.stringify(seen));
+      assert.ok(seen.every((s) => !s.cookie.includes(mine.value)), JSON.stringify(seen));
+    } finally {
+      await evilPage.close();
+      evil.close();
+    }
   });
 
   test('without a session, or from a foreign Origin or Host, nothing is served', async () => {

@@ -6,11 +6,15 @@
 //!
 //! A token is `v1.<b64url(payload JSON)>.<b64url(HMAC-SHA256(key, "v1." + payload_b64))>`
 //! (base64url without padding), the payload
-//! `{"k":"answer"|"open","id":correlationId,"a":answer-or-null,"exp":unix-seconds,"n":nonce}`.
-//! The answer is the response body a UI would send: `{"answers":{"0":"Yes"}}` for a question,
-//! `{"outcome":"proceed_once"}` for an approval. The nonce makes every link distinct, so the
-//! verifier can keep the ones used until they expire and refuse a replay. This module only
-//! signs and checks; single use is the verifier's (it alone sees links being used).
+//! `{"k":"answer"|"open","id":correlationId,"s":shownSha256,"a":answer-or-null,"exp":unix-seconds,
+//! "n":nonce,"r"?:true}`. The answer is the response body a UI would send:
+//! `{"answers":{"0":"Yes"}}` for a question, `{"outcome":"proceed_once"}` for an approval.
+//! `s` binds the link to the request itself (proto/PROTOCOL.md, `shownSha256`): a request that
+//! reuses the correlationId after this one ended shows something else, and the link refuses
+//! it. `r` marks a link pushed redacted: its pages show nothing of the request's text. The
+//! nonce makes every link distinct, so the verifier can keep the ones used (in a file, across
+//! restarts) until they expire and refuse a replay. This module only signs and checks; single
+//! use is the verifier's (it alone sees links being used).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
@@ -108,6 +112,9 @@ pub struct Link {
     pub kind: LinkKind,
     /// The question's (or approval's) correlationId.
     pub id: String,
+    /// `shownSha256` of the request the link was made for.
+    #[serde(rename = "s")]
+    pub shown: String,
     /// For [`LinkKind::Answer`]: the response body a UI would send; `None` for an open link.
     #[serde(rename = "a")]
     pub answer: Option<serde_json::Value>,
@@ -117,31 +124,49 @@ pub struct Link {
     /// Random, so that every link is distinct and single use can be kept per link.
     #[serde(rename = "n")]
     pub nonce: String,
+    /// Pushed redacted: the link's pages must not show the request's text either.
+    #[serde(rename = "r", default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
 }
 
 #[cfg_attr(not(test), allow(dead_code))] // signing is askbus notify's
 impl Link {
-    /// A link answering question `id` with `answer` (e.g. `{"answers":{"0":"Yes"}}`) until
-    /// `expires` (Unix seconds).
-    pub fn answer(id: &str, answer: serde_json::Value, expires: u64) -> Result<Link, KeyError> {
+    /// A link answering request `id` (that showed `shown`) with `answer` (e.g.
+    /// `{"answers":{"0":"Yes"}}`) until `expires` (Unix seconds).
+    pub fn answer(
+        id: &str,
+        shown: &str,
+        answer: serde_json::Value,
+        expires: u64,
+    ) -> Result<Link, KeyError> {
         Ok(Link {
             kind: LinkKind::Answer,
             id: id.to_owned(),
+            shown: shown.to_owned(),
             answer: Some(answer),
             expires,
             nonce: nonce()?,
+            redacted: false,
         })
     }
 
-    /// A link opening question `id` in the page until `expires` (Unix seconds).
-    pub fn open(id: &str, expires: u64) -> Result<Link, KeyError> {
+    /// A link showing request `id` (that showed `shown`), view only, until `expires`.
+    pub fn open(id: &str, shown: &str, expires: u64) -> Result<Link, KeyError> {
         Ok(Link {
             kind: LinkKind::Open,
             id: id.to_owned(),
+            shown: shown.to_owned(),
             answer: None,
             expires,
             nonce: nonce()?,
+            redacted: false,
         })
+    }
+
+    /// The same link, marked as pushed redacted.
+    pub fn redacted(mut self, redacted: bool) -> Link {
+        self.redacted = redacted;
+        self
     }
 }
 
@@ -314,7 +339,12 @@ impl LinkKey {
             LinkKind::Answer => link.answer.as_ref().is_some_and(|a| a.is_object()),
             LinkKind::Open => link.answer.is_none(),
         };
-        if !consistent || link.id.is_empty() || link.nonce.is_empty() {
+        let digest = link.shown.len() == 64
+            && link
+                .shown
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !consistent || link.id.is_empty() || link.nonce.is_empty() || !digest {
             return Err(LinkError::Malformed);
         }
         if now >= link.expires {
@@ -345,8 +375,10 @@ mod tests {
         LinkKey::from_bytes([7; KEY_BYTES])
     }
 
+    const SHOWN: &str = "5e0a9c1f5e0a9c1f5e0a9c1f5e0a9c1f5e0a9c1f5e0a9c1f5e0a9c1f5e0a9c1f";
+
     fn yes(id: &str) -> Link {
-        Link::answer(id, json!({"answers": {"0": "Yes"}}), NOW + 600).unwrap()
+        Link::answer(id, SHOWN, json!({"answers": {"0": "Yes"}}), NOW + 600).unwrap()
     }
 
     #[test]
@@ -361,7 +393,7 @@ mod tests {
         assert_eq!(k.verify(&token, NOW).unwrap(), link);
         assert_eq!(k.verify(&token, NOW + 599).unwrap(), link);
         assert_eq!(k.verify(&token, NOW + 600), Err(LinkError::Expired));
-        let open = Link::open("q-1", NOW + 60).unwrap();
+        let open = Link::open("q-1", SHOWN, NOW + 60).unwrap();
         assert_eq!(
             k.verify_kind(&k.sign(&open), LinkKind::Open, NOW).unwrap(),
             open
@@ -380,7 +412,7 @@ mod tests {
         assert_eq!(v["a"], json!({"answers": {"0": "Yes"}}));
         assert_eq!(v["exp"], NOW + 600);
         assert_eq!(B64.decode(v["n"].as_str().unwrap()).unwrap().len(), 16);
-        let open = key().sign(&Link::open("q-2", NOW).unwrap());
+        let open = key().sign(&Link::open("q-2", SHOWN, NOW).unwrap());
         let v: serde_json::Value =
             serde_json::from_slice(&B64.decode(open.split('.').nth(1).unwrap()).unwrap()).unwrap();
         assert_eq!(v["k"], "open");
@@ -412,9 +444,15 @@ mod tests {
         let parts: Vec<&str> = token.split('.').collect();
         // The same signature over another answer, another question, a later expiry.
         for changed in [
-            Link::answer("q-1", json!({"answers": {"0": "No"}}), NOW + 600).unwrap(),
+            Link::answer("q-1", SHOWN, json!({"answers": {"0": "No"}}), NOW + 600).unwrap(),
             yes("q-2"),
-            Link::answer("q-1", json!({"answers": {"0": "Yes"}}), NOW + 6_000_000).unwrap(),
+            Link::answer(
+                "q-1",
+                SHOWN,
+                json!({"answers": {"0": "Yes"}}),
+                NOW + 6_000_000,
+            )
+            .unwrap(),
         ] {
             let payload = B64.encode(serde_json::to_vec(&changed).unwrap());
             let tampered = format!("v1.{payload}.{}", parts[2]);
@@ -432,7 +470,7 @@ mod tests {
     #[test]
     fn the_wrong_kind_is_refused() {
         let k = key();
-        let open = k.sign(&Link::open("q-1", NOW + 60).unwrap());
+        let open = k.sign(&Link::open("q-1", SHOWN, NOW + 60).unwrap());
         assert_eq!(
             k.verify_kind(&open, LinkKind::Answer, NOW),
             Err(LinkError::WrongKind)
@@ -443,7 +481,7 @@ mod tests {
             Err(LinkError::WrongKind)
         );
         // A signed payload whose kind and answer disagree is malformed.
-        let mut odd = Link::open("q-1", NOW + 60).unwrap();
+        let mut odd = Link::open("q-1", SHOWN, NOW + 60).unwrap();
         odd.answer = Some(json!({"answers": {"0": "Yes"}}));
         assert_eq!(k.verify(&k.sign(&odd), NOW), Err(LinkError::Malformed));
     }

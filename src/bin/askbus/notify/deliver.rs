@@ -13,13 +13,23 @@ impl Notifier {
         crate::links::now_unix() + left.clamp(60, 7 * 24 * 3600)
     }
 
+    /// The request's `shownSha256`, which its links are bound to.
+    fn shown(&self, id: &str) -> Option<&str> {
+        self.entries.get(id).map(|e| e.w.shown.as_str())
+    }
+
     pub(super) fn open_link(&self, l: &Links, id: &str) -> Option<String> {
-        let link = crate::links::Link::open(id, self.expiry(id)).ok()?;
+        let link = crate::links::Link::open(id, self.shown(id)?, self.expiry(id))
+            .ok()?
+            .redacted(self.redact);
         Some(format!("{}/o/{}", l.base, l.key.sign(&link)))
     }
 
     pub(super) fn answer_link(&self, l: &Links, id: &str, answer: &Answer) -> Option<String> {
-        let link = crate::links::Link::answer(id, answer.link_body(), self.expiry(id)).ok()?;
+        let link =
+            crate::links::Link::answer(id, self.shown(id)?, answer.link_body(), self.expiry(id))
+                .ok()?
+                .redacted(self.redact);
         Some(format!("{}/a/{}", l.base, l.key.sign(&link)))
     }
 

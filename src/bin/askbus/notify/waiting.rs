@@ -72,6 +72,9 @@ pub struct Waiting {
     pub choices: Vec<Choice>,
     /// Milliseconds the request had left when it arrived.
     pub timeout_ms: u64,
+    /// `shownSha256` of the request: its signed links are bound to it, so they can never
+    /// answer (or show) a later request that reuses the correlationId.
+    pub shown: String,
 }
 
 impl Waiting {
@@ -89,6 +92,7 @@ impl Waiting {
             body.push_str(&format!(" (+{} more)", questions.len() - 1));
         }
         Waiting {
+            shown: askbusd::protocol::shown_sha256(&r.shown()),
             id: r.correlation_id.clone(),
             kind: Kind::Question,
             agent: agent_name(r.context.as_deref(), r.producer.client.as_deref()),
@@ -144,6 +148,7 @@ impl Waiting {
             generic: true,
         });
         Waiting {
+            shown: askbusd::protocol::shown_sha256(&r.shown()),
             id: r.correlation_id.clone(),
             kind: Kind::Approval,
             agent: agent_name(r.context.as_ref(), r.producer.client.as_deref()),

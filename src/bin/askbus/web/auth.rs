@@ -81,8 +81,10 @@ pub struct Sessions {
 impl Sessions {
     pub fn new(port: u16, code_ttl: Duration) -> Result<Sessions, getrandom::Error> {
         let sid = random_hex(SID_BYTES)?;
+        // The name tells this server's cookie from another's; it gives away none of the sid.
+        let tag = random_hex(4)?;
         Ok(Sessions {
-            cookie_name: format!("askbus-web-{port}-{}", &sid[..8]),
+            cookie_name: format!("askbus-web-{port}-{tag}"),
             sid,
             code_ttl,
             state: Mutex::new(State::default()),
@@ -120,6 +122,15 @@ impl Sessions {
         }
         st.codes.insert(digest(&code), now + self.code_ttl);
         Ok(code)
+    }
+
+    /// Whether `code` would sign in now, without using it up.
+    pub fn check_code(&self, code: &str) -> Result<(), CodeError> {
+        match self.state().codes.get(&digest(code)) {
+            None => Err(CodeError::Unknown),
+            Some(exp) if *exp <= Instant::now() => Err(CodeError::Expired),
+            Some(_) => Ok(()),
+        }
     }
 
     /// Uses `code` up (whether or not it was still valid) and opens a session: its cookie

@@ -168,9 +168,9 @@ pub async fn run(args: WebArgs, socket: PathBuf) -> Result<ExitCode> {
     }
     if args.open {
         // Its own code: the one printed stays good for the person at the terminal.
-        match app.login_link() {
-            Ok(link) => {
-                if let Err(e) = open::that_detached(link) {
+        match app.login_link().and_then(|link| opener_file(&link)) {
+            Ok(file) => {
+                if let Err(e) = open::that_detached(&file) {
                     // The opener's own error is Rust debug text ("ExitStatus(…)").
                     let why = match e.kind() {
                         std::io::ErrorKind::NotFound => "no opener such as xdg-open is installed",
@@ -199,6 +199,7 @@ pub async fn run(args: WebArgs, socket: PathBuf) -> Result<ExitCode> {
         .merge(page)
         .route("/a/{token}", get(signed::confirm_page).post(signed::answer))
         .route("/o/{token}", get(signed::open))
+        .route("/links.css", get(links_css))
         .fallback(unknown_page)
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .with_state(app);
@@ -213,6 +214,41 @@ pub async fn run(args: WebArgs, socket: PathBuf) -> Result<ExitCode> {
     .await
     .context("the web server failed")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A page that sends the browser on to `link`, in a fresh directory only this user can enter
+/// (mode 0700, the file 0600; under `$XDG_RUNTIME_DIR`, else the temporary directory): the
+/// opener is given this file's path, never the code, because every local user can read every
+/// process's command line (`/proc/PID/cmdline`). Jupyter opens its browser the same way.
+fn opener_file(link: &str) -> Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let base = std::env::var_os("XDG_RUNTIME_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let mut tag = [0u8; 8];
+    getrandom::fill(&mut tag).context("cannot read the OS's random source")?;
+    let tag: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+    let dir = base.join(format!("askbus-web-open-{tag}"));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .with_context(|| format!("cannot make {}", dir.display()))?;
+    let file = dir.join("open.html");
+    let html = format!(
+        "<!doctype html><meta charset=utf-8><meta http-equiv=refresh content=\"0;url={link}\">\
+         <title>askbus web</title><p><a href=\"{link}\">Open askbus web</a></p>\n"
+    );
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&file)
+        .with_context(|| format!("cannot write {}", file.display()))?;
+    f.write_all(html.as_bytes())?;
+    Ok(file)
 }
 
 /// SIGINT or SIGTERM.
@@ -308,10 +344,30 @@ async fn unknown_page() -> Response {
 }
 
 /// `GET /login?code=…`: the printed link. Sends the browser on to the page's directory with
-/// the code still unused, so the cookie the next step sets is scoped to that directory.
+/// the code still unused, so the cookie the next step sets is scoped to that directory. Only a
+/// live code learns where that directory is: the directory is what keeps the session cookie
+/// from every other server on this host (cookies ignore ports), so it is as secret as a code.
 async fn login_redirect(State(app): State<Arc<App>>, uri: Uri) -> Response {
-    let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
-    redirect(&format!("./{}/login{query}", app.sessions.sid()))
+    match auth::query_param(uri.query(), "code").map(|c| app.sessions.check_code(&c)) {
+        Some(Ok(())) => {
+            let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+            redirect(&format!("./{}/login{query}", app.sessions.sid()))
+        }
+        Some(Err(e)) => code_refused(&app, e),
+        None => unauthorized(),
+    }
+}
+
+fn code_refused(app: &App, e: auth::CodeError) -> Response {
+    page(
+        StatusCode::UNAUTHORIZED,
+        &format!(
+            "{}. Sign-in links work once and for {}: press Enter in the terminal where \
+             askbus web runs for a new one (or send it SIGUSR1).",
+            capitalized(&e.to_string()),
+            humantime::format_duration(app.sessions.code_ttl())
+        ),
+    )
 }
 
 /// `GET /<sid>/login?code=…[&q=ID]`: uses the code up, opens a session, and sends the browser
@@ -333,15 +389,7 @@ async fn login(State(app): State<Arc<App>>, uri: Uri, headers: HeaderMap) -> Res
             );
             r
         }
-        Err(e) => page(
-            StatusCode::UNAUTHORIZED,
-            &format!(
-                "{}. Sign-in links work once and for {}: press Enter in the terminal where \
-                 askbus web runs for a new one (or send it SIGUSR1).",
-                capitalized(&e.to_string()),
-                humantime::format_duration(app.sessions.code_ttl())
-            ),
-        ),
+        Err(e) => code_refused(&app, e),
     }
 }
 
@@ -451,6 +499,14 @@ fn page(status: StatusCode, text: &str) -> Response {
         body,
     )
         .into_response()
+}
+
+/// The signed-link pages' stylesheet: the page's own (no secret in it), outside the session.
+async fn links_css() -> Response {
+    match assets::find("style.css") {
+        Some(a) => serve(a),
+        None => not_found().await,
+    }
 }
 
 async fn index() -> Response {
