@@ -19,6 +19,7 @@ mod context;
 mod duration;
 mod explain;
 mod fail;
+mod history;
 mod hook;
 mod links;
 mod mcp;
@@ -218,6 +219,12 @@ enum Command {
     /// are signed single-use links to `askbus web` (--web-url). A request answered elsewhere,
     /// withdrawn or timed out closes its notification. Reconnects when askbusd restarts.
     Notify(notify::NotifyArgs),
+    /// The record of every request askbusd accepted, newest first (read from its store).
+    ///
+    /// A table of 50 by default; --json (JSON Lines) and --csv export every match. `askbus
+    /// history ID` shows one request whole; `askbus history verify` checks the records' chain
+    /// and names the first record that does not fit (exit 1).
+    History(history::Args),
     /// Print the daemon's live counters.
     Stats {
         /// The stats frame as compact JSON on one line, for scripts
@@ -246,13 +253,14 @@ enum Command {
 }
 
 /// Subcommands that never reach the daemon: `--socket` is not offered on them.
-const OFFLINE: [&str; 6] = [
+const OFFLINE: [&str; 7] = [
     "validate",
     "schema",
     "completions",
     "man",
     "service",
     "policy",
+    "history",
 ];
 
 /// The command line as clap sees it: `--socket` before the subcommand, or after it on those
@@ -402,6 +410,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             answer::run(&socket, &id, what).await
         }
         Command::Stats { json } => stats::run(&socket, json).await,
+        Command::History(args) => history::run(args).map(|()| ExitCode::SUCCESS),
         Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Hook(args) => Ok(hook::run(&socket, args).await),
         Command::Web(args) => web::run(args, socket).await,
