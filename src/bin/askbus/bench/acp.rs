@@ -24,6 +24,9 @@ pub struct AcpArgs {
     /// Runs of each side, alternating
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Notifications streamed through the proxy while its memory is sampled (0: skip)
+    #[arg(long, default_value_t = 500_000)]
+    memory_messages: usize,
 }
 
 /// The p50 the proxy may add per message, and the share of a direct pipe's throughput it keeps.
@@ -170,6 +173,37 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The resident set of `pid`, in KiB.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Streams `a.memory_messages` notifications through the proxy in ten bursts and samples its
+/// resident memory after each: a long session's stream compressed (it keeps no state per
+/// message, so the samples should not grow).
+fn memory(a: &AcpArgs, sock: &std::path::Path) -> Result<Vec<u64>> {
+    let mut side = start(true, a.size, sock)?;
+    let mut line = Vec::with_capacity(a.size + 64);
+    let burst = (a.memory_messages / 10).max(1);
+    let mut samples = Vec::new();
+    for _ in 0..10 {
+        writeln!(side.to, "flood {burst}")?;
+        side.to.flush()?;
+        for _ in 0..burst {
+            line.clear();
+            if side.from.read_until(b'\n', &mut line)? == 0 {
+                bail!("the agent ended early");
+            }
+        }
+        samples.push(rss_kib(side.child.id()).context("cannot read the proxy's memory")?);
+    }
+    drop(side.to);
+    let _ = side.child.wait();
+    Ok(samples)
+}
+
 pub fn run(a: AcpArgs) -> Result<ExitCode> {
     if a.messages == 0 || a.rounds == 0 {
         bail!("--messages and --rounds must be at least 1");
@@ -214,6 +248,18 @@ pub fn run(a: AcpArgs) -> Result<ExitCode> {
         "throughput: {ratio:.2}x a direct pipe (target >= {TARGET_THROUGHPUT_RATIO}x): {}",
         verdict(ratio >= TARGET_THROUGHPUT_RATIO)
     );
+    if a.memory_messages > 0 {
+        let samples = memory(&a, &sock)?;
+        let mib = |k: u64| k as f64 / 1024.0;
+        println!(
+            "proxy memory over {} notifications ({:.0} MiB streamed): {:.1} MiB after the first tenth, {:.1} MiB at the end (max {:.1})",
+            a.memory_messages,
+            (a.memory_messages * a.size) as f64 / 1048576.0,
+            mib(samples[0]),
+            mib(*samples.last().expect("ten samples")),
+            mib(*samples.iter().max().expect("ten samples")),
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
