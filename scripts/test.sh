@@ -33,5 +33,5 @@ echo "== askbus web tests (Chromium via playwright-core)"
 echo "== MCP server tests (the official TypeScript MCP SDK as the client)"
 (cd tests/mcp && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
 
-echo "== The real agents: Gemini CLI (offline, --fake-responses) and Claude Code (a local fake Messages API)"
+echo "== The real agents: Gemini CLI (offline, --fake-responses) and Claude Code (a local fake Messages API); askbus acp with the official ACP SDK as the editor"
 (cd tests/agents && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)

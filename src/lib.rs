@@ -52,6 +52,7 @@ pub mod metrics;
 pub mod outbox;
 pub mod paths;
 pub mod server;
+pub mod store;
 pub mod systemd;
 pub mod telemetry;
 

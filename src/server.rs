@@ -21,6 +21,7 @@ use crate::hub::Hub;
 use crate::metrics::http::{MetricsError, MetricsServer};
 use crate::metrics::MetricsListen;
 use crate::paths::{prepare_socket_path, SocketPathError};
+use crate::store::Store;
 use crate::telemetry::{Counters, TelemetrySink, TelemetryWriter};
 
 /// How long connections get to flush their last frames at shutdown.
@@ -42,6 +43,8 @@ pub enum DaemonError {
     },
     #[error(transparent)]
     Metrics(#[from] MetricsError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 /// What a reload may change while connections stay up; new connections take the current one.
@@ -137,6 +140,8 @@ pub struct Daemon {
     sink: TelemetrySink,
     metrics: Option<MetricsServer>,
     live: Arc<RwLock<Arc<Live>>>,
+    /// The store, unless `--no-store`.
+    store: Option<Arc<Store>>,
 }
 
 impl Daemon {
@@ -197,8 +202,17 @@ impl Daemon {
             counters,
             &node,
         ));
+        let store = match &config.store {
+            Some(opts) => {
+                let store = Arc::new(Store::open(opts)?);
+                hub.attach_store(store.clone(), config.resume_grace);
+                Some(store)
+            }
+            None => None,
+        };
         let live = Arc::new(RwLock::new(Arc::new(Live::of(&config))));
         Ok(Daemon {
+            store,
             config,
             listener,
             owns_socket,
@@ -239,6 +253,7 @@ impl Daemon {
     /// Serves until `shutdown` completes, then shuts down in order.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let Daemon {
+            store,
             config,
             listener,
             owns_socket,
@@ -263,6 +278,11 @@ impl Daemon {
         });
         let stop_metrics = CancellationToken::new();
         let metrics = metrics.map(|m| tokio::spawn(m.serve(hub.clone(), stop_metrics.clone())));
+        let releaser = store.as_ref().map(|store| {
+            let hub = hub.clone();
+            let committed = store.committed();
+            tokio::spawn(async move { hub.follow_store(committed).await })
+        });
         let active = Arc::new(AtomicUsize::new(0));
         let per_uid = Arc::new(UidConnections::default());
         let next_id = AtomicU64::new(1);
@@ -352,7 +372,11 @@ impl Daemon {
         drop(listener);
         let (pending, uis) = hub.counts();
         tracing::info!(pending, uis, "shutting down");
-        hub.shutdown();
+        if store.is_none() {
+            hub.shutdown();
+        }
+        // With a store, pending requests stay pending: connections close without a terminal
+        // frame, and a restarted daemon takes them up again.
         close.cancel();
         tracker.close();
         if tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait())
@@ -363,6 +387,13 @@ impl Daemon {
         }
         stop_timer.cancel();
         let _ = timer.await;
+        if let Some(store) = store {
+            // Everything queued is committed before the process exits.
+            let _ = tokio::task::spawn_blocking(move || store.close()).await;
+            if let Some(r) = releaser {
+                let _ = r.await;
+            }
+        }
         let _ = trimmer.await;
         // Flush on a blocking thread: the writer thread may be busy with a backlog.
         let _ = tokio::task::spawn_blocking(move || sink.flush_blocking()).await;

@@ -234,6 +234,7 @@ fn askbusd_says_its_name_once() {
         .arg("--socket")
         .arg(file.join("s.sock"))
         .arg("--no-telemetry")
+        .arg("--no-store")
         .output()
         .unwrap();
     assert!(!out.status.success());

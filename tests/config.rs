@@ -86,6 +86,7 @@ fn a_bad_file_stops_the_daemon_from_starting() {
         .arg("--socket")
         .arg(dir.path().join("s.sock"))
         .arg("--no-telemetry")
+        .arg("--no-store")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

@@ -778,6 +778,57 @@ fn shares_over_this_node_s_limits_are_refused_and_logged_with_the_sending_node()
     });
 }
 
+#[test]
+fn a_node_cannot_rewrite_the_buckets_to_pass_its_entries_off_as_another_node_s() {
+    // Issue 27 items 2 and 3: the shipped permissions are the narrowed ones, they federate
+    // (every test here runs them), and they grant no stream update or delete: ci cannot add
+    // a subject transform that would relabel its keys as devbox's, nor drop the buckets.
+    let nats = Nats::shipped();
+    rt().block_on(async {
+        let (devbox, laptop, _ci) = shipped_three(&nats).await;
+        let (mut ui, _) = laptop.ui().await;
+        let client = rogue(&nats, "ci").await;
+        let js = async_nats::jetstream::new(client.clone());
+        let mut stream = js
+            .get_stream("KV_askbus_pending")
+            .await
+            .expect("ci may read the bucket's info");
+        let mut config = stream.info().await.unwrap().config.clone();
+        config.subject_transform = Some(async_nats::jetstream::stream::SubjectTransform {
+            source: "$KV.askbus_pending.ci.>".into(),
+            destination: "$KV.askbus_pending.devbox.>".into(),
+        });
+        let update = js.update_stream(config.clone()).await;
+        assert!(update.is_err(), "ci updated the bucket: {update:?}");
+        let created = js.create_stream(config).await;
+        assert!(created.is_err(), "ci redefined the bucket: {created:?}");
+        assert!(
+            js.delete_stream("KV_askbus_pending").await.is_err(),
+            "ci deleted the bucket"
+        );
+        let after = stream.info().await.unwrap().config.clone();
+        assert!(after.subject_transform.is_none(), "{after:?}");
+        // Federation still works for everyone.
+        let mut producer = devbox.connect().await;
+        producer.send(choice_request("after-1")).await;
+        assert_eq!(
+            ui.recv_type("ask-user-request").await["correlationId"],
+            "after-1"
+        );
+        // The nodes themselves never hit the narrowed permissions; only ci's attempts did.
+        let log = std::fs::read_to_string(&nats.log).unwrap();
+        let violations: Vec<&str> = log.lines().filter(|l| l.contains("Violation")).collect();
+        assert!(!violations.is_empty(), "{log}");
+        assert!(
+            violations.iter().all(|l| l.contains("user:ci\"")),
+            "{violations:#?}"
+        );
+        for d in [&devbox, &laptop] {
+            assert!(!d.log_text().contains("Violation"), "{}", d.log_text());
+        }
+    });
+}
+
 /// Waits until `d` shares `n` questions.
 async fn wait_shared(d: &Daemon, n: u64) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);

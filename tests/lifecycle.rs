@@ -20,6 +20,7 @@ fn socket_is_private_and_its_directory_is_created_0700() {
         .arg("--socket")
         .arg(&socket)
         .arg("--no-telemetry")
+        .arg("--no-store")
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -46,6 +47,7 @@ fn refuses_to_replace_files_symlinks_or_a_live_daemon_but_clears_a_stale_socket(
             .arg("--socket")
             .arg(socket)
             .arg("--no-telemetry")
+            .arg("--no-store")
             .output()
             .unwrap()
     };
@@ -81,6 +83,7 @@ fn refuses_to_replace_files_symlinks_or_a_live_daemon_but_clears_a_stale_socket(
         .arg("--socket")
         .arg(&stale)
         .arg("--no-telemetry")
+        .arg("--no-store")
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();

@@ -105,7 +105,7 @@ struct Running(Child);
 impl Running {
     fn start(mut cmd: Command, socket: &Path) -> Running {
         let child = cmd
-            .args(["--no-telemetry", "--socket"])
+            .args(["--no-telemetry", "--no-store", "--socket"])
             .arg(socket)
             .stderr(Stdio::piped())
             .spawn()
@@ -271,6 +271,7 @@ fn refused_start(args: &[&str]) -> String {
     let sock = tempfile::tempdir().unwrap();
     let out = Command::new(common::daemon_bin())
         .args(args)
+        .arg("--no-store")
         .arg("--socket")
         .arg(sock.path().join("s.sock"))
         .env("HOME", "/nonexistent")
@@ -338,7 +339,7 @@ fn telemetry_never_follows_a_planted_symlink_and_is_private() {
         }
         let sock = own.path().join(format!("s-{mode:o}.sock"));
         let mut cmd = Command::new(common::daemon_bin());
-        cmd.args(&args).arg("--socket").arg(&sock);
+        cmd.args(&args).arg("--no-store").arg("--socket").arg(&sock);
         let mut child = cmd.stderr(Stdio::null()).spawn().unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::os::unix::net::UnixStream::connect(&sock).is_err() {
@@ -355,6 +356,7 @@ fn telemetry_never_follows_a_planted_symlink_and_is_private() {
     std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
     let sock = own.path().join("again.sock");
     let mut child = Command::new(common::daemon_bin())
+        .arg("--no-store")
         .arg("--telemetry")
         .arg(&old)
         .arg("--socket")

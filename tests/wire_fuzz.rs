@@ -162,7 +162,7 @@ fn oracle(payload: &[u8]) -> Option<&'static str> {
     None
 }
 
-const CODES: [&str; 15] = [
+const CODES: [&str; 16] = [
     "invalid-json",
     "invalid-frame",
     "unknown-type",
@@ -178,6 +178,7 @@ const CODES: [&str; 15] = [
     "too-many-connections",
     "frame-timeout",
     "origin-unreachable",
+    "store-unavailable",
 ];
 
 #[derive(Default, Debug)]

@@ -101,7 +101,8 @@ pub struct Call<'a> {
 /// The policy engine.
 #[derive(Debug, Clone)]
 pub struct Engine {
-    rules: Vec<Rule>,
+    /// Shared: [`Engine::with`] gives each request its options without copying the rules.
+    rules: std::sync::Arc<Vec<Rule>>,
     options: Options,
     default_decision: Decision,
     place: Place,
@@ -173,7 +174,7 @@ impl Engine {
         };
         let any_args_pattern = rules.iter().any(|r| r.args_pattern.is_some());
         Ok(Engine {
-            rules,
+            rules: std::sync::Arc::new(rules),
             options,
             default_decision,
             place,

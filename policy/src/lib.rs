@@ -15,6 +15,7 @@
 //! Safety checkers (`[[safety_checker]]`) are parsed and validated as the reference does, never
 //! run; the rules Gemini CLI derives from its settings are out of scope.
 
+pub mod daemon;
 pub mod engine;
 pub mod json;
 pub mod loader;

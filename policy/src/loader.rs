@@ -153,6 +153,9 @@ pub struct Rule {
     pub args_pattern: Option<JsRegex>,
     /// Where it was written: the file's path and the rule's line (1-based), for people.
     pub origin: Option<(String, usize)>,
+    /// askbus's own `askbusProject` key (ignored by the reference): the daemon lets such an
+    /// allow decide only requests of that project ("allow always" scoped to a project).
+    pub project: Option<String>,
 }
 
 /// A `[[safety_checker]]` entry: validated and kept for the engine's checks, never run.
@@ -324,6 +327,7 @@ struct RuleSpec {
     tool_annotations: Option<Vec<(String, Value)>>,
     allow_redirection: Option<bool>,
     deny_message: Option<String>,
+    project: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -556,6 +560,10 @@ fn rule_spec(v: &Value, i: usize) -> Result<RuleSpec, Vec<String>> {
         tool_annotations,
         allow_redirection: allow_redirection.or(allow_redirection_snake),
         deny_message: deny_message.or(deny_message_snake),
+        project: match v.get("askbusProject") {
+            Some(Value::String(p)) => Some(p.clone()),
+            _ => None,
+        },
     })
 }
 
@@ -856,6 +864,7 @@ pub fn load_text(text: &str, file: &str, path: &str, tier: Tier) -> Loaded {
                     deny_message: r.deny_message.clone(),
                     args_pattern,
                     origin: Some((path.to_string(), lines.get(i).copied().unwrap_or(0))),
+                    project: r.project.clone(),
                 });
             }
         }

@@ -10,6 +10,9 @@
 pub struct JsRegex {
     source: String,
     re: regress::Regex,
+    /// A literal every match contains (the pattern's leading literal run, when it has no
+    /// alternation): a text without it cannot match, and the engine is not run.
+    required: Vec<u16>,
 }
 
 /// The pattern is not a valid JavaScript regular expression.
@@ -37,6 +40,7 @@ impl JsRegex {
             Ok(re) => Ok(JsRegex {
                 source: pattern.to_string(),
                 re,
+                required: required_literal(pattern),
             }),
             Err(e) => Err(RegexError {
                 pattern: pattern.to_string(),
@@ -52,6 +56,13 @@ impl JsRegex {
 
     /// `re.test(text)` over UTF-16 code units.
     pub fn test_utf16(&self, text: &[u16]) -> bool {
+        if !self.required.is_empty()
+            && !text
+                .windows(self.required.len())
+                .any(|w| w == self.required.as_slice())
+        {
+            return false;
+        }
         self.re.find_from_ucs2(text, 0).next().is_some()
     }
 
@@ -68,6 +79,54 @@ impl JsRegex {
             .next()
             .map(|m| (m.start(), m.end()))
     }
+}
+
+/// The pattern's leading literal run (at least 3 units), if it has no top-level `|`:
+/// every match then contains it. Conservative: it stops at the first character that is not
+/// plainly literal, and drops a literal a quantifier follows.
+fn required_literal(pattern: &str) -> Vec<u16> {
+    let chars: Vec<char> = pattern.chars().collect();
+    // An alternation at the top level makes no literal required; one inside a group does not
+    // matter (the run stops at the group's parenthesis).
+    let (mut depth, mut class, mut k) = (0i32, false, 0);
+    while k < chars.len() {
+        match chars[k] {
+            '\\' => k += 1,
+            '[' if !class => class = true,
+            ']' if class => class = false,
+            '(' if !class => depth += 1,
+            ')' if !class => depth -= 1,
+            '|' if !class && depth <= 0 => return vec![],
+            _ => {}
+        }
+        k += 1;
+    }
+    let mut lit: Vec<char> = vec![];
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let (ch, next) = if c == '\\' {
+            match chars.get(i + 1) {
+                Some(&e) if !e.is_ascii_alphanumeric() && e != 'u' && e != 'x' && e != 'c' => {
+                    (e, i + 2)
+                }
+                _ => break,
+            }
+        } else if "^$.?*+()[]{}".contains(c) {
+            break;
+        } else {
+            (c, i + 1)
+        };
+        if matches!(chars.get(next), Some('?' | '*' | '+' | '{')) {
+            break;
+        }
+        lit.push(ch);
+        i = next;
+    }
+    if lit.len() < 3 {
+        return vec![];
+    }
+    lit.iter().collect::<String>().encode_utf16().collect()
 }
 
 /// Without the `u` flag, `\\u` not followed by four hex digits is Annex B's identity escape
@@ -174,5 +233,12 @@ mod tests {
         assert!(!is_safe_regexp("(?:src/)?main"));
         assert!(is_safe_regexp("a+b"));
         assert!(!is_safe_regexp(&"a".repeat(2049)));
+        assert_eq!(
+            String::from_utf16_lossy(&required_literal(r#"\"command\":\"git\ st(?:[\s"]|\\")"#)),
+            "\"command\":\"git st"
+        );
+        assert!(required_literal("ab|cd").is_empty());
+        assert_eq!(String::from_utf16_lossy(&required_literal("abcd?e")), "abc");
+        assert!(JsRegex::new(r"\x00abc").unwrap().test("\u{0}abc"));
     }
 }

@@ -10,7 +10,7 @@ use crate::shell::split_commands;
 use crate::shellquote;
 
 /// Where a check runs: the workspace (the reference's `process.cwd()`) and the home directory.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Place {
     /// The workspace, absolute.
     pub workspace: String,

@@ -130,8 +130,38 @@ fn has_prompt_transform(root: Node, src: &[u16]) -> bool {
     false
 }
 
+/// A text's parse and whether it redirects.
+type Memo = (Option<Parsed>, bool);
+
+thread_local! {
+    /// Parses are pure functions of the text, and one check asks for the same texts several
+    /// times (the whole command, its redirection test, each part): remembered per thread, a
+    /// bounded number of them.
+    static MEMO: RefCell<std::collections::HashMap<Vec<u16>, Memo>> =
+        RefCell::new(std::collections::HashMap::new());
+}
+
+fn memo(command: &[u16]) -> (Option<Parsed>, bool) {
+    if let Some(hit) = MEMO.with(|m| m.borrow().get(command).cloned()) {
+        return hit;
+    }
+    let computed = (parse_uncached(command), redirection_uncached(command));
+    MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= 256 {
+            m.clear();
+        }
+        m.insert(command.to_vec(), computed.clone());
+    });
+    computed
+}
+
 /// The reference's `parseCommandDetails` on Linux (bash): `None` when there is nothing to parse.
 pub fn parse_command_details(command: &[u16]) -> Option<Parsed> {
+    memo(command).0
+}
+
+fn parse_uncached(command: &[u16]) -> Option<Parsed> {
     let tree = parse_tree(command)?;
     let root = tree.root_node();
     let mut details = vec![];
@@ -157,6 +187,16 @@ pub fn parse_command_details(command: &[u16]) -> Option<Parsed> {
 
 /// The reference's `hasRedirection` (bash).
 pub fn has_redirection(command: &[u16]) -> bool {
+    if !command
+        .iter()
+        .any(|&u| u == u16::from(b'>') || u == u16::from(b'<'))
+    {
+        return false;
+    }
+    memo(command).1
+}
+
+fn redirection_uncached(command: &[u16]) -> bool {
     let fallback = command
         .iter()
         .any(|&u| u == u16::from(b'>') || u == u16::from(b'<'));

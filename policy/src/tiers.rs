@@ -53,57 +53,64 @@ pub fn load_tier_dir(dir: &Path, tier: Tier, owner: Option<u32>) -> Loaded {
         }
     };
     for (name, path) in files {
-        let meta = match std::fs::metadata(&path) {
-            Ok(m) => m,
-            Err(e) => {
-                out.errors.push(read_error(
-                    &path,
-                    tier,
-                    "Failed to read policy file",
-                    e.to_string(),
-                ));
-                continue;
-            }
-        };
-        if let Some(uid) = owner {
-            if meta.uid() != uid || meta.mode() & 0o022 != 0 {
-                out.errors.push(read_error(
-                    &path,
-                    tier,
-                    "Policy file ignored: not owned by the tier's owner, or writable by others",
-                    format!(
-                        "owner uid {}, mode {:o}; expected uid {uid} and no group/other write",
-                        meta.uid(),
-                        meta.mode() & 0o7777
-                    ),
-                ));
-                continue;
-            }
-        }
-        // A hostile file may be huge: 16 MiB is far beyond any real policy.
-        if meta.len() > 16 << 20 {
+        out.extend(load_tier_dir_file(&path, &name, tier, owner));
+    }
+    out
+}
+
+/// One file of a tier directory, with the owner check.
+pub fn load_tier_dir_file(path: &Path, name: &str, tier: Tier, owner: Option<u32>) -> Loaded {
+    let mut out = Loaded::default();
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => {
             out.errors.push(read_error(
-                &path,
-                tier,
-                "Failed to read policy file",
-                "larger than 16 MiB".into(),
-            ));
-            continue;
-        }
-        match std::fs::read(&path) {
-            Ok(bytes) => out.extend(load_text(
-                &String::from_utf8_lossy(&bytes),
-                &name,
-                &path.to_string_lossy(),
-                tier,
-            )),
-            Err(e) => out.errors.push(read_error(
-                &path,
+                path,
                 tier,
                 "Failed to read policy file",
                 e.to_string(),
-            )),
+            ));
+            return out;
         }
+    };
+    if let Some(uid) = owner {
+        if meta.uid() != uid || meta.mode() & 0o022 != 0 {
+            out.errors.push(read_error(
+                path,
+                tier,
+                "Policy file ignored: not owned by the tier's owner, or writable by others",
+                format!(
+                    "owner uid {}, mode {:o}; expected uid {uid} and no group/other write",
+                    meta.uid(),
+                    meta.mode() & 0o7777
+                ),
+            ));
+            return out;
+        }
+    }
+    // A hostile file may be huge: 16 MiB is far beyond any real policy.
+    if meta.len() > 16 << 20 {
+        out.errors.push(read_error(
+            path,
+            tier,
+            "Failed to read policy file",
+            "larger than 16 MiB".into(),
+        ));
+        return out;
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => out.extend(load_text(
+            &String::from_utf8_lossy(&bytes),
+            name,
+            &path.to_string_lossy(),
+            tier,
+        )),
+        Err(e) => out.errors.push(read_error(
+            path,
+            tier,
+            "Failed to read policy file",
+            e.to_string(),
+        )),
     }
     out
 }

@@ -29,6 +29,18 @@ use askbusd::systemd;
                   SIGHUP reloads the file."
 )]
 struct Args {
+    /// Check approvals against the policy rules before a person is asked: `on` (the default)
+    /// or `off`. The rules are Gemini CLI's policy TOML: the shipped defaults, root-owned
+    /// files in --policy-admin-dir, and each user's $XDG_CONFIG_HOME/askbus/policies
+    #[arg(long, value_name = "on|off", env = "ASKBUS_POLICIES", default_value = "on", value_parser = ["on", "off"])]
+    policies: String,
+    /// Leave out Gemini CLI's shipped default policies (which allow read_file, glob and
+    /// other read-only tools without a person)
+    #[arg(long)]
+    no_default_policies: bool,
+    /// The admin policy tier: *.toml files here, owned by root and not group/other writable
+    #[arg(long, value_name = "DIR", default_value = askbus_policy::tiers::ADMIN_DIR)]
+    policy_admin_dir: PathBuf,
     /// Config file [default: $CONFIGURATION_DIRECTORY/askbusd.toml (systemd), else
     /// $XDG_CONFIG_HOME/askbus/askbusd.toml, else /etc/askbus/askbusd.toml for root, else
     /// ~/.config/askbus/askbusd.toml; a missing default file means the defaults]
@@ -116,6 +128,24 @@ struct Args {
     /// This node's name among the federated ones (A-Z a-z 0-9 - _) [default: the host name]
     #[arg(long, value_name = "NAME", value_parser = node_arg)]
     node: Option<String>,
+    /// Keep pending requests and every decision in the SQLite store at PATH [default:
+    /// $STATE_DIRECTORY/askbus.db (systemd), else $XDG_STATE_HOME/askbus/askbus.db, else
+    /// ~/.local/state/askbus/askbus.db]
+    #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
+    store: Option<PathBuf>,
+    /// Keep nothing on disk: pending requests end `shutdown` at exit (protocol v1 exactly)
+    #[arg(long)]
+    no_store: bool,
+    /// How long a request waits for its producer to come back (after a restart or a dropped
+    /// connection) before it ends producer-gone [default: 60s]
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    resume_grace: Option<std::time::Duration>,
+    /// How long ended records are kept in the store [default: 30d]
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    retention: Option<std::time::Duration>,
+    /// Whether ended records keep question text, answers and diffs [default: keep]
+    #[arg(long, value_name = "MODE")]
+    history_text: Option<config::HistoryTextOption>,
     /// Print the man page (roff) and exit; packages install it as askbusd.1
     #[arg(long, hide = true)]
     man: bool,
@@ -158,6 +188,14 @@ impl Args {
             metrics_listen: self.metrics_listen.clone(),
             access: None,
             nats: self.nats.as_deref().map(config::split_servers),
+            store: if self.no_store {
+                Some(Telemetry::Off)
+            } else {
+                self.store.clone().map(Telemetry::At)
+            },
+            resume_grace: self.resume_grace,
+            retention: self.retention,
+            history_text: self.history_text,
             node: self.node.clone(),
             federation: None,
         }
@@ -205,6 +243,16 @@ fn main() -> ExitCode {
         };
     }
     if args.check_config {
+        if args.policies == "on" {
+            let set = policy_set(&args);
+            let errors = set.errors();
+            for e in &errors {
+                eprintln!("askbusd: policy: {e}");
+            }
+            if !errors.is_empty() {
+                return ExitCode::FAILURE;
+            }
+        }
         // The federation's credential and TLS files are read as a start would read them.
         let federation = match args.settings() {
             Ok((s, _)) => s.daemon.federation,
@@ -304,6 +352,13 @@ fn run(args: Args) -> Result<()> {
             daemon.socket().display()
         );
         let control = daemon.control();
+        let policy = (args.policies == "on").then(|| std::sync::Arc::new(policy_set(&args)));
+        if let Some(p) = &policy {
+            for e in p.errors() {
+                tracing::error!("policy: {e}");
+            }
+            control.hub().set_policy(Some(p.clone()));
+        }
         let stop = tokio_util::sync::CancellationToken::new();
         let stop_federation = tokio_util::sync::CancellationToken::new();
         let federation = match settings.daemon.federation.clone() {
@@ -336,7 +391,19 @@ fn run(args: Args) -> Result<()> {
                 tokio::select! {
                     _ = term.recv() => { tracing::info!("SIGTERM received"); break }
                     _ = int.recv() => { tracing::info!("SIGINT received"); break }
-                    _ = hup.recv() => reload(&args, &control, &log, &settings),
+                    _ = hup.recv() => {
+                        reload(&args, &control, &log, &settings);
+                        if let Some(p) = &policy {
+                            reload_policy(p);
+                        }
+                    }
+                    _ = tokio::time::sleep(Duration::from_secs(2)), if policy.is_some() => {
+                        // Policy files are watched by polling their mtimes: cheap, and it
+                        // needs no inotify descriptor per user directory.
+                        if let Some(p) = &policy {
+                            reload_policy(p);
+                        }
+                    }
                 }
             }
             systemd::stopping();
@@ -352,6 +419,41 @@ fn run(args: Args) -> Result<()> {
         }
         Ok::<_, anyhow::Error>(())
     })
+}
+
+/// The policy tiers: shipped defaults, the admin directory (root-owned files), and each
+/// uid's own directory (its XDG_CONFIG_HOME for the daemon's own uid, else its home's).
+fn policy_set(args: &Args) -> askbus_policy::daemon::PolicySet {
+    let own_uid = nix::unistd::geteuid().as_raw();
+    let own_dir = askbus_policy::tiers::own_user_dir();
+    askbus_policy::daemon::PolicySet::new(
+        askbus_policy::daemon::Sources {
+            defaults: !args.no_default_policies,
+            admin_dir: args.policy_admin_dir.clone(),
+            admin_owner: 0,
+        },
+        move |uid| {
+            if uid == own_uid {
+                return Some(own_dir.clone());
+            }
+            let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)).ok()??;
+            Some(askbus_policy::tiers::user_dir(
+                None,
+                &user.dir.to_string_lossy(),
+            ))
+        },
+    )
+}
+
+/// Re-reads changed policy files; a bad file keeps its previous rules, and says so.
+fn reload_policy(p: &askbus_policy::daemon::PolicySet) {
+    if p.reload() {
+        let errors = p.errors();
+        tracing::info!(errors = errors.len(), "policy rules reloaded");
+        for e in errors {
+            tracing::error!("policy: {e}");
+        }
+    }
 }
 
 /// SIGHUP: re-read the config file under the same command line and apply what a running

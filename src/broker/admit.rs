@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::time::{Duration, Instant};
 
 use super::body::{Body, Origin};
+use super::durable::{AskedRecord, Durable};
 use super::peers::Cursor;
 use super::pending::{self, Pending};
 use super::{effects, Broker, BrokerError, Effects, PeerId, Valid};
@@ -92,10 +93,18 @@ impl Broker {
         let owned = self.pending.count_of_producer(peer);
         let (uid, may_produce) = (p.info.uid, p.info.rights.produce);
         self.peers.get_mut(&peer).expect("checked above").asked = true;
+        let taken = self.pending.contains(&id) || self.is_owed(&id);
+        if taken && may_produce && self.reattach(peer, uid, &id, &body, fx) {
+            // The same request again from its producer, back after a restart or a dropped
+            // connection: it carries on (the original deadline stands).
+            return;
+        }
         let refusal = if !may_produce {
             Some(BrokerError::NotAProducer(uid))
-        } else if self.pending.contains(&id) {
+        } else if taken {
             Some(BrokerError::DuplicateCorrelationId(id.clone()))
+        } else if self.store_unwritable() {
+            Some(BrokerError::StoreUnavailable)
         } else if owned >= self.limits.max_pending_per_connection {
             Some(BrokerError::TooManyPendingForConnection(
                 self.limits.max_pending_per_connection,
@@ -137,8 +146,22 @@ impl Broker {
             deadline: now + Duration::from_millis(timeout_ms),
             timeout_ms,
         };
+        if self.durable.is_some() {
+            fx.durable.push(Durable::Asked(Box::new(AskedRecord {
+                id: Arc::from(id.as_str()),
+                body: pending.body.clone(),
+                producer: pending.producer_info.clone(),
+                context: pending.context.clone(),
+                accepted_at: now,
+                deadline: pending.deadline,
+                timeout_ms,
+            })));
+        }
         if self.closed {
             return self.end_unanswered(&id, pending, DaemonOutcome::Shutdown, now, fx);
+        }
+        if let Some(verdict) = self.policy_verdict(uid, &pending) {
+            return self.end_by_rule(&id, pending, verdict, now, fx);
         }
         let no_ui = no_ui.unwrap_or(self.limits.no_ui);
         // "No UI" means none that would be shown it: a UI of another user, or one whose filter
@@ -150,6 +173,73 @@ impl Broker {
         let id: Arc<str> = Arc::from(id);
         self.share(&id, &mut pending, fx);
         self.announce(id, pending, now, fx);
+    }
+
+    /// Asks the policy rules about a local approval; `None`: a person decides.
+    fn policy_verdict(
+        &self,
+        uid: u32,
+        pending: &Pending,
+    ) -> Option<askbus_policy::daemon::Verdict> {
+        let decide = self.policy.as_ref()?;
+        let Body::Approval(a) = &pending.body else {
+            return None;
+        };
+        let ctx = pending.context.as_deref();
+        decide.decide(&askbus_policy::daemon::Approval {
+            uid,
+            tool_call: &a.tool_call,
+            server: a.server_name.as_deref(),
+            annotations: a.tool_annotations.as_deref(),
+            subagent: a.subagent.as_deref(),
+            cwd: ctx.and_then(|c| c.cwd.as_deref()),
+            project: ctx.and_then(|c| c.project.as_deref()),
+            mode: None,
+            interactive: None,
+        })
+    }
+
+    /// Ends an approval a rule decided: allow is `proceed_once`, deny `cancel` with the
+    /// rule's message; recorded like a person's answer, by the UI `policy` (the rule's source).
+    fn end_by_rule(
+        &mut self,
+        id: &str,
+        pending: Pending,
+        verdict: askbus_policy::daemon::Verdict,
+        now: Instant,
+        fx: &mut Effects,
+    ) {
+        use crate::protocol::{ApprovalResponse, Outcome, ToolOutcome};
+        let allow = verdict.decision == askbus_policy::Decision::Allow;
+        self.policy_decisions[usize::from(!allow)] += 1;
+        let source = verdict
+            .rule
+            .get("source")
+            .and_then(|s| s.as_str())
+            .unwrap_or("default");
+        let by = crate::protocol::UiInfo {
+            client: Some(format!("policy ({source})")),
+            pid: None,
+            node: self.fed.as_ref().map(|f| f.node.to_string()),
+        };
+        let told = super::body::Told::Approval(ApprovalResponse {
+            correlation_id: id.to_owned(),
+            confirmed: allow,
+            outcome: if allow {
+                ToolOutcome::ProceedOnce
+            } else {
+                ToolOutcome::Cancel
+            },
+            reason: Outcome::Answered,
+            message: if allow { None } else { verdict.message },
+            payload: None,
+        });
+        let decider = super::Decider {
+            rule: Some(verdict.rule.clone()),
+            ..super::Decider::default()
+        };
+        let ended = super::end::Ended::by_ui(End::from(Outcome::Answered), by, told, Some(decider));
+        self.end(id, pending, ended, now, fx);
     }
 
     /// A request that becomes pending, local or remote: sent to the live UIs that are shown

@@ -159,7 +159,8 @@ impl Broker {
             fx.frame(winner, encode_fast::ack(&id, outcome));
         }
         self.stats.record_latency(now - req.accepted_at);
-        let ended = Ended::by_ui(End::from(outcome), answered_by, told);
+        let decider = winner.and_then(|w| self.decider_of(w, None));
+        let ended = Ended::by_ui(End::from(outcome), answered_by, told, decider);
         self.end(&id, req, ended, now, fx);
         (id, outcome)
     }
@@ -199,7 +200,8 @@ impl Broker {
             message,
             payload,
         });
-        let ended = Ended::by_ui(End::from(reason), answered_by, told);
+        let decider = winner.and_then(|w| self.decider_of(w, None));
+        let ended = Ended::by_ui(End::from(reason), answered_by, told, decider);
         self.end(id, req, ended, now, fx);
         remote::Acked::Approval {
             reason,

@@ -41,6 +41,8 @@ pub struct Effects {
     pub events: Vec<BusEvent>,
     /// What the federation task must tell the other nodes (empty without federation).
     pub federation: Vec<FedOut>,
+    /// What the store must hold before this operation's frames go out (empty without one).
+    pub durable: Vec<super::Durable>,
 }
 
 impl Effects {
@@ -50,6 +52,7 @@ impl Effects {
         self.replay.clear();
         self.events.clear();
         self.federation.clear();
+        self.durable.clear();
     }
 
     pub(super) fn frame(&mut self, to: PeerId, frame: Bytes) {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use tokio::time::Instant;
 
 use super::body::{Body, Told};
+use super::durable::Decider;
 use super::pending::Pending;
 use super::{effects, Broker, Effects, PeerId};
 use crate::approvals;
@@ -18,8 +19,10 @@ use crate::protocol::{
 use crate::questions::{self, DaemonOutcome};
 
 impl Broker {
-    /// Times out every request whose deadline is at or before `now`.
+    /// Times out every request whose deadline is at or before `now`, and ends the producers'
+    /// graces that are over (with a store).
     pub fn expire(&mut self, now: Instant, fx: &mut Effects) {
+        self.expire_graces(now, fx);
         while let Some(id) = self.pending.first_due(now) {
             let req = self.take(&id, WithdrawReason::Timeout, None, None, fx);
             if req.origin.is_remote() {
@@ -32,7 +35,10 @@ impl Broker {
 
     /// When the next request times out, if any is pending.
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.pending.next_deadline()
+        match (self.pending.next_deadline(), self.next_grace()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Every pending producer gets `shutdown`, every UI `ask-user-withdrawn` `shutdown`.
@@ -103,7 +109,10 @@ impl Broker {
         now: Instant,
         fx: &mut Effects,
     ) {
-        let Ended { end, by: ui, told } = ended;
+        self.ended_durably(id, &req, &ended, fx, now);
+        let Ended {
+            end, by: ui, told, ..
+        } = ended;
         self.stats.count(end);
         if req.body.kind() == RequestKind::Approval {
             let decision = told
@@ -148,6 +157,7 @@ impl Broker {
             end,
             by: None,
             told: Some(told),
+            decider: None,
         };
         self.end(id, req, ended, now, fx);
     }
@@ -160,14 +170,17 @@ pub(super) struct Ended {
     pub(super) by: Option<UiInfo>,
     /// What its producer is told; `None` when there is no one to tell (it is gone).
     pub(super) told: Option<Told>,
+    /// The local UI that decided it, for the record's `decidedBy`.
+    pub(super) decider: Option<Decider>,
 }
 
 impl Ended {
-    pub(super) fn by_ui(end: End, ui: UiInfo, told: Told) -> Ended {
+    pub(super) fn by_ui(end: End, ui: UiInfo, told: Told, decider: Option<Decider>) -> Ended {
         Ended {
             end,
             by: Some(ui),
             told: Some(told),
+            decider,
         }
     }
 
@@ -176,6 +189,7 @@ impl Ended {
             end,
             by: None,
             told: None,
+            decider: None,
         }
     }
 }

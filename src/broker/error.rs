@@ -9,6 +9,8 @@ pub enum BrokerError {
     InvalidQuestions(String),
     #[error("correlationId {0:?} is already pending")]
     DuplicateCorrelationId(String),
+    #[error("the daemon's store cannot write now (disk full or an I/O error); retry shortly")]
+    StoreUnavailable,
     #[error("this connection already has {0} pending requests")]
     TooManyPendingForConnection(usize),
     #[error("uid {uid} already has {limit} pending requests")]
@@ -67,6 +69,7 @@ impl BrokerError {
                 ErrorCode::InvalidRequest
             }
             BrokerError::DuplicateCorrelationId(_) => ErrorCode::DuplicateCorrelationId,
+            BrokerError::StoreUnavailable => ErrorCode::StoreUnavailable,
             BrokerError::TooManyPendingForConnection(_)
             | BrokerError::TooManyPendingForUid { .. }
             | BrokerError::TooManyPendingBytesForUid { .. }

@@ -6,6 +6,7 @@
 //! - [`pending`]: the pending table, the one type that keeps a request and its indexes in step;
 //! - `peers`: who each connection is and what it may do;
 //! - `body`: what a request is (questions or an approval) and where it came from, as types;
+//! - `durable`: with a store: what to persist, producers away and re-attaching, restores;
 //! - `request`: a request validated outside the lock;
 //! - `effects`: what an operation asks its caller to do;
 //! - `uis`: subscribe, replay, watch and rights: which UI is shown which request;
@@ -18,6 +19,7 @@
 mod admit;
 mod answer;
 pub mod body;
+mod durable;
 mod effects;
 mod end;
 mod error;
@@ -34,6 +36,7 @@ use std::collections::{BTreeSet, HashMap};
 use tokio::time::Instant;
 
 pub use body::{Body, Origin, Told};
+pub use durable::{AskedRecord, DecidedBy, Decider, Durable, EndedRecord, Restored};
 pub use effects::{Effects, Msg};
 pub use error::BrokerError;
 pub use peers::{PeerId, PeerInfo, Rights, RoleCounts};
@@ -59,6 +62,8 @@ pub struct Snapshot {
     pub stats: BrokerStats,
     pub roles: RoleCounts,
     pub pending: usize,
+    /// Approvals the policy rules decided: allow, deny.
+    pub policy_decisions: [u64; 2],
 }
 
 /// One uid's share of the bus now (see [`Broker::counts_of_uid`]).
@@ -126,9 +131,24 @@ pub struct Broker {
     /// Peers that shut their write side and still have something to receive (see
     /// [`Broker::half_close`]).
     half_closed: BTreeSet<PeerId>,
+    /// With a store: what it must hold, and producers that are away.
+    durable: Option<durable::Durability>,
+    /// The policy rules' decider: asked about every local approval before any UI sees it.
+    policy: Option<PolicyDecider>,
+    /// Approvals the rules decided, by decision: allow, deny.
+    pub policy_decisions: [u64; 2],
 }
 
+/// The policy rules (the hub holds them; the broker only asks): a synchronous, pure lookup
+/// over the rules in force, `Some` when a rule allows or denies, `None` to ask a person.
+pub type PolicyDecider = std::sync::Arc<askbus_policy::daemon::PolicySet>;
+
 impl Broker {
+    /// Sets (or clears) the policy decider.
+    pub fn set_policy(&mut self, policy: Option<PolicyDecider>) {
+        self.policy = policy;
+    }
+
     pub fn new(limits: Limits) -> Self {
         Broker {
             limits,
@@ -142,6 +162,9 @@ impl Broker {
             remote_len: 0,
             remote_load: HashMap::new(),
             half_closed: BTreeSet::new(),
+            durable: None,
+            policy: None,
+            policy_decisions: [0; 2],
         }
     }
 
@@ -164,6 +187,7 @@ impl Broker {
             stats: self.stats.clone(),
             roles: self.role_counts(),
             pending: self.pending_len(),
+            policy_decisions: self.policy_decisions,
         }
     }
 
@@ -193,6 +217,7 @@ impl Broker {
                 asked: false,
                 filter: SubscribeFilter::default(),
                 node: self.fed.as_ref().map(|f| f.node.clone()),
+                via: None,
             },
         );
     }
@@ -249,6 +274,10 @@ impl Broker {
         self.half_closed.remove(&peer);
         self.uis.remove(&peer);
         self.watchers.remove(&peer);
+        if self.durable.is_some() {
+            // Its requests wait for it to re-attach (ending `producer-gone` after the grace).
+            return self.detach(peer, now);
+        }
         for id in self.pending.owned_by(peer) {
             let req = self.take(&id, WithdrawReason::ProducerGone, None, None, fx);
             // No one is left to tell: counted and logged like every other end.

@@ -89,6 +89,8 @@ pub struct Peer {
     /// Federation: this node's name, the node of the requests asked here (for a `node`
     /// filter).
     pub node: Option<Arc<str>>,
+    /// The kind of UI it claimed to be (`via` in `hello` or `subscribe`), for `decidedBy`.
+    pub via: Option<String>,
 }
 
 impl Peer {

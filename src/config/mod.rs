@@ -120,6 +120,37 @@ pub struct Options {
     pub node: Option<String>,
     /// Only in the file: credentials, TLS, prefix, what is shared and shown.
     pub federation: Option<FederationOptions>,
+    /// The store: a path, true (the default path) or false (`--no-store`).
+    #[serde(default, deserialize_with = "telemetry")]
+    pub store: Option<Telemetry>,
+    /// How long a request waits for its producer to re-attach (`--resume-grace`), e.g. "60s".
+    #[serde(default, deserialize_with = "duration")]
+    pub resume_grace: Option<Duration>,
+    /// How long ended records are kept (`--retention`), e.g. "30d".
+    #[serde(default, deserialize_with = "duration")]
+    pub retention: Option<Duration>,
+    /// `keep` or `redact` (`--history-text`).
+    pub history_text: Option<HistoryTextOption>,
+}
+
+/// `history_text` / `--history-text`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum HistoryTextOption {
+    Keep,
+    Redact,
+}
+
+/// The default `--resume-grace`.
+pub const DEFAULT_RESUME_GRACE: Duration = Duration::from_secs(60);
+/// The default `--retention`: 30 days.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 86_400);
+
+fn duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let s = String::deserialize(d)?;
+    humantime::parse_duration(&s).map(Some).map_err(|e| {
+        serde::de::Error::custom(format!("{s:?} is not a duration (like 60s, 30d): {e}"))
+    })
 }
 
 /// The `[federation]` table.
@@ -198,6 +229,10 @@ pub struct DaemonConfig {
     pub metrics_listen: Option<MetricsListen>,
     /// Federation over NATS, when `--nats` is given.
     pub federation: Option<FederationConfig>,
+    /// The store; `None` with `--no-store` (memory only, protocol v1 exactly).
+    pub store: Option<crate::store::StoreOptions>,
+    /// How long a request waits for its producer to re-attach (with a store).
+    pub resume_grace: Duration,
 }
 
 impl Default for DaemonConfig {
@@ -215,6 +250,12 @@ impl Default for DaemonConfig {
             access: AccessRules::new(effective_uid()),
             metrics_listen: None,
             federation: None,
+            store: Some(crate::store::StoreOptions {
+                path: askbus::history::default_store_path(),
+                retention: DEFAULT_RETENTION,
+                history_text: crate::store::HistoryText::Keep,
+            }),
+            resume_grace: DEFAULT_RESUME_GRACE,
         }
     }
 }
@@ -365,6 +406,10 @@ impl Options {
             nats: self.nats.or(below.nats),
             node: self.node.or(below.node),
             federation: self.federation.or(below.federation),
+            store: self.store.or(below.store),
+            resume_grace: self.resume_grace.or(below.resume_grace),
+            retention: self.retention.or(below.retention),
+            history_text: self.history_text.or(below.history_text),
         }
     }
 
@@ -433,6 +478,22 @@ impl Options {
                     .map_or(d.frame_timeout, std::time::Duration::from_millis),
                 access: rules,
                 metrics_listen: self.metrics_listen,
+                store: {
+                    let path = match self.store.unwrap_or(Telemetry::Default) {
+                        Telemetry::Off => None,
+                        Telemetry::Default => Some(askbus::history::default_store_path()),
+                        Telemetry::At(p) => Some(p),
+                    };
+                    path.map(|path| crate::store::StoreOptions {
+                        path,
+                        retention: self.retention.unwrap_or(DEFAULT_RETENTION),
+                        history_text: match self.history_text {
+                            Some(HistoryTextOption::Redact) => crate::store::HistoryText::Redact,
+                            _ => crate::store::HistoryText::Keep,
+                        },
+                    })
+                },
+                resume_grace: self.resume_grace.unwrap_or(DEFAULT_RESUME_GRACE),
                 federation: self.nats.filter(|s| !s.is_empty()).map(|servers| {
                     let f = self.federation.unwrap_or_default();
                     FederationConfig {

@@ -224,6 +224,11 @@ struct Conn<'a> {
 
 impl Conn<'_> {
     fn reply(&mut self, frame: bytes::Bytes) {
+        // With a store, a reply waits behind this connection's frames that wait for a commit
+        // (a pong never overtakes the error of the request before it).
+        let Some(frame) = self.hub.reply_in_order(self.id, frame) else {
+            return;
+        };
         match self.outbox.push(&frame, &mut self.batch) {
             Ok(()) => Counters::bump(&self.hub.counters.frames_out),
             // Our own replies overflowing means the peer does not read what it asks for.

@@ -8,11 +8,12 @@
 mod stats;
 mod trim;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
+use bytes::Bytes;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -24,6 +25,7 @@ use crate::federation::link::FedLink;
 use crate::metrics::Metrics;
 use crate::outbox::{Batch, Outbox};
 use crate::protocol::{encode, ErrorCode, ServerFrame};
+use crate::store::{Clock, Store};
 use crate::telemetry::{timestamp, Counters, TelemetrySink};
 
 /// How many replayed requests a catching-up UI is handed per step.
@@ -40,6 +42,21 @@ struct Inner {
     armed: Option<Instant>,
     /// Where federation effects go, when federated.
     fed: Option<FedLink>,
+    /// With a store: the frames waiting for their operation's writes to commit.
+    gate: Option<Gate>,
+}
+
+/// The commit point: an operation's frames go out only once the store has committed the
+/// writes of that operation and of every one before it (so a UI never sees a request that is
+/// not stored, and a UI is never acked for an answer that is not). Frames wait here in order;
+/// an operation that writes nothing still waits behind those that do, so every peer keeps
+/// receiving frames in the order the broker decided them.
+struct Gate {
+    store: Arc<Store>,
+    /// The last operation group handed to the store, and the last it committed.
+    submitted: u64,
+    committed: u64,
+    held: VecDeque<(u64, PeerId, Bytes)>,
 }
 
 /// Federation state at one moment (`stats`, metrics, `STATUS=`).
@@ -68,6 +85,8 @@ pub struct Hub {
     telemetry: TelemetrySink,
     node: Arc<str>,
     started: Instant,
+    /// Set once a store is attached (replies then keep their place behind held frames).
+    durable: std::sync::atomic::AtomicBool,
 }
 
 impl Hub {
@@ -84,6 +103,7 @@ impl Hub {
                 fx: Effects::default(),
                 armed: None,
                 fed: None,
+                gate: None,
             }),
             timer: Notify::new(),
             activity: AtomicU64::new(0),
@@ -94,6 +114,7 @@ impl Hub {
             telemetry,
             node: Arc::from(node),
             started: Instant::now(),
+            durable: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -174,6 +195,11 @@ impl Hub {
         if inner.fed.is_some() {
             inner.broker.set_federation(Some(policy));
         }
+    }
+
+    /// Sets the policy rules every local approval is checked against (`None`: none).
+    pub fn set_policy(&self, policy: Option<crate::broker::PolicyDecider>) {
+        self.run(|b, _, _| b.set_policy(policy));
     }
 
     pub fn set_limits(&self, limits: Limits) {
@@ -287,6 +313,17 @@ impl Hub {
         let mut inline_replays = 1;
         loop {
             let mut overflowed = Vec::new();
+            if !inner.fx.durable.is_empty() {
+                let ops = std::mem::take(&mut inner.fx.durable);
+                if let Some(gate) = &mut inner.gate {
+                    gate.submitted += 1;
+                    let clock = Clock {
+                        instant: now,
+                        wall: SystemTime::now(),
+                    };
+                    gate.store.write(gate.submitted, clock, ops);
+                }
+            }
             for (peer, msg) in inner.fx.sends.drain(..) {
                 let frame = match msg {
                     Msg::Frame(frame) => frame,
@@ -305,6 +342,10 @@ impl Hub {
                         encode(&ServerFrame::error(&err))
                     }
                 };
+                if let Some(gate) = inner.gate.as_mut().filter(|g| g.must_wait()) {
+                    gate.held.push_back((gate.submitted, peer, frame));
+                    continue;
+                }
                 if let Some(outbox) = inner.outboxes.get(&peer) {
                     match outbox.push(&frame, batch) {
                         Ok(()) => Counters::bump(&self.counters.frames_out),
@@ -360,6 +401,11 @@ impl Hub {
                     let uid = event.producer.uid;
                     let frame = encode(&ServerFrame::BusEvent(event));
                     for watcher in inner.broker.watchers_of(uid) {
+                        if let Some(gate) = inner.gate.as_mut().filter(|g| g.must_wait()) {
+                            gate.held
+                                .push_back((gate.submitted, watcher, frame.clone()));
+                            continue;
+                        }
                         if let Some(outbox) = inner.outboxes.get(&watcher) {
                             match outbox.push(&frame, batch) {
                                 Ok(()) => Counters::bump(&self.counters.frames_out),
@@ -398,8 +444,27 @@ impl Hub {
                 continue;
             }
             for peer in overflowed {
-                // A peer that does not read must not hold up anyone: drop it, and let the
-                // broker treat it as gone (its pending stay for the other UIs).
+                self.drop_slow(inner, peer, now);
+            }
+        }
+        for peer in inner.broker.take_finished() {
+            if let Some(outbox) = inner.outboxes.get(&peer) {
+                outbox.finish();
+            }
+        }
+        if let Some(next) = inner.broker.next_deadline() {
+            if inner.armed.is_none_or(|armed| next < armed) {
+                inner.armed = Some(next);
+                self.timer.notify_one();
+            }
+        }
+    }
+
+    /// A peer that does not read must not hold up anyone: drop it, and let the broker treat
+    /// it as gone (its pending stay for the other UIs).
+    fn drop_slow(&self, inner: &mut Inner, peer: PeerId, now: Instant) {
+        {
+            {
                 if let Some(outbox) = inner.outboxes.remove(&peer) {
                     outbox.cancel();
                     let info = inner.broker.peer_info(peer).cloned().unwrap_or_default();
@@ -426,17 +491,131 @@ impl Hub {
                 }
             }
         }
-        for peer in inner.broker.take_finished() {
+    }
+
+    /// Puts the store between the broker and the peers: the broker records what it must
+    /// persist, and frames wait for it (`Gate`). What the store held pending or owed is
+    /// restored first (before any connection is served).
+    pub fn attach_store(&self, store: Arc<Store>, grace: std::time::Duration) {
+        let mut guard = self.lock_to_change();
+        let inner = &mut *guard;
+        inner.broker.set_durable(grace, store.available.clone());
+        let loaded = store.take_loaded();
+        self.durable.store(true, Ordering::Relaxed);
+        inner.gate = Some(Gate {
+            store,
+            submitted: 0,
+            committed: 0,
+            held: VecDeque::new(),
+        });
+        let Some(loaded) = loaded else { return };
+        let now = Instant::now();
+        let wall = SystemTime::now();
+        let (mut restored, mut owed, mut unreadable) = (0, 0, 0);
+        for r in &loaded.pending {
+            match crate::store::to_restored(r, now, wall) {
+                Ok(req) => {
+                    inner.broker.restore(req, now, &mut inner.fx);
+                    restored += 1;
+                }
+                Err(e) => {
+                    unreadable += 1;
+                    tracing::warn!(
+                        correlation_id = r.correlation_id,
+                        "a stored request no longer validates and is not restored: {e}"
+                    );
+                }
+            }
+        }
+        for r in &loaded.owed {
+            let (Some(frame), Ok(req)) =
+                (r.response.as_ref(), crate::store::to_restored(r, now, wall))
+            else {
+                continue;
+            };
+            let body = req.request.body().clone();
+            let frame = Bytes::from(frame.clone().into_bytes());
+            inner
+                .broker
+                .restore_undelivered(&r.correlation_id, r.uid, body, frame, now);
+            owed += 1;
+        }
+        tracing::info!(
+            restored,
+            owed,
+            unreadable,
+            "pending requests restored from the store"
+        );
+        let mut batch = Batch::new();
+        self.deliver(inner, now, &mut batch);
+        drop(guard);
+        batch.flush();
+    }
+
+    /// The store committed every operation group up to `committed`: their frames go out.
+    pub fn release(&self, committed: u64) {
+        let mut batch = Batch::new();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        let Some(gate) = inner.gate.as_mut() else {
+            return;
+        };
+        gate.committed = gate.committed.max(committed);
+        let mut overflowed = Vec::new();
+        while gate
+            .held
+            .front()
+            .is_some_and(|(tag, ..)| *tag <= gate.committed)
+        {
+            let (_, peer, frame) = gate.held.pop_front().expect("checked above");
             if let Some(outbox) = inner.outboxes.get(&peer) {
-                outbox.finish();
+                match outbox.push(&frame, &mut batch) {
+                    Ok(()) => Counters::bump(&self.counters.frames_out),
+                    Err(_) => overflowed.push(peer),
+                }
             }
         }
-        if let Some(next) = inner.broker.next_deadline() {
-            if inner.armed.is_none_or(|armed| next < armed) {
-                inner.armed = Some(next);
-                self.timer.notify_one();
+        let now = Instant::now();
+        for peer in overflowed {
+            self.drop_slow(inner, peer, now);
+        }
+        self.deliver(inner, now, &mut batch);
+        drop(guard);
+        batch.flush();
+    }
+
+    /// Releases frames as the store commits, until the store stops.
+    pub async fn follow_store(&self, mut committed: tokio::sync::watch::Receiver<u64>) {
+        loop {
+            let seq = *committed.borrow_and_update();
+            self.release(seq);
+            if committed.changed().await.is_err() {
+                self.release(*committed.borrow());
+                return;
             }
         }
+    }
+
+    /// A connection's own reply (`welcome`, `pong`, `stats`, a frame error): returned to be
+    /// sent at once, unless frames decided before it still wait for a commit, in which case it
+    /// waits behind them (and `None` is returned).
+    pub fn reply_in_order(&self, peer: PeerId, frame: Bytes) -> Option<Bytes> {
+        if !self.durable.load(Ordering::Relaxed) {
+            return Some(frame);
+        }
+        let mut inner = self.lock();
+        match inner.gate.as_mut().filter(|g| g.must_wait()) {
+            Some(gate) => {
+                gate.held.push_back((gate.submitted, peer, frame));
+                None
+            }
+            None => Some(frame),
+        }
+    }
+
+    /// Whether the daemon has a store (pending requests then survive a shutdown).
+    pub fn is_durable(&self) -> bool {
+        self.lock().gate.is_some()
     }
 
     /// Expires deadlines until `stop` is cancelled. One task for all requests; it sleeps
@@ -474,6 +653,13 @@ impl Hub {
     pub fn counts(&self) -> (usize, usize) {
         let inner = self.lock();
         (inner.broker.pending_len(), inner.broker.ui_count())
+    }
+}
+
+impl Gate {
+    /// Whether a frame must wait: something before it is not committed yet.
+    fn must_wait(&self) -> bool {
+        !self.held.is_empty() || self.committed < self.submitted
     }
 }
 

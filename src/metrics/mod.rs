@@ -118,6 +118,9 @@ impl Metrics {
                     .absolute(n);
             }
             counter!("askbus_approvals_confirmed_total").absolute(a.confirmed);
+            for (decision, n) in ["allow", "deny"].iter().zip(snap.policy_decisions) {
+                counter!("askbus_policy_decisions_total", "decision" => *decision).absolute(n);
+            }
             for (sink, result, n) in s.notify.iter() {
                 counter!("askbus_notifications_total", "sink" => sink.to_owned(), "result" => result.as_str())
                     .absolute(n);
@@ -175,6 +178,10 @@ fn describe() {
     describe_counter!(
         "askbus_approval_decisions_total",
         "What UIs chose for answered approvals, by ToolConfirmationOutcome"
+    );
+    describe_counter!(
+        "askbus_policy_decisions_total",
+        "Approvals the policy rules decided without a person, by decision (allow, deny)"
     );
     describe_counter!(
         "askbus_approvals_confirmed_total",

@@ -224,6 +224,9 @@ impl Daemon {
         };
         cmd.args(&self.args)
             .env("ASKBUS_LOG", "debug")
+            // The policy rules would decide some approvals before a UI sees them; the tests
+            // of the policy turn them on (tests/policy_daemon.rs), the others test the bus.
+            .env("ASKBUS_POLICIES", "off")
             // No config file but the test's own: a developer's ~/.config must not leak in.
             .env("XDG_CONFIG_HOME", self.dir.path())
             .env_remove("ASKBUS_CONFIG")
@@ -248,6 +251,15 @@ impl Daemon {
             .any(|a| a == "--no-telemetry" || a == "--telemetry")
         {
             cmd.arg("--telemetry").arg(&self.telemetry);
+        }
+        // Memory only unless the test asks for a store: protocol v1 exactly, and no test
+        // touches a store of the user running it.
+        if !self
+            .args
+            .iter()
+            .any(|a| a == "--no-store" || a == "--store" || a.starts_with("--store="))
+        {
+            cmd.arg("--no-store");
         }
         if self.journal {
             use std::os::unix::fs::MetadataExt;

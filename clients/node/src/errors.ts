@@ -20,7 +20,8 @@ export type WireErrorCode =
   | "forbidden"
   | "too-many-connections"
   | "frame-timeout"
-  | "origin-unreachable";
+  | "origin-unreachable"
+  | "store-unavailable";
 
 /** Codes for failures the client itself detects. */
 export type ClientErrorCode = "daemon-unreachable" | "connection-closed" | "protocol-error";
@@ -63,6 +64,8 @@ export class TooManyConnections extends AskbusError {}
 export class FrameTimeout extends AskbusError {}
 /** Federation: an answer to another node's question could not reach that node; it is still pending. */
 export class OriginUnreachable extends AskbusError {}
+/** The daemon's store cannot write for now; producers ask again within their own timeout. */
+export class StoreUnavailable extends AskbusError {}
 
 /** No daemon answered at `socketPath` (not running, wrong path, or no permission). */
 export class DaemonUnreachable extends AskbusError {
@@ -118,6 +121,7 @@ const BY_CODE: Record<WireErrorCode, new (code: string, message: string, id?: st
   "too-many-connections": TooManyConnections,
   "frame-timeout": FrameTimeout,
   "origin-unreachable": OriginUnreachable,
+  "store-unavailable": StoreUnavailable,
 };
 
 /** The error for a daemon `error` frame; an unknown (newer) code still yields an AskbusError. */

@@ -486,9 +486,10 @@ export class Producer {
         const p = this.pending.get(f.correlationId);
         if (!p || p.sentOn !== conn) return;
         if (err.code === "not-pending") return; // a cancel that lost to the answer: it is coming
-        if (err.code === "duplicate-correlation-id" && p.lostOnce) {
+        if ((err.code === "duplicate-correlation-id" && p.lostOnce) || err.code === "store-unavailable") {
           // The daemon still holds our earlier send (it has not yet noticed the old
-          // connection is gone): try again shortly; the question is not lost.
+          // connection is gone), or its store cannot write for now: try again shortly,
+          // within the request's own timeout; the question is not lost.
           p.sentOn = null;
           setTimeout(() => {
             if (this.pending.get(p.id) === p && this.conn === conn && p.sentOn === null) this.send(p);

@@ -14,6 +14,7 @@
 pub mod approvals;
 #[cfg(feature = "client")]
 pub mod client;
+pub mod history;
 pub mod protocol;
 pub mod questions;
 #[cfg(feature = "client")]

@@ -10,6 +10,7 @@ use clap::{FromArgMatches, Parser, Subcommand};
 
 use askbusd::protocol::NoUiPolicy;
 
+mod acp;
 mod answer;
 mod ask;
 mod bench;
@@ -18,6 +19,7 @@ mod context;
 mod duration;
 mod explain;
 mod fail;
+mod history;
 mod hook;
 mod links;
 mod mcp;
@@ -200,6 +202,15 @@ enum Command {
     /// status 2 with the reason on stderr, or with --fallback ask hands the decision back to the
     /// agent's own prompt. Exit status 0: allowed (or handed back).
     Hook(hook::HookArgs),
+    /// Run an Agent Client Protocol agent for an editor, asking its permission prompts through
+    /// askbus too.
+    ///
+    /// In the editor's agent settings, `gemini --acp` becomes `askbus acp -- gemini --acp`.
+    /// Every line is forwarded both ways unchanged; each `session/request_permission` is also
+    /// an askbus approval and each `elicitation/create` an askbus question set, and the first
+    /// answer wins, in the editor or in askbus. The agent's stderr passes through, and its
+    /// exit status (or the signal that killed it) is this command's.
+    Acp(acp::AcpArgs),
     /// Tell the person an agent is waiting: desktop notifications and pushes to a phone.
     ///
     /// A long-running UI: a desktop notification (org.freedesktop.Notifications) per waiting
@@ -208,6 +219,12 @@ enum Command {
     /// are signed single-use links to `askbus web` (--web-url). A request answered elsewhere,
     /// withdrawn or timed out closes its notification. Reconnects when askbusd restarts.
     Notify(notify::NotifyArgs),
+    /// The record of every request askbusd accepted, newest first (read from its store).
+    ///
+    /// A table of 50 by default; --json (JSON Lines) and --csv export every match. `askbus
+    /// history ID` shows one request whole; `askbus history verify` checks the records' chain
+    /// and names the first record that does not fit (exit 1).
+    History(history::Args),
     /// Print the daemon's live counters.
     Stats {
         /// The stats frame as compact JSON on one line, for scripts
@@ -227,16 +244,23 @@ enum Command {
     /// The baseline relay `askbus bench --baseline` starts (for the bench only).
     #[command(hide = true)]
     BenchRelay,
+    /// The stand-in ACP agent `askbus bench acp` starts (for the bench only).
+    #[command(hide = true)]
+    BenchAcpAgent {
+        #[arg(long, default_value_t = 2048)]
+        size: usize,
+    },
 }
 
 /// Subcommands that never reach the daemon: `--socket` is not offered on them.
-const OFFLINE: [&str; 6] = [
+const OFFLINE: [&str; 7] = [
     "validate",
     "schema",
     "completions",
     "man",
     "service",
     "policy",
+    "history",
 ];
 
 /// The command line as clap sees it: `--socket` before the subcommand, or after it on those
@@ -298,6 +322,13 @@ fn main() -> ExitCode {
     let command = match cli.command {
         Command::Bench(args) => return bench::main(args, cli.socket),
         Command::BenchRelay => return bench::relay_main(cli.socket),
+        Command::BenchAcpAgent { size } => return bench::acp_agent_main(size),
+        Command::Acp(args) => {
+            let socket = cli
+                .socket
+                .unwrap_or_else(askbus::client::default_socket_path);
+            return acp::main(args, socket);
+        }
         Command::Policy(args) => {
             return policy::run(args).unwrap_or_else(|e| {
                 eprintln!("askbus policy: {e:#}");
@@ -379,11 +410,17 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             answer::run(&socket, &id, what).await
         }
         Command::Stats { json } => stats::run(&socket, json).await,
+        Command::History(args) => history::run(args).map(|()| ExitCode::SUCCESS),
         Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Hook(args) => Ok(hook::run(&socket, args).await),
         Command::Web(args) => web::run(args, socket).await,
         Command::Notify(args) => notify::run(&socket, args).await,
-        Command::Bench(_) | Command::BenchRelay | Command::Service(_) | Command::Policy(_) => {
+        Command::Bench(_)
+        | Command::BenchRelay
+        | Command::BenchAcpAgent { .. }
+        | Command::Service(_)
+        | Command::Policy(_)
+        | Command::Acp(_) => {
             unreachable!("dispatched before the runtime")
         }
     }

@@ -578,9 +578,13 @@ class AsyncProducer:
             # already reached (or is about to reach) the ask.
             log.debug("askbusd: %s: %s", err.code, err.message)
             return
-        if err.code == "duplicate-correlation-id" and pa.sends > 1 and not pa.cancel_requested:
-            # A resend found the id still pending: the daemon has not yet dropped the question
-            # of our previous connection. Ask again shortly, until the deadline.
+        resend = (err.code == "duplicate-correlation-id" and pa.sends > 1) or (
+            err.code == "store-unavailable"
+        )
+        if resend and not pa.cancel_requested:
+            # A resend found the id still pending (the daemon has not yet dropped the question
+            # of our previous connection), or the daemon's store cannot write for now: ask
+            # again shortly, until the deadline.
             pa.live_gen = None
             pa.last_error = err
             self._tasks.spawn(self._resend_later(pa, pa.dup_backoff.next()))

@@ -143,6 +143,13 @@ class OriginUnreachable(DaemonError):
     code = "origin-unreachable"
 
 
+class StoreUnavailable(DaemonError):
+    """The daemon's store cannot write for now (disk full, I/O error): the request was not
+    taken. Transient: producers ask again within their own timeout."""
+
+    code = "store-unavailable"
+
+
 _BY_CODE: Dict[str, Type[DaemonError]] = {
     cls.code: cls
     for cls in (
@@ -161,6 +168,7 @@ _BY_CODE: Dict[str, Type[DaemonError]] = {
         TooManyConnections,
         FrameTimeout,
         OriginUnreachable,
+        StoreUnavailable,
     )
 }
 

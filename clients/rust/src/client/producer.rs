@@ -412,8 +412,11 @@ async fn read(
                 let Some(ask) = st.asks.get_mut(&id) else {
                     continue;
                 };
-                if e.code == ErrorCode::DuplicateCorrelationId && ask.sends > 1 {
-                    // The copy the dropped connection left is still pending there.
+                let transient = e.code == ErrorCode::StoreUnavailable;
+                if (e.code == ErrorCode::DuplicateCorrelationId && ask.sends > 1) || transient {
+                    // The copy the dropped connection left is still pending there, or the
+                    // daemon's store cannot write for now: ask again on the backoff, within
+                    // the ask's own timeout.
                     let delay = ask.dup_backoff.next_delay();
                     let me = shared.clone();
                     st.tasks.push(tokio::spawn(async move {

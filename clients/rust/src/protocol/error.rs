@@ -21,10 +21,13 @@ pub enum ErrorCode {
     FrameTimeout,
     /// Federation: an answer to a remote question could not reach its origin node.
     OriginUnreachable,
+    /// The daemon's store cannot write (disk full, I/O error): a new request is refused for
+    /// now. Transient: retry within your own timeout.
+    StoreUnavailable,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 16] = [
         ErrorCode::InvalidJson,
         ErrorCode::InvalidFrame,
         ErrorCode::UnknownType,
@@ -40,6 +43,7 @@ impl ErrorCode {
         ErrorCode::TooManyConnections,
         ErrorCode::FrameTimeout,
         ErrorCode::OriginUnreachable,
+        ErrorCode::StoreUnavailable,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -59,6 +63,7 @@ impl ErrorCode {
             ErrorCode::TooManyConnections => "too-many-connections",
             ErrorCode::FrameTimeout => "frame-timeout",
             ErrorCode::OriginUnreachable => "origin-unreachable",
+            ErrorCode::StoreUnavailable => "store-unavailable",
         }
     }
 

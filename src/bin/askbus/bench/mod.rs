@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::{Subcommand, ValueEnum};
 
+mod acp;
 mod load;
 mod proc;
 mod relay;
@@ -45,6 +46,9 @@ enum Sub {
     /// cross-node round trip and throughput against raw NATS request-reply, and the memory and
     /// idle CPU of a node showing another's questions.
     Federation(targets::FederationArgs),
+    /// Measure what `askbus acp` adds to an editor's stream of session/update notifications:
+    /// latency per message and throughput, side by side with a direct pipe.
+    Acp(acp::AcpArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -138,6 +142,7 @@ pub fn main(args: Args, socket: Option<PathBuf>) -> ExitCode {
                 targets::federation(f)
             }
         }
+        Some(Sub::Acp(a)) => acp::run(a),
         None => run(args.run, socket),
     };
     match result {
@@ -147,6 +152,11 @@ pub fn main(args: Args, socket: Option<PathBuf>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `askbus bench-acp-agent` (hidden): the stand-in ACP agent `askbus bench acp` runs.
+pub fn acp_agent_main(size: usize) -> ExitCode {
+    acp::agent_main(size)
 }
 
 /// `askbus bench-relay` (hidden): the baseline relay, started by the bench.

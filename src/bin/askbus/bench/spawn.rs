@@ -71,6 +71,14 @@ impl Kind {
                 } else {
                     cmd.arg("--no-telemetry");
                 }
+                if !args
+                    .iter()
+                    .any(|a| a.starts_with("--store") || a == "--no-store")
+                {
+                    // Memory only unless the run asks for a store (a store is measured
+                    // against memory only, side by side, with --store in the args).
+                    cmd.arg("--no-store");
+                }
                 cmd.args(args);
                 // Its own log level: the ready line is logged at info, and a debug log
                 // would be part of what is measured.

@@ -28,6 +28,7 @@ use askbusd::protocol::{
 
 pub use agent::{Agent, EXIT_BLOCK};
 use agent::{Event, Output, Request, Verdict};
+pub(crate) use details::root_commands;
 
 /// Whether this process's command line is `askbus [--socket PATH] hook …`, for the usage
 /// error path, which runs before the command line is understood.
@@ -259,7 +260,7 @@ fn context(agent: Agent, event: &Event, title: &str) -> Map<String, Value> {
 
 /// `s` on one line (controls as spaces, trimmed), at most `max` characters (the last one `…`
 /// when cut).
-fn one_line(s: &str, max: usize) -> String {
+pub(crate) fn one_line(s: &str, max: usize) -> String {
     let clean: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })

@@ -1,0 +1,219 @@
+//! ACP's wire: JSON-RPC 2.0 messages, one per line (newline-delimited JSON over the agent's
+//! stdio). This file owns reading just enough of a line to route it (its `id`, `method` and
+//! `params`, the rest skipped unread), the cheap prefilter that lets the agent's stream of
+//! `session/update` notifications through unparsed, and the few lines the proxy writes
+//! itself: its answer to the agent, `$/cancel_request` to the editor, a `-32800` error.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+
+/// `session/request_permission`: the agent asks the client to allow a tool call.
+pub const REQUEST_PERMISSION: &str = "session/request_permission";
+/// `elicitation/create`: the agent asks the user for structured input (a form or a URL).
+pub const ELICITATION_CREATE: &str = "elicitation/create";
+/// `session/cancel`: the client cancels a session's prompt turn.
+pub const SESSION_CANCEL: &str = "session/cancel";
+/// `$/cancel_request`: either side cancels one of its own requests.
+pub const CANCEL_REQUEST: &str = "$/cancel_request";
+/// JSON-RPC error code for a cancelled request (ACP's "Request Cancelled").
+pub const REQUEST_CANCELLED: i64 = -32800;
+
+/// The routing part of a JSON-RPC message. A request has `method` and `id`, a notification
+/// `method` only, a response `id` only (with `result` or `error`, which are skipped here).
+#[derive(Debug, Deserialize)]
+pub struct Envelope<'a> {
+    #[serde(borrow, default)]
+    pub id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub params: Option<&'a RawValue>,
+}
+
+impl<'a> Envelope<'a> {
+    /// The envelope of one line, or `None` for anything that is not a JSON object (forwarded
+    /// as it is: the proxy is not the one to judge the peers' JSON).
+    pub fn parse(line: &'a [u8]) -> Option<Envelope<'a>> {
+        serde_json::from_slice(trim_newline(line)).ok()
+    }
+
+    /// The id as its JSON text (`3`, `"abc"`): the key a response is matched by. `null` is
+    /// no id.
+    pub fn id_key(&self) -> Option<IdKey> {
+        self.id
+            .map(|id| id.get().trim())
+            .filter(|id| *id != "null")
+            .map(IdKey::from)
+    }
+
+    /// `params` read as a JSON value (only for the few messages the proxy acts on).
+    pub fn params_value(&self) -> Value {
+        self.params
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null)
+    }
+}
+
+/// A JSON-RPC id as its JSON text, so `3` and `"3"` stay apart as JSON-RPC keeps them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IdKey(Box<str>);
+
+impl From<&str> for IdKey {
+    fn from(s: &str) -> IdKey {
+        IdKey(s.into())
+    }
+}
+
+impl IdKey {
+    /// The id from a value (`$/cancel_request`'s `requestId`).
+    pub fn of_value(v: &Value) -> Option<IdKey> {
+        match v {
+            Value::Null => None,
+            v => Some(IdKey(v.to_string().into())),
+        }
+    }
+
+    /// The JSON text, as the peer wrote it.
+    pub fn json(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for IdKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Whether a line from the agent may need more than forwarding: a request the proxy turns
+/// into an askbus request, or the agent cancelling one (`cancels` when any is in flight).
+/// A plain substring test, so the stream of `session/update`s is never parsed: every line
+/// that is such a message holds these bytes (method names are written unescaped by every
+/// JSON encoder; the `/` is left out of the needles because `\/` is a legal escape).
+pub fn agent_line_may_matter(line: &[u8], cancels: bool) -> bool {
+    use memchr::memmem;
+    memmem::find(line, b"request_permission").is_some()
+        || memmem::find(line, b"elicitation").is_some()
+        || (cancels && memmem::find(line, b"cancel_request").is_some())
+}
+
+/// `line` without its line ending.
+pub fn trim_newline(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// A response line: `{"jsonrpc":"2.0","id":ID,"result":RESULT}`.
+pub fn result_line(id: &IdKey, result: &Value) -> Vec<u8> {
+    let mut line = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{}}}"#,
+        id.json(),
+        result
+    )
+    .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// An error response line with ACP's "Request Cancelled" code.
+pub fn cancelled_error_line(id: &IdKey) -> Vec<u8> {
+    let error = json!({"code": REQUEST_CANCELLED, "message": "Request cancelled"});
+    let mut line = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"error":{}}}"#,
+        id.json(),
+        error
+    )
+    .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// `$/cancel_request` for `id`, to the side that was sent the request.
+pub fn cancel_request_line(id: &IdKey) -> Vec<u8> {
+    let mut line = format!(
+        r#"{{"jsonrpc":"2.0","method":"{CANCEL_REQUEST}","params":{{"requestId":{}}}}}"#,
+        id.json()
+    )
+    .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelopes_of_requests_notifications_and_responses() {
+        let req = br#"{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"sessionId":"s"}}
+"#;
+        let e = Envelope::parse(req).unwrap();
+        assert_eq!(e.method.as_deref(), Some(REQUEST_PERMISSION));
+        assert_eq!(e.id_key(), Some(IdKey::from("7")));
+        assert_eq!(e.params_value()["sessionId"], "s");
+        let resp = br#"{"jsonrpc":"2.0","id":"a\"b","result":{"big":[1,2,{"x":"y"}]}}"#;
+        let e = Envelope::parse(resp).unwrap();
+        assert!(e.method.is_none());
+        assert_eq!(e.id_key().unwrap().json(), r#""a\"b""#);
+        let note = br#"{"jsonrpc":"2.0","method":"session/update","params":{}}"#;
+        assert!(Envelope::parse(note).unwrap().id_key().is_none());
+        assert!(Envelope::parse(b"not json\n").is_none());
+        assert!(Envelope::parse(b"[1,2]").is_none());
+    }
+
+    #[test]
+    fn ids_keep_their_json_type() {
+        assert_ne!(
+            IdKey::of_value(&json!(3)),
+            IdKey::of_value(&json!("3")),
+            "3 and \"3\" are different JSON-RPC ids"
+        );
+        assert_eq!(IdKey::of_value(&json!(3)), Some(IdKey::from("3")));
+        assert_eq!(IdKey::of_value(&Value::Null), None);
+    }
+
+    #[test]
+    fn the_prefilter_lets_updates_through_and_catches_what_matters() {
+        let update =
+            br#"{"jsonrpc":"2.0","method":"session/update","params":{"update":{"text":"hi"}}}"#;
+        assert!(!agent_line_may_matter(update, true));
+        assert!(agent_line_may_matter(
+            br#"{"id":1,"method":"session\/request_permission"}"#,
+            false
+        ));
+        assert!(agent_line_may_matter(
+            br#"{"id":1,"method":"elicitation/create"}"#,
+            false
+        ));
+        assert!(!agent_line_may_matter(
+            br#"{"method":"$/cancel_request"}"#,
+            false
+        ));
+        assert!(agent_line_may_matter(
+            br#"{"method":"$/cancel_request"}"#,
+            true
+        ));
+    }
+
+    #[test]
+    fn lines_the_proxy_writes() {
+        let id = IdKey::from(r#""x""#);
+        let line = result_line(&id, &json!({"action": "cancel"}));
+        let v: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(
+            v,
+            json!({"jsonrpc": "2.0", "id": "x", "result": {"action": "cancel"}})
+        );
+        assert!(line.ends_with(b"}\n"));
+        let v: Value = serde_json::from_slice(&cancel_request_line(&IdKey::from("4"))).unwrap();
+        assert_eq!(
+            v,
+            json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 4}})
+        );
+        let v: Value = serde_json::from_slice(&cancelled_error_line(&IdKey::from("4"))).unwrap();
+        assert_eq!(v["error"]["code"], -32800);
+    }
+}

@@ -1,0 +1,152 @@
+// Harness for `askbus acp`: an editor built on the official ACP TypeScript SDK
+// (@agentclientprotocol/sdk 2.4.0's `client()` / `connectWith` / `onRequest`) that runs an ACP
+// agent (through the proxy or directly), records every byte it sends and receives, and runs
+// one prompt turn. Agents: the real Gemini CLI 0.61.0 in `--acp` mode, offline on canned model
+// turns, and a small elicitation agent built on the SDK's agent side (acp-elicit-agent.mjs).
+
+import { spawn } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import * as acp from '@agentclientprotocol/sdk';
+
+import { CLI, deadline } from './helpers.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+export const GEMINI = path.join(HERE, 'node_modules/@google/gemini-cli/bundle/gemini.js');
+export const ELICIT_AGENT = path.join(HERE, 'acp-elicit-agent.mjs');
+
+/** The command line of Gemini CLI in ACP mode on the sandbox's canned turns. */
+export function geminiAcp(box) {
+  return {
+    command: process.execPath,
+    args: [GEMINI, '--acp', '-m', 'gemini-2.5-flash', '--fake-responses', box.fake],
+    cwd: box.work,
+    env: {
+      PATH: process.env.PATH,
+      HOME: box.home,
+      TMPDIR: os.tmpdir(),
+      GEMINI_API_KEY: 'offline-test-key',
+      GEMINI_CLI_TRUST_WORKSPACE: 'true',
+      // Else it relaunches itself as a child that outlives a kill of the parent.
+      GEMINI_CLI_NO_RELAUNCH: 'true',
+      NO_COLOR: '1',
+      TERM: 'dumb',
+    },
+  };
+}
+
+/** `agent` run through `askbus acp PROXYARGS -- AGENT`, or directly when `proxy` is null. */
+export function launch(agent, proxy) {
+  const [command, args] = proxy
+    ? [CLI, ['acp', ...proxy, '--', agent.command, ...agent.args]]
+    : [agent.command, agent.args];
+  const child = spawn(command, args, { cwd: agent.cwd, env: agent.env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  return { child, exited, stderr: () => stderr };
+}
+
+/**
+ * An editor session over `proc`: initialize, session/new in `cwd`, one prompt. `onPermission`
+ * and `onElicitation` are the editor's dialogs (`({params, signal}) => result`). Resolves with
+ * what the editor saw: the bytes it received and sent, the permission requests, the updates,
+ * the `$/cancel_request`s, and the prompt's stop reason (or `error`).
+ */
+export async function editorSession(proc, { cwd, prompt = 'Create the file.', onPermission, onElicitation, capabilities = {} }) {
+  const received = [];
+  const sent = [];
+  const seen = { permissions: [], elicitations: [], updates: [], cancelled: [] };
+  const input = new ReadableStream({
+    start(c) {
+      proc.child.stdout.on('data', (d) => {
+        received.push(Buffer.from(d));
+        c.enqueue(new Uint8Array(d));
+      });
+      proc.child.stdout.on('end', () => {
+        try {
+          c.close();
+        } catch {}
+      });
+    },
+  });
+  const output = new WritableStream({
+    write(chunk) {
+      sent.push(Buffer.from(chunk));
+      return new Promise((resolve, reject) => proc.child.stdin.write(chunk, (e) => (e ? reject(e) : resolve())));
+    },
+  });
+  proc.child.stdin.on('error', () => {});
+  const dialog = (list, handler, fallback) => async (ctx) => {
+    list.push(ctx.params);
+    ctx.signal.addEventListener('abort', () => seen.cancelled.push(ctx.requestId));
+    return handler ? handler(ctx) : fallback(ctx);
+  };
+  const untilCancelled = (result) => (ctx) =>
+    new Promise((resolve) => {
+      if (ctx.signal.aborted) resolve(result);
+      ctx.signal.addEventListener('abort', () => resolve(result));
+    });
+  const app = acp
+    .client({ name: 'askbus-acp-test-editor' })
+    .onRequest(
+      acp.methods.client.session.requestPermission,
+      dialog(seen.permissions, onPermission, untilCancelled({ outcome: { outcome: 'cancelled' } })),
+    )
+    .onRequest(
+      acp.methods.client.elicitation.create,
+      dialog(seen.elicitations, onElicitation, untilCancelled({ action: 'cancel' })),
+    )
+    .onNotification(acp.methods.client.session.update, ({ params }) => {
+      seen.updates.push(params.update);
+    });
+  const stream = acp.ndJsonStream(output, input);
+  try {
+    await app.connectWith(stream, async (ctx) => {
+      seen.init = await ctx.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: capabilities,
+      });
+      const s = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
+      seen.sessionId = s.sessionId;
+      const r = await ctx.request(acp.methods.agent.session.prompt, {
+        sessionId: s.sessionId,
+        prompt: [{ type: 'text', text: prompt }],
+      });
+      seen.stopReason = r.stopReason;
+    });
+  } catch (e) {
+    seen.error = e;
+  }
+  seen.received = () => Buffer.concat(received);
+  seen.sent = () => Buffer.concat(sent);
+  return seen;
+}
+
+/** Ends the session: closes the agent's stdin and waits for the exit. */
+export async function finish(proc) {
+  proc.child.stdin.end();
+  return deadline(proc.exited, 'the agent (or proxy) to exit');
+}
+
+/** The JSON-RPC messages in a byte stream, one per line. */
+export function messages(bytes) {
+  return bytes
+    .toString('utf8')
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l));
+}
+
+/** The pids of `pid`'s children. */
+export async function childrenOf(pid) {
+  const { readFile, readdir } = await import('node:fs/promises');
+  const out = [];
+  for (const tid of await readdir(`/proc/${pid}/task`)) {
+    const text = await readFile(`/proc/${pid}/task/${tid}/children`, 'utf8').catch(() => '');
+    out.push(...text.split(/\s+/).filter(Boolean).map(Number));
+  }
+  return out;
+}
