@@ -297,8 +297,19 @@ impl LinkKey {
 
     /// A key from bytes (tests; a second key to show that links do not cross keys).
     #[cfg(test)]
-    fn from_bytes(bytes: [u8; KEY_BYTES]) -> LinkKey {
+    pub fn from_bytes(bytes: [u8; KEY_BYTES]) -> LinkKey {
         LinkKey(bytes)
+    }
+
+    /// HMAC-SHA256 of `parts` (each length-prefixed, so no two lists share a MAC input): what
+    /// `askbus chat` binds its buttons' callback data with.
+    pub fn tag(&self, parts: &[&[u8]]) -> [u8; 32] {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.0).expect("any key length");
+        for p in parts {
+            mac.update(&(p.len() as u64).to_be_bytes());
+            mac.update(p);
+        }
+        mac.finalize().into_bytes().into()
     }
 
     fn mac(&self, signed: &str) -> Hmac<Sha256> {

@@ -14,6 +14,7 @@ mod acp;
 mod answer;
 mod ask;
 mod bench;
+mod chat;
 mod completions;
 mod context;
 mod duration;
@@ -219,6 +220,14 @@ enum Command {
     /// are signed single-use links to `askbus web` (--web-url). A request answered elsewhere,
     /// withdrawn or timed out closes its notification. Reconnects when askbusd restarts.
     Notify(notify::NotifyArgs),
+    /// Answer from a chat app: Telegram, over outbound connections only.
+    ///
+    /// A long-running UI: every request becomes one message in the chat (agent, project,
+    /// title, time left) with buttons for its kind (choices, toggles and Done, Yes/No, Allow
+    /// once / Allow always / Deny with a reason, a reply for text); only the allowed users may
+    /// answer, every button is bound to what it shows (HMAC), and a request that ends
+    /// elsewhere is edited to its outcome. (Slack and Discord are not done yet.)
+    Chat(chat::ChatArgs),
     /// The record of every request askbusd accepted, newest first (read from its store).
     ///
     /// A table of 50 by default; --json (JSON Lines) and --csv export every match. `askbus
@@ -415,6 +424,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         Command::Hook(args) => Ok(hook::run(&socket, args).await),
         Command::Web(args) => web::run(args, socket).await,
         Command::Notify(args) => notify::run(&socket, args).await,
+        Command::Chat(args) => chat::run(&socket, args).await,
         Command::Bench(_)
         | Command::BenchRelay
         | Command::BenchAcpAgent { .. }

@@ -16,6 +16,8 @@ mod push;
 mod schedule;
 pub mod waiting;
 
+pub use config::secret;
+
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

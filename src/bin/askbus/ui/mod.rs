@@ -18,10 +18,10 @@ mod app;
 mod approval;
 mod conn;
 mod dialog;
-mod encode;
+pub(crate) mod encode;
 mod entry;
 mod input;
-mod question;
+pub(crate) mod question;
 mod render;
 mod scroll;
 
