@@ -384,3 +384,65 @@ fn mcp_answers_a_line_that_is_not_json_with_a_parse_error_and_keeps_serving() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+/// `askbus mcp` answers a request too large to take (25 MB, beyond what rmcp reads) with an
+/// error for that request's id, found after its huge params, and serves the next request.
+#[test]
+fn mcp_refuses_an_oversized_request_for_its_id_and_serves_the_next() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(cli_bin())
+        .args(["mcp", "--socket"])
+        .arg(dir.path().join("absent.sock"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, lines) = channel::<String>();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let next = || -> Value {
+        let reply = lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a reply in time");
+        serde_json::from_str(&reply).unwrap()
+    };
+    let mut send = |line: &str| {
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    );
+    assert_eq!(next()["id"], 1);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"ask_person","arguments":{{"questions":[{{"question":"{}","header":"H","type":"text"}}]}}}},"id":41}}"#,
+        "x".repeat(25_000_000)
+    );
+    send(&huge);
+    drop(huge);
+    send(r#"{"jsonrpc":"2.0","id":42,"method":"tools/list"}"#);
+    let refused = next();
+    assert_eq!(refused["id"], 41, "{refused}");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("bytes"),
+        "{refused}"
+    );
+    let list = next();
+    assert_eq!(list["id"], 42, "{list}");
+    assert_eq!(list["result"]["tools"][0]["name"], "ask_person", "{list}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}

@@ -1,17 +1,20 @@
 //! The MCP server's stdio, between the client and rmcp: lines that are not JSON are answered
 //! here with JSON-RPC's parse error (-32700, `id` null) instead of reaching rmcp, which drops
 //! them without a word (a client that typed or generated a broken line would wait forever for
-//! an answer). Everything else passes through unchanged, and one task writes stdout, so an
-//! error line never lands inside one of rmcp's messages.
+//! an answer). A line longer than [`CHECKED_LINE_BYTES`] is not passed on either: rmcp would
+//! drop it, and the line after it with it, without a reply; it is read through (never held
+//! whole) and answered with JSON-RPC's invalid request (-32600) for the id it carries (found
+//! while it streams by), so the client hears about it and the next request is served.
+//! Everything else passes through unchanged, and one task writes stdout, so an error line
+//! never lands inside one of rmcp's messages.
 
 use tokio::io::{
     AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
 };
 use tokio::sync::mpsc;
 
-/// Lines longer than this are passed to rmcp unchecked, which refuses them by its own limit
-/// (so a huge line is never held here in full).
-const CHECKED_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// The longest line passed on to rmcp; a longer one is refused here, for its id.
+pub const CHECKED_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// What rmcp reads and writes in place of stdin and stdout; the two tasks that pump them are
 /// spawned on the current runtime and end when stdin ends and rmcp drops its ends.
@@ -37,6 +40,125 @@ pub fn parse_error(detail: &str) -> String {
     let mut line = response.to_string();
     line.push('\n');
     line
+}
+
+/// The JSON-RPC response to a request line over [`CHECKED_LINE_BYTES`]: invalid request
+/// (-32600) for its id (`null` when it has none that could be read).
+pub fn too_large(id: Option<serde_json::Value>, bytes: u64) -> String {
+    let response = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32600, "message": format!(
+            "Invalid Request: the message is {bytes} bytes, more than askbus mcp accepts ({} MiB); nothing was done",
+            CHECKED_LINE_BYTES / (1024 * 1024)
+        )},
+    });
+    let mut line = response.to_string();
+    line.push('\n');
+    line
+}
+
+/// Finds the top-level `"id"` of a JSON-RPC message while its bytes stream by, holding only
+/// the id's own text (a request's id may come after its huge params).
+#[derive(Default)]
+struct IdScanner {
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    /// At depth 1, whether the next string is a member name.
+    at_key: bool,
+    /// The member name being read (only its first bytes: "id" is all that matters).
+    key: Vec<u8>,
+    key_is_id: bool,
+    /// The id's value text, while it is read.
+    capture: Option<Vec<u8>>,
+    found: Option<Vec<u8>>,
+}
+
+impl IdScanner {
+    /// The longest id text kept: JSON-RPC ids are numbers or short strings.
+    const MAX_ID_BYTES: usize = 1024;
+
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.byte(b);
+        }
+    }
+
+    fn keep(&mut self, b: u8) {
+        if let Some(c) = &mut self.capture {
+            if c.len() < Self::MAX_ID_BYTES {
+                c.push(b);
+            }
+        }
+    }
+
+    fn end_value(&mut self) {
+        if let Some(c) = self.capture.take() {
+            self.found.get_or_insert(c);
+        }
+        self.key_is_id = false;
+    }
+
+    fn byte(&mut self, b: u8) {
+        if self.in_string {
+            self.keep(b);
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+            } else if b == b'"' {
+                self.in_string = false;
+                if self.depth == 1 && self.at_key {
+                    self.key_is_id = self.key == b"id";
+                }
+            } else if self.depth == 1 && self.at_key && self.key.len() < 4 {
+                self.key.push(b);
+            }
+            return;
+        }
+        match b {
+            b'"' => {
+                self.in_string = true;
+                if self.depth == 1 && self.at_key {
+                    self.key.clear();
+                }
+                self.keep(b);
+            }
+            b'{' | b'[' => {
+                self.keep(b);
+                self.depth += 1;
+                if self.depth == 1 {
+                    self.at_key = b == b'{';
+                }
+            }
+            b'}' | b']' => {
+                if self.depth == 1 {
+                    self.end_value();
+                } else {
+                    self.keep(b);
+                }
+                self.depth = self.depth.saturating_sub(1);
+            }
+            b':' if self.depth == 1 => {
+                self.at_key = false;
+                if self.key_is_id {
+                    self.capture = Some(Vec::new());
+                }
+            }
+            b',' if self.depth == 1 => {
+                self.end_value();
+                self.at_key = true;
+            }
+            _ => self.keep(b),
+        }
+    }
+
+    /// The id, if one was read whole and is one JSON-RPC allows (a number or a string).
+    fn id(&self) -> Option<serde_json::Value> {
+        let v: serde_json::Value = serde_json::from_slice(self.found.as_deref()?).ok()?;
+        (v.is_number() || v.is_string()).then_some(v)
+    }
 }
 
 /// Why `line` (without its newline) is not JSON; `None` when it is, or when it is blank
@@ -73,8 +195,33 @@ async fn read_stdin(
             Ok(n) => n,
         };
         if n == CHECKED_LINE_BYTES && line.last() != Some(&b'\n') {
-            // Too long to check: rmcp sees it (and the rest of the line) and refuses it.
-            if to_rmcp.write_all(&line).await.is_err() {
+            // Too long: read through to its end, looking for its id, then refused for it.
+            let mut ids = IdScanner::default();
+            ids.feed(&line);
+            line.clear();
+            let mut total = n as u64;
+            let ended = loop {
+                let chunk = match stdin.fill_buf().await {
+                    Ok([]) | Err(_) => break false,
+                    Ok(c) => c,
+                };
+                let (part, done) = match chunk.iter().position(|&b| b == b'\n') {
+                    Some(i) => (&chunk[..i], true),
+                    None => (chunk, false),
+                };
+                ids.feed(part);
+                total += part.len() as u64;
+                let used = part.len() + usize::from(done);
+                stdin.consume(used);
+                if done {
+                    break true;
+                }
+            };
+            eprintln!(
+                "askbus mcp: refused a message of {total} bytes (more than {} MiB)",
+                CHECKED_LINE_BYTES / (1024 * 1024)
+            );
+            if errors.send(too_large(ids.id(), total)).is_err() || !ended {
                 break;
             }
             continue;
@@ -143,6 +290,39 @@ async fn write_stdout(
                 None => errors_open = false,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod id_tests {
+    use super::IdScanner;
+    use serde_json::json;
+
+    fn id_of(text: &str) -> Option<serde_json::Value> {
+        let mut s = IdScanner::default();
+        // Byte by byte: the scanner keeps its state across any cut.
+        for b in text.as_bytes() {
+            s.feed(std::slice::from_ref(b));
+        }
+        s.id()
+    }
+
+    #[test]
+    fn the_top_level_id_is_found_wherever_it_is() {
+        assert_eq!(
+            id_of(r#"{"jsonrpc":"2.0","id":7,"method":"x"}"#),
+            Some(json!(7))
+        );
+        assert_eq!(
+            id_of(r#"{"method":"x","params":{"id":1,"a":["}",{"id":2}]},"id":"abc\"d"}"#),
+            Some(json!("abc\"d"))
+        );
+        assert_eq!(id_of(r#"{ "id" : 12 , "x":1}"#), Some(json!(12)));
+        assert_eq!(id_of(r#"{"method":"x","params":{"id":1}}"#), None);
+        assert_eq!(id_of(r#"{"id":{"a":1}}"#), None);
+        assert_eq!(id_of(r#"{"idx":1}"#), None);
+        // Cut short: no id read whole.
+        assert_eq!(id_of(r#"{"params":{"q":"aaaa"#), None);
     }
 }
 
