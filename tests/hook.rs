@@ -223,7 +223,8 @@ fn gemini_gets_the_call_back_only_when_interactive() {
     for (args, interactive) in [("", true), (" -p 'make a file'", false)] {
         let out = dir.path().join(format!("out-{interactive}"));
         let mut term = pty::Pty::shell(&format!(
-            "OUT='{}' '{}'{args}",
+            // CI=true (as CI runs) would make the hook read Gemini as headless, as Gemini does.
+            "env -u CI -u GITHUB_ACTIONS OUT='{}' '{}'{args}",
             out.display(),
             script.display()
         ));
