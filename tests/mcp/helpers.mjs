@@ -43,7 +43,7 @@ export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function startDaemon({ socket, args = [] } = {}) {
   const dir = socket ? null : await mkdtemp(path.join(os.tmpdir(), 'askbus-mcp-'));
   socket ??= path.join(dir, 'askbus.sock');
-  const child = spawn(DAEMON, ['--socket', socket, '--no-telemetry', ...args], {
+  const child = spawn(DAEMON, ['--socket', socket, '--no-telemetry', ...((args).some((a) => a === '--store' || a.startsWith('--store=') || a === '--no-store') ? [] : ['--no-store']), ...((args).some((a) => a.startsWith('--policies')) ? [] : ['--policies', 'off']), ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';

@@ -64,7 +64,7 @@ export class Daemon {
   }
 
   async start() {
-    this.proc = spawn(DAEMON, ['--socket', this.socket, '--no-telemetry'], {
+    this.proc = spawn(DAEMON, ['--socket', this.socket, '--no-telemetry', '--no-store', '--policies', 'off'], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     this.proc.stderr.on('data', (c) => { this.log += c; });

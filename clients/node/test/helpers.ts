@@ -69,8 +69,13 @@ export function tempDir(): string {
 export async function startDaemon(opts: { socket?: string; dir?: string; args?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<Daemon> {
   const dir = opts.dir ?? tempDir();
   const socket = opts.socket ?? join(dir, "askbus.sock");
-  const args = ["--socket", socket, "--no-telemetry", "--log-level", "warn,askbusd=info", ...(opts.args ?? [])];
-  const proc = spawn(daemonBinary(), args, { stdio: ["ignore", "ignore", "pipe"], env: opts.env ?? process.env });
+  const extra = opts.args ?? [];
+  // Protocol v1 exactly unless a test asks for the store: no state shared through the user's
+  // default store between tests, and no policy rule deciding a test's approvals.
+  const storeChosen = extra.some((a) => a === "--store" || a.startsWith("--store=") || a === "--no-store");
+  const args = ["--socket", socket, "--no-telemetry", "--log-level", "warn,askbusd=info", ...(storeChosen ? [] : ["--no-store"]), ...extra];
+  const env = { ASKBUS_POLICIES: "off", ...(opts.env ?? process.env) };
+  const proc = spawn(daemonBinary(), args, { stdio: ["ignore", "ignore", "pipe"], env });
   daemons.add(proc);
   let err = "";
   const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));

@@ -71,10 +71,17 @@ class Daemon:
         if self.socket:
             cmd += ["--socket", self.socket]
         cmd += ["--telemetry", self.telemetry] if self.telemetry else ["--no-telemetry"]
+        # Protocol v1 exactly, unless a test asks for the store: no state shared through the
+        # user's default store between tests, and no policy rule deciding a test's approvals.
+        if not any(a == "--store" or a.startswith("--store=") or a == "--no-store"
+                   for a in self.args):
+            cmd.append("--no-store")
         cmd += self.args
+        env = dict(self.env if self.env is not None else os.environ)
+        env.setdefault("ASKBUS_POLICIES", "off")
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            env=self.env,
+            env=env,
         )
         ready = threading.Event()
         proc = self.proc
