@@ -10,10 +10,8 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use askbusd::config::DaemonConfig;
-use askbusd::config::{self, bounds, LogFormat, Options, Settings, Telemetry};
-use askbusd::metrics::MetricsListen;
+use askbusd::config::{self, LogFormat, Options, Settings, Telemetry};
 use askbusd::paths::effective_uid;
-use askbusd::protocol::NoUiPolicy;
 use askbusd::server::{Control, Daemon};
 use askbusd::systemd;
 
@@ -49,156 +47,31 @@ struct Args {
     /// Validate the config file (and the options) and exit: 0 if valid, 1 if not
     #[arg(long)]
     check_config: bool,
-    /// Socket to listen on, unless systemd passes one [default: $ASKBUS_SOCKET, else
-    /// $XDG_RUNTIME_DIR/askbus.sock, else /run/askbus/askbus.sock for root, else
-    /// /tmp/askbus-<uid>/askbus.sock]
-    #[arg(long, value_name = "PATH")]
-    socket: Option<PathBuf>,
-    /// Append one JSON line per request to PATH [default: $STATE_DIRECTORY/telemetry.jsonl
-    /// (systemd), else $XDG_STATE_HOME/askbus/telemetry.jsonl, else
-    /// ~/.local/state/askbus/telemetry.jsonl]
-    #[arg(long, value_name = "PATH", conflicts_with = "no_telemetry")]
-    telemetry: Option<PathBuf>,
-    /// Let GROUP (a name or gid) read the telemetry file: it is created 0640 with that
-    /// group instead of 0600
-    #[arg(long, value_name = "GROUP", value_parser = askbusd::config::parse_group)]
-    telemetry_group: Option<u32>,
+    /// The settings, each a flag here and a key of the file (declared once, in `config`).
+    #[command(flatten)]
+    options: Options,
     /// Write no telemetry file
     #[arg(long)]
     no_telemetry: bool,
-    /// Timeout of a request that gives no timeoutMs [default: 600000]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    default_timeout_ms: Option<u64>,
-    /// Largest timeout a request may have; larger ones are clamped to it [default: 86400000]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    max_timeout_ms: Option<u64>,
-    /// What a request gets when no UI is subscribed and it gives no noUi: wait for a UI until
-    /// its timeout, or reject at once with reason no-ui [default: wait]
-    #[arg(long, value_name = "POLICY", value_parser = config::no_ui_arg())]
-    no_ui: Option<NoUiPolicy>,
-    /// Largest frame accepted, in bytes (a longer length prefix closes the connection)
-    /// [default: 1048576]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(bounds::MIN_FRAME_BYTES..=bounds::MAX_FRAME_BYTES))]
-    max_frame_bytes: Option<u64>,
-    /// Pending requests one connection may have [default: 128]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    max_pending_per_connection: Option<u64>,
-    /// Pending requests all connections of one uid may have [default: --max-pending]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    max_pending_per_uid: Option<u64>,
-    /// Bytes the pending questions of one uid may hold (normalized text and ids); a request
-    /// past it is refused with too-many-pending [default: 67108864 (64 MiB)]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(bounds::MIN_PENDING_BYTES_PER_UID..))]
-    max_pending_bytes_per_uid: Option<u64>,
-    /// Pending requests the daemon holds in total [default: 262144]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    max_pending: Option<u64>,
-    /// Connections served at once; more are refused with too-many-connections [default: 4096]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    max_connections: Option<u64>,
-    /// Connections one uid may have at once [default: --max-connections]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    max_connections_per_uid: Option<u64>,
-    /// Unsent bytes a connection may have queued before it is disconnected as not reading
-    /// [default: 8388608]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(bounds::MIN_QUEUE_BYTES..))]
-    max_queue_bytes: Option<u64>,
-    /// How long one frame may take to arrive once its first byte has; a slower peer is cut
-    /// [default: 10000]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    frame_timeout_ms: Option<u64>,
-    /// Serve Prometheus metrics at /metrics on a loopback IP:PORT or a Unix socket PATH
-    #[arg(long, value_name = "ADDR")]
-    metrics_listen: Option<MetricsListen>,
-    /// Log line format [default: text]
-    #[arg(long, value_name = "FORMAT")]
-    log_format: Option<LogFormat>,
-    /// Log filter (tracing's EnvFilter syntax) [default: info]
-    #[arg(long, value_name = "FILTER", env = "ASKBUS_LOG")]
-    log_level: Option<String>,
-    /// Threads serving connections: 1 runs everything on one thread (the broker is one lock,
-    /// and on a small machine more workers mostly contend for it); more adds worker threads
-    /// that validate and parse in parallel [default: 1]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=bounds::MAX_THREADS))]
-    threads: Option<u64>,
-    /// Federate with the other askbusd nodes through these NATS servers (JetStream on,
-    /// nats-server >= 2.11); credentials, TLS and sharing go in the file's [federation]
-    #[arg(long, value_name = "URL[,URL...]")]
-    nats: Option<String>,
-    /// This node's name among the federated ones (A-Z a-z 0-9 - _) [default: the host name]
-    #[arg(long, value_name = "NAME", value_parser = node_arg)]
-    node: Option<String>,
-    /// Keep pending requests and every decision in the SQLite store at PATH [default:
-    /// $STATE_DIRECTORY/askbus.db (systemd), else $XDG_STATE_HOME/askbus/askbus.db, else
-    /// ~/.local/state/askbus/askbus.db]
-    #[arg(long, value_name = "PATH", conflicts_with = "no_store")]
-    store: Option<PathBuf>,
     /// Keep nothing on disk: pending requests end `shutdown` at exit (protocol v1 exactly)
     #[arg(long)]
     no_store: bool,
-    /// How long a request waits for its producer to come back (after a restart or a dropped
-    /// connection) before it ends producer-gone [default: 60s]
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
-    resume_grace: Option<std::time::Duration>,
-    /// How long ended records are kept in the store [default: 30d]
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
-    retention: Option<std::time::Duration>,
-    /// Whether ended records keep question text, answers and diffs [default: keep]
-    #[arg(long, value_name = "MODE")]
-    history_text: Option<config::HistoryTextOption>,
     /// Print the man page (roff) and exit; packages install it as askbusd.1
     #[arg(long, hide = true)]
     man: bool,
 }
 
-fn node_arg(s: &str) -> Result<String, String> {
-    if askbusd::federation::config::valid_node(s) {
-        Ok(s.to_owned())
-    } else {
-        Err("a node name is 1 to 64 of A-Z a-z 0-9 - _".into())
-    }
-}
-
 impl Args {
     /// The command line as a layer over the config file.
     fn options(&self) -> Options {
-        Options {
-            socket: self.socket.clone(),
-            telemetry: if self.no_telemetry {
-                Some(Telemetry::Off)
-            } else {
-                self.telemetry.clone().map(Telemetry::At)
-            },
-            default_timeout_ms: self.default_timeout_ms,
-            max_timeout_ms: self.max_timeout_ms,
-            no_ui: self.no_ui,
-            max_frame_bytes: self.max_frame_bytes,
-            max_pending_per_connection: self.max_pending_per_connection,
-            max_pending_per_uid: self.max_pending_per_uid,
-            max_pending_bytes_per_uid: self.max_pending_bytes_per_uid,
-            telemetry_group: self.telemetry_group,
-            max_pending: self.max_pending,
-            max_connections: self.max_connections,
-            max_connections_per_uid: self.max_connections_per_uid,
-            max_queue_bytes: self.max_queue_bytes,
-            frame_timeout_ms: self.frame_timeout_ms,
-            log_format: self.log_format,
-            log_level: self.log_level.clone(),
-            threads: self.threads,
-            metrics_listen: self.metrics_listen.clone(),
-            access: None,
-            nats: self.nats.as_deref().map(config::split_servers),
-            store: if self.no_store {
-                Some(Telemetry::Off)
-            } else {
-                self.store.clone().map(Telemetry::At)
-            },
-            resume_grace: self.resume_grace,
-            retention: self.retention,
-            history_text: self.history_text,
-            node: self.node.clone(),
-            federation: None,
+        let mut options = self.options.clone();
+        if self.no_telemetry {
+            options.telemetry = Some(Telemetry::Off);
         }
+        if self.no_store {
+            options.store = Some(Telemetry::Off);
+        }
+        options
     }
 
     fn config_path(&self) -> (PathBuf, bool) {
@@ -337,7 +210,7 @@ fn run(args: Args) -> Result<()> {
             None => Daemon::bind(config),
         }
         .context("cannot start")?;
-        let activated = if args.socket.is_some() && daemon.socket() != settings.daemon.socket {
+        let activated = if args.options.socket.is_some() && daemon.socket() != settings.daemon.socket {
             " (socket-activated; --socket ignored)"
         } else {
             ""

@@ -61,76 +61,171 @@ pub fn no_ui_arg() -> impl clap::builder::TypedValueParser<Value = NoUiPolicy> {
 }
 
 /// One layer of settings: the file's, or the flags'. `None` leaves the key to the layer below.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+///
+/// Declared once for both: each field is a flag (clap, `--max-pending`) and a key of the file
+/// (serde, `max_pending`), with the same bounds; the doc comments are the flags' `--help`.
+/// Only the negations (`--no-telemetry`, `--no-store`) and the options that are not settings
+/// (`--config`, `--check-config`, the policy switches) are the binary's own.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
 pub struct Options {
+    /// Socket to listen on, unless systemd passes one [default: $ASKBUS_SOCKET, else
+    /// $XDG_RUNTIME_DIR/askbus.sock, else /run/askbus/askbus.sock for root, else
+    /// /tmp/askbus-<uid>/askbus.sock]
+    #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
+    /// Append one JSON line per request to PATH [default: $STATE_DIRECTORY/telemetry.jsonl
+    /// (systemd), else $XDG_STATE_HOME/askbus/telemetry.jsonl, else
+    /// ~/.local/state/askbus/telemetry.jsonl]
     #[serde(default, deserialize_with = "telemetry")]
+    #[arg(long, value_name = "PATH", value_parser = path_arg, conflicts_with = "no_telemetry")]
     pub telemetry: Option<Telemetry>,
+    /// Let GROUP (a name or gid) read the telemetry file: it is created 0640 with that
+    /// group instead of 0600
+    #[serde(default, deserialize_with = "group")]
+    #[arg(long, value_name = "GROUP", value_parser = parse_group)]
+    pub telemetry_group: Option<u32>,
+    /// Timeout of a request that gives no timeoutMs [default: 600000]
     #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub default_timeout_ms: Option<u64>,
+    /// Largest timeout a request may have; larger ones are clamped to it [default: 86400000]
     #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_timeout_ms: Option<u64>,
+    /// What a request gets when no UI is subscribed and it gives no noUi: wait for a UI until
+    /// its timeout, or reject at once with reason no-ui [default: wait]
+    #[arg(long, value_name = "POLICY", value_parser = no_ui_arg())]
     pub no_ui: Option<NoUiPolicy>,
+    /// Largest frame accepted, in bytes (a longer length prefix closes the connection)
+    /// [default: 1048576]
     #[serde(
         default,
         deserialize_with = "between::<_, { bounds::MIN_FRAME_BYTES }, { bounds::MAX_FRAME_BYTES }>"
     )]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(bounds::MIN_FRAME_BYTES..=bounds::MAX_FRAME_BYTES))]
     pub max_frame_bytes: Option<u64>,
+    /// Pending requests one connection may have [default: 128]
     #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_pending_per_connection: Option<u64>,
+    /// Pending requests all connections of one uid may have [default: --max-pending]
     #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_pending_per_uid: Option<u64>,
+    /// Bytes the pending questions of one uid may hold (normalized text and ids); a request
+    /// past it is refused with too-many-pending [default: 67108864 (64 MiB)]
     #[serde(
         default,
         deserialize_with = "at_least::<_, { bounds::MIN_PENDING_BYTES_PER_UID }>"
     )]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(bounds::MIN_PENDING_BYTES_PER_UID..))]
     pub max_pending_bytes_per_uid: Option<u64>,
-    /// The group that may read the telemetry file (created 0640 then; 0600 without).
-    #[serde(default, deserialize_with = "group")]
-    pub telemetry_group: Option<u32>,
+    /// Pending requests the daemon holds in total [default: 262144]
     #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_pending: Option<u64>,
+    /// Connections served at once; more are refused with too-many-connections [default: 4096]
     #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections: Option<u64>,
+    /// Connections one uid may have at once [default: --max-connections]
     #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections_per_uid: Option<u64>,
+    /// Unsent bytes a connection may have queued before it is disconnected as not reading
+    /// [default: 8388608]
     #[serde(
         default,
         deserialize_with = "at_least::<_, { bounds::MIN_QUEUE_BYTES }>"
     )]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(bounds::MIN_QUEUE_BYTES..))]
     pub max_queue_bytes: Option<u64>,
+    /// How long one frame may take to arrive once its first byte has; a slower peer is cut
+    /// [default: 10000]
     #[serde(default, deserialize_with = "at_least::<_, 1>")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub frame_timeout_ms: Option<u64>,
-    pub log_format: Option<LogFormat>,
-    #[serde(default, deserialize_with = "log_filter")]
-    pub log_level: Option<String>,
-    #[serde(default, deserialize_with = "between::<_, 1, { bounds::MAX_THREADS }>")]
-    pub threads: Option<u64>,
+    /// Serve Prometheus metrics at /metrics on a loopback IP:PORT or a Unix socket PATH
     #[serde(default, deserialize_with = "metrics_listen")]
+    #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<MetricsListen>,
+    /// Log line format [default: text]
+    #[arg(long, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
+    /// Log filter (tracing's EnvFilter syntax) [default: info]
+    #[serde(default, deserialize_with = "log_filter")]
+    #[arg(long, value_name = "FILTER", env = "ASKBUS_LOG")]
+    pub log_level: Option<String>,
+    /// Threads serving connections: 1 runs everything on one thread (the broker is one lock,
+    /// and on a small machine more workers mostly contend for it); more adds worker threads
+    /// that validate and parse in parallel [default: 1]
+    #[serde(default, deserialize_with = "between::<_, 1, { bounds::MAX_THREADS }>")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=bounds::MAX_THREADS))]
+    pub threads: Option<u64>,
     /// Only in the file: there are no flags for the access rules.
+    #[arg(skip)]
     pub access: Option<AccessOptions>,
-    /// NATS servers to federate through (`--nats`): a string of comma-separated URLs or a
-    /// list. Unset: no federation.
+    /// Federate with the other askbusd nodes through these NATS servers (JetStream on,
+    /// nats-server >= 2.11); credentials, TLS and sharing go in the file's [federation]
+    /// (there: a string of comma-separated URLs or a list). Unset: no federation
+    // `::std::vec::Vec`: one flag holding the whole list, not a repeated flag (clap's rule).
     #[serde(default, deserialize_with = "nats_servers")]
-    pub nats: Option<Vec<String>>,
-    /// This node's name among the federated ones (`--node`) [default: the host name].
+    #[arg(long, value_name = "URL[,URL...]", value_parser = nats_arg)]
+    pub nats: Option<::std::vec::Vec<String>>,
+    /// This node's name among the federated ones (A-Z a-z 0-9 - _) [default: the host name]
     #[serde(default, deserialize_with = "node_name")]
+    #[arg(long, value_name = "NAME", value_parser = node_arg)]
     pub node: Option<String>,
     /// Only in the file: credentials, TLS, prefix, what is shared and shown.
+    #[arg(skip)]
     pub federation: Option<FederationOptions>,
-    /// The store: a path, true (the default path) or false (`--no-store`).
+    /// Keep pending requests and every decision in the SQLite store at PATH [default:
+    /// $STATE_DIRECTORY/askbus.db (systemd), else $XDG_STATE_HOME/askbus/askbus.db, else
+    /// ~/.local/state/askbus/askbus.db]
+    // In the file: a path, true (the default path) or false (`--no-store`).
     #[serde(default, deserialize_with = "telemetry")]
+    #[arg(long, value_name = "PATH", value_parser = path_arg, conflicts_with = "no_store")]
     pub store: Option<Telemetry>,
-    /// How long a request waits for its producer to re-attach (`--resume-grace`), e.g. "60s".
+    /// How long a request waits for its producer to come back (after a restart or a dropped
+    /// connection) before it ends producer-gone [default: 60s]
     #[serde(default, deserialize_with = "duration")]
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub resume_grace: Option<Duration>,
-    /// How long ended records are kept (`--retention`), e.g. "30d".
+    /// How long ended records are kept in the store [default: 30d]
     #[serde(default, deserialize_with = "duration")]
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub retention: Option<Duration>,
-    /// `keep` or `redact` (`--history-text`).
+    /// Whether ended records keep question text, answers and diffs [default: keep]
+    #[arg(long, value_name = "MODE")]
     pub history_text: Option<HistoryTextOption>,
+}
+
+/// `--telemetry PATH`, `--store PATH`: a path given on the command line.
+fn path_arg(s: &str) -> Result<Telemetry, String> {
+    if s.is_empty() {
+        return Err("an empty path".into());
+    }
+    Ok(Telemetry::At(PathBuf::from(s)))
+}
+
+/// `--nats URL[,URL...]`, checked as the file's `nats` is.
+fn nats_arg(s: &str) -> Result<Vec<String>, String> {
+    let list = split_servers(s);
+    for url in &list {
+        url.parse::<async_nats::ServerAddr>()
+            .map_err(|e| format!("bad NATS URL {url:?}: {e}"))?;
+    }
+    Ok(list)
+}
+
+/// `--node NAME`, checked as the file's `node` is.
+fn node_arg(s: &str) -> Result<String, String> {
+    if federation_config::valid_node(s) {
+        Ok(s.to_owned())
+    } else {
+        Err("a node name is 1 to 64 of A-Z a-z 0-9 - _".into())
+    }
 }
 
 /// `history_text` / `--history-text`.

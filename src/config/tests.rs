@@ -223,3 +223,80 @@ fn no_ui_on_the_command_line_takes_the_protocols_words() {
         );
     }
 }
+
+/// The flags and the file's keys are one declaration: every key is a flag of the same name
+/// (`max_pending` is `--max-pending`) except the file-only tables, and every flag a key.
+#[test]
+fn every_key_is_a_flag_and_every_flag_a_key() {
+    use clap::Args as _;
+    let flags: BTreeSet<String> = Options::augment_args(clap::Command::new("t"))
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .map(|l| l.replace('-', "_"))
+        .collect();
+    // serde lists every field in its unknown-field error.
+    let message = parse_err("no_such_key = 1").to_string();
+    let keys: BTreeSet<String> = message
+        .split('`')
+        .skip(3)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect();
+    assert!(keys.contains("max_pending"), "{message}");
+    let file_only: BTreeSet<String> = ["access", "federation"].map(str::to_owned).into();
+    let keys_with_flags: BTreeSet<String> = keys.difference(&file_only).cloned().collect();
+    assert_eq!(flags, keys_with_flags);
+}
+
+/// A flag is read as its key is: the same bounds and the same checks.
+#[test]
+fn a_flag_takes_what_its_key_takes() {
+    use clap::{Args as _, FromArgMatches as _};
+    let flags = |argv: &[&str]| {
+        // The negations the flags conflict with are the binary's.
+        let cmd = Options::augment_args(clap::Command::new("t").no_binary_name(true))
+            .arg(clap::Arg::new("no_telemetry").long("no-telemetry"))
+            .arg(clap::Arg::new("no_store").long("no-store"));
+        cmd.try_get_matches_from(argv)
+            .and_then(|m| Options::from_arg_matches(&m))
+    };
+    let o = flags(&[
+        "--max-pending",
+        "5",
+        "--nats",
+        "nats://a:4222, nats://b:4222",
+        "--node",
+        "n-1",
+        "--store",
+        "/tmp/a.db",
+        "--resume-grace",
+        "90s",
+    ])
+    .unwrap();
+    let file = parse_ok(
+        r#"
+max_pending = 5
+nats = "nats://a:4222, nats://b:4222"
+node = "n-1"
+store = "/tmp/a.db"
+resume_grace = "90s"
+"#,
+    );
+    assert_eq!(o, file);
+    for bad in [
+        &["--max-pending", "0"][..],
+        &["--max-frame-bytes", "63"],
+        &["--node", "a b"],
+        &["--nats", "nats://a b"],
+        &["--threads", "1025"],
+    ] {
+        let key = bad[0].trim_start_matches("--").replace('-', "_");
+        let value = if key == "node" || key == "nats" {
+            format!("{:?}", bad[1])
+        } else {
+            bad[1].to_owned()
+        };
+        assert!(flags(bad).is_err(), "flag {bad:?} accepted");
+        parse_err(&format!("{key} = {value}"));
+    }
+}
