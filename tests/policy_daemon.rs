@@ -253,3 +253,91 @@ async fn admin_files_not_owned_by_root_are_refused() {
         d.log_text()
     );
 }
+
+/// The three agents' hooks, with no UI open: each agent's own name for a shell call, a read
+/// and an MCP tool is decided by the rules written for Gemini CLI's names.
+#[test]
+fn the_hooks_of_all_three_agents_are_decided_by_gemini_rules() {
+    let home = tempfile::tempdir().unwrap();
+    let admin = tempfile::tempdir().unwrap();
+    let dir = home.path().join("askbus/policies");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mcp = "\n[[rule]]\ntoolName = \"create_issue\"\nmcpName = \"github\"\ndecision = \"deny\"\npriority = 100\ndenyMessage = \"No issues from agents.\"\n";
+    std::fs::write(dir.join("mine.toml"), format!("{RULES}{mcp}")).unwrap();
+    let d = start(home.path(), admin.path());
+    let run = |agent: &str, event: &str, tool: &str, input: Value| {
+        let stdin = json!({"session_id": "s1", "transcript_path": "/t.jsonl", "cwd": "/tmp",
+                           "permission_mode": "default", "hook_event_name": event,
+                           "tool_name": tool, "tool_input": input})
+        .to_string();
+        let out = common::spawn_with_stdin(d.cli().args(["hook", agent]), &stdin)
+            .wait_with_output()
+            .unwrap();
+        (
+            out.status.code().expect("exited"),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let allowed = |(code, stdout, stderr): (i32, String, String)| {
+        assert_eq!(code, 0, "{stdout} {stderr}");
+        let v: Value = serde_json::from_str(&stdout).expect("one JSON value");
+        let decision = v
+            .pointer("/decision")
+            .or_else(|| v.pointer("/hookSpecificOutput/permissionDecision"))
+            .or_else(|| v.pointer("/hookSpecificOutput/decision/behavior"));
+        assert_eq!(decision, Some(&json!("allow")), "{v}");
+    };
+    let denied = |(code, stdout, stderr): (i32, String, String), why: &str| {
+        assert_eq!(code, 2, "{stdout} {stderr}");
+        assert!(stderr.contains(why), "{stderr}");
+    };
+    let cargo = json!({"command": "cargo build --release"});
+    allowed(run(
+        "gemini",
+        "BeforeTool",
+        "run_shell_command",
+        cargo.clone(),
+    ));
+    allowed(run("claude", "PreToolUse", "Bash", cargo.clone()));
+    allowed(run("claude", "PermissionRequest", "Bash", cargo.clone()));
+    allowed(run("codex", "PermissionRequest", "Bash", cargo));
+    // Claude Code's Read of a secret: the reference's read_file rule denies it.
+    denied(
+        run(
+            "claude",
+            "PreToolUse",
+            "Read",
+            json!({"file_path": "/w/.env"}),
+        ),
+        "Secrets stay unread.",
+    );
+    // Its Read of anything else: the shipped defaults allow read_file, as in Gemini CLI.
+    allowed(run(
+        "claude",
+        "PreToolUse",
+        "Read",
+        json!({"file_path": "/w/a.rs"}),
+    ));
+    // An MCP tool by Claude Code's and Codex's `mcp__server__tool` name.
+    for agent in ["claude", "codex"] {
+        denied(
+            run(
+                agent,
+                "PermissionRequest",
+                "mcp__github__create_issue",
+                json!({"title": "x"}),
+            ),
+            "No issues from agents.",
+        );
+    }
+    // Nothing decides a command no rule covers: with no UI open it goes back to the agent.
+    let (code, stdout, _) = run(
+        "claude",
+        "PreToolUse",
+        "Bash",
+        json!({"command": "rm -rf /tmp/x"}),
+    );
+    assert_eq!(code, 0);
+    assert!(!stdout.contains("\"allow\""), "{stdout}");
+}

@@ -475,7 +475,10 @@ mod tests {
         };
         let bash = |c: &str| serde_json::json!({"name": "Bash", "args": {"command": c, "description": "d"}});
         for agent in ["claude-code", "codex"] {
-            assert_eq!(ask(agent, bash("git status")), Some((Decision::Allow, None)));
+            assert_eq!(
+                ask(agent, bash("git status")),
+                Some((Decision::Allow, None))
+            );
             // A rule naming the agent's own tool still decides.
             assert_eq!(
                 ask(agent, bash("make all")),
@@ -483,13 +486,19 @@ mod tests {
             );
             assert_eq!(ask(agent, bash("rm -rf /tmp/x")), None);
             assert_eq!(
-                ask(agent, serde_json::json!({"name": "mcp__github__create_issue", "args": {}})),
+                ask(
+                    agent,
+                    serde_json::json!({"name": "mcp__github__create_issue", "args": {}})
+                ),
                 Some((Decision::Deny, Some("no issues".into())))
             );
         }
         // Claude Code's Read is the reference's read_file, allowed by the shipped defaults.
         let read = serde_json::json!({"name": "Read", "args": {"file_path": "/tmp/x"}});
-        assert_eq!(ask("claude-code/2.0.1", read.clone()), Some((Decision::Allow, None)));
+        assert_eq!(
+            ask("claude-code/2.0.1", read.clone()),
+            Some((Decision::Allow, None))
+        );
         // Gemini CLI's own names are not mapped: a tool it does not have stays unknown.
         assert_eq!(ask("gemini-cli", read), None);
         // Codex's argv form.

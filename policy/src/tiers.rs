@@ -175,6 +175,78 @@ pub fn always_allow_rule(
     s
 }
 
+/// What "allow always" allows: the tool (Gemini CLI's "always allow", "always allow this
+/// tool"), or every tool of the call's MCP server ("always allow this server").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlwaysScope {
+    /// The tool (a shell command: its root command).
+    Tool,
+    /// Every tool of the call's MCP server.
+    Server,
+}
+
+/// The rule "allow always" writes for one approval, and what a UI shows before the tap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlwaysRule {
+    /// The rule as TOML, for [`append_user_rule`].
+    pub toml: String,
+    /// One line saying what it allows, where: `run_shell_command commands starting "git" in
+    /// project askbus`.
+    pub summary: String,
+}
+
+/// The rule the reference writes for "allow always" of `tool_call` (`{"name", "args"}` as the
+/// agent sent it; another agent's names mapped by [`crate::tools::map_call`] first, so the
+/// rule also decides Gemini CLI's calls), scoped to `project` when one is given.
+pub fn always_rule_for(
+    tool_call: &serde_json::Value,
+    server: Option<&str>,
+    agent: Option<&str>,
+    scope: AlwaysScope,
+    project: Option<&str>,
+) -> Option<AlwaysRule> {
+    let name = tool_call.get("name")?.as_str()?;
+    let args = tool_call
+        .get("args")
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    let agent = crate::tools::agent_of_context(agent);
+    let (name, args, mapped_server) = crate::tools::map_call(agent, name, &args)
+        .unwrap_or_else(|| (name.to_string(), args, None));
+    let server = mapped_server
+        .as_deref()
+        .or(server)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .or_else(|| crate::tools::parse_mcp_tool_name(&name).map(|(s, _)| s.to_string()));
+    let where_ = match project {
+        Some(p) => format!(" in project {p}"),
+        None => " in every project".to_string(),
+    };
+    if scope == AlwaysScope::Server {
+        let srv = server?;
+        let toml = always_allow_rule(&format!("mcp_{srv}_*"), None, None, project);
+        return Some(AlwaysRule {
+            toml,
+            summary: format!("every tool of MCP server {srv}{where_}"),
+        });
+    }
+    if crate::tools::SHELL_TOOL_NAMES.contains(&name.as_str()) {
+        let command = args.get("command").and_then(serde_json::Value::as_str)?;
+        let root = command_root(command)?;
+        return Some(AlwaysRule {
+            toml: always_allow_rule(&name, None, Some(&root), project),
+            summary: format!("{name} commands starting {root:?}{where_}"),
+        });
+    }
+    let toml = always_allow_rule(&name, server.as_deref(), None, project);
+    let summary = match &server {
+        Some(srv) => format!("{name} of MCP server {srv}{where_}"),
+        None => format!("{name}{where_}"),
+    };
+    Some(AlwaysRule { toml, summary })
+}
+
 /// The root command of a shell command (the reference's `getCommandRoot`), for "allow always".
 pub fn command_root(command: &str) -> Option<String> {
     let units: Vec<u16> = command.encode_utf16().collect();

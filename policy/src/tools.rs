@@ -433,7 +433,10 @@ pub fn map_call(
         }
         (Agent::Codex, "replace") => {
             // apply_patch: the first file the patch touches.
-            let patch = a.get("input").or_else(|| a.get("patch")).and_then(Value::as_str);
+            let patch = a
+                .get("input")
+                .or_else(|| a.get("patch"))
+                .and_then(Value::as_str);
             if let Some(path) = patch.and_then(patch_file) {
                 out.insert("file_path".into(), Value::String(path));
             }
