@@ -341,3 +341,77 @@ fn the_hooks_of_all_three_agents_are_decided_by_gemini_rules() {
     assert_eq!(code, 0);
     assert!(!stdout.contains("\"allow\""), "{stdout}");
 }
+
+/// `askbus answer --allow --always`: the rule Gemini CLI would write (the shell command's
+/// root command) goes into the user's policy file, scoped to the request's project; the next
+/// call it covers is allowed by it with no person, a different call or another project's is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_always_writes_the_rule_that_then_decides() {
+    let home = tempfile::tempdir().unwrap();
+    let admin = tempfile::tempdir().unwrap();
+    let d = start(home.path(), admin.path());
+    let mut p = producer(&d).await;
+    let ask = |id: &str, command: &str, project: &str, no_ui: &str| {
+        let mut a = approval(id, "Bash", json!({"command": command}));
+        a["context"] = json!({"agent": "claude-code", "project": project});
+        a["noUi"] = json!(no_ui);
+        a
+    };
+    let (mut ui, _) = d.ui().await;
+    p.send(ask("first", "npm run build", "p1", "wait")).await;
+    ui.recv_type("tool-confirmation-request").await;
+    let out = d
+        .cli()
+        .env("XDG_CONFIG_HOME", home.path())
+        .args(["answer", "first", "--allow", "--always"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = home.path().join("askbus/policies/askbus-rules.toml");
+    assert!(
+        stdout.contains(&format!(
+            "rule: allow run_shell_command commands starting \"npm\" in project p1 ({}, user tier",
+            file.display()
+        )),
+        "{stdout}"
+    );
+    let r = p.recv_type("tool-confirmation-response").await;
+    assert_eq!(r["outcome"], "proceed_once", "{r}");
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("commandPrefix = \"npm\""), "{written}");
+    assert!(written.contains("priority = 950"), "{written}");
+    assert!(written.contains("askbusProject = \"p1\""), "{written}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    // The next npm call in p1: allowed by the rule at once, never shown to the UI.
+    p.send(ask("next", "npm test", "p1", "wait")).await;
+    let r = p.recv_type("tool-confirmation-response").await;
+    assert_eq!(
+        (r["outcome"].clone(), r["reason"].clone()),
+        (json!("proceed_once"), json!("answered")),
+        "{r}"
+    );
+    // A different command, or the same in another project: asked of the person.
+    for (id, command, project) in [
+        ("other", "rm -rf out", "p1"),
+        ("elsewhere", "npm test", "p2"),
+    ] {
+        p.send(ask(id, command, project, "wait")).await;
+        let got = loop {
+            let f = ui.recv().await;
+            if f["type"] == "tool-confirmation-request" {
+                break f;
+            }
+        };
+        assert_eq!(got["correlationId"], id, "{got}");
+    }
+}

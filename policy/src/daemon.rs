@@ -42,6 +42,9 @@ struct TierState {
     /// Errors of the last load (a bad file's previous rules stay in `files`).
     errors: Vec<LoadError>,
     loaded_once: bool,
+    /// The directory's own mtime at the last refresh: a rule "allow always" writes lands by a
+    /// rename, which changes it, so one stat per decision sees the new rule at once.
+    dir_mtime: Option<SystemTime>,
 }
 
 fn dir_stamp(dir: &Path) -> Vec<(PathBuf, SystemTime, u64)> {
@@ -55,9 +58,14 @@ fn dir_stamp(dir: &Path) -> Vec<(PathBuf, SystemTime, u64)> {
         .collect()
 }
 
+fn dir_mtime(dir: &Path) -> Option<SystemTime> {
+    std::fs::metadata(dir).and_then(|m| m.modified()).ok()
+}
+
 impl TierState {
     /// Reloads the directory if anything in it changed; true if it did.
     fn refresh(&mut self, dir: &Path, tier: Tier, owner: Option<u32>) -> bool {
+        self.dir_mtime = dir_mtime(dir);
         let stamp = dir_stamp(dir);
         if stamp == self.stamp && self.loaded_once {
             return false;
@@ -225,16 +233,24 @@ impl PolicySet {
     }
 
     fn engine_for(&self, uid: u32) -> Option<Arc<Engine>> {
-        if let Some(e) = self
-            .state
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .engines
-            .get(&uid)
         {
-            return Some(e.clone());
+            let st = self.state.read().unwrap_or_else(|e| e.into_inner());
+            let fresh = st
+                .users
+                .get(&uid)
+                .is_none_or(|(dir, t)| dir_mtime(dir) == t.dir_mtime);
+            if let Some(e) = st.engines.get(&uid).filter(|_| fresh) {
+                return Some(e.clone());
+            }
         }
         let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        // The user's directory changed (a rule written by "allow always"): re-read it now.
+        if let Some((dir, mut t)) = st.users.remove(&uid) {
+            if dir_mtime(&dir) != t.dir_mtime && t.refresh(&dir, Tier::User, Some(uid)) {
+                st.engines.remove(&uid);
+            }
+            st.users.insert(uid, (dir, t));
+        }
         let user_dir_of = &self.user_dir_of;
         st.users.entry(uid).or_insert_with(|| {
             let mut t = TierState::default();
