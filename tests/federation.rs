@@ -1865,3 +1865,89 @@ fn an_origin_that_shuts_down_withdraws_every_shared_question_everywhere_as_shutd
         drop(producer);
     });
 }
+
+/// The NATS server's monitoring endpoint `path` (`-m PORT`), as JSON.
+fn monitor(port: u16, path: &str) -> Value {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("monitoring port");
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn forty_eight_nodes_form_answer_and_withdraw_with_linear_subscriptions() {
+    // Issue 30's scale test, on one stock server: 48 nodes (one socket dir each) find each
+    // other, a question on node 1 shows on node 48, is answered there and withdrawn
+    // everywhere, and the server holds at most 5 subscriptions per node (answers, sync,
+    // hello replies, request inbox, shares), none per pair. How long formation took is
+    // printed (a figure, not an assertion: timings belong to the benches).
+    const N: usize = 48;
+    let mport = common::nats::free_port();
+    let nats = Nats::start_with(&["-m", &mport.to_string()], None);
+    let base = monitor(mport, "/subsz")["num_subscriptions"]
+        .as_u64()
+        .unwrap();
+    rt().block_on(async {
+        let url = nats.url();
+        let names: Vec<String> = (1..=N).map(|i| format!("n{i}")).collect();
+        let nodes: Vec<Daemon> = names.iter().map(|n| node(&url, n, "")).collect();
+        let started = std::time::Instant::now();
+        for (i, d) in nodes.iter().enumerate() {
+            let others: Vec<&str> = names
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, n)| n.as_str())
+                .collect();
+            wait_sees(d, &others).await;
+        }
+        eprintln!(
+            "{N} nodes formed {} ms after the last one started",
+            started.elapsed().as_millis()
+        );
+        let subs = monitor(mport, "/subsz")["num_subscriptions"]
+            .as_u64()
+            .unwrap()
+            - base;
+        eprintln!("{N} nodes: {subs} server subscriptions ({base} before they started)");
+        assert!(
+            (4 * N as u64..=5 * N as u64).contains(&subs),
+            "{subs} subscriptions for {N} nodes"
+        );
+        let conns = monitor(mport, "/connz?subs=1");
+        for c in conns["connections"].as_array().unwrap() {
+            let n = c["subscriptions_list"].as_array().map_or(0, Vec::len);
+            assert!(n <= 5, "{c}");
+        }
+
+        let (mut ui_48, _) = nodes[N - 1].ui().await;
+        let (mut ui_2, _) = nodes[1].ui().await;
+        let (mut ui_24, _) = nodes[23].ui().await;
+        let mut producer = nodes[0].connect().await;
+        producer.send(choice_request("scale-1")).await;
+        let shown = ui_48.recv_type("ask-user-request").await;
+        assert_eq!(shown["node"], "n1", "{shown}");
+        ui_2.recv_type("ask-user-request").await;
+        ui_24.recv_type("ask-user-request").await;
+        ui_48.send(answer("scale-1", json!({"0": "SQLite"}))).await;
+        ui_48.recv_type("ask-user-ack").await;
+        let r = producer.recv_type("ask-user-response").await;
+        assert_eq!(r["answers"]["0"], "SQLite", "{r}");
+        for ui in [&mut ui_2, &mut ui_24] {
+            let w = ui.recv_type("ask-user-withdrawn").await;
+            assert_eq!(w["answeredBy"]["node"], "n48", "{w}");
+        }
+        for d in &nodes[1..] {
+            wait_remote_pending(d, 0).await;
+        }
+        // Still linear after a question went round: the beats and the answer add none.
+        let after = monitor(mport, "/subsz")["num_subscriptions"]
+            .as_u64()
+            .unwrap()
+            - base;
+        assert!(after <= 5 * N as u64, "{after}");
+    });
+}
