@@ -1680,6 +1680,12 @@ fn check_config_validates_the_federation_section_and_its_files() {
             &[],
             "in the clear",
         ),
+        // The flag does what the key does.
+        (
+            "[federation]\ntoken_file = \"/dev/null\"\n",
+            &["--nats", "nats://10.1.2.3:4222", "--require-tls"][..],
+            "in the clear",
+        ),
     ] {
         let (ok, err) = check_config(text, args);
         assert!(!ok, "{text:?} {args:?} passed");

@@ -11,6 +11,10 @@ use tokio::sync::mpsc;
 use crate::broker::FedOut;
 use crate::protocol::{ErrorCode, FrameError};
 
+/// The federation protocol version this node speaks (proto/PROTOCOL.md, "Federation"): v1 was
+/// the JetStream KV layout, v2 the core-NATS subjects.
+pub const PROTOCOL: u64 = 2;
+
 /// The error a UI gets for an answer that cannot reach its origin.
 pub fn unreachable(id: &str, why: &str) -> FrameError {
     FrameError::new(
@@ -62,7 +66,7 @@ impl FedStatus {
             "refused": self.refused.load(Ordering::Relaxed),
             "denied": self.denied.load(Ordering::Relaxed),
             "syncs": self.syncs.load(Ordering::Relaxed),
-            "protocol": super::wire::VERSION,
+            "protocol": PROTOCOL,
         })
     }
 }
