@@ -53,6 +53,10 @@ struct Args {
     /// Write no telemetry file
     #[arg(long)]
     no_telemetry: bool,
+    /// Refuse to federate with no NATS authentication, or to a server beyond this machine
+    /// without TLS (the file's [federation] require_tls) [default: warn once]
+    #[arg(long)]
+    require_tls: bool,
     /// Keep nothing on disk: pending requests end `shutdown` at exit (protocol v1 exactly)
     #[arg(long)]
     no_store: bool,
@@ -67,6 +71,9 @@ impl Args {
         let mut options = self.options.clone();
         if self.no_telemetry {
             options.telemetry = Some(Telemetry::Off);
+        }
+        if self.require_tls {
+            options.require_tls = Some(true);
         }
         if self.no_store {
             options.store = Some(Telemetry::Off);

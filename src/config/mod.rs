@@ -66,6 +66,8 @@ pub fn no_ui_arg() -> impl clap::builder::TypedValueParser<Value = NoUiPolicy> {
 /// (serde, `max_pending`), with the same bounds; the doc comments are the flags' `--help`.
 /// Only the negations (`--no-telemetry`, `--no-store`) and the options that are not settings
 /// (`--config`, `--check-config`, the policy switches) are the binary's own.
+// The field docs are `askbusd --help` as printed: `[federation]` and `<uid>` are plain text.
+#[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
 pub struct Options {
@@ -166,9 +168,9 @@ pub struct Options {
     /// Only in the file: there are no flags for the access rules.
     #[arg(skip)]
     pub access: Option<AccessOptions>,
-    /// Federate with the other askbusd nodes through these NATS servers (JetStream on,
-    /// nats-server >= 2.11); credentials, TLS and sharing go in the file's [federation]
-    /// (there: a string of comma-separated URLs or a list). Unset: no federation
+    /// Federate with the other askbusd nodes through these NATS servers (core NATS, no
+    /// JetStream; docs/nats-server.conf); credentials, TLS and sharing go in the file's
+    /// [federation] (there: a string of comma-separated URLs or a list)
     // `::std::vec::Vec`: one flag holding the whole list, not a repeated flag (clap's rule).
     #[serde(default, deserialize_with = "nats_servers")]
     #[arg(long, value_name = "URL[,URL...]", value_parser = nats_arg)]
@@ -180,6 +182,11 @@ pub struct Options {
     /// Only in the file: credentials, TLS, prefix, what is shared and shown.
     #[arg(skip)]
     pub federation: Option<FederationOptions>,
+    /// The flag for `[federation] require_tls` (`--require-tls`, the binary's own, as the
+    /// negations are: a switch only turns it on). Not a key: the file sets it in [federation].
+    #[serde(skip)]
+    #[arg(skip)]
+    pub require_tls: Option<bool>,
     /// Keep pending requests and every decision in the SQLite store at PATH [default:
     /// $STATE_DIRECTORY/askbus.db (systemd), else $XDG_STATE_HOME/askbus/askbus.db, else
     /// ~/.local/state/askbus/askbus.db]
@@ -501,6 +508,7 @@ impl Options {
             nats: self.nats.or(below.nats),
             node: self.node.or(below.node),
             federation: self.federation.or(below.federation),
+            require_tls: self.require_tls.or(below.require_tls),
             store: self.store.or(below.store),
             resume_grace: self.resume_grace.or(below.resume_grace),
             retention: self.retention.or(below.retention),
@@ -615,7 +623,7 @@ impl Options {
                         node_timeout: Duration::from_millis(f.node_timeout_ms.unwrap_or(6000)),
                         answer_timeout: Duration::from_millis(f.answer_timeout_ms.unwrap_or(5000)),
                         max_frame_bytes: self.max_frame_bytes.map_or(d.max_frame_bytes, as_usize),
-                        require_tls: f.require_tls.unwrap_or(false),
+                        require_tls: self.require_tls.or(f.require_tls).unwrap_or(false),
                         own_uid,
                     }
                 }),
