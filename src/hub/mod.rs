@@ -613,6 +613,11 @@ impl Hub {
         }
     }
 
+    /// The store, when the daemon has one (`history` queries read it).
+    pub fn store(&self) -> Option<Arc<Store>> {
+        self.lock().gate.as_ref().map(|g| g.store.clone())
+    }
+
     /// Whether the daemon has a store (pending requests then survive a shutdown).
     pub fn is_durable(&self) -> bool {
         self.lock().gate.is_some()

@@ -69,9 +69,11 @@ pub async fn run(socket: &Path, id: &str, what: What) -> Result<ExitCode> {
         What::Answers(raw) => parse(raw).map_err(usage)?,
         _ => BTreeMap::new(),
     };
-    let mut ui = Ui::subscribe(
+    let mut ui = Ui::subscribe_via(
         socket,
         Some(concat!("askbus-answer/", env!("CARGO_PKG_VERSION"))),
+        &askbus::protocol::SubscribeFilter::default(),
+        Some("cli"),
     )
     .await?;
     // The replay says what the request is, so a flag that does not fit it (picks joined for

@@ -262,14 +262,13 @@ enum Command {
 }
 
 /// Subcommands that never reach the daemon: `--socket` is not offered on them.
-const OFFLINE: [&str; 7] = [
+const OFFLINE: [&str; 6] = [
     "validate",
     "schema",
     "completions",
     "man",
     "service",
     "policy",
-    "history",
 ];
 
 /// The command line as clap sees it: `--socket` before the subcommand, or after it on those
@@ -419,7 +418,9 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             answer::run(&socket, &id, what).await
         }
         Command::Stats { json } => stats::run(&socket, json).await,
-        Command::History(args) => history::run(args).map(|()| ExitCode::SUCCESS),
+        Command::History(args) => history::run(args, &socket)
+            .await
+            .map(|()| ExitCode::SUCCESS),
         Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Hook(args) => Ok(hook::run(&socket, args).await),
         Command::Web(args) => web::run(args, socket).await,

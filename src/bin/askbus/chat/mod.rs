@@ -287,6 +287,7 @@ impl Engine {
 
     async fn run(&mut self, socket: &Path) -> Result<ExitCode> {
         let mut sub = UiSubscription::new(socket, Some(&self.client))
+            .via(self.via)
             .filtered(self.filter.clone())
             .persistent();
         let mut rx = self.rx.take().expect("taken once");
@@ -941,14 +942,20 @@ impl Engine {
             }
             Step::Answer(answers) => {
                 let sent = match &self.answerer {
-                    Some(a) => a.answer(id, &answers).await.map_err(|e| e.to_string()),
+                    Some(a) => a
+                        .answer_by(id, &answers, &user.label())
+                        .await
+                        .map_err(|e| e.to_string()),
                     None => Err("askbusd is not reachable".into()),
                 };
                 self.sent(id, sent, reply.as_deref(), user);
             }
             Step::Decide(decision) => {
                 let sent = match &self.answerer {
-                    Some(a) => a.decide(id, &decision).await.map_err(|e| e.to_string()),
+                    Some(a) => a
+                        .decide_by(id, &decision, &user.label())
+                        .await
+                        .map_err(|e| e.to_string()),
                     None => Err("askbusd is not reachable".into()),
                 };
                 self.sent(id, sent, reply.as_deref(), user);
