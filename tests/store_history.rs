@@ -73,7 +73,12 @@ fn the_history_frame_pages_filters_and_shows_who_decided_via_what() {
     common::rt().block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let d = start(&store_in(&dir), &[]);
-        let mut tui = ui(&d, None, json!({"type": "subscribe", "client": "t/1", "via": "tui"})).await;
+        let mut tui = ui(
+            &d,
+            None,
+            json!({"type": "subscribe", "client": "t/1", "via": "tui"}),
+        )
+        .await;
         let mut chat = ui(
             &d,
             Some(json!({"type": "hello", "protocol": 1, "client": "chat/1", "via": "telegram"})),
@@ -96,13 +101,17 @@ fn the_history_frame_pages_filters_and_shows_who_decided_via_what() {
         p.ping().await;
         tui.send(common::answer("h1", json!({"0": "SQLite"}))).await;
         tui.recv_type("ask-user-ack").await;
-        chat.send(json!({"type": "tool-confirmation-response", "correlationId": "h2",
-                         "confirmed": false, "outcome": "cancel", "user": "Alice (42)"}))
-            .await;
+        chat.send(
+            json!({"type": "tool-confirmation-response", "correlationId": "h2",
+                         "confirmed": false, "outcome": "cancel", "user": "Alice (42)"}),
+        )
+        .await;
         chat.recv_type("tool-confirmation-ack").await;
-        fake.send(json!({"type": "ask-user-response", "correlationId": "h3", "answers": {},
-                         "cancelled": true}))
-            .await;
+        fake.send(
+            json!({"type": "ask-user-response", "correlationId": "h3", "answers": {},
+                         "cancelled": true}),
+        )
+        .await;
         fake.recv_type("ask-user-ack").await;
         odd.send(common::answer("h4", json!({"0": "PostgreSQL"})))
             .await;
@@ -119,7 +128,12 @@ fn the_history_frame_pages_filters_and_shows_who_decided_via_what() {
         let (ids, recs, cursor) = query(&mut c, json!({})).await;
         assert_eq!(ids, ["h5", "h4", "h3", "h2", "h1"], "newest first");
         assert_eq!(cursor, Value::Null);
-        let by = |id: &str| recs.iter().find(|r| r["correlationId"] == id).unwrap().clone();
+        let by = |id: &str| {
+            recs.iter()
+                .find(|r| r["correlationId"] == id)
+                .unwrap()
+                .clone()
+        };
         let uid = own_uid();
         assert_eq!(
             by("h1")["decidedBy"],
@@ -151,7 +165,10 @@ fn the_history_frame_pages_filters_and_shows_who_decided_via_what() {
             (json!({"project": "alpha"}), vec!["h3", "h1"]),
             (json!({"reason": "pending"}), vec!["h5"]),
             (json!({"kind": "approval"}), vec!["h2"]),
-            (json!({"decidedBy": "human", "project": "beta"}), vec!["h4", "h2"]),
+            (
+                json!({"decidedBy": "human", "project": "beta"}),
+                vec!["h4", "h2"],
+            ),
             (json!({"correlationId": "h3"}), vec!["h3"]),
             (json!({"until": "2000-01-01T00:00:00Z"}), vec![]),
             (json!({"since": "2999-01-01T00:00:00Z"}), vec![]),
@@ -164,9 +181,18 @@ fn the_history_frame_pages_filters_and_shows_who_decided_via_what() {
         for (bad, says) in [
             (json!({"type": "history", "limit": 0}), "limit"),
             (json!({"type": "history", "limit": 1001}), "limit"),
-            (json!({"type": "history", "filter": {"day": "today"}}), "no key"),
-            (json!({"type": "history", "filter": {"since": "yesterday"}}), "RFC 3339"),
-            (json!({"type": "history", "filter": {"kind": "poll"}}), "kind"),
+            (
+                json!({"type": "history", "filter": {"day": "today"}}),
+                "no key",
+            ),
+            (
+                json!({"type": "history", "filter": {"since": "yesterday"}}),
+                "RFC 3339",
+            ),
+            (
+                json!({"type": "history", "filter": {"kind": "poll"}}),
+                "kind",
+            ),
             (json!({"type": "history", "cursor": "abc"}), "cursor"),
             (json!({"type": "history", "cursor": "12"}), "cursor"),
         ] {
@@ -185,7 +211,11 @@ fn the_history_frame_pages_filters_and_shows_who_decided_via_what() {
             .args(["history", "--daemon", "--json", "--project", "beta"])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
@@ -215,7 +245,10 @@ fn redact_keeps_shapes_yet_a_producer_back_after_a_restart_gets_the_very_answer(
     common::rt().block_on(async {
         let dir = tempfile::tempdir().unwrap();
         let store = store_in(&dir);
-        let mut d = start(&store, &["--history-text", "redact", "--resume-grace", "60s"]);
+        let mut d = start(
+            &store,
+            &["--history-text", "redact", "--resume-grace", "60s"],
+        );
         let mut p = d.connect().await;
         p.send(choice_request("r1")).await;
         p.ping().await;
@@ -224,7 +257,8 @@ fn redact_keeps_shapes_yet_a_producer_back_after_a_restart_gets_the_very_answer(
         // Answered while its producer is away: owed, and the record is redacted at once.
         let mut ui = ui(&d, None, json!({"type": "subscribe"})).await;
         until(&mut ui, "ask-user-request").await;
-        ui.send(common::answer("r1", json!({"0": "PostgreSQL"}))).await;
+        ui.send(common::answer("r1", json!({"0": "PostgreSQL"})))
+            .await;
         ui.recv_type("ask-user-ack").await;
         // The owed frame must come back from the store, not from memory.
         d.kill();
@@ -239,7 +273,10 @@ fn redact_keeps_shapes_yet_a_producer_back_after_a_restart_gets_the_very_answer(
         let mut c = d.connect().await;
         let (_, recs, _) = query(&mut c, json!({"filter": {"correlationId": "r1"}})).await;
         let rec = &recs[0];
-        assert_eq!(rec["questions"], json!([{"header": "Database", "type": "choice"}]));
+        assert_eq!(
+            rec["questions"],
+            json!([{"header": "Database", "type": "choice"}])
+        );
         assert!(rec.get("answers").is_none_or(Value::is_null), "{rec}");
         d.terminate(Duration::from_secs(10));
         let out = std::process::Command::new(common::cli_bin())
@@ -247,7 +284,11 @@ fn redact_keeps_shapes_yet_a_producer_back_after_a_restart_gets_the_very_answer(
             .arg(&store)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     });
 }
 
@@ -324,20 +365,35 @@ fn a_uid_reads_only_its_own_records_an_operator_everyones() {
     let q = q.to_str().unwrap();
     // Each asks once; with no UI it ends at once (no-ui), on record.
     for uid in [ALICE, BOB] {
-        let (code, _, err) = as_uid(uid, &["ask", q, "--no-ui", "reject", "--timeout-ms", "60000"]);
+        let (code, _, err) = as_uid(
+            uid,
+            &["ask", q, "--no-ui", "reject", "--timeout-ms", "60000"],
+        );
         assert_ne!(code, Some(0), "no UI answered: {err}");
     }
     let uids = |out: &str| -> Vec<u64> {
         let mut v: Vec<u64> = out
             .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["producer"]["uid"].as_u64().unwrap())
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["producer"]["uid"]
+                    .as_u64()
+                    .unwrap()
+            })
             .collect();
         v.sort();
         v
     };
     for (uid, args, want) in [
-        (ALICE, vec!["history", "--daemon", "--json"], vec![u64::from(ALICE)]),
-        (BOB, vec!["history", "--daemon", "--json"], vec![u64::from(BOB)]),
+        (
+            ALICE,
+            vec!["history", "--daemon", "--json"],
+            vec![u64::from(ALICE)],
+        ),
+        (
+            BOB,
+            vec!["history", "--daemon", "--json"],
+            vec![u64::from(BOB)],
+        ),
         // Without --daemon too: the file is root's, so the daemon answers.
         (ALICE, vec!["history", "--json"], vec![u64::from(ALICE)]),
         (

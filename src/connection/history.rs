@@ -18,7 +18,11 @@ use crate::store::HistoryQuery;
 pub const MAX_QUEUED: usize = 4;
 
 /// Starts the connection's history worker; it ends when the sender is dropped.
-pub fn spawn(hub: Arc<Hub>, peer: crate::broker::PeerId, outbox: Outbox) -> mpsc::Sender<HistoryQueryFrame> {
+pub fn spawn(
+    hub: Arc<Hub>,
+    peer: crate::broker::PeerId,
+    outbox: Outbox,
+) -> mpsc::Sender<HistoryQueryFrame> {
     let (tx, mut rx) = mpsc::channel::<HistoryQueryFrame>(MAX_QUEUED);
     tokio::spawn(async move {
         while let Some(q) = rx.recv().await {
@@ -39,7 +43,8 @@ pub fn spawn(hub: Arc<Hub>, peer: crate::broker::PeerId, outbox: Outbox) -> mpsc
 
 /// The `history` (or `error`) frame answering `q` for `peer`.
 async fn answer(hub: &Hub, peer: crate::broker::PeerId, q: HistoryQueryFrame) -> bytes::Bytes {
-    let error = |code: ErrorCode, msg: String| encode(&ServerFrame::error(&FrameError::new(code, msg)));
+    let error =
+        |code: ErrorCode, msg: String| encode(&ServerFrame::error(&FrameError::new(code, msg)));
     let Some(store) = hub.store() else {
         return error(
             ErrorCode::StoreUnavailable,

@@ -388,8 +388,8 @@ fn ended(
          owed_body = ?11, owed_response = ?12 WHERE seq = ?1",
     )?
     .execute(params![
-        seq, ended_at, reason, response, decided_by, delivery, body, chain, prev, hash,
-        owed_body, owed
+        seq, ended_at, reason, response, decided_by, delivery, body, chain, prev, hash, owed_body,
+        owed
     ])?;
     *last = (chain, hash);
     Ok(())

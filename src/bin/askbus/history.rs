@@ -71,9 +71,7 @@ pub async fn run(args: Args, socket: &std::path::Path) -> Result<()> {
     let path = args.store.clone().unwrap_or_else(default_store_path);
     let verifying = args.id.as_deref() == Some("verify");
     // The file, unless it is not ours to read (then the daemon answers for it).
-    let readable = args.store.is_some()
-        || verifying
-        || std::fs::File::open(&path).is_ok();
+    let readable = args.store.is_some() || verifying || std::fs::File::open(&path).is_ok();
     if args.daemon || !readable {
         return from_daemon(args, socket).await;
     }

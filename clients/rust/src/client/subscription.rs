@@ -135,8 +135,7 @@ impl UiSubscription {
         }
         self.link.wait_for_retry().await;
         let client = self.link.client.as_deref();
-        match Ui::subscribe_via(&self.link.path, client, &self.filter, self.via.as_deref()).await
-        {
+        match Ui::subscribe_via(&self.link.path, client, &self.filter, self.via.as_deref()).await {
             Ok(ui) => {
                 self.link.backoff.reset();
                 let pending = ui.pending_at_subscribe();

@@ -55,7 +55,20 @@ pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
     let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
     let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
-    let days_in = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let days_in = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
     if !(1..=12).contains(&mo) || d < 1 || d > days_in[(mo - 1) as usize] {
         return None;
     }
@@ -273,7 +286,10 @@ mod tests {
             parse_rfc3339_ms("2026-12-04T01:30:00.5+01:30"),
             Some(1_796_342_400_500)
         );
-        assert_eq!(parse_rfc3339_ms("2026-12-03t20:00:00-04:00"), Some(1_796_342_400_000));
+        assert_eq!(
+            parse_rfc3339_ms("2026-12-03t20:00:00-04:00"),
+            Some(1_796_342_400_000)
+        );
         for bad in [
             "",
             "2026-12-04",

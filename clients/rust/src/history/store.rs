@@ -94,14 +94,17 @@ pub struct HistoryQuery {
     pub limit: Option<usize>,
     /// Records after this one in the order answered (the previous page's cursor: its last
     /// record's `askedAt` in ms and its row).
-    pub cursor: Option<(i64, i64)>,
+    pub cursor: Option<Cursor>,
 }
+
+/// Where a page ended: its last record's `askedAt` (ms) and row; the next page starts after it.
+pub type Cursor = (i64, i64);
 
 /// The records `q` matches, newest first, and the cursor of the next page when there is one.
 pub fn history(
     conn: &Connection,
     q: &HistoryQuery,
-) -> rusqlite::Result<(Vec<HistoryRecord>, Option<(i64, i64)>)> {
+) -> rusqlite::Result<(Vec<HistoryRecord>, Option<Cursor>)> {
     let mut sql = String::from(
         "SELECT seq, correlation_id, kind, uid, pid, client, node, context, body, asked_at, \
          deadline_at, ended_at, reason, response, decided_by, shown_sha256, delivery \

@@ -569,9 +569,7 @@ fn user_field(obj: &Map<String, Value>) -> Result<Option<String>, String> {
         Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_USER_CHARS => {
             Ok(Some(s.clone()))
         }
-        Some(Value::String(_)) => Err(format!(
-            "user must be 1 to {MAX_USER_CHARS} characters"
-        )),
+        Some(Value::String(_)) => Err(format!("user must be 1 to {MAX_USER_CHARS} characters")),
         Some(other) => Err(format!("user must be a string, not {}", kind(other))),
     }
 }
@@ -646,12 +644,19 @@ fn parse_history(obj: &Map<String, Value>) -> Result<HistoryQueryFrame, FrameErr
                 )))
             }
         },
-        Some(other) => return Err(err(format!("limit must be an integer, not {}", kind(other)))),
+        Some(other) => {
+            return Err(err(format!(
+                "limit must be an integer, not {}",
+                kind(other)
+            )))
+        }
     };
     let cursor = match obj.get("cursor") {
         None | Some(Value::Null) => None,
         Some(Value::String(c))
-            if !c.is_empty() && c.len() <= 48 && c.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>
+            if !c.is_empty()
+                && c.len() <= 48
+                && c.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>
         {
             Some(c.clone())
         }
