@@ -100,22 +100,22 @@ fn the_history_frame_pages_filters_and_shows_who_decided_via_what() {
         p.send(request_with("h5", ctx("beta"))).await;
         p.ping().await;
         tui.send(common::answer("h1", json!({"0": "SQLite"}))).await;
-        tui.recv_type("ask-user-ack").await;
+        until(&mut tui, "ask-user-ack").await;
         chat.send(
             json!({"type": "tool-confirmation-response", "correlationId": "h2",
                          "confirmed": false, "outcome": "cancel", "user": "Alice (42)"}),
         )
         .await;
-        chat.recv_type("tool-confirmation-ack").await;
+        until(&mut chat, "tool-confirmation-ack").await;
         fake.send(
             json!({"type": "ask-user-response", "correlationId": "h3", "answers": {},
                          "cancelled": true}),
         )
         .await;
-        fake.recv_type("ask-user-ack").await;
+        until(&mut fake, "ask-user-ack").await;
         odd.send(common::answer("h4", json!({"0": "PostgreSQL"})))
             .await;
-        odd.recv_type("ask-user-ack").await;
+        until(&mut odd, "ask-user-ack").await;
         let mut ended = 0;
         while ended < 4 {
             let f = p.recv().await;
@@ -259,7 +259,7 @@ fn redact_keeps_shapes_yet_a_producer_back_after_a_restart_gets_the_very_answer(
         until(&mut ui, "ask-user-request").await;
         ui.send(common::answer("r1", json!({"0": "PostgreSQL"})))
             .await;
-        ui.recv_type("ask-user-ack").await;
+        until(&mut ui, "ask-user-ack").await;
         // The owed frame must come back from the store, not from memory.
         d.kill();
         d.restart();
