@@ -596,9 +596,9 @@ fn via_field(obj: &Map<String, Value>) -> Result<Option<String>, FrameError> {
     let err = |msg: String| FrameError::new(ErrorCode::InvalidFrame, msg);
     match obj.get("via") {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if valid_sink(s) => Ok(Some(s.clone())),
+        Some(Value::String(s)) if valid_via(s) => Ok(Some(s.clone())),
         Some(Value::String(s)) => Err(err(format!(
-            "via must be 1 to {MAX_SINK_CHARS} lowercase letters, digits or '-', starting with a letter (tui, web, notify, …), not {:?}",
+            "via must be 1 to {MAX_VIA_CHARS} lowercase letters, digits or '-', starting with a letter (tui, web, notify, …), not {:?}",
             truncate(s, 64)
         ))),
         Some(other) => Err(err(format!("via must be a string, not {}", kind(other)))),
