@@ -287,7 +287,6 @@ impl Engine {
 
     async fn run(&mut self, socket: &Path) -> Result<ExitCode> {
         let mut sub = UiSubscription::new(socket, Some(&self.client))
-            .via(self.via)
             .filtered(self.filter.clone())
             .persistent();
         let mut rx = self.rx.take().expect("taken once");
