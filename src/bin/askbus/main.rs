@@ -220,13 +220,13 @@ enum Command {
     /// are signed single-use links to `askbus web` (--web-url). A request answered elsewhere,
     /// withdrawn or timed out closes its notification. Reconnects when askbusd restarts.
     Notify(notify::NotifyArgs),
-    /// Answer from a chat app: Telegram, over outbound connections only.
+    /// Answer from a chat app: Telegram, Slack or Discord, over outbound connections only.
     ///
     /// A long-running UI: every request becomes one message in the chat (agent, project,
     /// title, time left) with buttons for its kind (choices, toggles and Done, Yes/No, Allow
     /// once / Allow always / Deny with a reason, a reply for text); only the allowed users may
     /// answer, every button is bound to what it shows (HMAC), and a request that ends
-    /// elsewhere is edited to its outcome. (Slack and Discord are not done yet.)
+    /// elsewhere is edited to its outcome.
     Chat(chat::ChatArgs),
     /// The record of every request askbusd accepted, newest first (read from its store).
     ///
