@@ -199,6 +199,16 @@ impl Broker {
         self.uis.len()
     }
 
+    /// The subscribed UIs of this node, oldest connection first (`askbus doctor` lists them).
+    pub fn ui_peers(&self) -> impl Iterator<Item = &Peer> {
+        self.uis.iter().filter_map(|id| self.peers.get(id))
+    }
+
+    /// The policy rules approvals are checked against, when any.
+    pub fn policy(&self) -> Option<&PolicyDecider> {
+        self.policy.as_ref()
+    }
+
     pub fn peer_count(&self) -> usize {
         self.peers.len()
     }
