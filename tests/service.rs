@@ -493,7 +493,10 @@ fn install_now_without_a_manager_fails_and_says_what_to_do() {
     let out = askbus(home.path(), &["service", "install", "--now"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     let err = text(&out.stderr);
-    assert!(err.contains("nothing was started") && err.contains("askbusd"), "{err}");
+    assert!(
+        err.contains("nothing was started") && err.contains("askbusd"),
+        "{err}"
+    );
     // The units are written all the same, and the commands to enable them printed.
     assert!(text(&out.stdout).contains("systemctl --user enable --now askbusd.socket"));
 }

@@ -46,6 +46,7 @@ pub use remote::{
 };
 pub use request::{Valid, ValidRequest};
 pub use stats::{ApprovalStats, BrokerStats};
+pub use uis::{ReplayBudget, ReplayStep};
 
 use peers::Peer;
 use pending::PendingTable;
