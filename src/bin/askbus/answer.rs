@@ -61,7 +61,7 @@ fn usage(e: anyhow::Error) -> anyhow::Error {
     Failure::new(crate::ask::exit::USAGE, e).into()
 }
 
-pub async fn run(socket: &Path, id: &str, what: What) -> Result<ExitCode> {
+pub async fn run(socket: &Path, id: &str, what: What, any_project: bool) -> Result<ExitCode> {
     if what == What::Nothing {
         return Err(usage(anyhow!(
             "say what to send: --answer INDEX=TEXT (one per question, from 0) for a question, \
@@ -124,7 +124,17 @@ pub async fn run(socket: &Path, id: &str, what: What) -> Result<ExitCode> {
             )))
         }
         (What::Allow { always: true }, Some(Pending::Approval(a))) => {
-            Some(Decision::allow(always_outcome(a).map_err(usage)?))
+            let outcome = match always_outcome(a) {
+                Ok(o) => o,
+                // The agent has no "always" of its own: askbus's rule is the "always".
+                Err(_) if !a.outcomes.iter().any(|o| crate::pending::is_always(*o)) => {
+                    ToolOutcome::ProceedOnce
+                }
+                Err(e) => return Err(usage(e)),
+            };
+            // askbus's own rule first, so the daemon decides the next identical call by it.
+            write_always_rule(a, outcome, any_project)?;
+            Some(Decision::allow(outcome))
         }
         // Not pending (or not visible to this user): the daemon says which.
         (What::Allow { always: true }, None) => Some(Decision::allow(ToolOutcome::ProceedAlways)),
@@ -173,6 +183,22 @@ pub async fn run(socket: &Path, id: &str, what: What) -> Result<ExitCode> {
             None => bail!("askbusd closed the connection before acknowledging the answer"),
         }
     }
+}
+
+/// Writes the rule "allow always" means for `a` into this user's policy file, saying which
+/// rule and where before it does.
+fn write_always_rule(a: &UiApproval, outcome: ToolOutcome, any_project: bool) -> Result<()> {
+    let Some(rule) = crate::always::rule_for(a, outcome, any_project) else {
+        eprintln!(
+            "askbus: no rule written: the request is another user's (uid {}), or askbus cannot \
+             say what \"always\" means for this call",
+            a.producer.uid
+        );
+        return Ok(());
+    };
+    println!("rule: {}", term::sanitize(&crate::always::describe(&rule)));
+    crate::always::write(&rule).map_err(|e| anyhow!("the rule was not written: {e}"))?;
+    Ok(())
 }
 
 /// The outcome `--always` sends: the agent's "Allow always", or the one other "always" it

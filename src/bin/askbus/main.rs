@@ -29,6 +29,7 @@ macro_rules! print {
 }
 
 mod acp;
+mod always;
 mod answer;
 mod ask;
 mod bench;
@@ -115,6 +116,7 @@ enum Command {
         after_help = "Examples:\n  askbus answer ID --answer 0=PostgreSQL --answer 1=Yes\n  \
         askbus answer ID --answer '0=SQLite, DuckDB'\n  askbus answer ID --dismiss\n  \
         askbus answer ID --allow\n  askbus answer ID --allow --always\n  \
+        askbus answer ID --allow --always --any-project\n  \
         askbus answer ID --deny 'Not the build directory: run cargo clean instead.'"
     )]
     Answer {
@@ -134,9 +136,16 @@ enum Command {
         /// Approve an approval's tool call (once, unless --always)
         #[arg(long, conflicts_with_all = ["answers", "deny"])]
         allow: bool,
-        /// With --allow: allow it always (the agent's "Allow always"), where the request offers it
+        /// With --allow: allow it always: the agent's "Allow always" where the request offers
+        /// it, and askbus's own rule in your policy file (what Gemini CLI writes: a shell
+        /// command's root command, an MCP server's tool, a file tool), printed before it is
+        /// written; later identical calls are then allowed by that rule without a person
         #[arg(long, requires = "allow")]
         always: bool,
+        /// With --always: the rule applies in every project (by default only in the request's
+        /// project, when it names one)
+        #[arg(long, requires = "always")]
+        any_project: bool,
         /// Deny an approval's tool call, with an optional reason the agent is told
         #[arg(long, value_name = "REASON", num_args = 0..=1, conflicts_with = "answers")]
         deny: Option<Option<String>>,
@@ -450,10 +459,11 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             dismiss,
             allow,
             always,
+            any_project,
             deny,
         } => {
             let what = answer::What::from_flags(answers, other, dismiss, allow, always, deny);
-            answer::run(&socket, &id, what).await
+            answer::run(&socket, &id, what, any_project).await
         }
         Command::Stats { json } => stats::run(&socket, json).await,
         Command::Doctor(args) => doctor::run(&socket, args).await,

@@ -20,12 +20,19 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc::UnboundedSender;
 
 use askbus::client::{new_correlation_id, Ask, Producer, ProducerOptions};
-use askbus::protocol::{NoUiPolicy, RequestContext};
+use askbus::protocol::{CancelReason, NoUiPolicy, RequestContext};
 
 use super::elicit::{self, Elicitation};
 use super::permission::{self, OptionMap};
 use super::wire::{self, Envelope, IdKey};
 use super::{Decision, Event, Fallback, Gate};
+
+/// Why an askbus request is withdrawn when the editor answered its copy first.
+fn answered_in_editor() -> CancelReason {
+    CancelReason::AnsweredElsewhere {
+        via: Some("acp".into()),
+    }
+}
 
 /// How the relay routes and asks.
 #[derive(Debug, Clone)]
@@ -235,10 +242,12 @@ impl Relay {
                 let mut st = self.state();
                 if let Some(f) = st.inflight.remove(&id) {
                     drop(st);
-                    // The editor answered first: the agent gets its answer as it is.
+                    // The editor answered first: the agent gets its answer as it is, and the
+                    // askbus request is withdrawn as answered there (a person decided, in
+                    // the editor: its record says `decidedBy` human via acp).
                     self.to_agent(line, true);
                     if let Some(cid) = f.correlation_id {
-                        self.withdraw(cid);
+                        self.withdraw(cid, answered_in_editor());
                     }
                     return;
                 }
@@ -485,7 +494,7 @@ impl Relay {
             }
         }
         for cid in withdraw {
-            self.withdraw(cid);
+            self.withdraw(cid, CancelReason::Withdrawn);
         }
         for line in answers {
             self.to_agent(&line, true);
@@ -510,17 +519,17 @@ impl Relay {
             self.to_agent(&wire::cancelled_error_line(&id), true);
         }
         if let Some(cid) = cid {
-            self.withdraw(cid);
+            self.withdraw(cid, CancelReason::Withdrawn);
         }
     }
 
-    /// Withdraws an askbus request (its answer, if one races in, is ignored).
-    fn withdraw(self: &Arc<Self>, cid: String) {
+    /// Withdraws an askbus request, saying why (its answer, if one races in, is ignored).
+    fn withdraw(self: &Arc<Self>, cid: String, why: CancelReason) {
         let me = self.clone();
         let task = self.rt.spawn(async move {
             let producer = me.producer.lock().await.clone();
             if let Some(producer) = producer {
-                let _ = producer.cancel(&cid).await;
+                let _ = producer.cancel_because(&cid, &why).await;
             }
         });
         let mut tasks = self.withdrawals.lock().unwrap_or_else(|e| e.into_inner());
