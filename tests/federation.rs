@@ -2009,3 +2009,25 @@ fn forty_eight_nodes_form_answer_and_withdraw_with_linear_subscriptions() {
         assert!(after <= 5 * N as u64, "{after}");
     });
 }
+
+/// An unreachable NATS server is logged once per retry with its URL and the OS's reason,
+/// not as the client library's bare "nats: IO error" events (issue 31 item 6).
+#[test]
+fn an_unreachable_nats_server_is_logged_with_its_url_and_the_os_error() {
+    let port = common::nats::free_port();
+    let url = format!("nats://127.0.0.1:{port}");
+    let d = Daemon::start_with(&["--nats", &url, "--node", "lonely"]);
+    let want = format!("cannot reach NATS at {url}: Connection refused");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !d.log_text().contains(&want) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never logged {want:?}: {}",
+            d.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = d.log_text();
+    // The library's own event lines are off (its debug events stay in a debug log).
+    assert!(!log.contains(" event: client error"), "{log}");
+}
