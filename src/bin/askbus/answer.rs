@@ -321,8 +321,8 @@ fn check_options(answers: &BTreeMap<usize, String>, questions: &serde_json::Valu
                 .unwrap_or_default();
             let header = q.get("header").and_then(|h| h.as_str()).unwrap_or("");
             bail!(
-                "{} ({}) is answered with one of its options: {}; {:?} is none of them.{near} \
-                 To send it as free text (the \"Other\" row), add --other.",
+                "{}, \"{}\", is answered with one of its options: {}; {:?} is none of them.\
+                 {near} To send it as free text (the \"Other\" row), add --other.",
                 crate::explain::name("question", i),
                 term::sanitize(header),
                 labels
