@@ -121,10 +121,15 @@ struct Args {
     /// that validate and parse in parallel [default: 1]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=bounds::MAX_THREADS))]
     threads: Option<u64>,
-    /// Federate with the other askbusd nodes through these NATS servers (JetStream on,
-    /// nats-server >= 2.11); credentials, TLS and sharing go in the file's [federation]
+    /// Federate with the other askbusd nodes through these NATS servers (core NATS, no
+    /// JetStream; docs/nats-server.conf); credentials, TLS and sharing go in the file's
+    /// [federation]
     #[arg(long, value_name = "URL[,URL...]")]
     nats: Option<String>,
+    /// Refuse to federate with no NATS authentication, or to a server beyond this machine
+    /// without TLS (the file's [federation] require_tls) [default: warn once]
+    #[arg(long)]
+    require_tls: bool,
     /// This node's name among the federated ones (A-Z a-z 0-9 - _) [default: the host name]
     #[arg(long, value_name = "NAME", value_parser = node_arg)]
     node: Option<String>,
@@ -198,6 +203,7 @@ impl Args {
             history_text: self.history_text,
             node: self.node.clone(),
             federation: None,
+            require_tls: self.require_tls.then_some(true),
         }
     }
 
