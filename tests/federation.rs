@@ -1872,6 +1872,58 @@ fn an_origin_that_shuts_down_withdraws_every_shared_question_everywhere_as_shutd
     });
 }
 
+/// "No UI" counts this node's UIs only (issue 31): with a UI open on B alone, a hook on A hands
+/// the call straight back to the agent's prompt (nobody may be looking at B's screen), while
+/// `askbus ask` on A's terminal says that B's UIs show its question rather than "no UI".
+#[test]
+fn a_ui_on_another_node_leaves_the_hook_to_hand_back_and_ask_names_that_node() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let (_ui_on_b, _) = b.ui().await;
+
+        let input = json!({"session_id": "s1", "transcript_path": "/h/s.jsonl", "cwd": "/tmp",
+                           "permission_mode": "default", "hook_event_name": "PreToolUse",
+                           "tool_name": "Bash", "tool_input": {"command": "ls"}})
+        .to_string();
+        let mut hook = a.cli();
+        hook.args(["hook", "claude"]).env_remove("CI");
+        let child = common::spawn_with_stdin(&mut hook, &input);
+        let started = std::time::Instant::now();
+        let out = tokio::task::block_in_place(|| child.wait_with_output()).unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the hook waited for B's UI"
+        );
+        assert_eq!(out.status.code(), Some(0));
+        let decided: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(decided["hookSpecificOutput"]["permissionDecision"], "ask");
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("q.json");
+        std::fs::write(
+            &file,
+            r#"{"questions":[{"question":"Ship it?","header":"Ship","type":"yesno"}]}"#,
+        )
+        .unwrap();
+        let sock = a.socket.to_str().unwrap().to_owned();
+        // Wide enough that the line does not wrap.
+        let mut ask =
+            pty::Pty::askbus_sized(&["--socket", &sock, "ask", file.to_str().unwrap()], 24, 240);
+        let screen = ask.wait_for("(B)").await;
+        assert!(
+            screen.contains("other federated node (B) show it too"),
+            "{screen}"
+        );
+        ask.keys("\x03");
+        ask.wait_exit().await;
+    });
+}
+
 /// The NATS server's monitoring endpoint `path` (`-m PORT`), as JSON.
 fn monitor(port: u16, path: &str) -> Value {
     use std::io::{Read, Write};
