@@ -103,14 +103,20 @@ impl Control {
         if config.metrics_listen != self.started.metrics_listen {
             restart.push("metrics_listen");
         }
-        // What is shared and shown changes at once; the connection itself takes a restart.
+        // What is shared and which nodes are shown changes at once; the connection itself,
+        // and whether remote questions are read at all (a subscription), take a restart.
         match (&config.federation, &self.started.federation) {
             (Some(new), Some(old)) => {
-                self.hub.set_fed_policy(new.policy());
+                self.hub.set_fed_policy(
+                    crate::federation::config::FederationConfig {
+                        accept: old.accept,
+                        ..new.clone()
+                    }
+                    .policy(),
+                );
                 let same_link = crate::federation::config::FederationConfig {
                     share: old.share,
                     share_users: old.share_users.clone(),
-                    accept: old.accept,
                     accept_nodes: old.accept_nodes.clone(),
                     ..new.clone()
                 };

@@ -1,4 +1,4 @@
-//! Federation across askbusd nodes through a real nats-server (JetStream): a question asked on
+//! Federation across askbusd nodes through a real, stock nats-server (core NATS): a question asked on
 //! one node is shown on the others, answered from any of them, and withdrawn everywhere with
 //! the reason its origin decided.
 
@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use common::nats::{fed_stats, node, node_with_args, wait_remote_pending, wait_sees, Nats};
 use common::{answer, choice_request, request_with, rt, Daemon, Raw};
+use futures_util::StreamExt as _;
 use serde_json::{json, Value};
 
 /// Three nodes A, B, C on one server, each seeing the other two.
@@ -486,15 +487,17 @@ fn nats_down_the_local_bus_works_remote_answers_are_refused_and_a_restart_loses_
 }
 
 /// The shipped config's three nodes: devbox and laptop may answer each other, ci may
-/// answer nobody.
+/// answer nobody and sees only devbox's questions.
 async fn shipped_three(nats: &Nats) -> (Daemon, Daemon, Daemon) {
     let url = nats.url();
     let devbox = node(&url, "devbox", &nats.creds("devbox"));
     let laptop = node(&url, "laptop", &nats.creds("laptop"));
     let ci = node(&url, "ci", &nats.creds("ci"));
+    // ci does not see laptop (the config denies it laptop's subject), so neither learns of the
+    // other unless laptop shares something.
     wait_sees(&devbox, &["laptop", "ci"]).await;
-    wait_sees(&laptop, &["devbox", "ci"]).await;
-    wait_sees(&ci, &["devbox", "laptop"]).await;
+    wait_sees(&laptop, &["devbox"]).await;
+    wait_sees(&ci, &["devbox"]).await;
     (devbox, laptop, ci)
 }
 
@@ -567,10 +570,12 @@ async fn wait_refused(d: &Daemon, n: u64) {
 
 #[test]
 fn a_jetstream_consumer_delivering_to_the_answer_subject_approves_nothing() {
-    // Issue 27 item 1: ci, which may answer nobody, stores an approval under its own key and
-    // has the server deliver it to devbox's answer subjects (the legacy one and the one that
-    // names laptop, a node allowed to answer).
-    let nats = Nats::shipped();
+    // Issue 27 item 1, by construction: the shipped config grants no node anything of $JS (and
+    // its account no JetStream), so ci, which may answer nobody, cannot store a forged approval
+    // nor have the server deliver one to devbox's answer subject, even on a server with
+    // JetStream on. And a message shaped like a JetStream delivery (reply `$JS.ACK…`) on an
+    // answer subject is refused by the origin whoever publishes it.
+    let nats = Nats::shipped_with(&["-js"]);
     rt().block_on(async {
         let (devbox, laptop, _ci) = shipped_three(&nats).await;
         let (mut ui_laptop, _) = laptop.ui().await;
@@ -579,60 +584,39 @@ fn a_jetstream_consumer_delivering_to_the_answer_subject_approves_nothing() {
         let shown = ui_laptop.recv_type("tool-confirmation-request").await;
         assert_eq!(shown["correlationId"], "curl-sh");
 
-        let listener = rogue(&nats, "devbox").await;
-        let _literal = (
-            listener
-                .subscribe("askbus.answer.devbox.laptop")
-                .await
-                .unwrap(),
-            listener.subscribe("askbus.answer.devbox.ci").await.unwrap(),
-        );
-        listener.flush().await.unwrap();
         let client = rogue(&nats, "ci").await;
         let js = async_nats::jetstream::new(client.clone());
+        let stream = js
+            .create_stream(async_nats::jetstream::stream::Config {
+                name: "forge".into(),
+                subjects: vec!["askbus.q.ci".into()],
+                ..Default::default()
+            })
+            .await;
+        assert!(stream.is_err(), "ci created a stream: {stream:?}");
         let forged = serde_json::to_vec(&json!({
             "type": "tool-confirmation-response", "correlationId": "curl-sh",
             "confirmed": true, "outcome": "proceed_once",
             "ui": {"node": "laptop", "client": "test-ui/1"}
         }))
         .unwrap();
-        js.publish("$KV.askbus_pending.ci.forged", forged.into())
-            .await
-            .expect("ci may write its own keys")
-            .await
-            .expect("stored");
-        let stream = js
-            .get_stream("KV_askbus_pending")
-            .await
-            .expect("the bucket's stream");
-        for (i, target) in [
-            "askbus.answer.devbox",
-            "askbus.answer.devbox.laptop",
-            "askbus.answer.devbox.ci",
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            stream
-                .create_consumer(async_nats::jetstream::consumer::push::Config {
-                    durable_name: Some(format!("forge{i}")),
-                    deliver_subject: target.into(),
-                    filter_subject: "$KV.askbus_pending.ci.forged".into(),
-                    ..Default::default()
-                })
-                .await
-                .expect("any node may create consumers under the KV grants");
+        let published = js.publish("askbus.q.ci", forged.clone().into()).await;
+        if let Ok(ack) = published {
+            assert!(ack.await.is_err(), "ci stored a message in JetStream");
         }
-        // nats-server 2.15 delivers a push consumer's messages only once the deliver subject
-        // has a literal subscriber (devbox's wildcard does not count); another program of
-        // devbox's listening there gives it one, so the deliveries do reach askbusd, which
-        // refuses both and approves nothing.
-        wait_refused(&devbox, 2).await;
-        assert!(
-            devbox.log_text().contains("a JetStream delivery"),
-            "{}",
-            devbox.log_text()
-        );
+        // laptop may answer devbox, but a message shaped like a JetStream delivery (its reply
+        // an ack subject) is no answer: the server does not even carry it (laptop may not
+        // publish to $JS), and the origin would refuse it (`request_shape`).
+        let laptop_rogue = rogue(&nats, "laptop").await;
+        laptop_rogue
+            .publish_with_reply(
+                "askbus.answer.devbox.laptop",
+                "$JS.ACK.forge.c.1.1.1.0.0",
+                forged.into(),
+            )
+            .await
+            .unwrap();
+        laptop_rogue.flush().await.unwrap();
         producer.expect_silence(Duration::from_millis(300)).await;
         // The approval is still pending: laptop's real decision is the one the producer gets.
         ui_laptop.send(decide("curl-sh", "cancel")).await;
@@ -691,11 +675,26 @@ fn an_answer_claiming_another_node_in_its_payload_is_recorded_as_its_sender() {
     });
 }
 
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// A v2 share of `questions` as `askbus.q.<node>` carries it.
+fn share(epoch: u64, seq: u64, id: &str, questions: Value, deadline_ms: u64) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "v": 2, "epoch": epoch, "seq": seq, "correlationId": id, "questions": questions,
+        "timeoutMs": deadline_ms.saturating_sub(now_ms()), "deadlineMs": deadline_ms,
+    }))
+    .unwrap()
+}
+
 #[test]
 fn shares_over_this_node_s_limits_are_refused_and_logged_with_the_sending_node() {
-    // Issue 27 item 9: ci's rogue client writes questions under ci's own keys past laptop's
+    // Issue 27 item 9: ci's rogue client shares questions on ci's own subject past laptop's
     // per-node count, one larger than laptop's max_frame_bytes, and deadlines ten years out.
-    use base64::Engine as _;
     let nats = Nats::shipped();
     rt().block_on(async {
         let url = nats.url();
@@ -708,50 +707,28 @@ fn shares_over_this_node_s_limits_are_refused_and_logged_with_the_sending_node()
             "65536",
         ];
         let laptop = node_with_args(&url, "laptop", &limits, &nats.creds("laptop"));
-        let ci = node(&url, "ci", &nats.creds("ci"));
-        wait_sees(&laptop, &["ci"]).await;
-        wait_sees(&ci, &["laptop"]).await;
+        wait_sees(&laptop, &[]).await;
         let (mut ui, _) = laptop.ui().await;
         let client = rogue(&nats, "ci").await;
-        let ten_years = 10 * 365 * 86_400_000u64;
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64;
-        let entry = |id: &str, questions: Value| {
-            serde_json::to_vec(&json!({
-                "v": 1, "node": "ci", "correlationId": id, "questions": questions,
-                "timeoutMs": ten_years,
-                "deadlineMs": now_ms + ten_years,
-            }))
-            .unwrap()
-        };
+        let far = now_ms() + 10 * 365 * 86_400_000u64;
+        let epoch = now_ms();
         let mut big = choice_request("big")["questions"].clone();
         big[0]["question"] = json!("x".repeat(100_000));
-        let shares = [
-            ("big", entry("big", big)),
-            (
-                "lim-1",
-                entry("lim-1", choice_request("lim-1")["questions"].clone()),
-            ),
-            (
-                "lim-2",
-                entry("lim-2", choice_request("lim-2")["questions"].clone()),
-            ),
-            (
-                "lim-3",
-                entry("lim-3", choice_request("lim-3")["questions"].clone()),
-            ),
-        ];
-        for (id, body) in shares {
-            let key = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id);
-            client
-                .publish(format!("$KV.askbus_pending.ci.{key}"), body.into())
-                .await
-                .unwrap();
+        let q = |id: &str| choice_request(id)["questions"].clone();
+        for (seq, body) in [
+            share(epoch, 1, "lim-1", q("lim-1"), far),
+            share(epoch, 2, "lim-2", q("lim-2"), far),
+            share(epoch, 3, "lim-3", q("lim-3"), far),
+            share(epoch, 4, "big", big, far),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            client.publish("askbus.q.ci", body.into()).await.unwrap();
+            let _ = seq;
         }
         client.flush().await.unwrap();
-        // Two shown, each with the local deadline cap; the big one and the third refused.
+        // Two shown, each with the local deadline cap; the third and the big one refused.
         for _ in 0..2 {
             let shown = match ui.recv_within(Duration::from_secs(10)).await {
                 Some(f) => f,
@@ -779,52 +756,182 @@ fn shares_over_this_node_s_limits_are_refused_and_logged_with_the_sending_node()
 }
 
 #[test]
-fn a_node_cannot_rewrite_the_buckets_to_pass_its_entries_off_as_another_node_s() {
-    // Issue 27 items 2 and 3: the shipped permissions are the narrowed ones, they federate
-    // (every test here runs them), and they grant no stream update or delete: ci cannot add
-    // a subject transform that would relabel its keys as devbox's, nor drop the buckets.
+fn a_replayed_or_stale_share_is_not_shown_again_and_another_version_is_refused() {
+    // ci's rogue client shares, ends, then replays the share (same epoch and sequence number)
+    // and sends one of an earlier run: neither comes back. A message of the old layout (v1)
+    // is refused and logged as another protocol version, once.
+    let nats = Nats::shipped();
+    rt().block_on(async {
+        let laptop = node(&nats.url(), "laptop", &nats.creds("laptop"));
+        wait_sees(&laptop, &[]).await;
+        let (mut ui, _) = laptop.ui().await;
+        let client = rogue(&nats, "ci").await;
+        let epoch = now_ms();
+        let deadline = now_ms() + 60_000;
+        let q = choice_request("r-1")["questions"].clone();
+        let first = share(epoch, 1, "r-1", q.clone(), deadline);
+        client.publish("askbus.q.ci", first.clone().into()).await.unwrap();
+        assert_eq!(ui.recv_type("ask-user-request").await["correlationId"], "r-1");
+        let end = json!({"v": 2, "epoch": epoch, "seq": 2, "correlationId": "r-1", "ended": "timeout"});
+        client
+            .publish("askbus.q.ci", serde_json::to_vec(&end).unwrap().into())
+            .await
+            .unwrap();
+        let w = ui.recv_type("ask-user-withdrawn").await;
+        assert_eq!((w["correlationId"].clone(), w["reason"].clone()), (json!("r-1"), json!("timeout")));
+        client.publish("askbus.q.ci", first.into()).await.unwrap();
+        let older = share(epoch - 1, 3, "r-1", q.clone(), deadline);
+        client.publish("askbus.q.ci", older.into()).await.unwrap();
+        let v1 = json!({"v": 1, "node": "ci", "correlationId": "r-2", "questions": q, "deadlineMs": deadline});
+        for _ in 0..2 {
+            client
+                .publish("askbus.q.ci", serde_json::to_vec(&v1).unwrap().into())
+                .await
+                .unwrap();
+        }
+        // A marker after them: once it is shown, they were read (one connection, in order).
+        let marker = share(epoch, 3, "r-3", choice_request("r-3")["questions"].clone(), deadline);
+        client.publish("askbus.q.ci", marker.into()).await.unwrap();
+        assert_eq!(ui.recv_type("ask-user-request").await["correlationId"], "r-3");
+        wait_remote_pending(&laptop, 1).await;
+        wait_refused(&laptop, 2).await;
+        let log = laptop.log_text();
+        assert_eq!(
+            log.matches("speaks federation protocol v1").count(),
+            1,
+            "{log}"
+        );
+    });
+}
+
+#[test]
+fn a_node_cannot_share_or_end_under_another_node_s_name_nor_claim_its_name() {
+    // Issue 27 items 2 and 16 by construction: ci may publish only askbus.q.ci. A share or an
+    // end on devbox's subject is refused by the server; a share on its own subject that says
+    // "devbox" inside is shown as ci's. And an askbusd run as --node devbox with ci's
+    // credentials shares nothing (the server refuses its subject) and says why.
     let nats = Nats::shipped();
     rt().block_on(async {
         let (devbox, laptop, _ci) = shipped_three(&nats).await;
         let (mut ui, _) = laptop.ui().await;
-        let client = rogue(&nats, "ci").await;
-        let js = async_nats::jetstream::new(client.clone());
-        let mut stream = js
-            .get_stream("KV_askbus_pending")
-            .await
-            .expect("ci may read the bucket's info");
-        let mut config = stream.info().await.unwrap().config.clone();
-        config.subject_transform = Some(async_nats::jetstream::stream::SubjectTransform {
-            source: "$KV.askbus_pending.ci.>".into(),
-            destination: "$KV.askbus_pending.devbox.>".into(),
-        });
-        let update = js.update_stream(config.clone()).await;
-        assert!(update.is_err(), "ci updated the bucket: {update:?}");
-        let created = js.create_stream(config).await;
-        assert!(created.is_err(), "ci redefined the bucket: {created:?}");
-        assert!(
-            js.delete_stream("KV_askbus_pending").await.is_err(),
-            "ci deleted the bucket"
-        );
-        let after = stream.info().await.unwrap().config.clone();
-        assert!(after.subject_transform.is_none(), "{after:?}");
-        // Federation still works for everyone.
         let mut producer = devbox.connect().await;
-        producer.send(choice_request("after-1")).await;
-        assert_eq!(
-            ui.recv_type("ask-user-request").await["correlationId"],
-            "after-1"
-        );
-        // The nodes themselves never hit the narrowed permissions; only ci's attempts did.
-        let log = std::fs::read_to_string(&nats.log).unwrap();
-        let violations: Vec<&str> = log.lines().filter(|l| l.contains("Violation")).collect();
-        assert!(!violations.is_empty(), "{log}");
+        producer.send(choice_request("real-1")).await;
+        assert_eq!(ui.recv_type("ask-user-request").await["correlationId"], "real-1");
+        let client = rogue(&nats, "ci").await;
+        let epoch = now_ms() + 1_000_000;
+        let deadline = now_ms() + 60_000;
+        let forged = share(epoch, 1, "forged-1", choice_request("forged-1")["questions"].clone(), deadline);
+        client.publish("askbus.q.devbox", forged.into()).await.unwrap();
+        let end = json!({"v": 2, "epoch": epoch, "seq": 1, "correlationId": "real-1", "ended": "answered"});
+        client
+            .publish("askbus.q.devbox", serde_json::to_vec(&end).unwrap().into())
+            .await
+            .unwrap();
+        let mut claimed: Value =
+            serde_json::from_slice(&share(epoch, 1, "claimed-1", choice_request("claimed-1")["questions"].clone(), deadline)).unwrap();
+        claimed["node"] = json!("devbox");
+        client
+            .publish("askbus.q.ci", serde_json::to_vec(&claimed).unwrap().into())
+            .await
+            .unwrap();
+        client.flush().await.unwrap();
+        let shown = ui.recv_type("ask-user-request").await;
+        assert_eq!(shown["correlationId"], "claimed-1", "{shown}");
+        assert_eq!(shown["node"], "ci", "{shown}");
+        ui.expect_silence(Duration::from_millis(300)).await;
+        // real-1 is still pending, and answerable.
+        ui.send(answer("real-1", json!({"0": "SQLite"}))).await;
+        ui.recv_type("ask-user-ack").await;
+        producer.recv_type("ask-user-response").await;
+
+        // A daemon that claims devbox's name with ci's credentials.
+        let liar = node(&nats.url(), "devbox", &nats.creds("ci"));
+        let deadline_at = std::time::Instant::now() + Duration::from_secs(30);
+        while fed_stats(&liar).await["denied"].as_u64().unwrap_or(0) == 0 {
+            assert!(std::time::Instant::now() < deadline_at, "{}", liar.log_text());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         assert!(
-            violations.iter().all(|l| l.contains("user:ci\"")),
-            "{violations:#?}"
+            liar.log_text().contains("are its credentials those of node devbox"),
+            "{}",
+            liar.log_text()
         );
-        for d in [&devbox, &laptop] {
-            assert!(!d.log_text().contains("Violation"), "{}", d.log_text());
+        let mut p = liar.connect().await;
+        p.send(choice_request("liar-1")).await;
+        p.ping().await;
+        // Published (the liar believes it) and refused by the server: laptop shows nothing.
+        ui.expect_silence(Duration::from_millis(500)).await;
+        let log = std::fs::read_to_string(&nats.log).unwrap();
+        assert!(
+            log.lines().any(|l| l.contains("Violation") && l.contains("askbus.q.devbox")),
+            "{log}"
+        );
+    });
+}
+
+#[test]
+fn a_node_cannot_read_another_node_s_questions_or_replies() {
+    // Issue 27 item 15: ci may see devbox's questions but not laptop's. Neither its daemon nor
+    // a rogue client with its credentials receives laptop's shares (live or through sync),
+    // laptop's replies, or the answers sent to laptop.
+    let nats = Nats::shipped();
+    rt().block_on(async {
+        let (devbox, laptop, ci) = shipped_three(&nats).await;
+        let (mut ui_ci, _) = ci.ui().await;
+        let (mut ui_devbox, _) = devbox.ui().await;
+        let client = rogue(&nats, "ci").await;
+        let mut subs = Vec::new();
+        for subject in [
+            "askbus.q.laptop",
+            "askbus.q.*",
+            "askbus.>",
+            "_INBOX_laptop.>",
+            "askbus.answer.laptop.*",
+            ">",
+        ] {
+            if let Ok(s) = client.subscribe(subject).await {
+                subs.push(s);
+            }
+        }
+        client.flush().await.unwrap();
+        let mut producer = laptop.connect().await;
+        producer.send(choice_request("secret-1")).await;
+        // devbox (allowed) sees it and answers it: a request to laptop, a reply to devbox.
+        assert_eq!(
+            ui_devbox.recv_type("ask-user-request").await["correlationId"],
+            "secret-1"
+        );
+        ui_devbox
+            .send(answer("secret-1", json!({"0": "SQLite"})))
+            .await;
+        ui_devbox.recv_type("ask-user-ack").await;
+        producer.recv_type("ask-user-response").await;
+        // A sync request for laptop's pending is refused by the server.
+        producer.send(choice_request("secret-2")).await;
+        ui_devbox.recv_type("ask-user-request").await;
+        let synced = client
+            .request("askbus.sync.laptop.ci", br#"{"v":2}"#.to_vec().into())
+            .await;
+        assert!(synced.is_err(), "{synced:?}");
+        // A question of devbox's reaches ci, after laptop's: ci's view is ordered, so by the
+        // time it shows, laptop's would have.
+        let mut devbox_producer = devbox.connect().await;
+        devbox_producer.send(choice_request("open-1")).await;
+        assert_eq!(
+            ui_ci.recv_type("ask-user-request").await["correlationId"],
+            "open-1"
+        );
+        ui_ci.expect_silence(Duration::from_millis(200)).await;
+        for mut s in subs {
+            while let Ok(Some(m)) = tokio::time::timeout(Duration::from_millis(50), s.next()).await
+            {
+                let text = String::from_utf8_lossy(&m.payload);
+                assert!(
+                    !text.contains("secret") && !m.subject.contains("laptop"),
+                    "ci read {}: {text}",
+                    m.subject
+                );
+            }
         }
     });
 }
@@ -1573,6 +1680,12 @@ fn check_config_validates_the_federation_section_and_its_files() {
             &[],
             "in the clear",
         ),
+        // The flag does what the key does.
+        (
+            "[federation]\ntoken_file = \"/dev/null\"\n",
+            &["--nats", "nats://10.1.2.3:4222", "--require-tls"][..],
+            "in the clear",
+        ),
     ] {
         let (ok, err) = check_config(text, args);
         assert!(!ok, "{text:?} {args:?} passed");
@@ -1757,4 +1870,164 @@ fn an_origin_that_shuts_down_withdraws_every_shared_question_everywhere_as_shutd
         wait_remote_pending(&b, 0).await;
         drop(producer);
     });
+}
+
+/// "No UI" counts this node's UIs only (issue 31): with a UI open on B alone, a hook on A hands
+/// the call straight back to the agent's prompt (nobody may be looking at B's screen), while
+/// `askbus ask` on A's terminal says that B's UIs show its question rather than "no UI".
+#[test]
+fn a_ui_on_another_node_leaves_the_hook_to_hand_back_and_ask_names_that_node() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let (_ui_on_b, _) = b.ui().await;
+
+        let input = json!({"session_id": "s1", "transcript_path": "/h/s.jsonl", "cwd": "/tmp",
+                           "permission_mode": "default", "hook_event_name": "PreToolUse",
+                           "tool_name": "Bash", "tool_input": {"command": "ls"}})
+        .to_string();
+        let mut hook = a.cli();
+        hook.args(["hook", "claude"]).env_remove("CI");
+        let child = common::spawn_with_stdin(&mut hook, &input);
+        let started = std::time::Instant::now();
+        let out = tokio::task::block_in_place(|| child.wait_with_output()).unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the hook waited for B's UI"
+        );
+        assert_eq!(out.status.code(), Some(0));
+        let decided: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(decided["hookSpecificOutput"]["permissionDecision"], "ask");
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("q.json");
+        std::fs::write(
+            &file,
+            r#"{"questions":[{"question":"Ship it?","header":"Ship","type":"yesno"}]}"#,
+        )
+        .unwrap();
+        let sock = a.socket.to_str().unwrap().to_owned();
+        // Wide enough that the line does not wrap.
+        let mut ask =
+            pty::Pty::askbus_sized(&["--socket", &sock, "ask", file.to_str().unwrap()], 24, 240);
+        let screen = ask.wait_for("(B)").await;
+        assert!(
+            screen.contains("other federated node (B) show it too"),
+            "{screen}"
+        );
+        ask.keys("\x03");
+        ask.wait_exit().await;
+    });
+}
+
+/// The NATS server's monitoring endpoint `path` (`-m PORT`), as JSON.
+fn monitor(port: u16, path: &str) -> Value {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("monitoring port");
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn forty_eight_nodes_form_answer_and_withdraw_with_linear_subscriptions() {
+    // Issue 30's scale test, on one stock server: 48 nodes (one socket dir each) find each
+    // other, a question on node 1 shows on node 48, is answered there and withdrawn
+    // everywhere, and the server holds at most 5 subscriptions per node (answers, sync,
+    // hello replies, request inbox, shares), none per pair. How long formation took is
+    // printed (a figure, not an assertion: timings belong to the benches).
+    const N: usize = 48;
+    let mport = common::nats::free_port();
+    let nats = Nats::start_with(&["-m", &mport.to_string()], None);
+    let base = monitor(mport, "/subsz")["num_subscriptions"]
+        .as_u64()
+        .unwrap();
+    rt().block_on(async {
+        let url = nats.url();
+        let names: Vec<String> = (1..=N).map(|i| format!("n{i}")).collect();
+        let nodes: Vec<Daemon> = names.iter().map(|n| node(&url, n, "")).collect();
+        let started = std::time::Instant::now();
+        for (i, d) in nodes.iter().enumerate() {
+            let others: Vec<&str> = names
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, n)| n.as_str())
+                .collect();
+            wait_sees(d, &others).await;
+        }
+        eprintln!(
+            "{N} nodes formed {} ms after the last one started",
+            started.elapsed().as_millis()
+        );
+        let subs = monitor(mport, "/subsz")["num_subscriptions"]
+            .as_u64()
+            .unwrap()
+            - base;
+        eprintln!("{N} nodes: {subs} server subscriptions ({base} before they started)");
+        assert!(
+            (4 * N as u64..=5 * N as u64).contains(&subs),
+            "{subs} subscriptions for {N} nodes"
+        );
+        let conns = monitor(mport, "/connz?subs=1");
+        for c in conns["connections"].as_array().unwrap() {
+            let n = c["subscriptions_list"].as_array().map_or(0, Vec::len);
+            assert!(n <= 5, "{c}");
+        }
+
+        let (mut ui_48, _) = nodes[N - 1].ui().await;
+        let (mut ui_2, _) = nodes[1].ui().await;
+        let (mut ui_24, _) = nodes[23].ui().await;
+        let mut producer = nodes[0].connect().await;
+        producer.send(choice_request("scale-1")).await;
+        let shown = ui_48.recv_type("ask-user-request").await;
+        assert_eq!(shown["node"], "n1", "{shown}");
+        ui_2.recv_type("ask-user-request").await;
+        ui_24.recv_type("ask-user-request").await;
+        ui_48.send(answer("scale-1", json!({"0": "SQLite"}))).await;
+        ui_48.recv_type("ask-user-ack").await;
+        let r = producer.recv_type("ask-user-response").await;
+        assert_eq!(r["answers"]["0"], "SQLite", "{r}");
+        for ui in [&mut ui_2, &mut ui_24] {
+            let w = ui.recv_type("ask-user-withdrawn").await;
+            assert_eq!(w["answeredBy"]["node"], "n48", "{w}");
+        }
+        for d in &nodes[1..] {
+            wait_remote_pending(d, 0).await;
+        }
+        // Still linear after a question went round: the beats and the answer add none.
+        let after = monitor(mport, "/subsz")["num_subscriptions"]
+            .as_u64()
+            .unwrap()
+            - base;
+        assert!(after <= 5 * N as u64, "{after}");
+    });
+}
+
+/// An unreachable NATS server is logged once per retry with its URL and the OS's reason,
+/// not as the client library's bare "nats: IO error" events (issue 31 item 6).
+#[test]
+fn an_unreachable_nats_server_is_logged_with_its_url_and_the_os_error() {
+    let port = common::nats::free_port();
+    let url = format!("nats://127.0.0.1:{port}");
+    let d = Daemon::start_with(&["--nats", &url, "--node", "lonely"]);
+    let want = format!("cannot reach NATS at {url}: Connection refused");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !d.log_text().contains(&want) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never logged {want:?}: {}",
+            d.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = d.log_text();
+    // The library's own event lines are off (its debug events stay in a debug log).
+    assert!(!log.contains(" event: client error"), "{log}");
 }

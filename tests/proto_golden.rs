@@ -863,7 +863,11 @@ fn the_rust_client_encodes_the_client_examples() {
         ),
         (
             "client/ask-user-cancel.json",
-            ClientFrame::AskUserCancel { correlation_id: id },
+            ClientFrame::AskUserCancel {
+                correlation_id: id,
+                reason: None,
+                via: None,
+            },
         ),
         (
             "client/ask-user-response.json",
@@ -936,6 +940,7 @@ fn telemetry_records_match_their_schema() {
             pid: Some(1),
             node: None,
         }),
+        decided_by: None,
         latency_ms: 201,
         question_types: vec!["choice", "yesno"],
         dismissed: false,
@@ -983,6 +988,27 @@ fn telemetry_records_match_their_schema() {
     for leak in ["title", "session", "cwd"] {
         assert!(with_context.get(leak).is_none(), "{leak}");
     }
+    // A request its producer withdrew as answered elsewhere (askbus acp's editor answered).
+    let elsewhere = example("telemetry/withdrawn.answered-elsewhere.json");
+    let record = Record {
+        reason: End::Withdrawn,
+        code: None,
+        agent: None,
+        project: None,
+        decided_by: Some(askbusd::telemetry::record::DecidedElsewhere {
+            kind: "human",
+            via: "acp".into(),
+        }),
+        latency_ms: 4180,
+        question_types: vec!["choice", "yesno"],
+        dismissed: true,
+        answer_count: 0,
+        ..record
+    };
+    let value = serde_json::to_value(&record).unwrap();
+    assert_eq!(schema_errors(&v, &value), Vec::<String>::new());
+    assert_eq!(fields(&value), fields(&elsewhere));
+    assert_eq!(value["decidedBy"], elsewhere["decidedBy"]);
 }
 
 /// The context a producer sends is what a UI receives with the request, what observers see of
@@ -1285,7 +1311,19 @@ fn approval_examples_agree_with_the_code() {
         ),
         (
             "client/tool-confirmation-cancel.json",
-            ClientFrame::ToolConfirmationCancel { correlation_id: id },
+            ClientFrame::ToolConfirmationCancel {
+                correlation_id: id,
+                reason: None,
+                via: None,
+            },
+        ),
+        (
+            "client/tool-confirmation-cancel.answered-elsewhere.json",
+            ClientFrame::ToolConfirmationCancel {
+                correlation_id: id,
+                reason: Some("answered-elsewhere"),
+                via: Some("acp"),
+            },
         ),
         (
             "client/tool-confirmation-response.json",

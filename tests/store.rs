@@ -462,3 +462,83 @@ fn a_full_disk_refuses_new_requests_decides_accepted_ones_and_recovers() {
         drop(d);
     });
 }
+
+/// A producer that withdraws its request because a person answered it elsewhere (the editor
+/// of `askbus acp`) says so on the cancel: its producer and UI are told `withdrawn` as for
+/// any cancel, but the history records a human's decision `via` `acp` (the producer's uid and
+/// name) and the telemetry line carries the same `decidedBy`; a plain cancel stays
+/// `producer`; a bad `reason` or `via` is refused `invalid-request`, the request still pending.
+#[test]
+fn a_request_answered_elsewhere_is_recorded_as_a_human_decision_via_the_producers_claim() {
+    common::rt().block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_in(&dir);
+        let d = start(&store, &[]);
+        let (mut ui, _) = d.ui().await;
+        let mut p = d.connect().await;
+        p.send(json!({"type": "hello", "protocol": 1, "client": "askbus-acp/test"}))
+            .await;
+        p.recv_type("welcome").await;
+        for id in ["e1", "e2", "q1"] {
+            if id == "q1" {
+                p.send(choice_request(id)).await;
+                ui.recv_type("ask-user-request").await;
+            } else {
+                p.send(approval(id)).await;
+                ui.recv_type("tool-confirmation-request").await;
+            }
+        }
+        for bad in [
+            json!({"type": "tool-confirmation-cancel", "correlationId": "e1", "reason": "answered"}),
+            json!({"type": "tool-confirmation-cancel", "correlationId": "e1", "via": "acp"}),
+            json!({"type": "tool-confirmation-cancel", "correlationId": "e1",
+                   "reason": "answered-elsewhere", "via": "Zed Editor"}),
+            json!({"type": "ask-user-cancel", "correlationId": "q1", "reason": 7}),
+        ] {
+            p.send(bad.clone()).await;
+            let err = p.recv_error("invalid-request").await;
+            let msg = err["message"].as_str().unwrap();
+            assert!(msg.contains("reason") || msg.contains("via"), "{bad}: {msg}");
+        }
+        p.send(json!({"type": "tool-confirmation-cancel", "correlationId": "e1",
+                      "reason": "answered-elsewhere", "via": "acp"}))
+            .await;
+        let told = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (&told["reason"], &told["confirmed"], &told["outcome"]),
+            (&json!("withdrawn"), &json!(false), &json!("cancel")),
+            "{told}"
+        );
+        let gone = ui.recv_type("tool-confirmation-withdrawn").await;
+        assert_eq!((&gone["correlationId"], &gone["reason"]), (&json!("e1"), &json!("withdrawn")));
+        p.send(json!({"type": "tool-confirmation-cancel", "correlationId": "e2"}))
+            .await;
+        p.recv_type("tool-confirmation-response").await;
+        p.send(json!({"type": "ask-user-cancel", "correlationId": "q1",
+                      "reason": "answered-elsewhere"}))
+            .await;
+        assert_eq!(p.recv_type("ask-user-response").await["reason"], "withdrawn");
+
+        let records = d.wait_telemetry(3);
+        let line = |id: &str| records.iter().find(|r| r["correlationId"] == id).unwrap().clone();
+        assert_eq!(line("e1")["decidedBy"], json!({"kind": "human", "via": "acp"}));
+        assert_eq!(line("e1")["reason"], "withdrawn");
+        assert!(line("e2").get("decidedBy").is_none(), "{}", line("e2"));
+        assert_eq!(line("q1")["decidedBy"], json!({"kind": "human", "via": "client"}));
+        let uid = unsafe { libc::geteuid() };
+        let lines: Vec<Value> = stdout(&history(&store, &["--json"]))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let rec = |id: &str| lines.iter().find(|r| r["correlationId"] == id).unwrap().clone();
+        assert_eq!(
+            rec("e1")["decidedBy"],
+            json!({"kind": "human", "via": "acp", "uid": uid, "client": "askbus-acp/test"})
+        );
+        assert_eq!(rec("e1")["reason"], "withdrawn");
+        assert_eq!(rec("e2")["decidedBy"]["kind"], "producer");
+        assert_eq!(rec("q1")["decidedBy"]["via"], "client");
+        let by_acp = stdout(&history(&store, &["--decided-by", "human", "--json"]));
+        assert!(by_acp.contains("\"e1\"") && !by_acp.contains("\"e2\""), "{by_acp}");
+    });
+}

@@ -121,10 +121,15 @@ struct Args {
     /// that validate and parse in parallel [default: 1]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=bounds::MAX_THREADS))]
     threads: Option<u64>,
-    /// Federate with the other askbusd nodes through these NATS servers (JetStream on,
-    /// nats-server >= 2.11); credentials, TLS and sharing go in the file's [federation]
+    /// Federate with the other askbusd nodes through these NATS servers (core NATS, no
+    /// JetStream; docs/nats-server.conf); credentials, TLS and sharing go in the file's
+    /// [federation]
     #[arg(long, value_name = "URL[,URL...]")]
     nats: Option<String>,
+    /// Refuse to federate with no NATS authentication, or to a server beyond this machine
+    /// without TLS (the file's [federation] require_tls) [default: warn once]
+    #[arg(long)]
+    require_tls: bool,
     /// This node's name among the federated ones (A-Z a-z 0-9 - _) [default: the host name]
     #[arg(long, value_name = "NAME", value_parser = node_arg)]
     node: Option<String>,
@@ -198,6 +203,7 @@ impl Args {
             history_text: self.history_text,
             node: self.node.clone(),
             federation: None,
+            require_tls: self.require_tls.then_some(true),
         }
     }
 
@@ -550,7 +556,7 @@ struct LogReload {
 
 impl LogReload {
     fn set_filter(&self, filter: &str) -> Result<()> {
-        let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        let filter = tracing_subscriber::EnvFilter::try_new(quiet_nats(filter))
             .with_context(|| format!("bad log filter {filter:?}"))?;
         self.handle
             .reload(filter)
@@ -558,12 +564,24 @@ impl LogReload {
     }
 }
 
+/// The NATS client logs each of its events at info ("event: client error: nats: IO error",
+/// twice a second while a server is unreachable, with no address and no reason); federation
+/// logs what matters itself, once per retry with the URL and the OS error. A filter that
+/// names `async_nats` is taken as it is.
+fn quiet_nats(filter: &str) -> String {
+    if filter.contains("async_nats") {
+        filter.to_owned()
+    } else {
+        format!("{filter},async_nats=warn")
+    }
+}
+
 fn init_logging(format: LogFormat, filter: &str) -> Result<LogReload> {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::{fmt, EnvFilter, Layer};
-    let env_filter =
-        EnvFilter::try_new(filter).with_context(|| format!("bad log filter {filter:?}"))?;
+    let env_filter = EnvFilter::try_new(quiet_nats(filter))
+        .with_context(|| format!("bad log filter {filter:?}"))?;
     let (filter_layer, handle) = tracing_subscriber::reload::Layer::new(env_filter);
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let base = fmt::layer()

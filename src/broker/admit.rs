@@ -8,12 +8,14 @@ use std::sync::Arc;
 use tokio::time::{Duration, Instant};
 
 use super::body::{Body, Origin};
-use super::durable::{AskedRecord, Durable};
+use super::durable::{AskedRecord, Decider, Durable};
+use super::end::Ended;
 use super::peers::Cursor;
 use super::pending::{self, Pending};
 use super::{effects, Broker, BrokerError, Effects, PeerId, Valid};
 use crate::protocol::{
-    BusEventKind, End, FrameError, NoUiPolicy, RequestContext, RequestKind, WithdrawReason,
+    BusEventKind, CancelReason, End, FrameError, NoUiPolicy, RequestContext, RequestKind,
+    WithdrawReason,
 };
 use crate::questions::DaemonOutcome;
 
@@ -196,6 +198,7 @@ impl Broker {
             project: ctx.and_then(|c| c.project.as_deref()),
             mode: None,
             interactive: None,
+            agent: ctx.and_then(|c| c.agent.as_deref()),
         })
     }
 
@@ -295,20 +298,26 @@ impl Broker {
 
     /// The producer withdraws a question it asked.
     pub fn cancel(&mut self, peer: PeerId, id: &str, now: Instant, fx: &mut Effects) {
-        self.cancel_kind(peer, id, RequestKind::Question, now, fx);
+        let why = CancelReason::Withdrawn;
+        self.cancel_because(peer, id, RequestKind::Question, why, now, fx);
     }
 
     /// The producer withdraws an approval it asked.
     pub fn cancel_approval(&mut self, peer: PeerId, id: &str, now: Instant, fx: &mut Effects) {
-        self.cancel_kind(peer, id, RequestKind::Approval, now, fx);
+        let why = CancelReason::Withdrawn;
+        self.cancel_because(peer, id, RequestKind::Approval, why, now, fx);
     }
 
-    /// `kind` names the cancel frame the producer sent: it withdraws only its own kind.
-    fn cancel_kind(
+    /// The producer withdraws a request of `kind` it asked (the cancel frame it sent names
+    /// the kind: it withdraws only its own kind), saying why. Its producer and UIs are told
+    /// `withdrawn` either way; a request `answered-elsewhere` is recorded as a person's
+    /// decision (`decidedBy` `human`, `via` as the producer claimed), made outside askbus.
+    pub fn cancel_because(
         &mut self,
         peer: PeerId,
         id: &str,
         kind: RequestKind,
+        why: CancelReason,
         now: Instant,
         fx: &mut Effects,
     ) {
@@ -325,7 +334,28 @@ impl Broker {
             return;
         }
         let req = self.take(id, WithdrawReason::Withdrawn, None, None, fx);
-        self.end_unanswered(id, req, DaemonOutcome::Withdrawn, now, fx);
+        match why {
+            CancelReason::Withdrawn => {
+                self.end_unanswered(id, req, DaemonOutcome::Withdrawn, now, fx)
+            }
+            CancelReason::AnsweredElsewhere { via } => {
+                let told = super::end::unanswered(id, &req, DaemonOutcome::Withdrawn);
+                let decider = Decider {
+                    uid: Some(req.producer_info.uid),
+                    via: Some(via.unwrap_or_else(|| "client".into())),
+                    user: None,
+                    rule: None,
+                    elsewhere: true,
+                };
+                let ended = Ended {
+                    end: End::Withdrawn,
+                    by: None,
+                    told: Some(told),
+                    decider: Some(decider),
+                };
+                self.end(id, req, ended, now, fx);
+            }
+        }
     }
 }
 

@@ -74,6 +74,9 @@ pub struct Decider {
     pub user: Option<String>,
     /// Set when a policy rule decided, not a UI.
     pub rule: Option<serde_json::Value>,
+    /// A person decided outside askbus, as its producer said withdrawing it
+    /// (`answered-elsewhere`): `uid` is then the producer's, `via` what it claimed.
+    pub elsewhere: bool,
 }
 
 /// A request accepted here, as it is stored.
@@ -336,6 +339,11 @@ impl Broker {
             decided_by.kind = "rule".into();
             decided_by.rule = Some(rule);
         } else if let Some(who) = &ended.decider {
+            if who.elsewhere {
+                // The producer's word, under the producer's name.
+                decided_by.kind = "human".into();
+                decided_by.client.clone_from(&req.producer_info.client);
+            }
             decided_by.uid = who.uid;
             decided_by.via = Some(who.via.clone().unwrap_or_else(|| "client".into()));
             decided_by.user.clone_from(&who.user);
@@ -396,6 +404,7 @@ impl Broker {
             via: p.via.clone(),
             user,
             rule: None,
+            elsewhere: false,
         })
     }
 }

@@ -135,6 +135,7 @@ pub(super) fn record(
         agent: context_field(f.context, |c| &c.agent),
         project: context_field(f.context, |c| &c.project),
         ui,
+        decided_by: None,
         latency_ms,
         question_types: question_types(f.meta),
         dismissed: code.is_none() && answers.is_none(),

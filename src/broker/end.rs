@@ -111,8 +111,18 @@ impl Broker {
     ) {
         self.ended_durably(id, &req, &ended, fx, now);
         let Ended {
-            end, by: ui, told, ..
+            end,
+            by: ui,
+            told,
+            decider,
         } = ended;
+        let elsewhere =
+            decider
+                .filter(|d| d.elsewhere)
+                .map(|d| crate::telemetry::record::DecidedElsewhere {
+                    kind: "human",
+                    via: d.via.unwrap_or_else(|| "client".into()),
+                });
         self.stats.count(end);
         if req.body.kind() == RequestKind::Approval {
             let decision = told
@@ -134,8 +144,9 @@ impl Broker {
             let event = effects::event(&facts, kind, None, ui.clone(), Some(latency), None);
             fx.events.push(event);
         }
-        fx.records
-            .push(effects::record(&facts, end, None, ui, latency, answers));
+        let mut record = effects::record(&facts, end, None, ui, latency, answers);
+        record.decided_by = elsewhere;
+        fx.records.push(record);
         if let (Some(told), Some(producer)) = (told, req.origin.producer()) {
             fx.frame(producer, told.encode());
         }

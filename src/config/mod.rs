@@ -120,6 +120,9 @@ pub struct Options {
     pub node: Option<String>,
     /// Only in the file: credentials, TLS, prefix, what is shared and shown.
     pub federation: Option<FederationOptions>,
+    /// `--require-tls`: the flag for `[federation] require_tls` (the file sets it there).
+    #[serde(skip)]
+    pub require_tls: Option<bool>,
     /// The store: a path, true (the default path) or false (`--no-store`).
     #[serde(default, deserialize_with = "telemetry")]
     pub store: Option<Telemetry>,
@@ -406,6 +409,7 @@ impl Options {
             nats: self.nats.or(below.nats),
             node: self.node.or(below.node),
             federation: self.federation.or(below.federation),
+            require_tls: self.require_tls.or(below.require_tls),
             store: self.store.or(below.store),
             resume_grace: self.resume_grace.or(below.resume_grace),
             retention: self.retention.or(below.retention),
@@ -520,7 +524,7 @@ impl Options {
                         node_timeout: Duration::from_millis(f.node_timeout_ms.unwrap_or(6000)),
                         answer_timeout: Duration::from_millis(f.answer_timeout_ms.unwrap_or(5000)),
                         max_frame_bytes: self.max_frame_bytes.map_or(d.max_frame_bytes, as_usize),
-                        require_tls: f.require_tls.unwrap_or(false),
+                        require_tls: self.require_tls.or(f.require_tls).unwrap_or(false),
                         own_uid,
                     }
                 }),

@@ -332,11 +332,12 @@ impl Conn<'_> {
                     b.reject(id, &cid, kind, context.as_deref(), err, fx)
                 }),
             },
-            Inbound::AskUserCancel { correlation_id } => {
-                self.hub.run_in(&mut self.batch, |b, now, fx| {
-                    b.cancel(id, &correlation_id, now, fx)
-                })
-            }
+            Inbound::AskUserCancel {
+                correlation_id,
+                reason,
+            } => self.hub.run_in(&mut self.batch, |b, now, fx| {
+                b.cancel_because(id, &correlation_id, RequestKind::Question, reason, now, fx)
+            }),
             Inbound::AskUserResponse(resp) => self
                 .hub
                 .run_in(&mut self.batch, |b, now, fx| b.respond(id, resp, now, fx)),
@@ -352,11 +353,12 @@ impl Conn<'_> {
                     b.reject(id, &r.correlation_id, kind, r.context.as_deref(), err, fx)
                 }),
             },
-            Inbound::ToolConfirmationCancel { correlation_id } => {
-                self.hub.run_in(&mut self.batch, |b, now, fx| {
-                    b.cancel_approval(id, &correlation_id, now, fx)
-                })
-            }
+            Inbound::ToolConfirmationCancel {
+                correlation_id,
+                reason,
+            } => self.hub.run_in(&mut self.batch, |b, now, fx| {
+                b.cancel_because(id, &correlation_id, RequestKind::Approval, reason, now, fx)
+            }),
             Inbound::ToolConfirmationResponse(resp) => self
                 .hub
                 .run_in(&mut self.batch, |b, now, fx| b.decide(id, resp, now, fx)),

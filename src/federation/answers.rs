@@ -64,18 +64,10 @@ impl Task {
     /// JetStream delivery (reply `$JS.ACK…`) or a message of any other shape is refused and
     /// logged, unanswered.
     pub(super) async fn answer(&self, client: &async_nats::Client, msg: async_nats::Message) {
-        let (sender, reply) = match self.answer_shape(&msg) {
-            Ok(ok) => ok,
-            Err(why) => {
-                self.status.refused.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(
-                    subject = %msg.subject,
-                    reply = msg.reply.as_deref().unwrap_or(""),
-                    why,
-                    "federation: an answer was refused"
-                );
-                return;
-            }
+        let wildcard = self.answers_wildcard();
+        let (sender, reply) = match request_shape(&msg, &wildcard) {
+            Ok((sender, reply)) => (sender.to_owned(), reply),
+            Err(why) => return refuse(&self.status, &msg, why),
         };
         let decision = match wire::parse_answer(&msg.payload) {
             Ok((resp, mut by, peer)) => {
@@ -89,35 +81,6 @@ impl Task {
         if let Err(e) = client.publish(reply, body.into()).await {
             tracing::warn!(error = %e, "federation: answer reply not sent");
         }
-    }
-
-    /// The sender of an answer request and where to reply, if the message has the one shape
-    /// an answer takes.
-    fn answer_shape(
-        &self,
-        msg: &async_nats::Message,
-    ) -> Result<(String, async_nats::Subject), &'static str> {
-        // A JetStream delivery keeps the subject it was stored under and replies to its ack.
-        let reply = msg.reply.clone().ok_or("no reply subject")?;
-        if reply.starts_with("$JS.") {
-            return Err("a JetStream delivery, not a node's request");
-        }
-        let sender = msg
-            .subject
-            .strip_prefix(self.answers_wildcard().trim_end_matches('*'))
-            .filter(|s| config::valid_node(s))
-            .ok_or("not this node's answer subject")?;
-        let inbox = config::inbox_prefix(sender);
-        if !reply
-            .strip_prefix(inbox.as_str())
-            .is_some_and(|rest| rest.starts_with('.'))
-        {
-            return Err("the reply subject is not the sender's inbox");
-        }
-        if msg.headers.as_ref().is_some_and(|h| !h.is_empty()) {
-            return Err("an answer request carries no headers");
-        }
-        Ok((sender.to_owned(), reply))
     }
 }
 

@@ -243,6 +243,8 @@ impl FederationConfig {
             // Replies to this node's requests come to an inbox only it may subscribe to, and
             // the origin checks an answer's reply subject names its sender.
             .custom_inbox_prefix(inbox_prefix(&self.node))
+            // A node reads `P.q.*` for the others' shares: never its own back.
+            .no_echo()
             .retry_on_initial_connect()
             .max_reconnects(None)
             .request_timeout(Some(self.answer_timeout))

@@ -11,6 +11,10 @@ use tokio::sync::mpsc;
 use crate::broker::FedOut;
 use crate::protocol::{ErrorCode, FrameError};
 
+/// The federation protocol version this node speaks (proto/PROTOCOL.md, "Federation"): v1 was
+/// the JetStream KV layout, v2 the core-NATS subjects.
+pub const PROTOCOL: u64 = 2;
+
 /// The error a UI gets for an answer that cannot reach its origin.
 pub fn unreachable(id: &str, why: &str) -> FrameError {
     FrameError::new(
@@ -32,6 +36,10 @@ pub struct FedStatus {
     /// What other nodes sent that this node refused: answers of the wrong shape (a JetStream
     /// delivery, a reply outside the sender's inbox) and remote questions over its limits.
     pub refused: AtomicU64,
+    /// Refusals by the server of this node's own subjects (wrong credentials for its name).
+    pub denied: AtomicU64,
+    /// Catch-ups: how often this node fetched another's pending through `P.sync`.
+    pub syncs: AtomicU64,
     pub nodes: Mutex<Vec<String>>,
 }
 
@@ -56,6 +64,9 @@ impl FedStatus {
             "forwarded": self.forwarded.load(Ordering::Relaxed),
             "forwardErrors": self.forward_errors.load(Ordering::Relaxed),
             "refused": self.refused.load(Ordering::Relaxed),
+            "denied": self.denied.load(Ordering::Relaxed),
+            "syncs": self.syncs.load(Ordering::Relaxed),
+            "protocol": PROTOCOL,
         })
     }
 }

@@ -1,17 +1,24 @@
-//! Federation over NATS JetStream: this node's link to the other askbusd nodes. It owns the
-//! NATS connection (async-nats), the `P_pending` and `P_nodes` KV buckets and the
-//! `P.answer.<node>` subject (layout in proto/PROTOCOL.md, "Federation"). The broker stays
-//! pure: it hands what must cross NATS to this task through a bounded queue (`FedLink`), and
-//! this task feeds what arrives back in as broker operations through the hub. A remote node is
-//! one more kind of peer: its questions are pending requests with an origin, its UIs' answers
-//! are answers decided by the broker like a local UI's. `answers` carries answers between
-//! a UI's node and the origin; `watched` reads what the other nodes share; `wire` is the JSON
-//! that crosses NATS.
+//! Federation over core NATS subjects (protocol v2): this node's link to the other askbusd
+//! nodes. It owns the NATS connection (async-nats) and the node's subjects (layout in
+//! proto/PROTOCOL.md, "Federation"): it publishes its shares, ends and beats on `P.q.<node>`,
+//! serves its pending questions on `P.sync.<node>.<asker>`, takes answers on
+//! `P.answer.<node>.<sender>`, and (when it shows remote questions) reads `P.q.*`. No
+//! JetStream: nothing is stored on the server, so every subject a node publishes carries its
+//! own name and the server's permissions alone say who may speak for whom.
+//!
+//! The broker stays pure: it hands what must cross NATS to this task through a bounded queue
+//! (`FedLink`), and this task feeds what arrives back in as broker operations through the
+//! hub. A remote node is one more origin: its questions are pending requests with an origin,
+//! its UIs' answers are answers decided by the broker like a local UI's. `answers` carries
+//! answers between a UI's node and the origin; `peers` follows the other nodes' messages
+//! (sequence numbers, catch-up through sync, presence); `sync` serves and fetches pending
+//! questions; `wire` is the JSON that crosses NATS.
 
 mod answers;
 pub mod config;
 pub mod link;
-mod watched;
+mod peers;
+mod sync;
 mod wire;
 
 use std::collections::{HashMap, HashSet};
@@ -19,7 +26,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use async_nats::jetstream::{self, kv};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
@@ -28,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use config::{FederationConfig, FederationError, ShareUsers};
 pub use link::{unreachable, FedLink, FedStatus};
-use wire::{AnswerReply, Entry, NodeBeat};
+use wire::AnswerReply;
 
 use crate::broker::{Acked, FedOut, Forward, RemoteQuestion, SharedEnd, SharedQuestion};
 use crate::hub::Hub;
@@ -38,11 +44,10 @@ use crate::protocol::{ErrorCode, FrameError, WithdrawReason};
 /// at once ("queue full") when fewer than this many slots would be left after it.
 const SHARES_ROOM: usize = 8192;
 
-/// How long the end of a question stays in the bucket (for nodes that reconnect).
-const ENDED_TTL: Duration = Duration::from_secs(600);
-
-/// Slack on a question's entry TTL beyond its deadline.
-const ENTRY_SLACK: Duration = Duration::from_secs(5);
+/// A node with nothing pending measures its round trip to the server once every this many
+/// heartbeats (one with pending questions, every heartbeat): an idle node costs the server
+/// next to nothing.
+const IDLE_RTT_EVERY: u32 = 15;
 
 /// Starts federating `hub` as `cfg` says; the task runs until `stop`, then tells the other
 /// nodes what ended meanwhile and leaves.
@@ -57,7 +62,7 @@ pub async fn start(
     });
     // Room for every question the limits let be pending (each share is one operation, a
     // burst of asks is a burst of them), so a burst the daemon accepts is never dropped into a
-    // resync, which republishes everything. The channel allocates as it fills.
+    // resync. The channel allocates as it fills.
     let (tx, rx) = mpsc::channel(hub.limits().max_pending_total.max(1) + SHARES_ROOM);
     let resync = Arc::new(AtomicBool::new(false));
     hub.federate(
@@ -75,10 +80,12 @@ pub async fn start(
         node_timeout: cfg.node_timeout,
         answer_timeout: cfg.answer_timeout,
         max_frame_bytes: cfg.max_frame_bytes,
+        accept: cfg.accept,
+        offline_limit: hub.limits().max_pending_total.max(1) + SHARES_ROOM,
         hub,
         status: status.clone(),
         resync,
-        started_ms: unix_ms(SystemTime::now()),
+        epoch: unix_ms(SystemTime::now()),
     };
     let servers = cfg.servers.clone();
     let handle = tokio::spawn(async move { task.run(options, servers, rx, stop).await });
@@ -96,80 +103,44 @@ struct Task {
     heartbeat: Duration,
     node_timeout: Duration,
     answer_timeout: Duration,
-    /// A remote question's entry larger than a local frame may be is refused.
+    /// A remote question's share larger than a local frame may be is refused.
     max_frame_bytes: usize,
+    /// Whether this node shows remote questions at all: only then does it read `P.q.*`.
+    accept: bool,
+    /// How many shares and ends are kept while NATS is away before they are given up for a
+    /// sequence hole (which makes every other node sync).
+    offline_limit: usize,
     hub: Arc<Hub>,
     status: Arc<FedStatus>,
     resync: Arc<AtomicBool>,
-    started_ms: u64,
+    /// This run's epoch (its start, Unix ms): the other nodes tell a restart by it.
+    epoch: u64,
 }
 
-/// What the session's watches yield.
-enum Watched {
-    /// An entry of the nodes bucket: a beat, or a node gone.
-    Node(Result<kv::Entry, kv::WatcherError>),
-    /// An entry of one other node's questions.
-    Question(Result<kv::Entry, kv::WatcherError>),
-    /// A node's question watch ended; unless it was stopped on purpose (its token cancelled),
-    /// the session starts over.
-    Ended(Arc<str>, CancellationToken),
-}
-
-/// What one connection to NATS set up: the nodes bucket's watch, and one watch of the pending
-/// bucket per other node alive (`<node>.>`), so a node never receives its own questions back
-/// and a node's questions are read only once it is known to be alive.
-struct Session {
-    pending: kv::Store,
-    nodes: futures_util::stream::BoxStream<'static, Result<kv::Entry, kv::WatcherError>>,
-    questions: futures_util::stream::SelectAll<futures_util::stream::BoxStream<'static, Watched>>,
-    /// The question watches, by node: cancelling one stops it.
-    watching: HashMap<Arc<str>, CancellationToken>,
-}
-
-impl Session {
-    /// Starts watching `node`'s questions (with their history: the ones pending now first).
-    async fn watch(&mut self, node: &str) -> Result<(), async_nats::Error> {
-        if self.watching.contains_key(node) {
-            return Ok(());
-        }
-        let watch = self.pending.watch_with_history(format!("{node}.>")).await?;
-        let node: Arc<str> = Arc::from(node);
-        let stop = CancellationToken::new();
-        let end = (node.clone(), stop.clone());
-        self.questions.push(
-            watch
-                .map(Watched::Question)
-                .take_until(stop.clone().cancelled_owned())
-                .chain(futures_util::stream::once(async move {
-                    Watched::Ended(end.0, end.1)
-                }))
-                .boxed(),
-        );
-        self.watching.insert(node, stop);
-        Ok(())
-    }
-
-    /// Stops watching `node`'s questions.
-    fn unwatch(&mut self, node: &str) {
-        if let Some(stop) = self.watching.remove(node) {
-            stop.cancel();
-        }
-    }
-}
-
-/// Other nodes as this one knows them: heard from, and when.
+/// What this node has published, as the other nodes number it.
 #[derive(Default)]
-struct Presence {
-    alive: HashMap<String, Instant>,
+struct Outgoing {
+    /// The sequence number of the last share or end taken.
+    seq: u64,
+    /// Shares and ends the broker asked for while NATS was away, in order (with a share's
+    /// deadline fixed when it was asked): published on reconnect.
+    offline: Vec<Queued>,
+    /// The offline queue overflowed: the reconnect leaves a hole in the sequence instead.
+    overflowed: bool,
+    /// The last beat said this node had questions pending (the other nodes expect beats).
+    beating: bool,
+    ticks: u32,
+}
+
+enum Queued {
+    Share(SharedQuestion, u64),
+    End(SharedEnd),
 }
 
 impl Task {
-    fn pending_bucket(&self) -> String {
-        format!("{}_pending", self.prefix)
-    }
-
-    fn nodes_bucket(&self) -> String {
-        format!("{}_nodes", self.prefix)
+    /// `P.q.<node>`: shares, ends and presence of `node`.
+    fn q_subject(&self, node: &str) -> String {
+        format!("{}.q.{node}", self.prefix)
     }
 
     /// Where this node sends its UIs' answers to `origin`'s questions: the subject names
@@ -181,6 +152,21 @@ impl Task {
     /// Where this node takes answers: `P.answer.<node>.<sender>` for any sender.
     fn answers_wildcard(&self) -> String {
         format!("{}.answer.{}.*", self.prefix, self.node)
+    }
+
+    /// Where this node asks `origin` for its pending questions.
+    fn sync_subject(&self, origin: &str) -> String {
+        format!("{}.sync.{origin}.{}", self.prefix, self.node)
+    }
+
+    /// Where this node serves its pending questions: `P.sync.<node>.<asker>`.
+    fn sync_wildcard(&self) -> String {
+        format!("{}.sync.{}.*", self.prefix, self.node)
+    }
+
+    /// Where the other nodes' replies to this node's hello come: its own inbox.
+    fn hello_inbox(&self) -> String {
+        format!("{}.hello", config::inbox_prefix(&self.node))
     }
 
     async fn run(
@@ -195,14 +181,26 @@ impl Task {
         let (perm_tx, _) = broadcast::channel::<String>(64);
         let options = {
             let perm_tx = perm_tx.clone();
+            let servers = servers.clone();
             options.event_callback(move |event| {
                 let ev_tx = ev_tx.clone();
                 let perm_tx = perm_tx.clone();
+                let servers = servers.clone();
                 async move {
                     if let async_nats::Event::ServerError(async_nats::ServerError::Other(msg)) =
                         &event
                     {
                         let _ = perm_tx.send(msg.clone());
+                    }
+                    if let async_nats::Event::ClientError(e) = &event {
+                        // One line per failed attempt (the retries back off to 2 s), naming
+                        // each server and why it cannot be reached.
+                        for url in &servers {
+                            let why = reach(url).await.unwrap_or_else(|| e.to_string());
+                            tracing::warn!(
+                                "federation: cannot reach NATS at {url}: {why}; retrying"
+                            );
+                        }
                     }
                     let _ = ev_tx.try_send(event);
                 }
@@ -215,43 +213,47 @@ impl Task {
                 return;
             }
         };
-        let js = jetstream::new(client.clone());
-        let mut answers = match client.subscribe(this.answers_wildcard()).await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!(error = %e, "federation: cannot subscribe to the answer subject");
-                return;
+        // One wildcard subscription per role (the client's request inbox is the fourth, or
+        // fifth with shares): the server's and this node's costs grow with the nodes, never
+        // with their pairs.
+        let subscribe = |subject: String| {
+            let client = client.clone();
+            async move {
+                client.subscribe(subject.clone()).await.map_err(|e| {
+                    tracing::error!(error = %e, subject, "federation: cannot subscribe");
+                })
             }
         };
-        let mut session: Option<Session> = None;
-        let mut presence = Presence::default();
-        let mut ended_offline: HashMap<String, SharedEnd> = HashMap::new();
+        let Ok(mut answers) = subscribe(this.answers_wildcard()).await else {
+            return;
+        };
+        let Ok(mut syncs) = subscribe(this.sync_wildcard()).await else {
+            return;
+        };
+        let Ok(mut hellos) = subscribe(this.hello_inbox()).await else {
+            return;
+        };
+        let mut shares = if this.accept {
+            let Ok(s) = subscribe(this.q_subject("*")).await else {
+                return;
+            };
+            Some(s)
+        } else {
+            None
+        };
+        let (synced_tx, mut synced_rx) = mpsc::channel::<peers::Synced>(256);
+        let mut peers = peers::Peers::default();
+        let mut out = Outgoing::default();
         let mut heartbeat = tokio::time::interval(this.heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut need_setup = client.connection_state() == async_nats::connection::State::Connected;
+        let mut perm = perm_tx.subscribe();
+        if client.connection_state() == async_nats::connection::State::Connected {
+            this.connected(&client, &mut out, &mut peers, &synced_tx)
+                .await;
+        }
         loop {
-            if need_setup {
-                need_setup = false;
-                match this.setup(&js, &mut presence, &mut ended_offline).await {
-                    Ok(s) => {
-                        session = Some(s);
-                        this.status.connected.store(true, Ordering::Relaxed);
-                        tracing::info!(node = %this.node, "federation: connected to NATS");
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "federation: setting up JetStream failed; retrying");
-                        session = None;
-                        // Retried on the next heartbeat tick.
-                    }
-                }
-            }
-            let connected = this.status.connected();
-            let next_expiry = presence
-                .alive
-                .values()
-                .min()
-                .map(|t| *t + this.node_timeout);
-            let judging = connected && session.is_some();
+            let judging = this.status.connected();
+            let next_expiry = peers.next_expiry(this.node_timeout);
             let expiry = async {
                 match (judging, next_expiry) {
                     (true, Some(at)) => tokio::time::sleep_until(at).await,
@@ -261,234 +263,250 @@ impl Task {
             tokio::select! {
                 _ = stop.cancelled() => break,
                 ev = ev_rx.recv() => match ev {
-                    Some(async_nats::Event::Connected) if !this.status.connected() || session.is_none() => {
-                        need_setup = true;
+                    Some(async_nats::Event::Connected) if !this.status.connected() => {
+                        this.connected(&client, &mut out, &mut peers, &synced_tx).await;
                     }
                     Some(async_nats::Event::Disconnected) => {
                         this.status.connected.store(false, Ordering::Relaxed);
                         this.status.reconnects.fetch_add(1, Ordering::Relaxed);
-                        session = None;
                         tracing::warn!("federation: disconnected from NATS; the local bus carries on");
                     }
                     Some(other) => tracing::debug!(event = %other, "federation: NATS event"),
                     None => {}
                 },
+                msg = perm.recv() => {
+                    if let Ok(msg) = msg {
+                        this.server_error(&msg);
+                    }
+                }
                 outs = rx.recv() => {
                     let Some(outs) = outs else { break };
-                    for out in outs {
-                        this.handle_out(out, &js, &client, session.is_some(), &perm_tx, &mut ended_offline).await;
+                    for o in outs {
+                        this.handle_out(o, &client, &mut out, &perm_tx).await;
                     }
-                    if this.resync.swap(false, Ordering::Relaxed) && session.is_some() {
-                        need_setup = true;
+                    if this.resync.swap(false, Ordering::Relaxed) {
+                        // Shares or ends were lost before they reached this task: a hole in
+                        // the sequence makes every node that follows this one sync.
+                        out.seq += 1;
+                        this.beat(&client, &mut out, wire::Presence::Beat).await;
                     }
                 }
                 msg = answers.next() => {
                     let Some(msg) = msg else { break };
                     this.answer(&client, msg).await;
                 }
-                entry = next_entry(&mut session) => {
-                    let failed = match entry {
-                        Some(Watched::Question(Ok(e))) => { this.pending_entry(e, &presence); None }
-                        Some(Watched::Node(Ok(e))) => {
-                            let s = session.as_mut().expect("an entry comes from a session");
-                            this.node_entry(e, &mut presence, s).await.err().map(|e| e.to_string())
+                msg = syncs.next() => {
+                    let Some(msg) = msg else { break };
+                    // What the broker already decided goes out first, so a page is never
+                    // older than the live messages that follow it.
+                    while let Ok(outs) = rx.try_recv() {
+                        for o in outs {
+                            this.handle_out(o, &client, &mut out, &perm_tx).await;
                         }
-                        Some(Watched::Question(Err(e)) | Watched::Node(Err(e))) => Some(e.to_string()),
-                        Some(Watched::Ended(node, stop)) => (!stop.is_cancelled())
-                            .then(|| format!("the watch of node {node}'s questions ended")),
-                        None => Some("the nodes' watch ended".to_owned()),
-                    };
-                    if let Some(e) = failed {
-                        tracing::warn!(error = %e, "federation: a watch failed; starting over");
-                        session = None;
-                        need_setup = this.status.connected();
+                    }
+                    this.serve_sync(&client, msg, out.seq).await;
+                }
+                msg = next_share(&mut shares) => {
+                    let Some(msg) = msg else { break };
+                    this.received(&client, msg, &mut peers, &synced_tx).await;
+                }
+                msg = hellos.next() => {
+                    let Some(msg) = msg else { break };
+                    this.hint(&client, msg, &mut peers, &synced_tx);
+                }
+                done = synced_rx.recv() => {
+                    if let Some(done) = done {
+                        this.synced(&client, done, &mut peers, &synced_tx);
                     }
                 }
                 _ = heartbeat.tick() => {
-                    // A setup that failed (JetStream not ready yet, e.g. a cluster still
-                    // electing its leader) is retried while the connection is up.
-                    let up = client.connection_state() == async_nats::connection::State::Connected;
-                    if session.is_none() && up {
-                        need_setup = true;
-                    }
                     if this.status.connected() {
-                        let beat = this.clone();
-                        let (js, client) = (js.clone(), client.clone());
-                        tokio::spawn(async move { beat.beat(&js, &client).await });
+                        this.tick(&client, &mut out).await;
                     }
                 }
-                _ = expiry => this.expire_nodes(&mut presence, session.as_mut()),
+                _ = expiry => this.expire(&mut peers),
             }
         }
-        // A clean stop: the ends the shutdown queued go out, then the other nodes drop this
-        // one's questions at once.
+        // A clean stop: the ends the shutdown queued go out, then a bye, and the other nodes
+        // drop whatever of this one's is left at once.
         if this.status.connected() {
             while let Ok(outs) = rx.try_recv() {
-                for out in outs {
-                    if !matches!(out, FedOut::Forward(_)) {
-                        this.handle_out(out, &js, &client, true, &perm_tx, &mut ended_offline)
-                            .await;
+                for o in outs {
+                    if !matches!(o, FedOut::Forward(_)) {
+                        this.handle_out(o, &client, &mut out, &perm_tx).await;
                     }
                 }
             }
-            if let Ok(nodes) = js.get_key_value(this.nodes_bucket()).await {
-                let _ = tokio::time::timeout(Duration::from_secs(1), nodes.purge(&this.node)).await;
-            }
-            let _ = tokio::time::timeout(Duration::from_secs(1), client.flush()).await;
+            this.beat(&client, &mut out, wire::Presence::Bye).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), client.flush()).await;
         }
     }
 
-    /// Buckets, watches, and the reconcile every (re)connect does: republish what is pending
-    /// here, end what no longer is, drop remote questions the bucket no longer holds.
-    async fn setup(
+    /// Every (re)connect: what was asked and ended meanwhile goes out, then a hello, which
+    /// tells the nodes that follow this one its sequence number (a node that missed some
+    /// syncs) and asks the nodes that hear it to name themselves; and this node syncs every
+    /// node it follows, as it may have missed their messages.
+    async fn connected(
         &self,
-        js: &jetstream::Context,
-        presence: &mut Presence,
-        ended_offline: &mut HashMap<String, SharedEnd>,
-    ) -> Result<Session, async_nats::Error> {
-        let pending = bucket(js, &self.pending_bucket(), Duration::from_secs(86_400)).await?;
-        let nodes = bucket(js, &self.nodes_bucket(), Duration::from_secs(3_600)).await?;
-        self.put_beat(js).await?;
-        // Keys first: what the bucket holds now.
-        let mut keys = HashSet::new();
-        let mut listed = pending.keys().await?;
-        while let Some(k) = listed.next().await {
-            keys.insert(k?);
+        client: &async_nats::Client,
+        out: &mut Outgoing,
+        peers: &mut peers::Peers,
+        synced_tx: &mpsc::Sender<peers::Synced>,
+    ) {
+        self.status.connected.store(true, Ordering::Relaxed);
+        tracing::info!(node = %self.node, "federation: connected to NATS");
+        if std::mem::take(&mut out.overflowed) {
+            out.seq += 1;
         }
-        let mine = format!("{}.", self.node);
-        let now = Instant::now();
-        let shared = self.hub.run(|b, _, _| b.shared_questions(now));
-        let shared_ids: HashSet<&str> = shared.iter().map(|q| &*q.id).collect();
-        for key in keys.iter().filter(|k| k.starts_with(&mine)) {
-            let Some(id) = wire::id_of_key(&key[mine.len()..]) else {
-                continue;
-            };
-            if shared_ids.contains(id.as_str()) {
-                continue;
+        let queued = std::mem::take(&mut out.offline);
+        // A question asked and ended while away was never seen: neither goes out.
+        let ended: HashSet<Arc<str>> = queued
+            .iter()
+            .filter_map(|q| match q {
+                Queued::End(e) => Some(e.id.clone()),
+                Queued::Share(..) => None,
+            })
+            .collect();
+        let shared_away: HashSet<Arc<str>> = queued
+            .iter()
+            .filter_map(|q| match q {
+                Queued::Share(s, _) if ended.contains(&s.id) => Some(s.id.clone()),
+                _ => None,
+            })
+            .collect();
+        for q in queued {
+            match q {
+                Queued::Share(s, deadline_ms) if !shared_away.contains(&s.id) => {
+                    self.publish_share(client, out, &s, deadline_ms).await;
+                }
+                Queued::End(e) if !shared_away.contains(&e.id) => {
+                    self.publish_end(client, out, &e).await;
+                }
+                _ => {}
             }
-            let end = ended_offline.remove(&id).unwrap_or_else(|| SharedEnd {
-                id: Arc::from(id.as_str()),
-                reason: "producer-gone",
-                answered_by: None,
-                winner_peer: None,
-            });
-            // Only a question still in the bucket as pending needs its end written.
-            if let Ok(Some(v)) = pending.get(key.clone()).await {
-                if matches!(wire::parse_entry(&v), Some(Entry::Question { .. })) {
-                    self.publish_end(js, &end).await;
+        }
+        self.beat(client, out, wire::Presence::Hello).await;
+        peers.rejudge();
+        if self.accept {
+            for origin in peers.known() {
+                if let Some(run) = peers.start_sync(&origin) {
+                    self.spawn_sync(client, origin, run, synced_tx);
                 }
             }
         }
-        ended_offline.clear();
-        for q in &shared {
-            self.publish_question(js, q).await;
+    }
+
+    async fn publish(&self, client: &async_nats::Client, subject: String, body: Vec<u8>) {
+        if let Err(e) = client.publish(subject, body.into()).await {
+            tracing::warn!(error = %e, "federation: not published");
         }
-        // Remote questions shown here whose key is gone from the bucket ended while this node
-        // was away (the ends themselves expired).
-        let shown = self.hub.run(|b, _, _| b.remote_questions());
-        for (origin, id) in shown {
-            if !keys.contains(&wire::key(&origin, &id)) {
-                self.hub.run(|b, now, fx| {
-                    b.remote_end(&origin, &id, WithdrawReason::Withdrawn, None, None, now, fx)
-                });
+    }
+
+    async fn publish_share(
+        &self,
+        client: &async_nats::Client,
+        out: &mut Outgoing,
+        q: &SharedQuestion,
+        deadline_ms: u64,
+    ) {
+        out.seq += 1;
+        let body = wire::question(q, deadline_ms, self.epoch, out.seq);
+        self.publish(client, self.q_subject(&self.node), body).await;
+    }
+
+    async fn publish_end(&self, client: &async_nats::Client, out: &mut Outgoing, end: &SharedEnd) {
+        out.seq += 1;
+        let body = wire::ended(end, self.epoch, out.seq);
+        self.publish(client, self.q_subject(&self.node), body).await;
+    }
+
+    /// A beat, hello or bye, with this node's last sequence number and how many questions it
+    /// shares now. A hello is a request: the nodes that hear it reply with their names.
+    async fn beat(&self, client: &async_nats::Client, out: &mut Outgoing, kind: wire::Presence) {
+        let (_, shared) = self.hub.run(|b, _, _| b.federated_counts());
+        out.beating = shared > 0 && kind != wire::Presence::Bye;
+        let body = wire::presence(kind, self.epoch, out.seq, shared);
+        let subject = self.q_subject(&self.node);
+        let sent = if kind == wire::Presence::Hello {
+            client
+                .publish_with_reply(subject, self.hello_inbox(), body.into())
+                .await
+        } else {
+            client.publish(subject, body.into()).await
+        };
+        if let Err(e) = sent {
+            tracing::debug!(error = %e, "federation: beat not sent");
+        }
+    }
+
+    /// A heartbeat: a node with questions pending beats (the other nodes withdraw them when
+    /// the beats stop); one that just had its last one end says so once, then stays quiet.
+    async fn tick(&self, client: &async_nats::Client, out: &mut Outgoing) {
+        let (_, shared) = self.hub.run(|b, _, _| b.federated_counts());
+        if shared > 0 || out.beating {
+            self.beat(client, out, wire::Presence::Beat).await;
+        }
+        out.ticks = out.ticks.wrapping_add(1);
+        if out.beating || out.ticks % IDLE_RTT_EVERY == 1 {
+            let t0 = std::time::Instant::now();
+            if tokio::time::timeout(self.answer_timeout, client.flush())
+                .await
+                .is_ok_and(|r| r.is_ok())
+            {
+                self.status
+                    .rtt_us
+                    .store(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
             }
         }
-        // Presence is judged afresh from now: nobody was heard from while we were away.
-        let now = Instant::now();
-        for seen in presence.alive.values_mut() {
-            *seen = now;
-        }
-        // The nodes' beats come first (with history): each alive node's questions are
-        // watched from its first beat in this session.
-        let nodes = nodes.watch_with_history(">").await?.boxed();
-        Ok(Session {
-            pending,
-            nodes,
-            questions: futures_util::stream::SelectAll::new(),
-            watching: HashMap::new(),
-        })
     }
 
-    async fn put_beat(&self, js: &jetstream::Context) -> Result<(), async_nats::Error> {
-        let beat = NodeBeat {
-            v: 1,
-            node: &self.node,
-            server: crate::SERVER_NAME,
-            heartbeat_ms: self.heartbeat.as_millis() as u64,
-            started_ms: self.started_ms,
-        };
-        let ttl = self.node_timeout.max(Duration::from_secs(1));
-        let ack = publish(
-            js,
-            format!("$KV.{}.{}", self.nodes_bucket(), self.node),
-            serde_json::to_vec(&beat)?,
-            ttl,
-        )
-        .await?;
-        ack.await?;
-        Ok(())
-    }
-
-    async fn beat(&self, js: &jetstream::Context, client: &async_nats::Client) {
-        let t0 = std::time::Instant::now();
-        if client.flush().await.is_ok() {
-            self.status
-                .rtt_us
-                .store(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
-        }
-        if let Err(e) = self.put_beat(js).await {
-            tracing::debug!(error = %e, "federation: heartbeat not written");
-        }
-    }
-
-    async fn publish_question(&self, js: &jetstream::Context, q: &SharedQuestion) {
-        let deadline_ms = unix_ms(SystemTime::now() + q.remaining);
-        let entry = wire::question(&self.node, q, deadline_ms);
-        let subject = format!(
-            "$KV.{}.{}",
-            self.pending_bucket(),
-            wire::key(&self.node, &q.id)
-        );
-        let ttl = q.remaining + ENTRY_SLACK;
-        if let Err(e) = put(js, subject, entry, ttl).await {
-            tracing::warn!(error = %e, id = &*q.id, "federation: question not shared");
-        }
-    }
-
-    async fn publish_end(&self, js: &jetstream::Context, end: &SharedEnd) {
-        let entry = wire::ended(&self.node, end);
-        let subject = format!(
-            "$KV.{}.{}",
-            self.pending_bucket(),
-            wire::key(&self.node, &end.id)
-        );
-        if let Err(e) = put(js, subject, entry, ENDED_TTL).await {
-            tracing::warn!(error = %e, id = &*end.id, "federation: end not shared");
+    /// The server refused something: a refusal on this node's own subjects means its
+    /// credentials are not the node's it claims to be (or the config lacks a grant), and
+    /// nothing it shares reaches anyone: said loudly, once per kind.
+    fn server_error(&self, msg: &str) {
+        let own = [
+            self.q_subject(&self.node),
+            self.sync_wildcard(),
+            self.answers_wildcard(),
+            self.hello_inbox(),
+        ];
+        if let Some(subject) = own.iter().find(|s| msg.contains(s.as_str())) {
+            self.status.denied.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(
+                node = %self.node,
+                subject = %subject,
+                error = msg,
+                "federation: the NATS server refuses this node's own subject: are its \
+                 credentials those of node {}? (see docs/nats-server.conf)",
+                self.node
+            );
+        } else {
+            tracing::warn!(error = msg, "federation: the NATS server refused something");
         }
     }
 
     async fn handle_out(
         self: &Arc<Self>,
-        out: FedOut,
-        js: &jetstream::Context,
+        o: FedOut,
         client: &async_nats::Client,
-        online: bool,
+        out: &mut Outgoing,
         perm_tx: &broadcast::Sender<String>,
-        ended_offline: &mut HashMap<String, SharedEnd>,
     ) {
-        match out {
+        let online = self.status.connected();
+        match o {
             FedOut::Publish(q) => {
+                let deadline_ms = unix_ms(SystemTime::now() + q.remaining);
                 if online {
-                    ended_offline.remove(&*q.id);
-                    self.publish_question(js, &q).await;
+                    self.publish_share(client, out, &q, deadline_ms).await;
+                } else {
+                    self.queue(out, Queued::Share(q, deadline_ms));
                 }
-                // Offline: the reconnect republishes every question still pending.
             }
             FedOut::Ended(end) => {
                 if online {
-                    self.publish_end(js, &end).await;
+                    self.publish_end(client, out, &end).await;
                 } else {
-                    ended_offline.insert(end.id.to_string(), end);
+                    self.queue(out, Queued::End(end));
                 }
             }
             FedOut::Forward(f) => {
@@ -507,76 +525,26 @@ impl Task {
             }
         }
     }
-}
 
-/// The next entry of the session's watches (never, without a session; `None` when the nodes'
-/// watch ends).
-async fn next_entry(session: &mut Option<Session>) -> Option<Watched> {
-    let Some(s) = session else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        e = s.nodes.next() => e.map(Watched::Node),
-        Some(e) = s.questions.next(), if !s.questions.is_empty() => Some(e),
+    fn queue(&self, out: &mut Outgoing, q: Queued) {
+        if out.overflowed {
+            return;
+        }
+        if out.offline.len() >= self.offline_limit {
+            out.offline.clear();
+            out.overflowed = true;
+            return;
+        }
+        out.offline.push(q);
     }
 }
 
-/// A KV bucket with per-message TTLs, created on first use.
-async fn bucket(
-    js: &jetstream::Context,
-    name: &str,
-    max_age: Duration,
-) -> Result<kv::Store, async_nats::Error> {
-    match js.get_key_value(name).await {
-        Ok(store) => Ok(store),
-        Err(_) => Ok(js
-            .create_key_value(kv::Config {
-                bucket: name.to_owned(),
-                history: 1,
-                max_age,
-                storage: jetstream::stream::StorageType::File,
-                limit_markers: Some(Duration::from_secs(60)),
-                ..Default::default()
-            })
-            .await?),
+/// The next message on `P.q.*` (never, on a node that shows no remote questions).
+async fn next_share(shares: &mut Option<async_nats::Subscriber>) -> Option<async_nats::Message> {
+    match shares {
+        Some(s) => s.next().await,
+        None => std::future::pending().await,
     }
-}
-
-/// A KV put with a per-message TTL (the KV API has none for a plain put).
-async fn publish(
-    js: &jetstream::Context,
-    subject: String,
-    payload: Vec<u8>,
-    ttl: Duration,
-) -> Result<jetstream::context::PublishAckFuture, async_nats::Error> {
-    Ok(js
-        .publish_with_headers(subject, ttl_header(ttl), payload.into())
-        .await?)
-}
-
-/// A KV put with a per-message TTL, without asking for the server's ack: a question's share
-/// and end are the busiest messages federation sends, and waiting on (or tracking) an ack per
-/// message made them queue behind one another (and a shutdown with 10,000 pending wait on the
-/// client's 5,000-ack window). A put the server refuses (no permission) still reaches the log
-/// as a server error; one lost with the connection is redone by the reconnect's reconcile.
-async fn put(
-    js: &jetstream::Context,
-    subject: String,
-    payload: Vec<u8>,
-    ttl: Duration,
-) -> Result<(), async_nats::Error> {
-    js.client()
-        .publish_with_headers(subject, ttl_header(ttl), payload.into())
-        .await?;
-    Ok(())
-}
-
-/// The `Nats-TTL` header for `ttl`: whole seconds, rounded up (never shorter than asked).
-fn ttl_header(ttl: Duration) -> async_nats::HeaderMap {
-    let mut headers = async_nats::HeaderMap::new();
-    let secs = ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0);
-    headers.insert("Nats-TTL", secs.max(1).to_string().as_str());
-    headers
 }
 
 /// The answer a remote UI gets, as a reply (`Ok` = ack).
@@ -592,5 +560,73 @@ pub(crate) fn reply_of(decision: &Result<Acked, FrameError>) -> Value {
             "approval": { "confirmed": confirmed, "outcome": outcome.as_str() },
         }),
         Err(e) => json!({ "error": { "code": e.code.as_str(), "message": e.message } }),
+    }
+}
+
+/// Who sent a message on one of this node's request subjects (`P.answer.<me>.<sender>`,
+/// `P.sync.<me>.<sender>`) and where to reply, if it has the one shape such a request takes:
+/// a core request whose reply goes to the sender's own inbox, without headers. The sender is
+/// the subject's (which the server let it publish), never the payload's; a JetStream
+/// delivery (reply `$JS.ACK…`) or anything else is refused.
+fn request_shape<'m>(
+    msg: &'m async_nats::Message,
+    wildcard: &str,
+) -> Result<(&'m str, async_nats::Subject), &'static str> {
+    let reply = msg.reply.clone().ok_or("no reply subject")?;
+    if reply.starts_with("$JS.") {
+        return Err("a JetStream delivery, not a node's request");
+    }
+    let sender = msg
+        .subject
+        .strip_prefix(wildcard.trim_end_matches('*'))
+        .filter(|s| config::valid_node(s))
+        .ok_or("not this node's subject")?;
+    let inbox = config::inbox_prefix(sender);
+    if !reply
+        .strip_prefix(inbox.as_str())
+        .is_some_and(|rest| rest.starts_with('.'))
+    {
+        return Err("the reply subject is not the sender's inbox");
+    }
+    if msg.headers.as_ref().is_some_and(|h| !h.is_empty()) {
+        return Err("a request carries no headers");
+    }
+    Ok((sender, reply))
+}
+
+/// A refusal of what another node (or anyone) sent: counted and logged, never answered.
+fn refuse(status: &FedStatus, msg: &async_nats::Message, why: &str) {
+    status.refused.fetch_add(1, Ordering::Relaxed);
+    tracing::warn!(
+        subject = %msg.subject,
+        reply = msg.reply.as_deref().unwrap_or(""),
+        why,
+        "federation: a message was refused"
+    );
+}
+
+/// Why a NATS server's address cannot be reached, as the OS says it (a TCP connect within a
+/// second); `None` when it can be (the failure is then NATS's own, e.g. TLS or auth).
+async fn reach(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let hostport = rest.rsplit('@').next().unwrap_or(rest);
+    let hostport = hostport.split('/').next().unwrap_or(hostport);
+    let target = if hostport
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        hostport.to_owned()
+    } else {
+        format!("{hostport}:4222")
+    };
+    match tokio::time::timeout(
+        Duration::from_secs(1),
+        tokio::net::TcpStream::connect(&target),
+    )
+    .await
+    {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(_) => Some(format!("no answer from {target} within 1 s")),
     }
 }

@@ -1,11 +1,9 @@
-//! What federation writes to NATS and reads back: bucket keys, question and end entries,
-//! presence beats, answer requests and their replies (documented in proto/PROTOCOL.md,
+//! What federation writes to NATS and reads back: shares, ends and presence on `P.q.<node>`,
+//! sync pages, answer requests and their replies (documented in proto/PROTOCOL.md,
 //! "Federation"). Anything read from NATS is untrusted: a malformed entry or request is
 //! refused, never a panic.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
@@ -16,23 +14,21 @@ use crate::protocol::{
     ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
 };
 
-/// A question's key in the pending bucket: its node, then its id in unpadded base64url (KV
-/// keys allow only `[-/_=.A-Za-z0-9]`).
-pub fn key(node: &str, id: &str) -> String {
-    format!("{node}.{}", URL_SAFE_NO_PAD.encode(id))
+/// The federation protocol version this node speaks: every message carries it as `"v"`, and
+/// a message of another version is refused (logged once per node), never half-read.
+pub const VERSION: u64 = super::link::PROTOCOL;
+
+/// The envelope every message on `P.q.<node>` starts with: the version, the origin's epoch
+/// (its start, Unix ms: a restart is a new epoch) and its sequence number (shares and ends
+/// take the next one; a beat repeats the last one taken).
+fn envelope(out: &mut Vec<u8>, epoch: u64, seq: u64) {
+    out.extend_from_slice(format!(r#"{{"v":{VERSION},"epoch":{epoch},"seq":{seq}"#).as_bytes());
 }
 
-/// The correlationId a key's second part names.
-pub fn id_of_key(encoded: &str) -> Option<String> {
-    let bytes = URL_SAFE_NO_PAD.decode(encoded).ok()?;
-    String::from_utf8(bytes).ok()
-}
-
-/// A pending question's entry.
-pub fn question(node: &str, q: &SharedQuestion, deadline_ms: u64) -> Vec<u8> {
+/// A pending question's share.
+pub fn question(q: &SharedQuestion, deadline_ms: u64, epoch: u64, seq: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(q.body.bytes() + 256);
-    out.extend_from_slice(br#"{"v":1,"node":"#);
-    serde_json::to_writer(&mut out, node).expect("a string serializes");
+    envelope(&mut out, epoch, seq);
     out.extend_from_slice(br#","correlationId":"#);
     serde_json::to_writer(&mut out, &*q.id).expect("a string serializes");
     match &q.body {
@@ -59,6 +55,158 @@ pub fn question(node: &str, q: &SharedQuestion, deadline_ms: u64) -> Vec<u8> {
         .as_bytes(),
     );
     out
+}
+
+/// A presence message: a beat (`{"beat":{"pending":n}}`), a hello on (re)connect (`"hello":
+/// true`, sent as a request whose replies name the nodes that heard it), or a clean stop's
+/// `"bye": true`.
+pub fn presence(kind: Presence, epoch: u64, seq: u64, pending: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(96);
+    envelope(&mut out, epoch, seq);
+    match kind {
+        Presence::Beat => {
+            out.extend_from_slice(format!(r#","beat":{{"pending":{pending}}}}}"#).as_bytes())
+        }
+        Presence::Hello => out.extend_from_slice(
+            format!(r#","hello":true,"beat":{{"pending":{pending}}}}}"#).as_bytes(),
+        ),
+        Presence::Bye => out.extend_from_slice(br#","bye":true}"#),
+    }
+    out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presence {
+    Beat,
+    Hello,
+    Bye,
+}
+
+/// The reply to a hello: the name of a node that heard it. A hint only (its sender is not
+/// proven): the hello's sender asks that node for its pending through `P.sync.<node>.<me>`,
+/// which only that node can answer.
+pub fn hello_reply(node: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({"v": VERSION, "node": node})).expect("JSON serializes")
+}
+
+/// The node a hello reply names, if it is one.
+pub fn parse_hello_reply(bytes: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(bytes).ok()?;
+    if v.get("v").and_then(Value::as_u64) != Some(VERSION) {
+        return None;
+    }
+    v.get("node").and_then(Value::as_str).map(str::to_owned)
+}
+
+/// A sync request: the page after `after` (a correlationId; `None`: the first page).
+pub fn sync_request(after: Option<&str>) -> Vec<u8> {
+    serde_json::to_vec(&json!({"v": VERSION, "after": after})).expect("JSON serializes")
+}
+
+#[derive(Deserialize)]
+struct RawSyncRequest {
+    v: u64,
+    #[serde(default)]
+    after: Option<String>,
+}
+
+/// What a sync request asks: the page after which id. `Err` names what is wrong with it.
+pub fn parse_sync_request(bytes: &[u8]) -> Result<Option<String>, String> {
+    let r: RawSyncRequest =
+        serde_json::from_slice(bytes).map_err(|e| format!("not a sync request: {e}"))?;
+    if r.v != VERSION {
+        return Err(format!(
+            "federation protocol v{} (this node speaks v{VERSION})",
+            r.v
+        ));
+    }
+    Ok(r.after)
+}
+
+/// One page of a sync reply: `items` are shares exactly as they would go live (each with the
+/// envelope of this page: the origin's epoch and its last sequence number when the page was
+/// taken); `next` is the cursor of the next page, absent on the last.
+pub fn sync_page(epoch: u64, seq: u64, items: &[Vec<u8>], next: Option<&str>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(items.iter().map(|i| i.len() + 1).sum::<usize>() + 128);
+    envelope(&mut out, epoch, seq);
+    out.extend_from_slice(br#","next":"#);
+    serde_json::to_writer(&mut out, &next).expect("a string serializes");
+    out.extend_from_slice(br#","items":["#);
+    for (n, item) in items.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(item);
+    }
+    out.extend_from_slice(b"]}");
+    out
+}
+
+#[derive(Deserialize)]
+struct RawSyncPage {
+    v: u64,
+    epoch: u64,
+    seq: u64,
+    #[serde(default)]
+    next: Option<String>,
+    #[serde(default)]
+    items: Vec<Box<RawValue>>,
+    #[serde(default)]
+    error: Option<ReplyError>,
+}
+
+/// A sync reply, as read.
+#[derive(Debug)]
+pub struct SyncPage {
+    pub epoch: u64,
+    pub seq: u64,
+    pub next: Option<String>,
+    pub items: Vec<Entry>,
+    /// Items larger than `max_item` bytes, left out.
+    pub oversized: usize,
+}
+
+/// A sync reply; shares over `max_item` bytes are left out and counted.
+pub fn parse_sync_page(bytes: &[u8], max_item: usize) -> Result<SyncPage, String> {
+    let raw: RawSyncPage =
+        serde_json::from_slice(bytes).map_err(|e| format!("an unreadable sync reply: {e}"))?;
+    if let Some(e) = raw.error {
+        return Err(format!("{}: {}", e.code, e.message));
+    }
+    if raw.v != VERSION {
+        return Err(format!(
+            "federation protocol v{} (this node speaks v{VERSION})",
+            raw.v
+        ));
+    }
+    let mut items = Vec::with_capacity(raw.items.len());
+    let mut oversized = 0;
+    for item in raw.items {
+        if item.get().len() > max_item {
+            oversized += 1;
+            continue;
+        }
+        match parse_message(item.get().as_bytes()) {
+            Ok(Message {
+                body: Msg::Share(e),
+                ..
+            }) => items.push(e),
+            _ => return Err("a sync reply holds something other than shares".into()),
+        }
+    }
+    Ok(SyncPage {
+        epoch: raw.epoch,
+        seq: raw.seq,
+        next: raw.next,
+        items,
+        oversized,
+    })
+}
+
+/// A refusal sent as a reply (a sync request of another version, say).
+pub fn error_reply(code: &str, message: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({"v": VERSION, "error": {"code": code, "message": message}}))
+        .expect("JSON serializes")
 }
 
 /// What an approval's entry carries: the fields of its `tool-confirmation-request` a UI is
@@ -92,9 +240,9 @@ fn approval_fields(out: &mut Vec<u8>, body: &ApprovalBody) {
     out.push(b'}');
 }
 
-/// A question's end entry.
-pub fn ended(node: &str, end: &SharedEnd) -> Vec<u8> {
-    let mut v = json!({"v": 1, "node": node, "correlationId": &*end.id, "ended": end.reason});
+/// A question's end.
+pub fn ended(end: &SharedEnd, epoch: u64, seq: u64) -> Vec<u8> {
+    let mut v = json!({"v": VERSION, "epoch": epoch, "seq": seq, "correlationId": &*end.id, "ended": end.reason});
     if let Some(by) = &end.answered_by {
         let mut by = serde_json::to_value(by).expect("UiInfo serializes");
         if let Some(peer) = end.winner_peer {
@@ -105,7 +253,7 @@ pub fn ended(node: &str, end: &SharedEnd) -> Vec<u8> {
     serde_json::to_vec(&v).expect("JSON serializes")
 }
 
-/// A pending bucket entry, as read.
+/// A share or an end, as read.
 #[derive(Debug)]
 pub enum Entry {
     Question {
@@ -129,7 +277,20 @@ pub enum Entry {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RawEntry {
-    correlation_id: String,
+    #[serde(default)]
+    v: Option<u64>,
+    #[serde(default)]
+    epoch: Option<u64>,
+    #[serde(default)]
+    seq: Option<u64>,
+    #[serde(default)]
+    beat: Option<RawBeat>,
+    #[serde(default)]
+    hello: bool,
+    #[serde(default)]
+    bye: bool,
+    #[serde(default)]
+    correlation_id: Option<String>,
     #[serde(default)]
     questions: Option<Box<RawValue>>,
     #[serde(default)]
@@ -146,44 +307,101 @@ struct RawEntry {
     answered_by: Option<Value>,
 }
 
-pub fn parse_entry(bytes: &[u8]) -> Option<Entry> {
-    let raw: RawEntry = serde_json::from_slice(bytes).ok()?;
-    if let Some(reason) = raw.ended {
-        let reason = match reason.as_str() {
-            "answered" | "dismissed" => WithdrawReason::Answered,
-            "timeout" => WithdrawReason::Timeout,
-            "producer-gone" => WithdrawReason::ProducerGone,
-            "shutdown" => WithdrawReason::Shutdown,
-            _ => WithdrawReason::Withdrawn,
-        };
-        let winner_peer = raw
-            .answered_by
-            .as_ref()
-            .and_then(|b| b.get("peer"))
-            .and_then(Value::as_u64);
-        let answered_by = raw
-            .answered_by
-            .and_then(|b| serde_json::from_value::<UiInfo>(b).ok());
-        return Some(Entry::Ended {
-            id: raw.correlation_id,
-            reason,
-            answered_by,
-            winner_peer,
-        });
+#[derive(Deserialize)]
+struct RawBeat {
+    pending: u64,
+}
+
+/// A message of `P.q.<node>`, as read: its envelope and what it says.
+#[derive(Debug)]
+pub struct Message {
+    pub epoch: u64,
+    pub seq: u64,
+    pub body: Msg,
+}
+
+#[derive(Debug)]
+pub enum Msg {
+    Share(Entry),
+    End(Entry),
+    /// A beat (`hello`: the node just (re)connected and asks who hears it).
+    Beat {
+        pending: u64,
+        hello: bool,
+    },
+    Bye,
+}
+
+/// Why a message was not read.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("federation protocol v{0} (this node speaks v{VERSION})")]
+    Version(u64),
+    #[error("{0}")]
+    Malformed(String),
+}
+
+pub fn parse_message(bytes: &[u8]) -> Result<Message, ParseError> {
+    let raw: RawEntry =
+        serde_json::from_slice(bytes).map_err(|e| ParseError::Malformed(e.to_string()))?;
+    let malformed = |what: &str| ParseError::Malformed(what.to_owned());
+    // The old layout's entries carry `"v":1`; a message with no version is no node's.
+    let v = raw.v.ok_or_else(|| malformed("no protocol version"))?;
+    if v != VERSION {
+        return Err(ParseError::Version(v));
     }
-    let (questions, approval) = match (raw.questions, raw.approval) {
-        (Some(q), None) => (q, false),
-        (None, Some(a)) => (a, true),
-        _ => return None,
+    let epoch = raw.epoch.ok_or_else(|| malformed("no epoch"))?;
+    let seq = raw.seq.ok_or_else(|| malformed("no sequence number"))?;
+    let body = if raw.bye {
+        Msg::Bye
+    } else if let Some(beat) = raw.beat {
+        Msg::Beat {
+            pending: beat.pending,
+            hello: raw.hello,
+        }
+    } else {
+        let id = raw
+            .correlation_id
+            .ok_or_else(|| malformed("no correlationId"))?;
+        if let Some(reason) = raw.ended {
+            let reason = match reason.as_str() {
+                "answered" | "dismissed" => WithdrawReason::Answered,
+                "timeout" => WithdrawReason::Timeout,
+                "producer-gone" => WithdrawReason::ProducerGone,
+                "shutdown" => WithdrawReason::Shutdown,
+                _ => WithdrawReason::Withdrawn,
+            };
+            let winner_peer = raw
+                .answered_by
+                .as_ref()
+                .and_then(|b| b.get("peer"))
+                .and_then(Value::as_u64);
+            let answered_by = raw
+                .answered_by
+                .and_then(|b| serde_json::from_value::<UiInfo>(b).ok());
+            Msg::End(Entry::Ended {
+                id,
+                reason,
+                answered_by,
+                winner_peer,
+            })
+        } else {
+            let (questions, approval) = match (raw.questions, raw.approval) {
+                (Some(q), None) => (q, false),
+                (None, Some(a)) => (a, true),
+                _ => return Err(malformed("a share holds questions or an approval")),
+            };
+            Msg::Share(Entry::Question {
+                id,
+                questions,
+                approval,
+                context: raw.context,
+                producer: raw.producer.unwrap_or_default(),
+                deadline_ms: raw.deadline_ms.ok_or_else(|| malformed("no deadlineMs"))?,
+            })
+        }
     };
-    Some(Entry::Question {
-        id: raw.correlation_id,
-        questions,
-        approval,
-        context: raw.context,
-        producer: raw.producer.unwrap_or_default(),
-        deadline_ms: raw.deadline_ms?,
-    })
+    Ok(Message { epoch, seq, body })
 }
 
 /// A remote question through the same validation as a local request: a node that shares
@@ -246,17 +464,6 @@ pub fn valid_request(
         Ok(_) => Err("not a request".into()),
         Err(e) => Err(e.message),
     }
-}
-
-/// This node's presence beat.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeBeat<'a> {
-    pub v: u32,
-    pub node: &'a str,
-    pub server: &'a str,
-    pub heartbeat_ms: u64,
-    pub started_ms: u64,
 }
 
 /// An answer to send to the origin: the UI's `ask-user-response` or
@@ -399,20 +606,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_round_trip_any_correlation_id() {
-        for id in ["a", "7c0d2f4e-0000", "ü/.*> \"x\"", &"z".repeat(128)] {
-            let k = key("node-1", id);
-            assert!(k
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_.=/".contains(&b)));
-            let (node, rest) = k.split_once('.').unwrap();
-            assert_eq!(node, "node-1");
-            assert_eq!(id_of_key(rest).as_deref(), Some(id));
-        }
-        assert_eq!(id_of_key("!!"), None);
-    }
-
-    #[test]
     fn an_approval_entry_is_checked_as_a_local_request_would_be() {
         let fields = |v: &str| RawValue::from_string(v.to_owned()).unwrap();
         let ok = fields(
@@ -439,17 +632,54 @@ mod tests {
                 "{bad}"
             );
         }
-        // An entry that holds both, or neither, is not read.
-        assert!(parse_entry(
-            br#"{"correlationId":"x","questions":[],"approval":{},"deadlineMs":1}"#
+        // A share that holds both, or neither, is not read.
+        assert!(parse_message(
+            br#"{"v":2,"epoch":1,"seq":1,"correlationId":"x","questions":[],"approval":{},"deadlineMs":1}"#
         )
-        .is_none());
+        .is_err());
     }
 
     #[test]
     fn malformed_entries_and_answers_are_refused() {
-        assert!(parse_entry(b"not json").is_none());
-        assert!(parse_entry(br#"{"correlationId":"x"}"#).is_none());
+        assert!(parse_message(b"not json").is_err());
+        assert!(parse_message(br#"{"v":2,"epoch":1,"seq":1,"correlationId":"x"}"#).is_err());
+        // The old layout's entries (v1) and messages with no envelope are another protocol.
+        assert_eq!(
+            parse_message(
+                br#"{"v":1,"node":"a","correlationId":"x","questions":[],"deadlineMs":1}"#
+            )
+            .unwrap_err(),
+            ParseError::Version(1)
+        );
+        assert!(parse_message(br#"{"correlationId":"x","questions":[],"deadlineMs":1}"#).is_err());
+        assert!(matches!(
+            parse_message(&presence(Presence::Hello, 7, 3, 2)).unwrap(),
+            Message {
+                epoch: 7,
+                seq: 3,
+                body: Msg::Beat {
+                    pending: 2,
+                    hello: true
+                }
+            }
+        ));
+        assert!(matches!(
+            parse_message(&presence(Presence::Bye, 7, 3, 0))
+                .unwrap()
+                .body,
+            Msg::Bye
+        ));
+        assert!(parse_sync_page(&sync_page(7, 3, &[b"{}".to_vec()], None), 1 << 20).is_err());
+        let page = parse_sync_page(&sync_page(7, 3, &[], Some("a")), 1 << 20).unwrap();
+        assert_eq!(
+            (page.epoch, page.seq, page.next.as_deref()),
+            (7, 3, Some("a"))
+        );
+        assert_eq!(
+            parse_sync_request(&sync_request(Some("a"))),
+            Ok(Some("a".into()))
+        );
+        assert!(parse_sync_request(br#"{"v":1}"#).is_err());
         assert!(parse_answer(
             br#"{"type":"ask-user-response","correlationId":"x","answers":{"a":"b"}}"#
         )

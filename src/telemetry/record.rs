@@ -35,6 +35,11 @@ pub struct Record {
     pub project: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ui: Option<UiInfo>,
+    /// Present only for a request its producer withdrew because a person answered it
+    /// elsewhere (`answered-elsewhere`, e.g. in the editor of `askbus acp`); every other
+    /// decider follows from `reason` and `ui`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<DecidedElsewhere>,
     pub latency_ms: u64,
     #[serde(rename = "question_types")]
     pub question_types: Vec<&'static str>,
@@ -46,6 +51,15 @@ pub struct Record {
     /// Set for approvals, whose line has its own shape (`write_line`).
     #[serde(skip)]
     pub approval: Option<Box<ApprovalFacts>>,
+}
+
+/// `decidedBy` of a request answered outside askbus: `{"kind":"human","via":…}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DecidedElsewhere {
+    /// Always `human`.
+    pub kind: &'static str,
+    /// Where, as its producer claimed (`acp`), else `client`.
+    pub via: String,
 }
 
 /// What an approval's record says beyond the fields every record has.
@@ -77,6 +91,8 @@ struct ApprovalLine<'a> {
     producer: &'a ProducerInfo,
     #[serde(skip_serializing_if = "Option::is_none")]
     ui: Option<&'a UiInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decided_by: Option<&'a DecidedElsewhere>,
     latency_ms: u64,
     #[serde(flatten)]
     facts: &'a ApprovalFacts,
@@ -98,6 +114,7 @@ impl Record {
                 code: self.code.map(ErrorCode::as_str),
                 producer: &self.producer,
                 ui: self.ui.as_ref(),
+                decided_by: self.decided_by.as_ref(),
                 latency_ms: self.latency_ms,
                 facts,
             };
@@ -168,6 +185,13 @@ impl Record {
             }
             out.push(b'}');
         }
+        if let Some(d) = &self.decided_by {
+            out.extend_from_slice(b",\"decidedBy\":{\"kind\":");
+            write_str(out, d.kind);
+            out.extend_from_slice(b",\"via\":");
+            write_str(out, &d.via);
+            out.push(b'}');
+        }
         out.extend_from_slice(b",\"latencyMs\":");
         write_u64(out, self.latency_ms);
         out.extend_from_slice(b",\"question_types\":[");
@@ -220,6 +244,7 @@ mod tests {
                 pid: Some(77),
                 node: Some("b\"2".into()),
             }),
+            decided_by: None,
             latency_ms: 1234,
             question_types: vec!["choice", "yesno"],
             dismissed: false,
@@ -248,6 +273,15 @@ mod tests {
             dismissed: true,
             ..full.clone()
         };
+        let elsewhere = Record {
+            reason: End::Withdrawn,
+            ui: None,
+            decided_by: Some(DecidedElsewhere {
+                kind: "human",
+                via: "a\"cp".into(),
+            }),
+            ..full.clone()
+        };
         let none_ui = Record {
             ui: None,
             agent: None,
@@ -255,7 +289,7 @@ mod tests {
             ..full.clone()
         };
         let mut ts_text = (SystemTime::UNIX_EPOCH, Vec::new());
-        for record in [&full, &bare, &none_ui, &full] {
+        for record in [&full, &bare, &elsewhere, &none_ui, &full] {
             let mut ours = Vec::new();
             record.write_line(&mut ours, &mut ts_text);
             let mut theirs = serde_json::to_vec(record).unwrap();

@@ -4,6 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { access } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, test } from 'node:test';
 
@@ -12,19 +13,25 @@ import {
   editorSession,
   ELICIT_AGENT,
   finish,
+  GEMINI,
   geminiAcp,
   launch,
   messages,
 } from './acp-helpers.mjs';
 import {
+  claudeSandbox,
+  CLI,
   deadline,
+  fakeMessagesApi,
   functionResponses,
   geminiSandbox,
   modelRequests,
   modelTurn,
   rm,
+  run,
   startDaemon,
   subscribeUi,
+  telemetryRecords,
   tempDir,
 } from './helpers.mjs';
 
@@ -132,7 +139,12 @@ test('rejected from an askbus UI: the command does not run and the agent reports
   assert.match((await toolOutcome(box)).error, /canceled by the user/);
 });
 
-test('answered in the editor first: the askbus request is withdrawn', async () => {
+test('answered in the editor first: the askbus request is withdrawn, recorded as decided in the editor (decidedBy human via acp)', async () => {
+  // This test's own daemon, with the store and telemetry on, to read how the request ended.
+  await bus.stop();
+  const store = path.join(root, 'state', 'askbus.db');
+  const telemetry = path.join(root, 'telemetry.jsonl');
+  bus = await startDaemon(root, ['--store', store, '--telemetry', telemetry]);
   const box = await shellBox();
   const u = await ui();
   const proc = proxied(geminiAcp(box));
@@ -151,11 +163,118 @@ test('answered in the editor first: the askbus request is withdrawn', async () =
     (f) => f.type === 'tool-confirmation-withdrawn' && f.correlationId === req.correlationId,
     'the withdrawal of the askbus request',
   );
-  assert.ok(gone.reason, 'withdrawn with a reason');
+  assert.equal(gone.reason, 'withdrawn');
   const seen = await deadline(session, 'the prompt turn', 90_000);
   assert.equal(seen.stopReason, 'end_turn', String(seen.error));
   assert.equal(seen.cancelled.length, 0, "the editor's answer was the one taken");
   assert.ok(await exists(path.join(box.work, 'created.txt')));
+  await finish(proc);
+  const history = await run(CLI, ['history', req.correlationId, '--json', '--store', store], {});
+  assert.equal(history.code, 0, history.stderr);
+  const record = JSON.parse(history.stdout);
+  assert.equal(record.reason, 'withdrawn');
+  assert.equal(record.decidedBy.kind, 'human', 'a person decided, in the editor');
+  assert.equal(record.decidedBy.via, 'acp');
+  assert.equal(record.decidedBy.uid, process.getuid());
+  assert.match(record.decidedBy.client, /^askbus-acp\//);
+  const line = await deadline(
+    (async () => {
+      for (;;) {
+        const found = (await telemetryRecords(telemetry).catch(() => [])).find((r) => r.correlationId === req.correlationId);
+        if (found) return found;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })(),
+    'the telemetry line',
+  );
+  assert.deepEqual(line.decidedBy, { kind: 'human', via: 'acp' });
+});
+
+/**
+ * askbusd restarts (SIGKILL or SIGTERM, the store on) while Gemini's permission request is
+ * pending in askbus: the proxy re-attaches it to the new daemon, which shows it again. Then
+ * `answer` is the UI's decision, or null for nobody (it ends at --timeout-ms: denied).
+ */
+async function restartMidRequest(signal, answer) {
+  await bus.stop();
+  const store = path.join(root, 'state', 'askbus.db');
+  const daemonArgs = ['--store', store];
+  bus = await startDaemon(root, daemonArgs);
+  const box = await shellBox();
+  let u = await ui();
+  const proc = proxied(geminiAcp(box), answer ? [] : ['--timeout-ms', '10000']);
+  const session = editorSession(proc, { cwd: box.work });
+  const req = await approvalOf(u);
+  await bus.stop(signal);
+  bus = await startDaemon(root, daemonArgs);
+  u = await ui();
+  // The same request, shown once by the new daemon (restored from the store, re-attached by the proxy).
+  const again = await approvalOf(u);
+  assert.equal(again.correlationId, req.correlationId);
+  if (answer) u.send({ type: 'tool-confirmation-response', correlationId: again.correlationId, ...answer });
+  const seen = await deadline(session, 'the prompt turn', 90_000);
+  assert.equal(seen.stopReason, 'end_turn', String(seen.error));
+  assert.equal(seen.permissions.length, 1, 'the editor was asked once');
+  assert.equal(seen.cancelled.length, 1, "and its dialog cancelled once, askbus's answer being the one");
+  await finish(proc);
+  const answers = messages(seen.sent()).filter((m) => m.id !== undefined && m.method === undefined);
+  assert.equal(answers.length, 1, 'the editor sent one answer to the permission request (its cancellation)');
+  return { box, proc, unasked: () => u.frames.filter((f) => f.type === 'tool-confirmation-request').length };
+}
+
+test('askbusd killed (SIGKILL) mid-request, store on: the proxy re-attaches, the UI answers once, the agent runs the command', async () => {
+  const { box, unasked } = await restartMidRequest('SIGKILL', { confirmed: true, outcome: 'proceed_once' });
+  assert.ok(await exists(path.join(box.work, 'created.txt')), 'approved after the restart');
+  assert.ok(!(await toolOutcome(box)).error);
+  assert.equal(unasked(), 0, 'no second copy of the request');
+});
+
+test('askbusd restarted (SIGTERM) mid-request and nobody answers: the request ends at --timeout-ms, denied, never approved', async () => {
+  const { box } = await restartMidRequest('SIGTERM', null);
+  assert.ok(!(await exists(path.join(box.work, 'created.txt'))), 'not approved by default');
+  assert.match((await toolOutcome(box)).error, /canceled by the user/);
+});
+
+const CLAUDE_CODE_ACP = path.join(path.dirname(GEMINI), '../../../@zed-industries/claude-code-acp/dist/index.js');
+
+test('a second agent: claude-code-acp (the Claude Agent SDK) on a local fake Messages API, its Bash permission answered in askbus', async () => {
+  const api = await fakeMessagesApi({
+    toolUse: { name: 'Bash', input: { command: COMMAND, description: 'Create a file' } },
+    finalText: 'Finished.',
+  });
+  closers.push(() => api.close());
+  const box = await claudeSandbox(root, {});
+  const u = await ui();
+  const agent = {
+    command: process.execPath,
+    args: [CLAUDE_CODE_ACP],
+    cwd: box.work,
+    env: {
+      PATH: process.env.PATH,
+      HOME: box.home,
+      TMPDIR: os.tmpdir(),
+      ANTHROPIC_BASE_URL: api.url,
+      ANTHROPIC_API_KEY: 'sk-ant-offline-test',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+      NO_COLOR: '1',
+      TERM: 'dumb',
+    },
+  };
+  const proc = proxied(agent);
+  const session = editorSession(proc, { cwd: box.work });
+  const req = await approvalOf(u);
+  assert.ok(req.outcomes.includes('proceed_once'), JSON.stringify(req.outcomes));
+  assert.equal(req.details.type, 'exec', JSON.stringify(req.details));
+  assert.equal(req.details.command, COMMAND, "from rawInput.command: claude-code-acp sends no kind with the request");
+  assert.equal(req.context.project, 'work');
+  u.send({ type: 'tool-confirmation-response', correlationId: req.correlationId, confirmed: true, outcome: 'proceed_once' });
+  const seen = await deadline(session, 'the prompt turn', 90_000);
+  assert.equal(seen.error, undefined, String(seen.error) + proc.stderr());
+  assert.equal(seen.stopReason, 'end_turn');
+  assert.equal(seen.permissions.length, 1, 'the editor was asked too (--gate both)');
+  assert.equal(seen.cancelled.length, 1, 'and its dialog cancelled once askbus answered');
+  assert.ok(await exists(path.join(box.work, 'created.txt')), 'the approved command ran');
   await finish(proc);
 });
 

@@ -42,7 +42,7 @@ export async function tempDir(prefix) {
 /** A fresh askbusd on a socket in `dir`; resolves once it logs that it is ready. */
 export async function startDaemon(dir, args = []) {
   const socket = path.join(dir, 'askbus.sock');
-  const child = spawn(DAEMON, ['--socket', socket, '--no-telemetry', ...((args).some((a) => a === '--store' || a.startsWith('--store=') || a === '--no-store') ? [] : ['--no-store']), ...((args).some((a) => a.startsWith('--policies')) ? [] : ['--policies', 'off']), ...args], {
+  const child = spawn(DAEMON, ['--socket', socket, ...((args).some((a) => a === '--telemetry' || a.startsWith('--telemetry=')) ? [] : ['--no-telemetry']), ...((args).some((a) => a === '--store' || a.startsWith('--store=') || a === '--no-store') ? [] : ['--no-store']), ...((args).some((a) => a.startsWith('--policies')) ? [] : ['--policies', 'off']), ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';
@@ -60,8 +60,8 @@ export async function startDaemon(dir, args = []) {
   return {
     socket,
     log: () => log,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       await exited;
     },
   };

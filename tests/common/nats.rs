@@ -1,5 +1,6 @@
-//! A real `nats-server` (JetStream on, its store in a temp dir) on 127.0.0.1 and a free port,
-//! for the federation tests; and helpers to wait until askbusd nodes see each other.
+//! A real, stock `nats-server` (core NATS: federation needs no JetStream; a test that attacks
+//! through JetStream turns it on with `-js`) on 127.0.0.1 and a free port, for the federation
+//! tests; and helpers to wait until askbusd nodes see each other.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -72,6 +73,11 @@ impl Nats {
     /// the listen address and JetStream store come from the command line, which overrides
     /// the file.
     pub fn shipped() -> Nats {
+        Nats::shipped_with(&[])
+    }
+
+    /// The shipped config with extra command-line arguments (`-js`: JetStream on).
+    pub fn shipped_with(extra: &[&str]) -> Nats {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/nats-server.conf");
         let text = std::fs::read_to_string(&path).expect("docs/nats-server.conf");
         let placeholder = "\"$2a$11$REPLACE_WITH_nats_server_passwd_OUTPUT\"";
@@ -97,7 +103,7 @@ impl Nats {
             !conf.contains("REPLACE_WITH"),
             "every user's password set:\n{conf}"
         );
-        Nats::start_with(&[], Some(&conf))
+        Nats::start_with(extra, Some(&conf))
     }
 
     /// A node's `[federation]` lines for user `user` of the shipped config.
@@ -120,9 +126,10 @@ impl Nats {
     fn spawn(&mut self) {
         let _ = std::fs::remove_file(&self.log);
         let store = self.dir.path().join("js");
+        let js = self.extra.iter().any(|a| a == "-js");
         let child = Command::new(nats_bin())
-            .args(["-a", "127.0.0.1", "-p", &self.port.to_string(), "-js", "-sd"])
-            .arg(&store)
+            .args(["-a", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(if js { vec!["-sd".into(), store] } else { vec![] })
             .arg("-l")
             .arg(&self.log)
             .args(&self.extra)

@@ -24,8 +24,8 @@ use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 use super::confirm::{Confirm, Confirmation};
 use super::{new_correlation_id, Ask, Backoff, ClientError, Connection};
 use crate::protocol::{
-    encode, ApprovalResponse, ClientFrame, ErrorCode, NoUiPolicy, Outcome, ProducerResponse,
-    RequestContext, ServerFrame,
+    encode, ApprovalResponse, CancelReason, ClientFrame, ErrorCode, NoUiPolicy, Outcome,
+    ProducerResponse, RequestContext, ServerFrame,
 };
 
 /// A request's terminal frame.
@@ -91,12 +91,23 @@ impl PendingAsk {
         }
     }
 
-    fn cancel_frame(&self, id: &str) -> bytes::Bytes {
+    fn cancel_frame(&self, id: &str, why: &CancelReason) -> bytes::Bytes {
+        let reason = match why {
+            CancelReason::Withdrawn => None,
+            r => Some(r.as_str()),
+        };
+        let via = why.via();
         match &self.body {
-            Body::Question { .. } => encode(&ClientFrame::AskUserCancel { correlation_id: id }),
-            Body::Approval(_) => {
-                encode(&ClientFrame::ToolConfirmationCancel { correlation_id: id })
-            }
+            Body::Question { .. } => encode(&ClientFrame::AskUserCancel {
+                correlation_id: id,
+                reason,
+                via,
+            }),
+            Body::Approval(_) => encode(&ClientFrame::ToolConfirmationCancel {
+                correlation_id: id,
+                reason,
+                via,
+            }),
         }
     }
 }
@@ -307,13 +318,25 @@ impl Producer {
     /// reason `withdrawn`. Asked while no daemon holds the request, the `ask` ends at once
     /// with [`ClientError::Closed`] (a `confirm`, not confirmed).
     pub async fn cancel(&self, correlation_id: &str) -> Result<(), ClientError> {
+        self.cancel_because(correlation_id, &CancelReason::Withdrawn)
+            .await
+    }
+
+    /// Withdraws a request, saying why: [`CancelReason::AnsweredElsewhere`] when a person
+    /// answered it outside askbus (its record then says a human decided it, `via` where).
+    /// Otherwise as [`Producer::cancel`].
+    pub async fn cancel_because(
+        &self,
+        correlation_id: &str,
+        why: &CancelReason,
+    ) -> Result<(), ClientError> {
         let (writer, frame) = {
             let mut st = self.shared.state();
             let writer = st.writer.clone();
             let frame = match st.asks.get_mut(correlation_id) {
                 Some(ask) if writer.is_some() => {
                     ask.cancel_requested = true;
-                    ask.cancel_frame(correlation_id)
+                    ask.cancel_frame(correlation_id, why)
                 }
                 Some(_) => {
                     let ask = st.asks.remove(correlation_id).expect("just found");
@@ -321,7 +344,11 @@ impl Producer {
                     return Ok(());
                 }
                 // Not ours: the daemon says so (`not-pending`).
-                None => encode(&ClientFrame::AskUserCancel { correlation_id }),
+                None => encode(&ClientFrame::AskUserCancel {
+                    correlation_id,
+                    reason: None,
+                    via: None,
+                }),
             };
             (writer, frame)
         };

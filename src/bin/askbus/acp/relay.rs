@@ -20,12 +20,19 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc::UnboundedSender;
 
 use askbus::client::{new_correlation_id, Ask, Producer, ProducerOptions};
-use askbus::protocol::{NoUiPolicy, RequestContext};
+use askbus::protocol::{CancelReason, NoUiPolicy, RequestContext};
 
 use super::elicit::{self, Elicitation};
 use super::permission::{self, OptionMap};
 use super::wire::{self, Envelope, IdKey};
 use super::{Decision, Event, Fallback, Gate};
+
+/// Why an askbus request is withdrawn when the editor answered its copy first.
+fn answered_in_editor() -> CancelReason {
+    CancelReason::AnsweredElsewhere {
+        via: Some("acp".into()),
+    }
+}
 
 /// How the relay routes and asks.
 #[derive(Debug, Clone)]
@@ -61,6 +68,20 @@ impl Out {
             return false;
         };
         let ok = w.write_all(line).is_ok() && (!flush || w.flush().is_ok());
+        if !ok {
+            *guard = None;
+        }
+        ok
+    }
+
+    /// Writes `bytes` straight to this side (after what is buffered), flushed: a large run
+    /// goes out in one write, without a copy into the buffer.
+    pub fn write_through(&self, bytes: &[u8]) -> bool {
+        let mut guard = self.w.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(w) = guard.as_mut() else {
+            return false;
+        };
+        let ok = w.flush().is_ok() && w.get_mut().write_all(bytes).is_ok();
         if !ok {
             *guard = None;
         }
@@ -188,13 +209,26 @@ impl Relay {
         self.to_agent.write(line, flush);
     }
 
-    /// A line the agent wrote. `more`: the reader already holds the next one.
-    pub fn from_agent(self: &Arc<Self>, line: &[u8], more: bool) {
+    /// Whether a run of the agent's complete lines needs no look but the one this makes: no
+    /// answer the relay reads is awaited, and no line in it names a method that matters.
+    pub fn passes_through(&self, lines: &[u8]) -> bool {
         let (cancels, tracked) = {
             let st = self.state();
             (!st.inflight.is_empty(), !st.tracked.is_empty())
         };
-        if !tracked && !wire::agent_line_may_matter(line, cancels) {
+        !tracked && !wire::agent_line_may_matter(lines, cancels)
+    }
+
+    /// Writes a run of the agent's lines to the editor as they are, in one write.
+    pub fn to_editor_run(&self, lines: &[u8]) {
+        if !self.to_editor.write_through(lines) {
+            let _ = self.events.send(Event::EditorGone);
+        }
+    }
+
+    /// A line the agent wrote. `more`: the reader already holds the next one.
+    pub fn from_agent_line(self: &Arc<Self>, line: &[u8], more: bool) {
+        if self.passes_through(line) {
             return self.to_editor(line, !more);
         }
         let Some(env) = Envelope::parse(line) else {
@@ -235,10 +269,12 @@ impl Relay {
                 let mut st = self.state();
                 if let Some(f) = st.inflight.remove(&id) {
                     drop(st);
-                    // The editor answered first: the agent gets its answer as it is.
+                    // The editor answered first: the agent gets its answer as it is, and the
+                    // askbus request is withdrawn as answered there (a person decided, in
+                    // the editor: its record says `decidedBy` human via acp).
                     self.to_agent(line, true);
                     if let Some(cid) = f.correlation_id {
-                        self.withdraw(cid);
+                        self.withdraw(cid, answered_in_editor());
                     }
                     return;
                 }
@@ -485,7 +521,7 @@ impl Relay {
             }
         }
         for cid in withdraw {
-            self.withdraw(cid);
+            self.withdraw(cid, CancelReason::Withdrawn);
         }
         for line in answers {
             self.to_agent(&line, true);
@@ -510,17 +546,17 @@ impl Relay {
             self.to_agent(&wire::cancelled_error_line(&id), true);
         }
         if let Some(cid) = cid {
-            self.withdraw(cid);
+            self.withdraw(cid, CancelReason::Withdrawn);
         }
     }
 
-    /// Withdraws an askbus request (its answer, if one races in, is ignored).
-    fn withdraw(self: &Arc<Self>, cid: String) {
+    /// Withdraws an askbus request, saying why (its answer, if one races in, is ignored).
+    fn withdraw(self: &Arc<Self>, cid: String, why: CancelReason) {
         let me = self.clone();
         let task = self.rt.spawn(async move {
             let producer = me.producer.lock().await.clone();
             if let Some(producer) = producer {
-                let _ = producer.cancel(&cid).await;
+                let _ = producer.cancel_because(&cid, &why).await;
             }
         });
         let mut tasks = self.withdrawals.lock().unwrap_or_else(|e| e.into_inner());

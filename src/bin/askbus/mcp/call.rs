@@ -250,7 +250,7 @@ pub async fn ask(
             _ = cancel.cancelled(), if !withdrawn => {
                 withdrawn = true;
                 grace.as_mut().reset(Instant::now() + WITHDRAW_GRACE);
-                conn.send(&ClientFrame::AskUserCancel { correlation_id })
+                conn.send(&ClientFrame::AskUserCancel { correlation_id, reason: None, via: None })
                     .await
                     .map_err(lost)?;
                 continue;

@@ -47,6 +47,11 @@ pub enum ClientFrame<'a> {
     #[serde(rename_all = "camelCase")]
     AskUserCancel {
         correlation_id: &'a str,
+        /// `answered-elsewhere`, or absent (`withdrawn`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        via: Option<&'a str>,
     },
     #[serde(rename_all = "camelCase")]
     AskUserResponse {
@@ -79,6 +84,11 @@ pub enum ClientFrame<'a> {
     #[serde(rename_all = "camelCase")]
     ToolConfirmationCancel {
         correlation_id: &'a str,
+        /// `answered-elsewhere`, or absent (`withdrawn`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        via: Option<&'a str>,
     },
     /// A decision (`confirmed` and `outcome`), or `dismissed: true` with neither.
     #[serde(rename_all = "camelCase")]

@@ -34,17 +34,66 @@ pub enum Inbound {
     AskUserRequest(AskUserRequest),
     AskUserCancel {
         correlation_id: String,
+        /// Why the producer withdraws it.
+        reason: CancelReason,
     },
     AskUserResponse(AskUserResponse),
     /// An approval to ask; its tool call and details are checked by `approvals::check`.
     ToolConfirmationRequest(ToolConfirmationRequest),
     ToolConfirmationCancel {
         correlation_id: String,
+        /// Why the producer withdraws it.
+        reason: CancelReason,
     },
     ToolConfirmationResponse(ToolConfirmationResponse),
     /// A notifier's delivery report: counted and shown to observers, never answered.
     NotifyReport(super::NotifyReport),
 }
+
+/// Why a producer withdraws its own request (`reason` of `ask-user-cancel` and
+/// `tool-confirmation-cancel`). Either way the request ends `withdrawn` for its producer and
+/// the UIs; the difference is what its record says decided it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum CancelReason {
+    /// Nobody decided it (`reason` absent or `withdrawn`): `decidedBy` `producer`.
+    #[default]
+    Withdrawn,
+    /// A person answered it outside askbus (`answered-elsewhere`), e.g. in the editor an
+    /// `askbus acp` proxy stands in front of: `decidedBy` `human`, `via` as claimed (else
+    /// `client`).
+    AnsweredElsewhere { via: Option<String> },
+}
+
+impl CancelReason {
+    /// The `reason` value on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CancelReason::Withdrawn => "withdrawn",
+            CancelReason::AnsweredElsewhere { .. } => "answered-elsewhere",
+        }
+    }
+
+    /// The `via` it claims, if any.
+    pub fn via(&self) -> Option<&str> {
+        match self {
+            CancelReason::Withdrawn => None,
+            CancelReason::AnsweredElsewhere { via } => via.as_deref(),
+        }
+    }
+}
+
+/// Whether `via` is a well-formed `via` token: 1 to [`MAX_VIA_CHARS`] lowercase ASCII letters,
+/// digits or `-`, starting with a letter (`acp`, `tui`, `web`, …).
+pub fn valid_via(via: &str) -> bool {
+    via.len() <= MAX_VIA_CHARS
+        && via.starts_with(|c: char| c.is_ascii_lowercase())
+        && via
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// The longest `via` accepted.
+pub const MAX_VIA_CHARS: usize = 32;
 
 /// An ask-user-request whose own fields are valid; `questions` is not yet validated.
 #[derive(Debug, Clone, PartialEq)]

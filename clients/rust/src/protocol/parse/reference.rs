@@ -8,10 +8,10 @@ use serde_json::{Map, Value};
 
 use crate::protocol::error::{ErrorCode, FrameError, RequestKind};
 use crate::protocol::frames::{
-    check_context_value, question_index, AskUserRequest, AskUserResponse, Decision, Inbound,
-    NoUiPolicy, RequestContext, RequestQuestions, SubscribeFilter, TimeoutMs,
+    check_context_value, question_index, valid_via, AskUserRequest, AskUserResponse, CancelReason,
+    Decision, Inbound, NoUiPolicy, RequestContext, RequestQuestions, SubscribeFilter, TimeoutMs,
     ToolConfirmationRequest, ToolConfirmationResponse, ToolOutcome, MAX_APPROVAL_MESSAGE_CHARS,
-    MAX_CLIENT_CHARS,
+    MAX_CLIENT_CHARS, MAX_VIA_CHARS,
 };
 use crate::protocol::frames::{
     valid_sink, NotifyReport, NotifyResult, MAX_REPORT_ERROR_CHARS, MAX_REPORT_IDS, MAX_SINK_CHARS,
@@ -73,7 +73,11 @@ pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
         "tool-confirmation-cancel" => {
             let correlation_id =
                 correlation_id(obj, ErrorCode::InvalidRequest, "tool-confirmation-cancel")?;
-            Ok(Inbound::ToolConfirmationCancel { correlation_id })
+            let reason = cancel_reason(obj)?;
+            Ok(Inbound::ToolConfirmationCancel {
+                correlation_id,
+                reason,
+            })
         }
         "tool-confirmation-response" => {
             let id = correlation_id(
@@ -85,7 +89,11 @@ pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
         }
         "ask-user-cancel" => {
             let correlation_id = correlation_id(obj, ErrorCode::InvalidRequest, "ask-user-cancel")?;
-            Ok(Inbound::AskUserCancel { correlation_id })
+            let reason = cancel_reason(obj)?;
+            Ok(Inbound::AskUserCancel {
+                correlation_id,
+                reason,
+            })
         }
         "ask-user-response" => parse_response(obj),
         "notify-report" => parse_notify_report(obj).map(Inbound::NotifyReport),
@@ -515,6 +523,41 @@ fn correlation_id(
             code,
             format!("{frame} needs a string \"correlationId\""),
         )),
+    }
+}
+
+/// A cancel's `reason` (absent or `null`: `withdrawn`) and `via` (only with
+/// `answered-elsewhere`): `invalid-request`, naming the field, for anything else.
+fn cancel_reason(obj: &Map<String, Value>) -> Result<CancelReason, FrameError> {
+    let err = |msg: String| FrameError::new(ErrorCode::InvalidRequest, msg);
+    let via = match obj.get("via") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(v)) if valid_via(v) => Some(v.clone()),
+        Some(Value::String(v)) => {
+            return Err(err(format!(
+                "via must be 1 to {MAX_VIA_CHARS} lowercase letters, digits or '-', starting with a letter, not {:?}",
+                truncate(v, 64)
+            )))
+        }
+        Some(other) => return Err(err(format!("via must be a string, not {}", kind(other)))),
+    };
+    match obj.get("reason") {
+        None | Some(Value::Null) if via.is_none() => Ok(CancelReason::Withdrawn),
+        Some(Value::String(r)) if r == "withdrawn" && via.is_none() => Ok(CancelReason::Withdrawn),
+        Some(Value::String(r)) if r == "answered-elsewhere" => {
+            Ok(CancelReason::AnsweredElsewhere { via })
+        }
+        None | Some(Value::Null) => Err(err(
+            "via is only for reason \"answered-elsewhere\"".to_owned()
+        )),
+        Some(Value::String(r)) if r == "withdrawn" => Err(err(
+            "via is only for reason \"answered-elsewhere\"".to_owned(),
+        )),
+        Some(Value::String(r)) => Err(err(format!(
+            "reason must be withdrawn or answered-elsewhere, not {:?}",
+            truncate(r, 64)
+        ))),
+        Some(other) => Err(err(format!("reason must be a string, not {}", kind(other)))),
     }
 }
 
