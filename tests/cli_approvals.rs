@@ -138,7 +138,25 @@ async fn allow_allow_always_deny_and_dismiss_reach_the_producer() {
             d.cli().arg("answer").arg(ID).args(flags).output().unwrap()
         });
         assert_eq!(code(&out), 0, "{flags:?}: {}", text(&out.stderr));
-        assert_eq!(text(&out.stdout), format!("{ID}: {said}\n"));
+        let rule = if flags.contains(&"--always") {
+            // askbus's own "always": the reference's rule for the command's root commands.
+            let file = d.dir.path().join("askbus/policies/askbus-rules.toml");
+            let written = std::fs::read_to_string(&file).unwrap();
+            assert!(
+                written.contains(
+                    "commandPrefix = [\"rm\", \"cargo\"]\ndecision = \"allow\"\npriority = 950"
+                ),
+                "{written}"
+            );
+            format!(
+                "rule: allow run_shell_command commands starting \"rm\" or \"cargo\" in every \
+                 project ({}, user tier, priority 4.95)\n",
+                file.display()
+            )
+        } else {
+            String::new()
+        };
+        assert_eq!(text(&out.stdout), format!("{rule}{ID}: {said}\n"));
         assert_eq!(
             p.recv_type("tool-confirmation-response").await,
             example(golden),
@@ -173,11 +191,7 @@ async fn a_flag_that_does_not_fit_the_request_is_a_usage_error_and_nothing_is_se
     let mut p = asked(&d, minimal).await;
     let _q = asked(&d, choice_request("q-1")).await;
 
-    let cases: [(&[&str], &str); 5] = [
-        (
-            &["once-only", "--allow", "--always"],
-            "once-only: the agent does not offer \"Allow always\" for it (it offers: Allow once, Deny); use --allow for this call only",
-        ),
+    let cases: [(&[&str], &str); 4] = [
         (
             &["once-only", "--answer", "0=Yes"],
             "once-only is an approval (tool run_shell_command), not a question: answer it with --allow [--always], --deny [REASON] or --dismiss",

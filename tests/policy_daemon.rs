@@ -253,3 +253,165 @@ async fn admin_files_not_owned_by_root_are_refused() {
         d.log_text()
     );
 }
+
+/// The three agents' hooks, with no UI open: each agent's own name for a shell call, a read
+/// and an MCP tool is decided by the rules written for Gemini CLI's names.
+#[test]
+fn the_hooks_of_all_three_agents_are_decided_by_gemini_rules() {
+    let home = tempfile::tempdir().unwrap();
+    let admin = tempfile::tempdir().unwrap();
+    let dir = home.path().join("askbus/policies");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mcp = "\n[[rule]]\ntoolName = \"create_issue\"\nmcpName = \"github\"\ndecision = \"deny\"\npriority = 100\ndenyMessage = \"No issues from agents.\"\n";
+    std::fs::write(dir.join("mine.toml"), format!("{RULES}{mcp}")).unwrap();
+    let d = start(home.path(), admin.path());
+    let run = |agent: &str, event: &str, tool: &str, input: Value| {
+        let stdin = json!({"session_id": "s1", "transcript_path": "/t.jsonl", "cwd": "/tmp",
+                           "permission_mode": "default", "hook_event_name": event,
+                           "tool_name": tool, "tool_input": input})
+        .to_string();
+        let out = common::spawn_with_stdin(d.cli().args(["hook", agent]), &stdin)
+            .wait_with_output()
+            .unwrap();
+        (
+            out.status.code().expect("exited"),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let allowed = |(code, stdout, stderr): (i32, String, String)| {
+        assert_eq!(code, 0, "{stdout} {stderr}");
+        let v: Value = serde_json::from_str(&stdout).expect("one JSON value");
+        let decision = v
+            .pointer("/decision")
+            .or_else(|| v.pointer("/hookSpecificOutput/permissionDecision"))
+            .or_else(|| v.pointer("/hookSpecificOutput/decision/behavior"));
+        assert_eq!(decision, Some(&json!("allow")), "{v}");
+    };
+    let denied = |(code, stdout, stderr): (i32, String, String), why: &str| {
+        assert_eq!(code, 2, "{stdout} {stderr}");
+        assert!(stderr.contains(why), "{stderr}");
+    };
+    let cargo = json!({"command": "cargo build --release"});
+    allowed(run(
+        "gemini",
+        "BeforeTool",
+        "run_shell_command",
+        cargo.clone(),
+    ));
+    allowed(run("claude", "PreToolUse", "Bash", cargo.clone()));
+    allowed(run("claude", "PermissionRequest", "Bash", cargo.clone()));
+    allowed(run("codex", "PermissionRequest", "Bash", cargo));
+    // Claude Code's Read of a secret: the reference's read_file rule denies it.
+    denied(
+        run(
+            "claude",
+            "PreToolUse",
+            "Read",
+            json!({"file_path": "/w/.env"}),
+        ),
+        "Secrets stay unread.",
+    );
+    // Its Read of anything else: the shipped defaults allow read_file, as in Gemini CLI.
+    allowed(run(
+        "claude",
+        "PreToolUse",
+        "Read",
+        json!({"file_path": "/w/a.rs"}),
+    ));
+    // An MCP tool by Claude Code's and Codex's `mcp__server__tool` name.
+    for agent in ["claude", "codex"] {
+        denied(
+            run(
+                agent,
+                "PermissionRequest",
+                "mcp__github__create_issue",
+                json!({"title": "x"}),
+            ),
+            "No issues from agents.",
+        );
+    }
+    // Nothing decides a command no rule covers: with no UI open it goes back to the agent.
+    let (code, stdout, _) = run(
+        "claude",
+        "PreToolUse",
+        "Bash",
+        json!({"command": "rm -rf /tmp/x"}),
+    );
+    assert_eq!(code, 0);
+    assert!(!stdout.contains("\"allow\""), "{stdout}");
+}
+
+/// `askbus answer --allow --always`: the rule Gemini CLI would write (the shell command's
+/// root command) goes into the user's policy file, scoped to the request's project; the next
+/// call it covers is allowed by it with no person, a different call or another project's is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_always_writes_the_rule_that_then_decides() {
+    let home = tempfile::tempdir().unwrap();
+    let admin = tempfile::tempdir().unwrap();
+    let d = start(home.path(), admin.path());
+    let mut p = producer(&d).await;
+    let ask = |id: &str, command: &str, project: &str, no_ui: &str| {
+        let mut a = approval(id, "Bash", json!({"command": command}));
+        a["context"] = json!({"agent": "claude-code", "project": project});
+        a["noUi"] = json!(no_ui);
+        a
+    };
+    let (mut ui, _) = d.ui().await;
+    p.send(ask("first", "npm run build", "p1", "wait")).await;
+    ui.recv_type("tool-confirmation-request").await;
+    let out = d
+        .cli()
+        .env("XDG_CONFIG_HOME", home.path())
+        .args(["answer", "first", "--allow", "--always"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = home.path().join("askbus/policies/askbus-rules.toml");
+    assert!(
+        stdout.contains(&format!(
+            "rule: allow run_shell_command commands starting \"npm\" in project p1 ({}, user tier",
+            file.display()
+        )),
+        "{stdout}"
+    );
+    let r = p.recv_type("tool-confirmation-response").await;
+    assert_eq!(r["outcome"], "proceed_once", "{r}");
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("commandPrefix = \"npm\""), "{written}");
+    assert!(written.contains("priority = 950"), "{written}");
+    assert!(written.contains("askbusProject = \"p1\""), "{written}");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    // The next npm call in p1: allowed by the rule at once, never shown to the UI.
+    p.send(ask("next", "npm test", "p1", "wait")).await;
+    let r = p.recv_type("tool-confirmation-response").await;
+    assert_eq!(
+        (r["outcome"].clone(), r["reason"].clone()),
+        (json!("proceed_once"), json!("answered")),
+        "{r}"
+    );
+    // A different command, or the same in another project: asked of the person.
+    for (id, command, project) in [
+        ("other", "rm -rf out", "p1"),
+        ("elsewhere", "npm test", "p2"),
+    ] {
+        p.send(ask(id, command, project, "wait")).await;
+        let got = loop {
+            let f = ui.recv().await;
+            if f["type"] == "tool-confirmation-request" {
+                break f;
+            }
+        };
+        assert_eq!(got["correlationId"], id, "{got}");
+    }
+}

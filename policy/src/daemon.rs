@@ -42,6 +42,9 @@ struct TierState {
     /// Errors of the last load (a bad file's previous rules stay in `files`).
     errors: Vec<LoadError>,
     loaded_once: bool,
+    /// The directory's own mtime at the last refresh: a rule "allow always" writes lands by a
+    /// rename, which changes it, so one stat per decision sees the new rule at once.
+    dir_mtime: Option<SystemTime>,
 }
 
 fn dir_stamp(dir: &Path) -> Vec<(PathBuf, SystemTime, u64)> {
@@ -55,9 +58,14 @@ fn dir_stamp(dir: &Path) -> Vec<(PathBuf, SystemTime, u64)> {
         .collect()
 }
 
+fn dir_mtime(dir: &Path) -> Option<SystemTime> {
+    std::fs::metadata(dir).and_then(|m| m.modified()).ok()
+}
+
 impl TierState {
     /// Reloads the directory if anything in it changed; true if it did.
     fn refresh(&mut self, dir: &Path, tier: Tier, owner: Option<u32>) -> bool {
+        self.dir_mtime = dir_mtime(dir);
         let stamp = dir_stamp(dir);
         if stamp == self.stamp && self.loaded_once {
             return false;
@@ -149,6 +157,9 @@ pub struct Approval<'a> {
     pub mode: Option<&'a str>,
     /// Whether the agent is interactive (default yes).
     pub interactive: Option<bool>,
+    /// The agent (`context.agent`): Claude Code's and Codex's tool names and arguments are
+    /// mapped onto the reference's ([`crate::tools::map_call`]) before the rules are asked.
+    pub agent: Option<&'a str>,
 }
 
 struct State {
@@ -222,16 +233,24 @@ impl PolicySet {
     }
 
     fn engine_for(&self, uid: u32) -> Option<Arc<Engine>> {
-        if let Some(e) = self
-            .state
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .engines
-            .get(&uid)
         {
-            return Some(e.clone());
+            let st = self.state.read().unwrap_or_else(|e| e.into_inner());
+            let fresh = st
+                .users
+                .get(&uid)
+                .is_none_or(|(dir, t)| dir_mtime(dir) == t.dir_mtime);
+            if let Some(e) = st.engines.get(&uid).filter(|_| fresh) {
+                return Some(e.clone());
+            }
         }
         let mut st = self.state.write().unwrap_or_else(|e| e.into_inner());
+        // The user's directory changed (a rule written by "allow always"): re-read it now.
+        if let Some((dir, mut t)) = st.users.remove(&uid) {
+            if dir_mtime(&dir) != t.dir_mtime && t.refresh(&dir, Tier::User, Some(uid)) {
+                st.engines.remove(&uid);
+            }
+            st.users.insert(uid, (dir, t));
+        }
         let user_dir_of = &self.user_dir_of;
         st.users.entry(uid).or_insert_with(|| {
             let mut t = TierState::default();
@@ -312,7 +331,36 @@ impl PolicySet {
             annotations: annotations.as_ref(),
             subagent: a.subagent,
         };
-        let out = engine.check_strict(&q);
+        let native = engine.check_strict(&q);
+        // Another agent's tool: decided as the reference's tool, unless a rule names the
+        // agent's own tool (then that rule decides, as it would for a Gemini CLI call).
+        let agent = crate::tools::agent_of_context(a.agent);
+        let mapped = serde_json::from_str::<serde_json::Value>(a.tool_call)
+            .ok()
+            .and_then(|v| {
+                let args = v.get("args").cloned().unwrap_or(serde_json::Value::Null);
+                crate::tools::map_call(agent, &name, &args)
+            });
+        let names_native = |o: &crate::engine::Outcome| {
+            o.rule
+                .as_ref()
+                .and_then(|m| engine.rule(m))
+                .is_some_and(|r| r.tool_name == name)
+        };
+        let out = match mapped {
+            Some((mname, margs, mserver)) if !names_native(&native) => {
+                let margs = json::parse(&margs.to_string()).ok();
+                let q = Call {
+                    name: &mname,
+                    args: margs.as_ref(),
+                    server: mserver.as_deref().or(a.server),
+                    annotations: annotations.as_ref(),
+                    subagent: a.subagent,
+                };
+                engine.check_strict(&q)
+            }
+            _ => native,
+        };
         if out.decision == Decision::AskUser {
             return None;
         }
@@ -417,6 +465,62 @@ mod tests {
 
     fn shell(command: &str) -> String {
         serde_json::json!({"name": "run_shell_command", "args": {"command": command}}).to_string()
+    }
+
+    #[test]
+    fn other_agents_tools_are_decided_as_the_reference_s() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let uid = nix_uid(dir.path());
+        std::fs::write(
+            dir.path().join("rules.toml"),
+            "[[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = \"git status\"\ndecision = \"allow\"\npriority = 10\n\n\
+             [[rule]]\ntoolName = \"mcp_github_create_issue\"\ndecision = \"deny\"\ndenyMessage = \"no issues\"\npriority = 10\n\n\
+             [[rule]]\ntoolName = \"Bash\"\ncommandPrefix = \"make\"\ndecision = \"deny\"\ndenyMessage = \"not make\"\npriority = 10\n",
+        )
+        .expect("write");
+        let set = set_with(dir.path());
+        let ask = |agent: &str, call: serde_json::Value| {
+            let text = call.to_string();
+            set.decide(&Approval {
+                uid,
+                tool_call: &text,
+                agent: Some(agent),
+                ..Approval::default()
+            })
+            .map(|v| (v.decision, v.message))
+        };
+        let bash = |c: &str| serde_json::json!({"name": "Bash", "args": {"command": c, "description": "d"}});
+        for agent in ["claude-code", "codex"] {
+            assert_eq!(
+                ask(agent, bash("git status")),
+                Some((Decision::Allow, None))
+            );
+            // A rule naming the agent's own tool still decides.
+            assert_eq!(
+                ask(agent, bash("make all")),
+                Some((Decision::Deny, Some("not make".into())))
+            );
+            assert_eq!(ask(agent, bash("rm -rf /tmp/x")), None);
+            assert_eq!(
+                ask(
+                    agent,
+                    serde_json::json!({"name": "mcp__github__create_issue", "args": {}})
+                ),
+                Some((Decision::Deny, Some("no issues".into())))
+            );
+        }
+        // Claude Code's Read is the reference's read_file, allowed by the shipped defaults.
+        let read = serde_json::json!({"name": "Read", "args": {"file_path": "/tmp/x"}});
+        assert_eq!(
+            ask("claude-code/2.0.1", read.clone()),
+            Some((Decision::Allow, None))
+        );
+        // Gemini CLI's own names are not mapped: a tool it does not have stays unknown.
+        assert_eq!(ask("gemini-cli", read), None);
+        // Codex's argv form.
+        let argv = serde_json::json!({"name": "exec_command",
+            "args": {"command": ["bash", "-lc", "git status"]}});
+        assert_eq!(ask("codex", argv), Some((Decision::Allow, None)));
     }
 
     #[test]

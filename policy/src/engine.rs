@@ -106,7 +106,69 @@ pub struct Engine {
     options: Options,
     default_decision: Decision,
     place: Place,
-    any_args_pattern: bool,
+    /// The rules by tool name: a check visits only the rules that can name its tool.
+    index: std::sync::Arc<Index>,
+}
+
+/// The rules that can match a tool name, by index into the sorted rules.
+///
+/// A rule with a wildcard `toolName` can match any call; any other rule only a call named its
+/// `toolName`, or `mcp_{mcpName}_{toolName}`, or (an `mcp_…` rule) a call of the server whose
+/// bare tool name it completes. The index keeps each rule under those names, so the candidates
+/// for a call are a superset of the rules that match it, in the same order; every candidate is
+/// still matched in full, so the decisions are the scan's.
+#[derive(Debug, Default)]
+struct Index {
+    exact: std::collections::HashMap<String, Vec<usize>>,
+    wild: Vec<usize>,
+}
+
+impl Index {
+    fn new(rules: &[Rule]) -> Index {
+        let mut ix = Index::default();
+        for (i, r) in rules.iter().enumerate() {
+            let rt = r.tool_name.as_str();
+            if rt.contains('*') {
+                ix.wild.push(i);
+                continue;
+            }
+            ix.exact.entry(rt.to_string()).or_default().push(i);
+            if let Some(m) = r.mcp_name.as_deref().filter(|m| !m.is_empty()) {
+                if !rt.starts_with("mcp_") {
+                    let key = tools::format_mcp_tool_name(m, Some(rt));
+                    let list = ix.exact.entry(key).or_default();
+                    if list.last() != Some(&i) {
+                        list.push(i);
+                    }
+                }
+            }
+        }
+        ix
+    }
+
+    /// The candidates for a call named any of `names` (of `server`), in rule order.
+    fn candidates(&self, names: &[String], server: Option<&str>) -> Vec<usize> {
+        let mut lists: Vec<&[usize]> = vec![&self.wild];
+        for n in names {
+            if let Some(l) = self.exact.get(n.as_str()) {
+                lists.push(l);
+            }
+            if let Some(srv) = server.filter(|s| !s.is_empty() && !n.is_empty()) {
+                if let Some(l) = self
+                    .exact
+                    .get(tools::format_mcp_tool_name(srv, Some(n)).as_str())
+                {
+                    lists.push(l);
+                }
+            }
+        }
+        let mut out: Vec<usize> = lists.iter().flat_map(|l| l.iter().copied()).collect();
+        if lists.len() > 1 {
+            out.sort_unstable();
+            out.dedup();
+        }
+        out
+    }
 }
 
 impl Engine {
@@ -172,13 +234,13 @@ impl Engine {
         } else {
             Decision::AskUser
         };
-        let any_args_pattern = rules.iter().any(|r| r.args_pattern.is_some());
+        let index = std::sync::Arc::new(Index::new(&rules));
         Ok(Engine {
             rules: std::sync::Arc::new(rules),
             options,
             default_decision,
             place,
-            any_args_pattern,
+            index,
         })
     }
 
@@ -204,7 +266,7 @@ impl Engine {
             options,
             default_decision,
             place,
-            any_args_pattern: self.any_args_pattern,
+            index: self.index.clone(),
         }
     }
 
@@ -593,11 +655,8 @@ impl Engine {
         }
         let server = server.as_deref();
         let has_args = call.args.is_some_and(JsValue::truthy);
-        let stringified = if has_args && self.any_args_pattern {
-            Some(stable_stringify(call.args.expect("truthy")))
-        } else {
-            None
-        };
+        // Stringified only when a candidate rule has a pattern to match against it.
+        let mut stringified: Option<Vec<u16>> = None;
         let is_shell = SHELL_TOOL_NAMES.contains(&call.name);
         let (command_v, dir_path) = if is_shell {
             (
@@ -631,9 +690,13 @@ impl Engine {
 
         let mut decision: Option<Decision> = None;
         let mut matched: Option<Matched> = None;
-        for (i, rule) in self.rules.iter().enumerate() {
+        for i in self.index.candidates(&names, server) {
+            let rule = &self.rules[i];
             if self.options.disable_always_allow && Self::is_always_allow(rule) {
                 continue;
+            }
+            if has_args && stringified.is_none() && rule.args_pattern.is_some() {
+                stringified = Some(stable_stringify(call.args.expect("truthy")));
             }
             let hit = names.iter().any(|n| {
                 self.rule_matches(

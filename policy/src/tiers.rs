@@ -142,7 +142,8 @@ pub fn load_system(defaults: bool, admin_dir: &Path) -> Loaded {
 
 /// The rule the reference writes for "allow always", as TOML text for the user tier.
 ///
-/// A shell command: its root command as a `commandPrefix`; an MCP tool: that server's tool
+/// A shell command: its root commands as `commandPrefix` (each part of a compound command
+/// then needs one of them, by the daemon's compound check); an MCP tool: that server's tool
 /// (`toolName` + `mcpName`); any other tool: the tool. Priority 950 in the user tier is the
 /// reference's 4.95. The project scope is askbus's own key `askbusProject` (the reference's
 /// loader ignores unknown keys); the daemon applies such a rule only to requests whose context
@@ -150,7 +151,7 @@ pub fn load_system(defaults: bool, admin_dir: &Path) -> Loaded {
 pub fn always_allow_rule(
     tool: &str,
     server: Option<&str>,
-    command_root: Option<&str>,
+    command_roots: Option<&[String]>,
     project: Option<&str>,
 ) -> String {
     let mut s = String::from("\n[[rule]]\n");
@@ -165,8 +166,15 @@ pub fn always_allow_rule(
             let _ = writeln!(s, "toolName = {}", q(tool));
         }
     }
-    if let Some(root) = command_root {
-        let _ = writeln!(s, "commandPrefix = {}", q(root));
+    match command_roots {
+        Some([one]) => {
+            let _ = writeln!(s, "commandPrefix = {}", q(one));
+        }
+        Some(roots) if !roots.is_empty() => {
+            let list: Vec<String> = roots.iter().map(|r| q(r)).collect();
+            let _ = writeln!(s, "commandPrefix = [{}]", list.join(", "));
+        }
+        _ => {}
     }
     let _ = writeln!(s, "decision = \"allow\"\npriority = 950");
     if let Some(p) = project {
@@ -175,14 +183,94 @@ pub fn always_allow_rule(
     s
 }
 
-/// The root command of a shell command (the reference's `getCommandRoot`), for "allow always".
-pub fn command_root(command: &str) -> Option<String> {
+/// What "allow always" allows: the tool (Gemini CLI's "always allow", "always allow this
+/// tool"), or every tool of the call's MCP server ("always allow this server").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlwaysScope {
+    /// The tool (a shell command: its root command).
+    Tool,
+    /// Every tool of the call's MCP server.
+    Server,
+}
+
+/// The rule "allow always" writes for one approval, and what a UI shows before the tap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlwaysRule {
+    /// The rule as TOML, for [`append_user_rule`].
+    pub toml: String,
+    /// One line saying what it allows, where: `run_shell_command commands starting "git" in
+    /// project askbus`.
+    pub summary: String,
+}
+
+/// The rule the reference writes for "allow always" of `tool_call` (`{"name", "args"}` as the
+/// agent sent it; another agent's names mapped by [`crate::tools::map_call`] first, so the
+/// rule also decides Gemini CLI's calls), scoped to `project` when one is given.
+pub fn always_rule_for(
+    tool_call: &serde_json::Value,
+    server: Option<&str>,
+    agent: Option<&str>,
+    scope: AlwaysScope,
+    project: Option<&str>,
+) -> Option<AlwaysRule> {
+    let name = tool_call.get("name")?.as_str()?;
+    let args = tool_call
+        .get("args")
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    let agent = crate::tools::agent_of_context(agent);
+    let (name, args, mapped_server) = crate::tools::map_call(agent, name, &args)
+        .unwrap_or_else(|| (name.to_string(), args, None));
+    let server = mapped_server
+        .as_deref()
+        .or(server)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .or_else(|| crate::tools::parse_mcp_tool_name(&name).map(|(s, _)| s.to_string()));
+    let where_ = match project {
+        Some(p) => format!(" in project {p}"),
+        None => " in every project".to_string(),
+    };
+    if scope == AlwaysScope::Server {
+        let srv = server?;
+        let toml = always_allow_rule(&format!("mcp_{srv}_*"), None, None, project);
+        return Some(AlwaysRule {
+            toml,
+            summary: format!("every tool of MCP server {srv}{where_}"),
+        });
+    }
+    if crate::tools::SHELL_TOOL_NAMES.contains(&name.as_str()) {
+        let command = args.get("command").and_then(serde_json::Value::as_str)?;
+        let roots = command_roots(command)?;
+        let said: Vec<String> = roots.iter().map(|r| format!("{r:?}")).collect();
+        return Some(AlwaysRule {
+            toml: always_allow_rule(&name, None, Some(&roots), project),
+            summary: format!("{name} commands starting {}{where_}", said.join(" or ")),
+        });
+    }
+    let toml = always_allow_rule(&name, server.as_deref(), None, project);
+    let summary = match &server {
+        Some(srv) => format!("{name} of MCP server {srv}{where_}"),
+        None => format!("{name}{where_}"),
+    };
+    Some(AlwaysRule { toml, summary })
+}
+
+/// The root commands of a shell command (the reference's `getCommandRoots`, each once), for
+/// "allow always".
+pub fn command_roots(command: &str) -> Option<Vec<String>> {
     let units: Vec<u16> = command.encode_utf16().collect();
     let parsed = crate::shell::parse_command_details(&units)?;
     if parsed.has_error {
         return None;
     }
-    parsed.details.first().map(|d| d.name.clone())
+    let mut roots: Vec<String> = vec![];
+    for d in &parsed.details {
+        if !crate::shell::REDIRECTION_NAMES.contains(&d.name.as_str()) && !roots.contains(&d.name) {
+            roots.push(d.name.clone());
+        }
+    }
+    (!roots.is_empty()).then_some(roots)
 }
 
 /// Appends a rule to the user's file (creating the directory and file, mode 0600), after

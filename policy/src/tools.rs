@@ -274,10 +274,11 @@ pub fn is_file_edit_tool(name: &str) -> bool {
 /// | Claude Code | `WebSearch` | `google_web_search` |
 /// | Claude Code | `TodoWrite` | `write_todos` |
 /// | Claude Code | `mcp__{server}__{tool}` | `mcp_{server}_{tool}` |
+/// | Codex | `Bash` (its `PermissionRequest` hook) | `run_shell_command` |
 /// | Codex | `exec_command`, `shell`, `local_shell` | `run_shell_command` |
 /// | Codex | `apply_patch` | `replace` |
 /// | Codex | `web_search` | `google_web_search` |
-/// | Codex | `{server}.{tool}` (MCP) | `mcp_{server}_{tool}` |
+/// | Codex | `mcp__{server}__{tool}`, `{server}.{tool}` (MCP) | `mcp_{server}_{tool}` |
 /// | ACP | kind `execute` | `run_shell_command` |
 /// | ACP | kind `edit` | `replace` |
 /// | ACP | kind `delete`, `move` | `replace` |
@@ -299,6 +300,7 @@ pub const TOOL_NAME_MAP: &[(Agent, &str, &str)] = &[
     (Agent::ClaudeCode, "WebFetch", "web_fetch"),
     (Agent::ClaudeCode, "WebSearch", "google_web_search"),
     (Agent::ClaudeCode, "TodoWrite", "write_todos"),
+    (Agent::Codex, "Bash", "run_shell_command"),
     (Agent::Codex, "exec_command", "run_shell_command"),
     (Agent::Codex, "shell", "run_shell_command"),
     (Agent::Codex, "local_shell", "run_shell_command"),
@@ -334,11 +336,12 @@ pub fn map_tool_name(agent: Agent, native: &str) -> (String, Option<String>) {
     {
         return ((*mapped).to_string(), None);
     }
-    match agent {
-        Agent::ClaudeCode => {
-            if let Some(rest) = native.strip_prefix("mcp__") {
-                if let Some(i) = rest.find("__") {
-                    let (server, tool) = (&rest[..i], &rest[i + 2..]);
+    if matches!(agent, Agent::ClaudeCode | Agent::Codex) {
+        // `mcp__{server}__{tool}`, as both name MCP tools in their hooks.
+        if let Some(rest) = native.strip_prefix("mcp__") {
+            if let Some(i) = rest.find("__") {
+                let (server, tool) = (&rest[..i], &rest[i + 2..]);
+                if !server.is_empty() && !tool.is_empty() {
                     return (
                         format_mcp_tool_name(server, Some(tool)),
                         Some(server.to_string()),
@@ -346,6 +349,8 @@ pub fn map_tool_name(agent: Agent, native: &str) -> (String, Option<String>) {
                 }
             }
         }
+    }
+    match agent {
         Agent::Codex => {
             if let Some((server, tool)) = native.split_once('.') {
                 if !server.is_empty() && !tool.is_empty() {
@@ -356,9 +361,159 @@ pub fn map_tool_name(agent: Agent, native: &str) -> (String, Option<String>) {
                 }
             }
         }
-        Agent::Gemini | Agent::Acp => {}
+        Agent::Gemini | Agent::ClaudeCode | Agent::Acp => {}
     }
     (native.to_string(), None)
+}
+
+/// The agent a request's `context.agent` names (`name/version`, or the name alone), for the
+/// agents whose tool names are mapped: `claude-code`, `codex`, `acp`; anything else is read
+/// as Gemini CLI (its names are the reference's, nothing is mapped).
+pub fn agent_of_context(agent: Option<&str>) -> Agent {
+    let name = agent
+        .map(|a| a.split('/').next().unwrap_or(a).trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    match name.as_str() {
+        "claude-code" | "claude" => Agent::ClaudeCode,
+        "codex" | "codex-cli" => Agent::Codex,
+        "acp" => Agent::Acp,
+        _ => Agent::Gemini,
+    }
+}
+
+/// An agent's tool call as the reference's: its name (by [`map_tool_name`]), its MCP server,
+/// and its arguments renamed to the reference tool's (`Glob`'s `path` is `glob`'s `dir_path`,
+/// Codex's argv `command` is one command line, and so on), so a rule written for Gemini CLI's
+/// tools decides the same call from any agent. `None` when nothing is mapped (the call is
+/// already in the reference's terms, or the tool is the agent's own).
+pub fn map_call(
+    agent: Agent,
+    name: &str,
+    args: &serde_json::Value,
+) -> Option<(String, serde_json::Value, Option<String>)> {
+    use serde_json::{Map, Value};
+    if agent == Agent::Gemini {
+        return None;
+    }
+    let (mapped, server) = map_tool_name(agent, name);
+    if mapped == name && server.is_none() {
+        return None;
+    }
+    let empty = Map::new();
+    let a = args.as_object().unwrap_or(&empty);
+    let mut out = Map::new();
+    let copy = |from: &str, to: &str, out: &mut Map<String, Value>| {
+        if let Some(v) = a.get(from).filter(|v| !v.is_null()) {
+            out.insert(to.to_string(), v.clone());
+        }
+    };
+    match (agent, mapped.as_str()) {
+        (Agent::ClaudeCode | Agent::Codex, "run_shell_command") => {
+            match a.get("command").or_else(|| a.get("cmd")) {
+                Some(Value::Array(argv)) => {
+                    out.insert("command".into(), Value::String(argv_command(argv)));
+                }
+                Some(v) => {
+                    out.insert("command".into(), v.clone());
+                }
+                None => {}
+            }
+            copy("description", "description", &mut out);
+            copy("workdir", "dir_path", &mut out);
+            copy("run_in_background", "is_background", &mut out);
+        }
+        (Agent::ClaudeCode, "replace") if name == "NotebookEdit" => {
+            copy("notebook_path", "file_path", &mut out);
+            copy("new_source", "new_string", &mut out);
+        }
+        (Agent::ClaudeCode, "replace") => {
+            copy("file_path", "file_path", &mut out);
+            copy("old_string", "old_string", &mut out);
+            copy("new_string", "new_string", &mut out);
+        }
+        (Agent::Codex, "replace") => {
+            // apply_patch: the first file the patch touches.
+            let patch = a
+                .get("input")
+                .or_else(|| a.get("patch"))
+                .and_then(Value::as_str);
+            if let Some(path) = patch.and_then(patch_file) {
+                out.insert("file_path".into(), Value::String(path));
+            }
+        }
+        (Agent::ClaudeCode, "write_file") => {
+            copy("file_path", "file_path", &mut out);
+            copy("content", "content", &mut out);
+        }
+        (Agent::ClaudeCode, "read_file") => {
+            copy("file_path", "file_path", &mut out);
+            copy("offset", "offset", &mut out);
+            copy("limit", "limit", &mut out);
+        }
+        (Agent::ClaudeCode, "glob") => {
+            copy("pattern", "pattern", &mut out);
+            copy("path", "dir_path", &mut out);
+        }
+        (Agent::ClaudeCode, "grep_search") => {
+            copy("pattern", "pattern", &mut out);
+            copy("path", "dir_path", &mut out);
+            copy("glob", "include", &mut out);
+        }
+        (Agent::ClaudeCode, "list_directory") => copy("path", "dir_path", &mut out),
+        (Agent::ClaudeCode, "web_fetch") => {
+            // The reference's web_fetch takes one prompt holding the URL.
+            let url = a.get("url").and_then(Value::as_str).unwrap_or_default();
+            let prompt = a.get("prompt").and_then(Value::as_str).unwrap_or_default();
+            let text = [url, prompt]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" ");
+            out.insert("prompt".into(), Value::String(text));
+        }
+        (_, "google_web_search") => copy("query", "query", &mut out),
+        (Agent::ClaudeCode, "write_todos") => copy("todos", "todos", &mut out),
+        // MCP tools and ACP kinds keep their arguments.
+        _ => return Some((mapped, args.clone(), server)),
+    }
+    Some((mapped, Value::Object(out), server))
+}
+
+/// Codex's argv as one command line: `["bash", "-lc", SCRIPT]` is the script; anything else
+/// is its words, quoted where a shell would need it.
+fn argv_command(argv: &[serde_json::Value]) -> String {
+    let words: Vec<&str> = argv.iter().filter_map(|v| v.as_str()).collect();
+    if let [sh, flag, script] = words.as_slice() {
+        let shell = sh.rsplit('/').next().unwrap_or(sh);
+        if matches!(shell, "bash" | "sh" | "zsh") && matches!(*flag, "-c" | "-lc") {
+            return (*script).to_string();
+        }
+    }
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
+            {
+                (*w).to_string()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The first file a Codex patch adds, updates or deletes.
+fn patch_file(patch: &str) -> Option<String> {
+    patch.lines().find_map(|l| {
+        ["*** Update File: ", "*** Add File: ", "*** Delete File: "]
+            .iter()
+            .find_map(|p| l.strip_prefix(p))
+            .map(|p| p.trim().to_string())
+    })
 }
 
 #[cfg(test)]

@@ -198,6 +198,7 @@ impl Broker {
             project: ctx.and_then(|c| c.project.as_deref()),
             mode: None,
             interactive: None,
+            agent: ctx.and_then(|c| c.agent.as_deref()),
         })
     }
 

@@ -63,6 +63,7 @@ pub use remote::{
 };
 pub use request::{Valid, ValidRequest};
 pub use stats::{ApprovalStats, BrokerStats};
+pub use uis::{ReplayBudget, ReplayStep};
 
 use peers::Peer;
 use pending::PendingTable;
@@ -214,6 +215,16 @@ impl Broker {
 
     pub fn ui_count(&self) -> usize {
         self.uis.len()
+    }
+
+    /// The subscribed UIs of this node, oldest connection first (`askbus doctor` lists them).
+    pub fn ui_peers(&self) -> impl Iterator<Item = &Peer> {
+        self.uis.iter().filter_map(|id| self.peers.get(id))
+    }
+
+    /// The policy rules approvals are checked against, when any.
+    pub fn policy(&self) -> Option<&PolicyDecider> {
+        self.policy.as_ref()
     }
 
     pub fn peer_count(&self) -> usize {

@@ -437,10 +437,12 @@ impl Daemon {
         (ui, sub["pending"].as_u64().expect("pending count"))
     }
 
-    /// Runs the `askbus` CLI against this daemon.
+    /// Runs the `askbus` CLI against this daemon, with the daemon's config home (so a rule
+    /// "allow always" writes lands in the test's directory, never in the user's own).
     pub fn cli(&self) -> Command {
         let mut cmd = Command::new(cli_bin());
         cmd.env("ASKBUS_SOCKET", &self.socket);
+        cmd.env("XDG_CONFIG_HOME", self.dir.path());
         cmd
     }
 }

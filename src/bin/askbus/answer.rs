@@ -17,9 +17,12 @@ use crate::term;
 /// What the command line says to send.
 #[derive(Debug, PartialEq)]
 pub enum What {
-    Answers(Vec<String>),
+    /// `--answer` flags, and whether `--other` allows free text on a choice or yes/no.
+    Answers(Vec<String>, bool),
     Dismiss,
-    Allow { always: bool },
+    Allow {
+        always: bool,
+    },
     Deny(Option<String>),
     Nothing,
 }
@@ -28,6 +31,7 @@ impl What {
     /// clap keeps the flags apart (`conflicts_with`); this reads the one given.
     pub fn from_flags(
         answers: Vec<String>,
+        other: bool,
         dismiss: bool,
         allow: bool,
         always: bool,
@@ -40,7 +44,7 @@ impl What {
         } else if let Some(reason) = deny {
             What::Deny(reason)
         } else if !answers.is_empty() {
-            What::Answers(answers)
+            What::Answers(answers, other)
         } else {
             What::Nothing
         }
@@ -57,7 +61,7 @@ fn usage(e: anyhow::Error) -> anyhow::Error {
     Failure::new(crate::ask::exit::USAGE, e).into()
 }
 
-pub async fn run(socket: &Path, id: &str, what: What) -> Result<ExitCode> {
+pub async fn run(socket: &Path, id: &str, what: What, any_project: bool) -> Result<ExitCode> {
     if what == What::Nothing {
         return Err(usage(anyhow!(
             "say what to send: --answer INDEX=TEXT (one per question, from 0) for a question, \
@@ -66,7 +70,7 @@ pub async fn run(socket: &Path, id: &str, what: What) -> Result<ExitCode> {
         )));
     }
     let answers = match &what {
-        What::Answers(raw) => parse(raw).map_err(usage)?,
+        What::Answers(raw, _) => parse(raw).map_err(usage)?,
         _ => BTreeMap::new(),
     };
     let mut ui = Ui::subscribe_via(
@@ -101,11 +105,14 @@ pub async fn run(socket: &Path, id: &str, what: What) -> Result<ExitCode> {
     }
     let shown = term::sanitize(id);
     let decision = match (&what, &pending) {
-        (What::Answers(raw), Some(Pending::Question(questions))) => {
+        (What::Answers(raw, other), Some(Pending::Question(questions))) => {
             check_repeats(raw, questions).map_err(usage)?;
+            if !other {
+                check_options(&answers, questions).map_err(usage)?;
+            }
             None
         }
-        (What::Answers(_), Some(Pending::Approval(a))) => {
+        (What::Answers(..), Some(Pending::Approval(a))) => {
             return Err(usage(anyhow!(
                 "{shown} is an approval (tool {}), not a question: answer it with --allow \
                  [--always], --deny [REASON] or --dismiss",
@@ -119,14 +126,24 @@ pub async fn run(socket: &Path, id: &str, what: What) -> Result<ExitCode> {
             )))
         }
         (What::Allow { always: true }, Some(Pending::Approval(a))) => {
-            Some(Decision::allow(always_outcome(a).map_err(usage)?))
+            let outcome = match always_outcome(a) {
+                Ok(o) => o,
+                // The agent has no "always" of its own: askbus's rule is the "always".
+                Err(_) if !a.outcomes.iter().any(|o| crate::pending::is_always(*o)) => {
+                    ToolOutcome::ProceedOnce
+                }
+                Err(e) => return Err(usage(e)),
+            };
+            // askbus's own rule first, so the daemon decides the next identical call by it.
+            write_always_rule(a, outcome, any_project)?;
+            Some(Decision::allow(outcome))
         }
         // Not pending (or not visible to this user): the daemon says which.
         (What::Allow { always: true }, None) => Some(Decision::allow(ToolOutcome::ProceedAlways)),
         (What::Allow { always: false }, _) => Some(Decision::allow_once()),
         (What::Deny(reason), _) => Some(Decision::deny(reason.clone())),
         (What::Dismiss, Some(Pending::Approval(_))) => Some(Decision::Dismissed),
-        (What::Dismiss | What::Answers(_), _) => None,
+        (What::Dismiss | What::Answers(..), _) => None,
         (What::Nothing, _) => unreachable!("refused above"),
     };
     match (&decision, &what) {
@@ -168,6 +185,22 @@ pub async fn run(socket: &Path, id: &str, what: What) -> Result<ExitCode> {
             None => bail!("askbusd closed the connection before acknowledging the answer"),
         }
     }
+}
+
+/// Writes the rule "allow always" means for `a` into this user's policy file, saying which
+/// rule and where before it does.
+fn write_always_rule(a: &UiApproval, outcome: ToolOutcome, any_project: bool) -> Result<()> {
+    let Some(rule) = crate::always::rule_for(a, outcome, any_project) else {
+        eprintln!(
+            "askbus: no rule written: the request is another user's (uid {}), or askbus cannot \
+             say what \"always\" means for this call",
+            a.producer.uid
+        );
+        return Ok(());
+    };
+    println!("rule: {}", term::sanitize(&crate::always::describe(&rule)));
+    crate::always::write(&rule).map_err(|e| anyhow!("the rule was not written: {e}"))?;
+    Ok(())
 }
 
 /// The outcome `--always` sends: the agent's "Allow always", or the one other "always" it
@@ -248,6 +281,59 @@ fn check_repeats(raw: &[String], questions: &serde_json::Value) -> Result<()> {
                     crate::explain::name("question", i)
                 );
             }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an answer to a choice (or yes/no) question that is none of its options, unless
+/// `--other` says free text is meant: a typo (`0=sqlite` for `SQLite`) would otherwise reach
+/// the agent as the "Other" row's text, silently. Says which option it may have meant.
+fn check_options(answers: &BTreeMap<usize, String>, questions: &serde_json::Value) -> Result<()> {
+    for (&i, text) in answers {
+        let Some(q) = questions.get(i) else { continue };
+        let labels: Vec<&str> = match q.get("type").and_then(|t| t.as_str()) {
+            Some("choice") => q
+                .get("options")
+                .and_then(|o| o.as_array())
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|o| o.get("label").and_then(|l| l.as_str()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Some("yesno") => vec!["Yes", "No"],
+            _ => continue,
+        };
+        let multi = q.get("multiSelect") == Some(&serde_json::Value::Bool(true));
+        // A multiSelect's picks are joined with ", " (a label may hold ", " itself).
+        let picks: Vec<&str> = if multi && !labels.contains(&text.as_str()) {
+            text.split(", ").collect()
+        } else {
+            vec![text.as_str()]
+        };
+        for pick in picks {
+            if labels.contains(&pick) {
+                continue;
+            }
+            let near = labels
+                .iter()
+                .find(|l| l.eq_ignore_ascii_case(pick.trim()))
+                .map(|l| format!(" Did you mean `--answer {i}={l}`?"))
+                .unwrap_or_default();
+            let header = q.get("header").and_then(|h| h.as_str()).unwrap_or("");
+            bail!(
+                "{}, \"{}\", is answered with one of its options: {}; {:?} is none of them.\
+                 {near} To send it as free text (the \"Other\" row), add --other.",
+                crate::explain::name("question", i),
+                term::sanitize(header),
+                labels
+                    .iter()
+                    .map(|l| term::sanitize(l).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                term::sanitize(pick),
+            );
         }
     }
     Ok(())
