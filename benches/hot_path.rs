@@ -15,7 +15,9 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Duration;
 
-use askbusd::broker::{Broker, Effects, Limits, Msg, PeerId, PeerInfo, ValidRequest};
+use askbusd::broker::{
+    Broker, Effects, Limits, Msg, PeerId, PeerInfo, ReplayBudget, ReplayStep, ValidRequest,
+};
 use askbusd::protocol::{
     self, codec, encode, encode_fast, AskUserRequest, AskUserResponse, End, FastFrame, Inbound,
     ProducerInfo, ServerFrame, UiRequest, UiRequestRef,
@@ -353,7 +355,12 @@ impl Table {
         broker.connect(UI, peer("askbus-ui/0.1.0", 100));
         broker.subscribe(UI, None, Default::default(), &mut fx);
         // Nothing to replay yet: the UI goes live, so every ask below is delivered to it.
-        assert!(!broker.replay(UI, 64, t0, &mut fx));
+        let budget = ReplayBudget {
+            frames: 64,
+            bytes: usize::MAX,
+            room: usize::MAX,
+        };
+        assert_eq!(broker.replay(UI, budget, t0, &mut fx), ReplayStep::Done);
         broker.connect(PRODUCER, peer("my-agent/1.2.0", 200));
         let mut table = Table {
             broker,

@@ -49,6 +49,10 @@ struct State {
     closed: bool,
     /// The UI has more of the pending table to receive, once its buffer has room.
     replay: bool,
+    /// The next replayed frame is larger than the room left: the step waits until everything
+    /// queued is written (an empty buffer takes any frame), so a frame near the limit is
+    /// delayed, never refused and never starved.
+    replay_drained: bool,
     /// A half-closed peer has nothing more to receive: the connection closes once what is
     /// queued is written.
     finished: bool,
@@ -59,9 +63,14 @@ impl State {
         self.buf.len() - self.sent
     }
 
-    /// Room for a replay step: the buffer is at most half full.
+    /// Room for a replay step: the buffer is at most half full (empty, when the next frame
+    /// needs more than the rest).
     fn has_room_for_replay(&self, limit: usize) -> bool {
-        self.unsent() < limit / 2
+        if self.replay_drained {
+            self.unsent() == 0
+        } else {
+            self.unsent() < limit / 2
+        }
     }
 
     /// Writes what the socket takes now. `Ok(true)` when everything was written.
@@ -203,12 +212,38 @@ impl Outbox {
         self.state().has_room_for_replay(self.shared.limit)
     }
 
+    /// What one replay step may queue: `(step, room)`. A step adds at most `step` bytes (half
+    /// the limit; a step starts only below half, so replayed frames alone never pass the
+    /// limit), except that a first frame larger than that goes alone when it fits in `room`,
+    /// what the buffer takes now (`usize::MAX` when it is empty: an empty buffer takes any
+    /// frame).
+    pub fn replay_budget(&self) -> (usize, usize) {
+        let unsent = self.state().unsent();
+        let room = if unsent == 0 {
+            usize::MAX
+        } else {
+            self.shared.limit.saturating_sub(unsent)
+        };
+        (self.shared.limit / 2, room)
+    }
+
+    /// Asks for the next replay step once everything queued is written: its next frame did
+    /// not fit in the room left.
+    pub fn want_replay_drained(&self) {
+        let mut st = self.state();
+        st.replay = true;
+        st.replay_drained = true;
+        drop(st);
+        self.shared.wake.notify_one();
+    }
+
     /// Whether a replay step is due now: one was asked for and the buffer is at most half full
     /// (or the peer is gone, which the step's frames find out, dropping the peer).
     pub fn take_replay(&self) -> bool {
         let mut st = self.state();
         if st.replay && st.has_room_for_replay(self.shared.limit) {
             st.replay = false;
+            st.replay_drained = false;
             return true;
         }
         false

@@ -1872,6 +1872,58 @@ fn an_origin_that_shuts_down_withdraws_every_shared_question_everywhere_as_shutd
     });
 }
 
+/// "No UI" counts this node's UIs only (issue 31): with a UI open on B alone, a hook on A hands
+/// the call straight back to the agent's prompt (nobody may be looking at B's screen), while
+/// `askbus ask` on A's terminal says that B's UIs show its question rather than "no UI".
+#[test]
+fn a_ui_on_another_node_leaves_the_hook_to_hand_back_and_ask_names_that_node() {
+    let nats = Nats::start();
+    rt().block_on(async {
+        let url = nats.url();
+        let a = node(&url, "A", "");
+        let b = node(&url, "B", "");
+        wait_sees(&a, &["B"]).await;
+        wait_sees(&b, &["A"]).await;
+        let (_ui_on_b, _) = b.ui().await;
+
+        let input = json!({"session_id": "s1", "transcript_path": "/h/s.jsonl", "cwd": "/tmp",
+                           "permission_mode": "default", "hook_event_name": "PreToolUse",
+                           "tool_name": "Bash", "tool_input": {"command": "ls"}})
+        .to_string();
+        let mut hook = a.cli();
+        hook.args(["hook", "claude"]).env_remove("CI");
+        let child = common::spawn_with_stdin(&mut hook, &input);
+        let started = std::time::Instant::now();
+        let out = tokio::task::block_in_place(|| child.wait_with_output()).unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the hook waited for B's UI"
+        );
+        assert_eq!(out.status.code(), Some(0));
+        let decided: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(decided["hookSpecificOutput"]["permissionDecision"], "ask");
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("q.json");
+        std::fs::write(
+            &file,
+            r#"{"questions":[{"question":"Ship it?","header":"Ship","type":"yesno"}]}"#,
+        )
+        .unwrap();
+        let sock = a.socket.to_str().unwrap().to_owned();
+        // Wide enough that the line does not wrap.
+        let mut ask =
+            pty::Pty::askbus_sized(&["--socket", &sock, "ask", file.to_str().unwrap()], 24, 240);
+        let screen = ask.wait_for("(B)").await;
+        assert!(
+            screen.contains("other federated node (B) show it too"),
+            "{screen}"
+        );
+        ask.keys("\x03");
+        ask.wait_exit().await;
+    });
+}
+
 /// The NATS server's monitoring endpoint `path` (`-m PORT`), as JSON.
 fn monitor(port: u16, path: &str) -> Value {
     use std::io::{Read, Write};
@@ -1956,4 +2008,26 @@ fn forty_eight_nodes_form_answer_and_withdraw_with_linear_subscriptions() {
             - base;
         assert!(after <= 5 * N as u64, "{after}");
     });
+}
+
+/// An unreachable NATS server is logged once per retry with its URL and the OS's reason,
+/// not as the client library's bare "nats: IO error" events (issue 31 item 6).
+#[test]
+fn an_unreachable_nats_server_is_logged_with_its_url_and_the_os_error() {
+    let port = common::nats::free_port();
+    let url = format!("nats://127.0.0.1:{port}");
+    let d = Daemon::start_with(&["--nats", &url, "--node", "lonely"]);
+    let want = format!("cannot reach NATS at {url}: Connection refused");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !d.log_text().contains(&want) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never logged {want:?}: {}",
+            d.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = d.log_text();
+    // The library's own event lines are off (its debug events stay in a debug log).
+    assert!(!log.contains(" event: client error"), "{log}");
 }

@@ -504,6 +504,7 @@ fn client_examples_are_accepted_or_refused_as_indexed() {
                             Inbound::ToolConfirmationResponse(_)
                         )
                         | ("notify-report", Inbound::NotifyReport(_))
+                        | ("history", Inbound::History(_))
                 );
                 if !same {
                     failures.push(format!("{}: parsed as {frame:?}", ex.file));
@@ -792,6 +793,7 @@ fn the_rust_client_encodes_the_client_examples() {
             ClientFrame::Hello {
                 protocol: 1,
                 client: Some("my-agent/1.2.0"),
+                via: None,
             },
         ),
         (
@@ -812,6 +814,7 @@ fn the_rust_client_encodes_the_client_examples() {
             ClientFrame::Subscribe {
                 client: Some("askbus-tui/0.1.0"),
                 filter: None,
+                via: Some("tui"),
             },
         ),
         (
@@ -819,6 +822,7 @@ fn the_rust_client_encodes_the_client_examples() {
             ClientFrame::Subscribe {
                 client: Some("askbus-tui/0.1.0"),
                 filter: Some(&filter),
+                via: None,
             },
         ),
         (
@@ -875,6 +879,7 @@ fn the_rust_client_encodes_the_client_examples() {
                 correlation_id: id,
                 answers: &answers,
                 cancelled: false,
+                user: None,
             },
         ),
         (
@@ -883,6 +888,7 @@ fn the_rust_client_encodes_the_client_examples() {
                 correlation_id: id,
                 answers: &none,
                 cancelled: true,
+                user: None,
             },
         ),
     ];
@@ -1334,6 +1340,7 @@ fn approval_examples_agree_with_the_code() {
                 message: None,
                 payload: None,
                 dismissed: false,
+                user: None,
             },
         ),
         (
@@ -1345,6 +1352,19 @@ fn approval_examples_agree_with_the_code() {
                 message: Some(message),
                 payload: None,
                 dismissed: false,
+                user: None,
+            },
+        ),
+        (
+            "client/tool-confirmation-response.user.json",
+            ClientFrame::ToolConfirmationResponse {
+                correlation_id: id,
+                confirmed: Some(true),
+                outcome: Some(ToolOutcome::ProceedOnce),
+                message: None,
+                payload: None,
+                dismissed: false,
+                user: Some("Alice Example (123456789)"),
             },
         ),
         (
@@ -1356,6 +1376,7 @@ fn approval_examples_agree_with_the_code() {
                 message: None,
                 payload: None,
                 dismissed: true,
+                user: None,
             },
         ),
     ];

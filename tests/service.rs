@@ -481,3 +481,22 @@ fn man_dir_writes_every_page_the_main_page_refers_to() {
         "{page}"
     );
 }
+
+/// `--now` where no systemd manager runs (a container, SSH without lingering) enabled and
+/// started nothing: it says so and fails instead of exiting 0 (issue 31 item 11).
+#[test]
+fn install_now_without_a_manager_fails_and_says_what_to_do() {
+    if Path::new("/run/systemd/system").is_dir() {
+        return; // a real manager could be running here; the case needs its absence
+    }
+    let home = tempfile::tempdir().unwrap();
+    let out = askbus(home.path(), &["service", "install", "--now"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("nothing was started") && err.contains("askbusd"),
+        "{err}"
+    );
+    // The units are written all the same, and the commands to enable them printed.
+    assert!(text(&out.stdout).contains("systemctl --user enable --now askbusd.socket"));
+}

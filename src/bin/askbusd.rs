@@ -430,7 +430,7 @@ struct LogReload {
 
 impl LogReload {
     fn set_filter(&self, filter: &str) -> Result<()> {
-        let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        let filter = tracing_subscriber::EnvFilter::try_new(quiet_nats(filter))
             .with_context(|| format!("bad log filter {filter:?}"))?;
         self.handle
             .reload(filter)
@@ -438,12 +438,24 @@ impl LogReload {
     }
 }
 
+/// The NATS client logs each of its events at info ("event: client error: nats: IO error",
+/// twice a second while a server is unreachable, with no address and no reason); federation
+/// logs what matters itself, once per retry with the URL and the OS error. A filter that
+/// names `async_nats` is taken as it is.
+fn quiet_nats(filter: &str) -> String {
+    if filter.contains("async_nats") {
+        filter.to_owned()
+    } else {
+        format!("{filter},async_nats=warn")
+    }
+}
+
 fn init_logging(format: LogFormat, filter: &str) -> Result<LogReload> {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::{fmt, EnvFilter, Layer};
-    let env_filter =
-        EnvFilter::try_new(filter).with_context(|| format!("bad log filter {filter:?}"))?;
+    let env_filter = EnvFilter::try_new(quiet_nats(filter))
+        .with_context(|| format!("bad log filter {filter:?}"))?;
     let (filter_layer, handle) = tracing_subscriber::reload::Layer::new(env_filter);
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let base = fmt::layer()

@@ -142,6 +142,7 @@ impl Broker {
         fx: &mut Effects,
     ) -> (String, Outcome) {
         let id = resp.correlation_id;
+        let user = resp.user;
         let req = self.take(
             &id,
             WithdrawReason::Answered,
@@ -159,7 +160,7 @@ impl Broker {
             fx.frame(winner, encode_fast::ack(&id, outcome));
         }
         self.stats.record_latency(now - req.accepted_at);
-        let decider = winner.and_then(|w| self.decider_of(w, None));
+        let decider = winner.and_then(|w| self.decider_of(w, user));
         let ended = Ended::by_ui(End::from(outcome), answered_by, told, decider);
         self.end(&id, req, ended, now, fx);
         (id, outcome)
@@ -177,6 +178,7 @@ impl Broker {
         fx: &mut Effects,
     ) -> remote::Acked {
         let req = self.take(id, WithdrawReason::Answered, winner, Some(&answered_by), fx);
+        let user = resp.user;
         let (reason, outcome, message, payload) = match resp.decision {
             Decision::Dismissed => {
                 let message = approvals::daemon_message(Outcome::Dismissed, req.timeout_ms);
@@ -200,7 +202,7 @@ impl Broker {
             message,
             payload,
         });
-        let decider = winner.and_then(|w| self.decider_of(w, None));
+        let decider = winner.and_then(|w| self.decider_of(w, user));
         let ended = Ended::by_ui(End::from(reason), answered_by, told, decider);
         self.end(id, req, ended, now, fx);
         remote::Acked::Approval {

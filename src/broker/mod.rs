@@ -36,6 +36,23 @@ use std::collections::{BTreeSet, HashMap};
 use tokio::time::Instant;
 
 pub use body::{Body, Origin, Told};
+/// The `via` values `decidedBy` knows (PROTOCOL.md "Durability"); a UI claiming another is
+/// recorded as `client`.
+pub const KNOWN_VIAS: [&str; 12] = [
+    "tui",
+    "web",
+    "link",
+    "notify",
+    "cli",
+    "mcp",
+    "client",
+    "federation",
+    "telegram",
+    "slack",
+    "discord",
+    "acp",
+];
+
 pub use durable::{AskedRecord, DecidedBy, Decider, Durable, EndedRecord, Restored};
 pub use effects::{Effects, Msg};
 pub use error::BrokerError;
@@ -46,6 +63,7 @@ pub use remote::{
 };
 pub use request::{Valid, ValidRequest};
 pub use stats::{ApprovalStats, BrokerStats};
+pub use uis::{ReplayBudget, ReplayStep};
 
 use peers::Peer;
 use pending::PendingTable;
@@ -199,6 +217,16 @@ impl Broker {
         self.uis.len()
     }
 
+    /// The subscribed UIs of this node, oldest connection first (`askbus doctor` lists them).
+    pub fn ui_peers(&self) -> impl Iterator<Item = &Peer> {
+        self.uis.iter().filter_map(|id| self.peers.get(id))
+    }
+
+    /// The policy rules approvals are checked against, when any.
+    pub fn policy(&self) -> Option<&PolicyDecider> {
+        self.policy.as_ref()
+    }
+
     pub fn peer_count(&self) -> usize {
         self.peers.len()
     }
@@ -258,6 +286,16 @@ impl Broker {
     pub fn set_client(&mut self, peer: PeerId, client: String) {
         if let Some(p) = self.peers.get_mut(&peer) {
             p.info.client = Some(client);
+        }
+    }
+
+    /// Records the kind of UI a peer claims to be (`via` in `hello` or `subscribe`), for
+    /// `decidedBy`: one of [`KNOWN_VIAS`], anything else is `client`. `federation` is never
+    /// taken from a claim: only an answer that came from another node is.
+    pub fn set_via(&mut self, peer: PeerId, via: &str) {
+        if let Some(p) = self.peers.get_mut(&peer) {
+            let known = KNOWN_VIAS.contains(&via) && via != "federation";
+            p.via = Some(if known { via } else { "client" }.to_owned());
         }
     }
 

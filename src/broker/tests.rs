@@ -79,7 +79,7 @@ fn types(frames: &[(PeerId, Value)]) -> Vec<(PeerId, String)> {
 /// Subscribes and runs the replay to completion.
 fn subscribe(b: &mut Broker, ui: PeerId, now: Instant, fx: &mut Effects) {
     b.subscribe(ui, None, SubscribeFilter::default(), fx);
-    while b.replay(ui, 64, now, fx) {}
+    while b.replay(ui, step(64), now, fx) == ReplayStep::More {}
 }
 
 #[test]
@@ -195,7 +195,7 @@ fn replay_is_chunked_ordered_and_never_duplicates_live_requests() {
         sent(&mut fx)[0].1,
         json!({"type": "subscribed", "pending": 10})
     );
-    assert!(b.replay(UI_A, 4, t0, &mut fx));
+    assert_eq!(b.replay(UI_A, step(4), t0, &mut fx), ReplayStep::More);
     let first: Vec<_> = sent(&mut fx)
         .into_iter()
         .map(|(_, v)| v["correlationId"].clone())
@@ -211,7 +211,7 @@ fn replay_is_chunked_ordered_and_never_duplicates_live_requests() {
     let to_ui: Vec<_> = frames.iter().filter(|(p, _)| *p == UI_A).collect();
     assert_eq!(to_ui.len(), 1);
     assert_eq!(to_ui[0].1["correlationId"], "r1");
-    while b.replay(UI_A, 4, t0, &mut fx) {}
+    while b.replay(UI_A, step(4), t0, &mut fx) == ReplayStep::More {}
     let rest: Vec<_> = sent(&mut fx)
         .into_iter()
         .map(|(_, v)| v["correlationId"].clone())
@@ -594,7 +594,7 @@ fn a_filtered_ui_sees_and_answers_only_matching_requests() {
     sent(&mut fx);
     // Replayed and counted: only its project's.
     b.subscribe(UI_A, None, filter("web"), &mut fx);
-    while b.replay(UI_A, 64, t0, &mut fx) {}
+    while b.replay(UI_A, step(64), t0, &mut fx) == ReplayStep::More {}
     let frames = sent(&mut fx);
     assert_eq!(frames[0].1, json!({"type": "subscribed", "pending": 1}));
     assert_eq!(frames.len(), 2);
@@ -661,7 +661,7 @@ fn no_ui_counts_only_uis_whose_filter_matches() {
     let mut fx = Effects::default();
     let t0 = Instant::now();
     b.subscribe(UI_A, None, filter("web"), &mut fx);
-    while b.replay(UI_A, 64, t0, &mut fx) {}
+    while b.replay(UI_A, step(64), t0, &mut fx) == ReplayStep::More {}
     sent(&mut fx);
     let reject = |p: &str| json!({"noUi": "reject", "context": {"project": p}});
     b.ask(PRODUCER, request("api", reject("api")), t0, &mut fx);
@@ -700,7 +700,7 @@ fn resubscribing_with_another_filter_withdraws_what_it_no_longer_asks_for() {
     subscribe(&mut b, UI_A, t0, &mut fx);
     assert_eq!(sent(&mut fx).len(), 3);
     b.subscribe(UI_A, None, filter("api"), &mut fx);
-    while b.replay(UI_A, 64, t0, &mut fx) {}
+    while b.replay(UI_A, step(64), t0, &mut fx) == ReplayStep::More {}
     let frames = sent(&mut fx);
     assert_eq!(
         frames.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()[..2],
@@ -737,4 +737,40 @@ fn records_and_events_carry_agent_and_project() {
         assert_eq!(e.project.as_deref(), Some("web"));
         assert!(!serde_json::to_string(e).unwrap().contains("secret"));
     }
+}
+
+/// A replay step of at most `n` frames, unbounded in bytes.
+fn step(n: usize) -> ReplayBudget {
+    ReplayBudget {
+        frames: n,
+        bytes: usize::MAX,
+        room: usize::MAX,
+    }
+}
+
+#[test]
+fn a_replay_step_is_bounded_in_bytes_and_a_large_first_frame_waits_for_room() {
+    let mut b = broker();
+    let mut fx = Effects::default();
+    let t0 = Instant::now();
+    for i in 0..3 {
+        b.ask(PRODUCER, request(&format!("r{i}"), json!({})), t0, &mut fx);
+    }
+    b.subscribe(UI_A, None, SubscribeFilter::default(), &mut fx);
+    sent(&mut fx);
+    // A budget of one byte: each step sends its first frame alone (it fits the room).
+    let one = ReplayBudget {
+        frames: 64,
+        bytes: 1,
+        room: usize::MAX,
+    };
+    assert_eq!(b.replay(UI_A, one, t0, &mut fx), ReplayStep::More);
+    assert_eq!(sent(&mut fx).len(), 1);
+    // No room for the next frame: nothing sent, the UI still catching up.
+    let full = ReplayBudget { room: 1, ..one };
+    assert_eq!(b.replay(UI_A, full, t0, &mut fx), ReplayStep::Blocked);
+    assert!(sent(&mut fx).is_empty());
+    assert_eq!(b.replay(UI_A, one, t0, &mut fx), ReplayStep::More);
+    assert_eq!(b.replay(UI_A, one, t0, &mut fx), ReplayStep::Done);
+    assert_eq!(sent(&mut fx).len(), 2);
 }

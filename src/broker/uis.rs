@@ -130,34 +130,46 @@ impl Broker {
             .filter(move |w| self.peers[w].info.sees(producer_uid))
     }
 
-    /// Sends a catching-up UI up to `max_frames` more pending requests. Once it has them all
-    /// it becomes live (in the same step, so nothing falls between replay and live).
-    /// Returns whether more remain (the caller calls again when the UI's queue has room).
+    /// Sends a catching-up UI more pending requests: up to `budget.frames` frames and
+    /// `budget.bytes` bytes (a replay fits the UI's queue by construction, counted in bytes,
+    /// not frames), except that a first frame over `budget.bytes` goes alone when it fits in
+    /// `budget.room`. Once it has them all it becomes live (in the same step, so nothing falls
+    /// between replay and live). More to come: `More` (asked again when its queue has room)
+    /// or `Blocked` (nothing sent: the next frame needs a drained queue).
     pub fn replay(
         &mut self,
         peer: PeerId,
-        max_frames: usize,
+        budget: ReplayBudget,
         now: Instant,
         fx: &mut Effects,
-    ) -> bool {
+    ) -> ReplayStep {
         let Some(p) = self.peers.get(&peer) else {
-            return false;
+            return ReplayStep::Done;
         };
         let Some(Cursor::CatchingUp(last)) = p.ui else {
-            return false;
+            return ReplayStep::Done;
         };
         // Other users' questions, and those its filter leaves out, are passed over (the cursor
         // moves past them) unseen.
         let mut cursor = last;
         let mut sent = 0;
+        let mut bytes = 0usize;
         let mut more = false;
         for (seq, id, req) in self.pending.after(last) {
             if p.shown(req) {
-                if sent == max_frames {
+                if sent == budget.frames {
                     more = true;
                     break;
                 }
-                fx.frame(peer, self.ui_frame(id, req, now));
+                let frame = self.ui_frame(id, req, now);
+                let len = frame.len() + crate::protocol::LENGTH_PREFIX_BYTES;
+                let fits = bytes + len <= budget.bytes || (sent == 0 && len <= budget.room);
+                if !fits {
+                    more = true;
+                    break;
+                }
+                fx.frame(peer, frame);
+                bytes += len;
                 sent += 1;
             }
             cursor = seq;
@@ -168,9 +180,34 @@ impl Broker {
         } else {
             Cursor::Live
         });
-        if more {
-            fx.replay.push(peer);
+        match (more, sent) {
+            (false, _) => ReplayStep::Done,
+            (true, 0) => ReplayStep::Blocked,
+            (true, _) => {
+                fx.replay.push(peer);
+                ReplayStep::More
+            }
         }
-        more
     }
+}
+
+/// What one replay step may send (see [`Broker::replay`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayBudget {
+    pub frames: usize,
+    pub bytes: usize,
+    /// What the UI's queue takes now, for a first frame over `bytes`.
+    pub room: usize,
+}
+
+/// How a replay step left the UI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayStep {
+    /// Caught up: live.
+    Done,
+    /// More to send, once its queue has room (it is on `Effects::replay`).
+    More,
+    /// Nothing sent: the next frame is larger than the room left; ask again once the queue
+    /// is drained.
+    Blocked,
 }

@@ -9,6 +9,7 @@
 //! refusals and closes that are the daemon's own.
 
 mod error;
+mod history;
 mod reader;
 
 use std::io;
@@ -59,9 +60,11 @@ pub async fn serve(
     let mut conn = Conn {
         id,
         hub: &hub,
+        shared_hub: hub.clone(),
         outbox: outbox.clone(),
         config: &config,
         batch: Batch::new(),
+        history: None,
     };
     let mut frames = FrameReader::new(stream.clone(), &config);
     // Set when we close on the peer because of what it sent (not when it left or at shutdown).
@@ -216,6 +219,10 @@ fn shutdown_write(stream: &UnixStream) {
 struct Conn<'a> {
     id: PeerId,
     hub: &'a Hub,
+    /// The same hub, for the history worker's task.
+    shared_hub: Arc<Hub>,
+    /// The history worker, started by the first `history` query.
+    history: Option<tokio::sync::mpsc::Sender<protocol::HistoryQueryFrame>>,
     outbox: Outbox,
     config: &'a ConnectionConfig,
     /// The outboxes this burst of frames has queued frames on.
@@ -300,10 +307,18 @@ impl Conn<'_> {
             }
         };
         match frame {
-            Inbound::Hello { protocol, client } => {
+            Inbound::Hello {
+                protocol,
+                client,
+                via,
+            } => {
                 if let Some(client) = client {
                     self.hub
                         .run_in(&mut self.batch, |b, _, _| b.set_client(id, client));
+                }
+                if let Some(via) = via {
+                    self.hub
+                        .run_in(&mut self.batch, |b, _, _| b.set_via(id, &via));
                 }
                 self.reply(encode(&ServerFrame::Welcome {
                     protocol,
@@ -315,11 +330,16 @@ impl Conn<'_> {
             }
             Inbound::Ping { id } => self.reply(encode(&ServerFrame::Pong { id })),
             Inbound::Stats => self.reply(self.hub.stats_frame_for(id)),
-            Inbound::Subscribe { client, filter } => {
-                self.hub.run_in(&mut self.batch, |b, _, fx| {
-                    b.subscribe(id, client, filter, fx)
-                })
-            }
+            Inbound::Subscribe {
+                client,
+                filter,
+                via,
+            } => self.hub.run_in(&mut self.batch, |b, _, fx| {
+                if let Some(via) = via {
+                    b.set_via(id, &via);
+                }
+                b.subscribe(id, client, filter, fx)
+            }),
             Inbound::Watch { client } => self
                 .hub
                 .run_in(&mut self.batch, |b, _, fx| b.watch(id, client, fx)),
@@ -365,6 +385,20 @@ impl Conn<'_> {
             Inbound::NotifyReport(report) => self
                 .hub
                 .run_in(&mut self.batch, |b, _, fx| b.notify_report(id, report, fx)),
+            Inbound::History(query) => {
+                let worker = self.history.get_or_insert_with(|| {
+                    history::spawn(self.shared_hub.clone(), id, self.outbox.clone())
+                });
+                if worker.try_send(query).is_err() {
+                    self.reply_error(&FrameError::new(
+                        protocol::ErrorCode::InvalidFrame,
+                        format!(
+                            "at most {} history queries may wait for their answers on one connection",
+                            history::MAX_QUEUED
+                        ),
+                    ));
+                }
+            }
         }
         Next::Continue
     }

@@ -150,6 +150,7 @@ mod tests {
                 correlation_id: id.into(),
                 answers: BTreeMap::from([(0, "Yes".into())]),
                 cancelled: false,
+                user: None,
             }),
             by: UiInfo {
                 client: None,

@@ -181,14 +181,26 @@ impl Task {
         let (perm_tx, _) = broadcast::channel::<String>(64);
         let options = {
             let perm_tx = perm_tx.clone();
+            let servers = servers.clone();
             options.event_callback(move |event| {
                 let ev_tx = ev_tx.clone();
                 let perm_tx = perm_tx.clone();
+                let servers = servers.clone();
                 async move {
                     if let async_nats::Event::ServerError(async_nats::ServerError::Other(msg)) =
                         &event
                     {
                         let _ = perm_tx.send(msg.clone());
+                    }
+                    if let async_nats::Event::ClientError(e) = &event {
+                        // One line per failed attempt (the retries back off to 2 s), naming
+                        // each server and why it cannot be reached.
+                        for url in &servers {
+                            let why = reach(url).await.unwrap_or_else(|| e.to_string());
+                            tracing::warn!(
+                                "federation: cannot reach NATS at {url}: {why}; retrying"
+                            );
+                        }
                     }
                     let _ = ev_tx.try_send(event);
                 }
@@ -591,4 +603,30 @@ fn refuse(status: &FedStatus, msg: &async_nats::Message, why: &str) {
         why,
         "federation: a message was refused"
     );
+}
+
+/// Why a NATS server's address cannot be reached, as the OS says it (a TCP connect within a
+/// second); `None` when it can be (the failure is then NATS's own, e.g. TLS or auth).
+async fn reach(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let hostport = rest.rsplit('@').next().unwrap_or(rest);
+    let hostport = hostport.split('/').next().unwrap_or(hostport);
+    let target = if hostport
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        hostport.to_owned()
+    } else {
+        format!("{hostport}:4222")
+    };
+    match tokio::time::timeout(
+        Duration::from_secs(1),
+        tokio::net::TcpStream::connect(&target),
+    )
+    .await
+    {
+        Ok(Ok(_)) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(_) => Some(format!("no answer from {target} within 1 s")),
+    }
 }

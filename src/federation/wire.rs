@@ -489,6 +489,7 @@ pub fn answer_request(answer: &Answer, by: &UiInfo, peer: PeerId) -> Vec<u8> {
         Answer::Approval(ToolConfirmationResponse {
             correlation_id,
             decision,
+            ..
         }) => {
             let mut v = json!({
                 "type": "tool-confirmation-response",

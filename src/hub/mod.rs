@@ -28,8 +28,23 @@ use crate::protocol::{encode, ErrorCode, ServerFrame};
 use crate::store::{Clock, Store};
 use crate::telemetry::{timestamp, Counters, TelemetrySink};
 
-/// How many replayed requests a catching-up UI is handed per step.
+/// How many replayed requests a catching-up UI is handed per step (at most; the step is
+/// bounded in bytes by the UI's queue too: `Outbox::replay_budget`).
 const REPLAY_CHUNK: usize = 64;
+
+/// One replay step for `peer` within what its outbox takes; a step whose next frame needs
+/// a drained queue waits for it (`Outbox::want_replay_drained`).
+fn replay_step(broker: &mut Broker, outbox: &Outbox, peer: PeerId, now: Instant, fx: &mut Effects) {
+    let (bytes, room) = outbox.replay_budget();
+    let budget = crate::broker::ReplayBudget {
+        frames: REPLAY_CHUNK,
+        bytes,
+        room,
+    };
+    if broker.replay(peer, budget, now, fx) == crate::broker::ReplayStep::Blocked {
+        outbox.want_replay_drained();
+    }
+}
 
 pub use trim::QUIET_BEFORE_TRIM;
 
@@ -178,7 +193,8 @@ impl Hub {
             return;
         }
         let now = Instant::now();
-        inner.broker.replay(peer, REPLAY_CHUNK, now, &mut inner.fx);
+        let outbox = inner.outboxes.get(&peer).expect("checked above");
+        replay_step(&mut inner.broker, outbox, peer, now, &mut inner.fx);
         self.deliver(inner, now, batch);
     }
 
@@ -359,7 +375,7 @@ impl Hub {
                 };
                 if inline_replays > 0 && outbox.has_room_for_replay() {
                     inline_replays -= 1;
-                    inner.broker.replay(peer, REPLAY_CHUNK, now, &mut inner.fx);
+                    replay_step(&mut inner.broker, outbox, peer, now, &mut inner.fx);
                 } else {
                     outbox.want_replay();
                 }
@@ -611,6 +627,11 @@ impl Hub {
             }
             None => Some(frame),
         }
+    }
+
+    /// The store, when the daemon has one (`history` queries read it).
+    pub fn store(&self) -> Option<Arc<Store>> {
+        self.lock().gate.as_ref().map(|g| g.store.clone())
     }
 
     /// Whether the daemon has a store (pending requests then survive a shutdown).

@@ -89,6 +89,33 @@ impl Hub {
             "telemetryErrors": get(&c.telemetry_errors),
         });
         let mut frame = frame;
+        // Who is subscribed on this node (a federated node's UIs are not: they count on
+        // their own node), what decides before them, and where decisions are kept: what
+        // `askbus doctor` reports.
+        frame["subscribers"] = b
+            .ui_peers()
+            .map(|p| {
+                json!({
+                    "client": p.info.client,
+                    "via": p.via.as_deref().unwrap_or("client"),
+                    "pid": p.info.pid,
+                    "uid": p.info.uid,
+                })
+            })
+            .collect();
+        frame["policies"] = match b.policy() {
+            Some(set) => json!({"enabled": true, "errors": set.errors()}),
+            None => json!({"enabled": false}),
+        };
+        frame["store"] = match &inner.gate {
+            Some(gate) => json!({
+                "enabled": true,
+                "path": gate.store.path(),
+                "available": gate.store.available.load(std::sync::atomic::Ordering::Relaxed),
+                "brokenChain": gate.store.broken_chain,
+            }),
+            None => json!({"enabled": false}),
+        };
         if let Some(link) = &inner.fed {
             let (remote, shared) = b.federated_counts();
             frame["federation"] = link.status.to_json(remote, shared);

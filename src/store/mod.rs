@@ -258,7 +258,10 @@ impl Store {
     pub fn history(
         &self,
         q: &HistoryQuery,
-    ) -> rusqlite::Result<(Vec<askbus::history::HistoryRecord>, Option<i64>)> {
+    ) -> rusqlite::Result<(
+        Vec<askbus::history::HistoryRecord>,
+        Option<askbus::history::store::Cursor>,
+    )> {
         let conn = self.reader.lock().unwrap_or_else(|e| e.into_inner());
         query::history(&conn, q)
     }

@@ -30,8 +30,10 @@ pub struct Loaded {
     pub owed: Vec<StoredRequest>,
 }
 
-const STORED: &str = "correlation_id, kind, uid, pid, client, context, body, asked_at, \
-                      deadline_at, timeout_ms, response";
+/// An owed request's body and frame are the whole ones redaction kept apart, if it did.
+const STORED: &str = "correlation_id, kind, uid, pid, client, context, \
+                      COALESCE(owed_body, body), asked_at, \
+                      deadline_at, timeout_ms, COALESCE(owed_response, response)";
 
 fn stored(r: &Row<'_>) -> rusqlite::Result<StoredRequest> {
     Ok(StoredRequest {

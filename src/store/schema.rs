@@ -5,7 +5,7 @@
 use rusqlite::Connection;
 
 /// The schema this askbusd writes.
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 /// Version 1: the requests table as first written (kept so the migration from it is tested).
 pub const V1: &str = "
@@ -52,7 +52,16 @@ CREATE INDEX requests_agent ON requests(agent, asked_at);
 CREATE INDEX requests_uid ON requests(uid, asked_at);
 ";
 
-const STEPS: [&str; VERSION as usize] = [V1, V2];
+/// Version 3: the whole request and terminal frame a producer is still owed, kept apart from
+/// the chained `body` and `response` (which `--history-text redact` redacts) until it is
+/// delivered or abandoned, so a producer re-attaching is recognized and gets the very answer
+/// even when the record keeps only their shape.
+pub const V3: &str = "
+ALTER TABLE requests ADD COLUMN owed_body TEXT;
+ALTER TABLE requests ADD COLUMN owed_response TEXT;
+";
+
+const STEPS: [&str; VERSION as usize] = [V1, V2, V3];
 
 /// What the file's version says.
 #[derive(Debug, PartialEq, Eq)]

@@ -164,14 +164,14 @@ impl Writer {
                     Durable::Ended(e) => ended(&tx, clock, e, redact, &mut last)?,
                     Durable::Delivered(id) => {
                         tx.execute(
-                            "UPDATE requests SET delivery = 'delivered' \
+                            "UPDATE requests SET delivery = 'delivered', owed_body = NULL, owed_response = NULL \
                              WHERE correlation_id = ?1 AND delivery = 'owed'",
                             [&**id],
                         )?;
                     }
                     Durable::Abandoned(id) => {
                         tx.execute(
-                            "UPDATE requests SET delivery = 'undelivered' \
+                            "UPDATE requests SET delivery = 'undelivered', owed_body = NULL, owed_response = NULL \
                              WHERE correlation_id = ?1 AND delivery = 'owed'",
                             [&**id],
                         )?;
@@ -339,6 +339,13 @@ fn ended(
         .as_ref()
         .map(|b| String::from_utf8_lossy(b).into_owned());
     let mut body = body;
+    // What the producer is owed stays whole (out of the chain) until it is delivered.
+    let keep_owed = redact && !e.delivered && response.is_some();
+    let (owed_body, owed) = if keep_owed {
+        (body.clone(), response.clone())
+    } else {
+        (None, None)
+    };
     if redact {
         body = body.map(|b| redacted_body(&b, &kind));
         response = response.map(|r| redacted_response(&r));
@@ -377,10 +384,12 @@ fn ended(
     };
     tx.prepare_cached(
         "UPDATE requests SET ended_at = ?2, reason = ?3, response = ?4, decided_by = ?5, \
-         delivery = ?6, body = ?7, chain = ?8, prev_hash = ?9, hash = ?10 WHERE seq = ?1",
+         delivery = ?6, body = ?7, chain = ?8, prev_hash = ?9, hash = ?10, \
+         owed_body = ?11, owed_response = ?12 WHERE seq = ?1",
     )?
     .execute(params![
-        seq, ended_at, reason, response, decided_by, delivery, body, chain, prev, hash
+        seq, ended_at, reason, response, decided_by, delivery, body, chain, prev, hash, owed_body,
+        owed
     ])?;
     *last = (chain, hash);
     Ok(())

@@ -4,6 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { access } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, test } from 'node:test';
 
@@ -12,13 +13,16 @@ import {
   editorSession,
   ELICIT_AGENT,
   finish,
+  GEMINI,
   geminiAcp,
   launch,
   messages,
 } from './acp-helpers.mjs';
 import {
+  claudeSandbox,
   CLI,
   deadline,
+  fakeMessagesApi,
   functionResponses,
   geminiSandbox,
   modelRequests,
@@ -229,6 +233,49 @@ test('askbusd restarted (SIGTERM) mid-request and nobody answers: the request en
   const { box } = await restartMidRequest('SIGTERM', null);
   assert.ok(!(await exists(path.join(box.work, 'created.txt'))), 'not approved by default');
   assert.match((await toolOutcome(box)).error, /canceled by the user/);
+});
+
+const CLAUDE_CODE_ACP = path.join(path.dirname(GEMINI), '../../../@zed-industries/claude-code-acp/dist/index.js');
+
+test('a second agent: claude-code-acp (the Claude Agent SDK) on a local fake Messages API, its Bash permission answered in askbus', async () => {
+  const api = await fakeMessagesApi({
+    toolUse: { name: 'Bash', input: { command: COMMAND, description: 'Create a file' } },
+    finalText: 'Finished.',
+  });
+  closers.push(() => api.close());
+  const box = await claudeSandbox(root, {});
+  const u = await ui();
+  const agent = {
+    command: process.execPath,
+    args: [CLAUDE_CODE_ACP],
+    cwd: box.work,
+    env: {
+      PATH: process.env.PATH,
+      HOME: box.home,
+      TMPDIR: os.tmpdir(),
+      ANTHROPIC_BASE_URL: api.url,
+      ANTHROPIC_API_KEY: 'sk-ant-offline-test',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_AUTOUPDATER: '1',
+      NO_COLOR: '1',
+      TERM: 'dumb',
+    },
+  };
+  const proc = proxied(agent);
+  const session = editorSession(proc, { cwd: box.work });
+  const req = await approvalOf(u);
+  assert.ok(req.outcomes.includes('proceed_once'), JSON.stringify(req.outcomes));
+  assert.equal(req.details.type, 'exec', JSON.stringify(req.details));
+  assert.equal(req.details.command, COMMAND, "from rawInput.command: claude-code-acp sends no kind with the request");
+  assert.equal(req.context.project, 'work');
+  u.send({ type: 'tool-confirmation-response', correlationId: req.correlationId, confirmed: true, outcome: 'proceed_once' });
+  const seen = await deadline(session, 'the prompt turn', 90_000);
+  assert.equal(seen.error, undefined, String(seen.error) + proc.stderr());
+  assert.equal(seen.stopReason, 'end_turn');
+  assert.equal(seen.permissions.length, 1, 'the editor was asked too (--gate both)');
+  assert.equal(seen.cancelled.length, 1, 'and its dialog cancelled once askbus answered');
+  assert.ok(await exists(path.join(box.work, 'created.txt')), 'the approved command ran');
+  await finish(proc);
 });
 
 test('--gate askbus: the editor never sees the permission request', async () => {

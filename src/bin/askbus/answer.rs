@@ -17,9 +17,12 @@ use crate::term;
 /// What the command line says to send.
 #[derive(Debug, PartialEq)]
 pub enum What {
-    Answers(Vec<String>),
+    /// `--answer` flags, and whether `--other` allows free text on a choice or yes/no.
+    Answers(Vec<String>, bool),
     Dismiss,
-    Allow { always: bool },
+    Allow {
+        always: bool,
+    },
     Deny(Option<String>),
     Nothing,
 }
@@ -28,6 +31,7 @@ impl What {
     /// clap keeps the flags apart (`conflicts_with`); this reads the one given.
     pub fn from_flags(
         answers: Vec<String>,
+        other: bool,
         dismiss: bool,
         allow: bool,
         always: bool,
@@ -40,7 +44,7 @@ impl What {
         } else if let Some(reason) = deny {
             What::Deny(reason)
         } else if !answers.is_empty() {
-            What::Answers(answers)
+            What::Answers(answers, other)
         } else {
             What::Nothing
         }
@@ -66,12 +70,14 @@ pub async fn run(socket: &Path, id: &str, what: What, any_project: bool) -> Resu
         )));
     }
     let answers = match &what {
-        What::Answers(raw) => parse(raw).map_err(usage)?,
+        What::Answers(raw, _) => parse(raw).map_err(usage)?,
         _ => BTreeMap::new(),
     };
-    let mut ui = Ui::subscribe(
+    let mut ui = Ui::subscribe_via(
         socket,
         Some(concat!("askbus-answer/", env!("CARGO_PKG_VERSION"))),
+        &askbus::protocol::SubscribeFilter::default(),
+        Some("cli"),
     )
     .await?;
     // The replay says what the request is, so a flag that does not fit it (picks joined for
@@ -99,11 +105,14 @@ pub async fn run(socket: &Path, id: &str, what: What, any_project: bool) -> Resu
     }
     let shown = term::sanitize(id);
     let decision = match (&what, &pending) {
-        (What::Answers(raw), Some(Pending::Question(questions))) => {
+        (What::Answers(raw, other), Some(Pending::Question(questions))) => {
             check_repeats(raw, questions).map_err(usage)?;
+            if !other {
+                check_options(&answers, questions).map_err(usage)?;
+            }
             None
         }
-        (What::Answers(_), Some(Pending::Approval(a))) => {
+        (What::Answers(..), Some(Pending::Approval(a))) => {
             return Err(usage(anyhow!(
                 "{shown} is an approval (tool {}), not a question: answer it with --allow \
                  [--always], --deny [REASON] or --dismiss",
@@ -134,7 +143,7 @@ pub async fn run(socket: &Path, id: &str, what: What, any_project: bool) -> Resu
         (What::Allow { always: false }, _) => Some(Decision::allow_once()),
         (What::Deny(reason), _) => Some(Decision::deny(reason.clone())),
         (What::Dismiss, Some(Pending::Approval(_))) => Some(Decision::Dismissed),
-        (What::Dismiss | What::Answers(_), _) => None,
+        (What::Dismiss | What::Answers(..), _) => None,
         (What::Nothing, _) => unreachable!("refused above"),
     };
     match (&decision, &what) {
@@ -272,6 +281,59 @@ fn check_repeats(raw: &[String], questions: &serde_json::Value) -> Result<()> {
                     crate::explain::name("question", i)
                 );
             }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an answer to a choice (or yes/no) question that is none of its options, unless
+/// `--other` says free text is meant: a typo (`0=sqlite` for `SQLite`) would otherwise reach
+/// the agent as the "Other" row's text, silently. Says which option it may have meant.
+fn check_options(answers: &BTreeMap<usize, String>, questions: &serde_json::Value) -> Result<()> {
+    for (&i, text) in answers {
+        let Some(q) = questions.get(i) else { continue };
+        let labels: Vec<&str> = match q.get("type").and_then(|t| t.as_str()) {
+            Some("choice") => q
+                .get("options")
+                .and_then(|o| o.as_array())
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|o| o.get("label").and_then(|l| l.as_str()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Some("yesno") => vec!["Yes", "No"],
+            _ => continue,
+        };
+        let multi = q.get("multiSelect") == Some(&serde_json::Value::Bool(true));
+        // A multiSelect's picks are joined with ", " (a label may hold ", " itself).
+        let picks: Vec<&str> = if multi && !labels.contains(&text.as_str()) {
+            text.split(", ").collect()
+        } else {
+            vec![text.as_str()]
+        };
+        for pick in picks {
+            if labels.contains(&pick) {
+                continue;
+            }
+            let near = labels
+                .iter()
+                .find(|l| l.eq_ignore_ascii_case(pick.trim()))
+                .map(|l| format!(" Did you mean `--answer {i}={l}`?"))
+                .unwrap_or_default();
+            let header = q.get("header").and_then(|h| h.as_str()).unwrap_or("");
+            bail!(
+                "{}, \"{}\", is answered with one of its options: {}; {:?} is none of them.\
+                 {near} To send it as free text (the \"Other\" row), add --other.",
+                crate::explain::name("question", i),
+                term::sanitize(header),
+                labels
+                    .iter()
+                    .map(|l| term::sanitize(l).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                term::sanitize(pick),
+            );
         }
     }
     Ok(())

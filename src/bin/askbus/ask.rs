@@ -183,13 +183,32 @@ async fn waiting_hint(
         return Ok(None);
     };
     let wait = timeout_ms.map_or(default_timeout_ms, |t| t.min(max_timeout_ms));
-    let uis = conn
-        .stats()
-        .await
-        .ok()
+    let stats = conn.stats().await.ok();
+    let uis = stats
+        .as_ref()
         .and_then(|s| s.get("uis").and_then(Value::as_u64));
+    // Federated: the other nodes' UIs show the question too (this node cannot count them).
+    let nodes: Vec<String> = stats
+        .as_ref()
+        .and_then(|s| s.get("federation"))
+        .filter(|f| f.get("connected") == Some(&Value::Bool(true)))
+        .and_then(|f| f.get("nodes").and_then(Value::as_array))
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(|n| term::sanitize(n).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
     let wait = crate::duration::short(Duration::from_millis(wait));
     Ok(Some(match uis {
+        Some(0) if !nodes.is_empty() => format!(
+            "askbus: waiting up to {wait} for an answer; no UI is connected to this askbusd, \
+             but the UIs of the other federated node{} ({}) show it too. Ctrl-C withdraws \
+             the question.",
+            if nodes.len() == 1 { "" } else { "s" },
+            nodes.join(", ")
+        ),
         Some(0) => format!(
             "askbus: waiting up to {wait} for an answer; no UI is connected to askbusd. \
              Answer in another terminal with `askbus ui`, in a browser with `askbus web`, \

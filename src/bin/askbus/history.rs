@@ -1,7 +1,10 @@
 //! `askbus history`: the record of every request askbusd accepted, read from its store file
 //! directly (read-only, as the file's owner; the daemon may be running or not), and `askbus
 //! history verify`, which checks the records' chain and names the first one that does not
-//! fit. Text leaving for the terminal goes through the one neutralizer (`term::sanitize`).
+//! fit. When the store file cannot be read (another uid's daemon, e.g. a system service), or
+//! with `--daemon`, the records come from the daemon over its socket instead (the `history`
+//! frame, page by page), which shows a user only their own requests. Text leaving for the
+//! terminal goes through the one neutralizer (`term::sanitize`).
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -57,17 +60,28 @@ pub struct Args {
     /// CSV with a header, newest first (the export)
     #[arg(long)]
     csv: bool,
+    /// Ask the running daemon over its socket instead of reading the store file (the default
+    /// when the file cannot be read); it shows only your own requests unless you are an
+    /// operator
+    #[arg(long, conflicts_with = "store")]
+    daemon: bool,
 }
 
-pub fn run(args: Args) -> Result<()> {
+pub async fn run(args: Args, socket: &std::path::Path) -> Result<()> {
     let path = args.store.clone().unwrap_or_else(default_store_path);
+    let verifying = args.id.as_deref() == Some("verify");
+    // The file, unless it is not ours to read (then the daemon answers for it).
+    let readable = args.store.is_some() || verifying || std::fs::File::open(&path).is_ok();
+    if args.daemon || !readable {
+        return from_daemon(args, socket).await;
+    }
     let conn = Connection::open_with_flags(
         &path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .with_context(|| format!("cannot open the store {}", path.display()))?;
     conn.busy_timeout(Duration::from_secs(5))?;
-    if args.id.as_deref() == Some("verify") {
+    if verifying {
         return match verify(&conn).with_context(|| format!("cannot read {}", path.display()))? {
             Ok(n) => {
                 println!("{}: the chain verifies ({n} records)", path.display());
@@ -81,12 +95,12 @@ pub fn run(args: Args) -> Result<()> {
         id: args.id.clone(),
         since: args.since.as_deref().map(|t| when(t, now)).transpose()?,
         until: args.until.as_deref().map(|t| when(t, now)).transpose()?,
-        project: args.project,
-        agent: args.agent,
-        node: args.node,
-        reason: args.reason,
-        kind: args.kind,
-        decided_by: args.decided_by,
+        project: args.project.clone(),
+        agent: args.agent.clone(),
+        node: args.node.clone(),
+        reason: args.reason.clone(),
+        kind: args.kind.clone(),
+        decided_by: args.decided_by.clone(),
         uid: None,
         limit: args
             .limit
@@ -98,22 +112,72 @@ pub fn run(args: Args) -> Result<()> {
     if args.id.is_some() && records.is_empty() {
         bail!(
             "no record of {:?} in {}",
-            args.id.unwrap_or_default(),
+            args.id.clone().unwrap_or_default(),
             path.display()
         );
     }
+    print(&args, &records)
+}
+
+/// The records from the daemon (the `history` frame), paged through until `--limit` or the
+/// last page.
+async fn from_daemon(args: Args, socket: &std::path::Path) -> Result<()> {
+    use askbus::protocol::{HistoryFilter, MAX_HISTORY_LIMIT};
+    let now = SystemTime::now();
+    let time = |t: &Option<String>| -> Result<Option<String>> {
+        t.as_deref()
+            .map(|t| when(t, now).map(askbus::history::rfc3339_ms))
+            .transpose()
+    };
+    let filter = HistoryFilter {
+        correlation_id: args.id.clone(),
+        since: time(&args.since)?,
+        until: time(&args.until)?,
+        project: args.project.clone(),
+        agent: args.agent.clone(),
+        node: args.node.clone(),
+        reason: args.reason.clone(),
+        kind: args.kind.clone(),
+        decided_by: args.decided_by.clone(),
+    };
+    let want = args
+        .limit
+        .or((!args.json && !args.csv && args.id.is_none()).then_some(DEFAULT_ROWS));
+    let mut conn = askbusd::client::Connection::connect(socket).await?;
+    let mut records = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let left = want.map_or(MAX_HISTORY_LIMIT as usize, |w| w - records.len());
+        let page = left.min(MAX_HISTORY_LIMIT as usize) as u32;
+        let (mut got, next) = conn.history(&filter, Some(page), cursor.as_deref()).await?;
+        records.append(&mut got);
+        match next {
+            Some(c) if want.is_none_or(|w| records.len() < w) => cursor = Some(c),
+            _ => break,
+        }
+    }
+    if args.id.is_some() && records.is_empty() {
+        bail!(
+            "no record of {:?} that you may see",
+            args.id.unwrap_or_default()
+        );
+    }
+    print(&args, &records)
+}
+
+fn print(args: &Args, records: &[HistoryRecord]) -> Result<()> {
     if args.json {
-        for r in &records {
+        for r in records {
             println!("{}", serde_json::to_string(r)?);
         }
     } else if args.csv {
-        csv(&records);
+        csv(records);
     } else if args.id.is_some() {
-        for r in &records {
+        for r in records {
             whole(r);
         }
     } else {
-        table(&records);
+        table(records);
     }
     Ok(())
 }

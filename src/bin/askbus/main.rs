@@ -10,6 +10,24 @@ use clap::{FromArgMatches, Parser, Subcommand};
 
 use askbusd::protocol::NoUiPolicy;
 
+/// Every command's standard output goes through [`stdout_write`]: these shadow the standard
+/// macros for the whole crate (declared before its modules), so no command can panic on a
+/// reader that went away.
+macro_rules! println {
+    () => {
+        $crate::stdout_write(::std::format_args!(""), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::stdout_write(::std::format_args!($($arg)*), true)
+    };
+}
+
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::stdout_write(::std::format_args!($($arg)*), false)
+    };
+}
+
 mod acp;
 mod always;
 mod answer;
@@ -18,6 +36,7 @@ mod bench;
 mod chat;
 mod completions;
 mod context;
+mod doctor;
 mod duration;
 mod explain;
 mod fail;
@@ -107,6 +126,10 @@ enum Command {
         /// or for several picks of one multiSelect
         #[arg(long = "answer", value_name = "INDEX=TEXT")]
         answers: Vec<String>,
+        /// Send an --answer that is none of a choice's (or yes/no's) options as free text
+        /// (the "Other" row); without it such an answer is refused, so a typo is not sent
+        #[arg(long, requires = "answers")]
+        other: bool,
         /// Dismiss the dialog instead of answering (a question or an approval)
         #[arg(long, conflicts_with_all = ["answers", "allow", "deny"])]
         dismiss: bool,
@@ -229,13 +252,13 @@ enum Command {
     /// are signed single-use links to `askbus web` (--web-url). A request answered elsewhere,
     /// withdrawn or timed out closes its notification. Reconnects when askbusd restarts.
     Notify(notify::NotifyArgs),
-    /// Answer from a chat app: Telegram, over outbound connections only.
+    /// Answer from a chat app: Telegram, Slack or Discord, over outbound connections only.
     ///
     /// A long-running UI: every request becomes one message in the chat (agent, project,
     /// title, time left) with buttons for its kind (choices, toggles and Done, Yes/No, Allow
     /// once / Allow always / Deny with a reason, a reply for text); only the allowed users may
     /// answer, every button is bound to what it shows (HMAC), and a request that ends
-    /// elsewhere is edited to its outcome. (Slack and Discord are not done yet.)
+    /// elsewhere is edited to its outcome.
     Chat(chat::ChatArgs),
     /// The record of every request askbusd accepted, newest first (read from its store).
     ///
@@ -243,6 +266,13 @@ enum Command {
     /// history ID` shows one request whole; `askbus history verify` checks the records' chain
     /// and names the first record that does not fit (exit 1).
     History(history::Args),
+    /// Check the setup and say what to fix: the daemon (and whether it runs as a service),
+    /// its socket, the UIs subscribed and the notifier, each agent's hook, the config file,
+    /// the policy rules, the store and the link to NATS.
+    ///
+    /// One line per check (ok, warn, FAIL), each problem with the command that fixes it;
+    /// exit status 1 when any check FAILs.
+    Doctor(doctor::Args),
     /// Print the daemon's live counters.
     Stats {
         /// The stats frame as compact JSON on one line, for scripts
@@ -271,14 +301,13 @@ enum Command {
 }
 
 /// Subcommands that never reach the daemon: `--socket` is not offered on them.
-const OFFLINE: [&str; 7] = [
+const OFFLINE: [&str; 6] = [
     "validate",
     "schema",
     "completions",
     "man",
     "service",
     "policy",
-    "history",
 ];
 
 /// The command line as clap sees it: `--socket` before the subcommand, or after it on those
@@ -349,12 +378,18 @@ fn main() -> ExitCode {
         }
         Command::Policy(args) => {
             return policy::run(args).unwrap_or_else(|e| {
+                if broken_pipe(&e) {
+                    return ExitCode::SUCCESS;
+                }
                 eprintln!("askbus policy: {e:#}");
                 ExitCode::FAILURE
             })
         }
         Command::Service(args) => {
             return service::run(args).unwrap_or_else(|e| {
+                if broken_pipe(&e) {
+                    return ExitCode::SUCCESS;
+                }
                 eprintln!("askbus: {e:#}");
                 ExitCode::FAILURE
             })
@@ -419,17 +454,21 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         Command::Answer {
             id,
             answers,
+            other,
             dismiss,
             allow,
             always,
             any_project,
             deny,
         } => {
-            let what = answer::What::from_flags(answers, dismiss, allow, always, deny);
+            let what = answer::What::from_flags(answers, other, dismiss, allow, always, deny);
             answer::run(&socket, &id, what, any_project).await
         }
         Command::Stats { json } => stats::run(&socket, json).await,
-        Command::History(args) => history::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Doctor(args) => doctor::run(&socket, args).await,
+        Command::History(args) => history::run(args, &socket)
+            .await
+            .map(|()| ExitCode::SUCCESS),
         Command::Mcp(args) => mcp::run(&socket, args).await,
         Command::Hook(args) => Ok(hook::run(&socket, args).await),
         Command::Web(args) => web::run(args, socket).await,
@@ -444,6 +483,37 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
             unreachable!("dispatched before the runtime")
         }
     }
+}
+
+/// Writes to standard output. A reader that went away (`askbus pending | head`, `askbus stats |
+/// true`) ends the command quietly with status 0, as `watch` does: what it printed was read as
+/// far as the reader wanted. `println!` would panic (status 101) on that broken pipe.
+pub(crate) fn stdout_write(args: std::fmt::Arguments<'_>, newline: bool) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let written = out.write_fmt(args).and_then(|()| {
+        if newline {
+            out.write_all(b"\n")
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(e) = written {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("askbus: cannot write to standard output: {e}");
+        std::process::exit(i32::from(ask::exit::INTERNAL));
+    }
+}
+
+/// Whether a command failed only because the reader of its output went away (a `writeln!` to
+/// stdout passed up with `?`): that ends it quietly too, as [`stdout_write`] does.
+fn broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The contents of `file`, or of stdin when it is absent or `-` (as `ask` and `validate` read).

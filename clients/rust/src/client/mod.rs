@@ -183,6 +183,7 @@ impl Connection {
         self.send(&ClientFrame::Hello {
             protocol: PROTOCOL_VERSION,
             client,
+            via: None,
         })
         .await?;
         match self.recv().await? {
@@ -205,6 +206,33 @@ impl Connection {
         loop {
             match self.recv().await? {
                 Some(ServerFrame::Stats(s)) => return Ok(s),
+                Some(ServerFrame::Error(e)) => return Err(ClientError::Rejected(e)),
+                Some(_) => continue,
+                None => return Err(ClientError::Closed),
+            }
+        }
+    }
+
+    /// One page of the daemon's history (`history` frame): the records `filter` matches,
+    /// newest first, at most `limit` (the daemon's default when `None`), after `cursor` (the
+    /// previous page's); with the next page's cursor, `None` after the last. Only this uid's
+    /// records unless it is an operator; a daemon without a store refuses it
+    /// (`store-unavailable`).
+    pub async fn history(
+        &mut self,
+        filter: &crate::protocol::HistoryFilter,
+        limit: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<crate::history::HistoryRecord>, Option<String>), ClientError> {
+        self.send(&ClientFrame::History {
+            filter,
+            limit,
+            cursor,
+        })
+        .await?;
+        loop {
+            match self.recv().await? {
+                Some(ServerFrame::History { records, cursor }) => return Ok((records, cursor)),
                 Some(ServerFrame::Error(e)) => return Err(ClientError::Rejected(e)),
                 Some(_) => continue,
                 None => return Err(ClientError::Closed),

@@ -85,6 +85,7 @@ impl<S> Link<S> {
 pub struct UiSubscription {
     link: Link<UiEvents>,
     filter: SubscribeFilter,
+    via: Option<String>,
 }
 
 impl UiSubscription {
@@ -93,7 +94,15 @@ impl UiSubscription {
         UiSubscription {
             link: Link::new(path, client),
             filter: SubscribeFilter::default(),
+            via: None,
         }
+    }
+
+    /// Claims the kind of UI this is (`tui`, `web`, `notify`, …) on every connection: the
+    /// daemon records it as `decidedBy.via` of what this UI decides.
+    pub fn via(mut self, via: &str) -> Self {
+        self.via = Some(via.to_owned());
+        self
     }
 
     /// Only the requests `filter` matches (by their context), on every connection.
@@ -126,7 +135,7 @@ impl UiSubscription {
         }
         self.link.wait_for_retry().await;
         let client = self.link.client.as_deref();
-        match Ui::subscribe_filtered(&self.link.path, client, &self.filter).await {
+        match Ui::subscribe_via(&self.link.path, client, &self.filter, self.via.as_deref()).await {
             Ok(ui) => {
                 self.link.backoff.reset();
                 let pending = ui.pending_at_subscribe();

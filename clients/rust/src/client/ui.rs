@@ -87,10 +87,22 @@ impl Ui {
         client: Option<&str>,
         filter: &SubscribeFilter,
     ) -> Result<Ui, ClientError> {
+        Ui::subscribe_via(path, client, filter, None).await
+    }
+
+    /// [`Ui::subscribe_filtered`], claiming the kind of UI this is (`tui`, `web`, `notify`,
+    /// …): the daemon records it as `decidedBy.via` of what this UI decides.
+    pub async fn subscribe_via(
+        path: &Path,
+        client: Option<&str>,
+        filter: &SubscribeFilter,
+        via: Option<&str>,
+    ) -> Result<Ui, ClientError> {
         let mut conn = Connection::connect(path).await?;
         conn.send(&ClientFrame::Subscribe {
             client,
             filter: Some(filter),
+            via,
         })
         .await?;
         loop {
@@ -212,6 +224,37 @@ impl UiAnswerer {
         Ok(())
     }
 
+    /// [`UiAnswerer::answer`] naming who answered (a chat platform's user id and name): the
+    /// daemon records it, as claimed, in `decidedBy.user`.
+    pub async fn answer_by(
+        &self,
+        correlation_id: &str,
+        answers: &BTreeMap<usize, String>,
+        user: &str,
+    ) -> Result<(), ClientError> {
+        let mut frame = answer_frame(correlation_id, answers);
+        if let ClientFrame::AskUserResponse { user: u, .. } = &mut frame {
+            *u = Some(user);
+        }
+        self.writer.lock().await.send(encode(&frame)).await?;
+        Ok(())
+    }
+
+    /// [`UiAnswerer::decide`] naming who decided, recorded in `decidedBy.user`.
+    pub async fn decide_by(
+        &self,
+        correlation_id: &str,
+        decision: &Decision,
+        user: &str,
+    ) -> Result<(), ClientError> {
+        let mut frame = decision.frame(correlation_id);
+        if let ClientFrame::ToolConfirmationResponse { user: u, .. } = &mut frame {
+            *u = Some(user);
+        }
+        self.writer.lock().await.send(encode(&frame)).await?;
+        Ok(())
+    }
+
     /// The user dismissed the dialog.
     pub async fn dismiss(&self, correlation_id: &str) -> Result<(), ClientError> {
         let frame = encode(&dismiss_frame(correlation_id, &BTreeMap::new()));
@@ -246,6 +289,7 @@ fn answer_frame<'a>(
         correlation_id,
         answers,
         cancelled: false,
+        user: None,
     }
 }
 
@@ -257,6 +301,7 @@ fn dismiss_frame<'a>(
         correlation_id,
         answers: no_answers,
         cancelled: true,
+        user: None,
     }
 }
 

@@ -92,15 +92,19 @@ pub struct HistoryQuery {
     /// Only this producer uid's records (everyone but operators).
     pub uid: Option<u32>,
     pub limit: Option<usize>,
-    /// Records older than this one (the previous page's cursor).
-    pub cursor: Option<i64>,
+    /// Records after this one in the order answered (the previous page's cursor: its last
+    /// record's `askedAt` in ms and its row).
+    pub cursor: Option<Cursor>,
 }
+
+/// Where a page ended: its last record's `askedAt` (ms) and row; the next page starts after it.
+pub type Cursor = (i64, i64);
 
 /// The records `q` matches, newest first, and the cursor of the next page when there is one.
 pub fn history(
     conn: &Connection,
     q: &HistoryQuery,
-) -> rusqlite::Result<(Vec<HistoryRecord>, Option<i64>)> {
+) -> rusqlite::Result<(Vec<HistoryRecord>, Option<Cursor>)> {
     let mut sql = String::from(
         "SELECT seq, correlation_id, kind, uid, pid, client, node, context, body, asked_at, \
          deadline_at, ended_at, reason, response, decided_by, shown_sha256, delivery \
@@ -170,8 +174,9 @@ pub fn history(
     if let Some(v) = q.uid {
         cond(&mut sql, &mut args, " AND uid = ?", Sql::Integer(v.into()));
     }
-    if let Some(v) = q.cursor {
-        cond(&mut sql, &mut args, " AND seq < ?", Sql::Integer(v));
+    if let Some((at, seq)) = q.cursor {
+        sql.push_str(" AND (asked_at < ? OR (asked_at = ? AND seq < ?))");
+        args.extend([Sql::Integer(at), Sql::Integer(at), Sql::Integer(seq)]);
     }
     sql.push_str(" ORDER BY asked_at DESC, seq DESC");
     let limit = q.limit.map(|n| n.min(i64::MAX as usize - 1));
@@ -183,7 +188,7 @@ pub fn history(
     let mut out = Vec::new();
     let mut seqs = Vec::new();
     while let Some(r) = rows.next()? {
-        seqs.push(r.get::<_, i64>(0)?);
+        seqs.push((r.get::<_, i64>(9)?, r.get::<_, i64>(0)?));
         out.push(to_record(r)?);
     }
     let cursor = match limit {

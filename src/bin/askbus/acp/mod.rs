@@ -176,7 +176,8 @@ pub fn main(args: AcpArgs, socket: PathBuf) -> ExitCode {
     // The agent → editor pump: ends at the agent's EOF.
     let r = relay.clone();
     let from_agent = std::thread::spawn(move || {
-        pump(agent_out, |line, more| r.from_agent(line, more));
+        widen_pipe(&agent_out);
+        pump_agent(agent_out, &r);
         r.to_editor.flush();
     });
     // The editor → agent pump: at the editor's EOF the agent's stdin is closed.
@@ -273,6 +274,70 @@ fn pump(from: impl Read, mut each: impl FnMut(&[u8], bool)) {
                 each(&line, more);
             }
         }
+    }
+}
+
+/// How much of the agent's output is read at once: its stream passes through in runs of
+/// complete lines this big, one read, one substring scan and one write each.
+const AGENT_CHUNK: usize = 1 << 20;
+
+/// Reads the agent's stdout in large chunks. While the relay has nothing to look for, the
+/// complete lines of a chunk are scanned once for the few methods that matter and, when none
+/// is there (the stream of `session/update`s), written to the editor in one piece, as read:
+/// no line is split out, copied or parsed. A chunk that may hold one goes line by line
+/// through [`Relay::from_agent_line`], as does everything while the relay waits for an answer it
+/// reads (`initialize`, `session/new`). A line longer than the buffer grows it.
+fn pump_agent(mut from: impl Read, relay: &Arc<Relay>) {
+    let mut buf: Vec<u8> = vec![0; AGENT_CHUNK];
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            // One line longer than the buffer so far: room for more of it.
+            buf.resize(buf.len() * 2, 0);
+        }
+        let n = match from.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        // Only the new bytes can hold the last newline.
+        let Some(end) = memchr::memrchr(b'\n', &buf[filled..filled + n]).map(|i| filled + i + 1)
+        else {
+            filled += n;
+            continue;
+        };
+        let lines = &buf[..end];
+        if relay.passes_through(lines) {
+            relay.to_editor_run(lines);
+        } else {
+            let mut rest = lines;
+            while let Some(i) = memchr::memchr(b'\n', rest) {
+                let (line, tail) = rest.split_at(i + 1);
+                relay.from_agent_line(line, !tail.is_empty());
+                rest = tail;
+            }
+        }
+        buf.copy_within(end..filled + n, 0);
+        filled = filled + n - end;
+    }
+    if filled > 0 {
+        // The agent's last words, without a newline.
+        relay.from_agent_line(&buf[..filled], false);
+    }
+}
+
+/// Asks for a 1 MiB pipe from the agent (Linux; best effort): an agent streaming updates
+/// then fills it in fewer, larger writes, and the proxy reads it in fewer, larger reads.
+fn widen_pipe(fd: &impl std::os::fd::AsRawFd) {
+    // SAFETY: fcntl on a descriptor we own; F_SETPIPE_SZ only resizes the pipe's buffer (an
+    // error, e.g. over the user's limit, leaves it as it was).
+    unsafe {
+        libc::fcntl(
+            fd.as_raw_fd(),
+            libc::F_SETPIPE_SZ,
+            AGENT_CHUNK as libc::c_int,
+        );
     }
 }
 

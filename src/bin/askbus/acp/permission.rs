@@ -186,8 +186,17 @@ pub fn map(params: &Value) -> Result<Permission, String> {
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
+    // A permission request's toolCall is an update of the call the agent announced earlier
+    // in a `session/update` (which the relay does not read): claude-code-acp sends no `kind`
+    // here, only `rawInput`, where a shell call has its `command`.
+    let unkinded_command = call.get("kind").is_none()
+        && raw_input
+            .and_then(|i| i.get("command"))
+            .is_some_and(|c| c.is_string() || c.is_array());
     let details = edit_details(&title, content)
-        .or_else(|| (kind == "execute").then(|| exec_details(&title, raw_input)))
+        .or_else(|| {
+            (kind == "execute" || unkinded_command).then(|| exec_details(&title, raw_input))
+        })
         .unwrap_or_else(|| info_details(kind, &title, content, call.get("locations")));
     let confirm = Confirm {
         tool_call,
@@ -432,6 +441,27 @@ mod tests {
             d,
             json!({"type": "info", "title": "Allow this fetch tool call?",
                 "prompt": "Fetch https://example.com\nWhy: docs\nLocations: /w/a.rs:3"})
+        );
+    }
+
+    #[test]
+    fn a_call_without_kind_but_with_a_command_is_a_shell_command() {
+        // claude-code-acp: the kind went with the earlier tool_call update.
+        let params = json!({"sessionId": "s", "toolCall": {"toolCallId": "toolu_1",
+            "title": "`touch created.txt`",
+            "rawInput": {"command": "touch created.txt", "description": "Create a file"}},
+            "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                        {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]});
+        let p = map(&params).unwrap();
+        let details = p.confirm.details.unwrap();
+        assert_eq!(details["type"], "exec");
+        assert_eq!(details["command"], "touch created.txt");
+        let params = json!({"sessionId": "s", "toolCall": {"toolCallId": "t", "kind": "other",
+            "title": "x", "rawInput": {"command": "rm -rf /"}},
+            "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"}]});
+        assert_eq!(
+            map(&params).unwrap().confirm.details.unwrap()["type"],
+            "info"
         );
     }
 

@@ -74,6 +74,20 @@ impl Out {
         ok
     }
 
+    /// Writes `bytes` straight to this side (after what is buffered), flushed: a large run
+    /// goes out in one write, without a copy into the buffer.
+    pub fn write_through(&self, bytes: &[u8]) -> bool {
+        let mut guard = self.w.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(w) = guard.as_mut() else {
+            return false;
+        };
+        let ok = w.flush().is_ok() && w.get_mut().write_all(bytes).is_ok();
+        if !ok {
+            *guard = None;
+        }
+        ok
+    }
+
     pub fn flush(&self) {
         if let Some(w) = self.w.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             let _ = w.flush();
@@ -195,13 +209,26 @@ impl Relay {
         self.to_agent.write(line, flush);
     }
 
-    /// A line the agent wrote. `more`: the reader already holds the next one.
-    pub fn from_agent(self: &Arc<Self>, line: &[u8], more: bool) {
+    /// Whether a run of the agent's complete lines needs no look but the one this makes: no
+    /// answer the relay reads is awaited, and no line in it names a method that matters.
+    pub fn passes_through(&self, lines: &[u8]) -> bool {
         let (cancels, tracked) = {
             let st = self.state();
             (!st.inflight.is_empty(), !st.tracked.is_empty())
         };
-        if !tracked && !wire::agent_line_may_matter(line, cancels) {
+        !tracked && !wire::agent_line_may_matter(lines, cancels)
+    }
+
+    /// Writes a run of the agent's lines to the editor as they are, in one write.
+    pub fn to_editor_run(&self, lines: &[u8]) {
+        if !self.to_editor.write_through(lines) {
+            let _ = self.events.send(Event::EditorGone);
+        }
+    }
+
+    /// A line the agent wrote. `more`: the reader already holds the next one.
+    pub fn from_agent_line(self: &Arc<Self>, line: &[u8], more: bool) {
+        if self.passes_through(line) {
             return self.to_editor(line, !more);
         }
         let Some(env) = Envelope::parse(line) else {

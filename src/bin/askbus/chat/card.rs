@@ -547,9 +547,7 @@ impl Card {
         }
         match &cur.kind {
             QKind::Text => {
-                blocks.push(Block::Note(
-                    "Reply to this message with your answer.".to_owned(),
-                ));
+                blocks.push(Block::Note("Tap ✏️ Answer to type your answer.".to_owned()));
                 rows.push(vec![tap("✏️ Answer", Action::Write)]);
             }
             QKind::Choice {
@@ -634,8 +632,7 @@ impl Card {
         }
         if a.denying {
             blocks.push(Block::Note(
-                "Reply to the prompt below with a reason for the agent, or deny without one."
-                    .into(),
+                "Give the agent a reason in the prompt, or deny without one.".into(),
             ));
             rows.push(vec![
                 tap("Deny without a reason", Action::DenyNow),

@@ -18,6 +18,7 @@
 mod card;
 mod platform;
 mod seal;
+mod slack;
 mod state;
 mod telegram;
 mod text;
@@ -64,6 +65,10 @@ pub enum PlatformArgs {
     /// Telegram, by Bot API long polling: the bot's token from $ASKBUS_TELEGRAM_TOKEN or
     /// --token-file
     Telegram(TelegramArgs),
+    /// Slack, by Socket Mode: the app-level token (xapp-…) from $ASKBUS_SLACK_APP_TOKEN or
+    /// --app-token-file, the bot token (xoxb-…) from $ASKBUS_SLACK_BOT_TOKEN or
+    /// --bot-token-file
+    Slack(SlackArgs),
 }
 
 /// What every platform takes.
@@ -71,7 +76,8 @@ pub enum PlatformArgs {
 pub struct CommonArgs {
     #[command(flatten)]
     pub filter: FilterArgs,
-    /// A chat user who may answer (the platform's numeric user id); repeat for several.
+    /// A chat user who may answer (the platform's user id: Telegram's and Discord's are
+    /// numbers, Slack's look like U0123ABCD); repeat for several.
     /// Taps and replies of anyone else are refused and logged
     #[arg(long = "allow-user", value_name = "USER_ID", required = true)]
     pub allow_users: Vec<String>,
@@ -113,6 +119,37 @@ pub struct TelegramArgs {
     pub poll_timeout: u64,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct SlackArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Where to post: a channel id (C…, the app invited to it) or a user id (U…, a direct
+    /// message from the app)
+    #[arg(long, value_name = "CHANNEL_ID")]
+    pub channel: String,
+    /// A file (mode 0600) holding the app-level token, when $ASKBUS_SLACK_APP_TOKEN is not set
+    #[arg(long, value_name = "FILE")]
+    pub app_token_file: Option<PathBuf>,
+    /// A file (mode 0600) holding the bot token, when $ASKBUS_SLACK_BOT_TOKEN is not set
+    #[arg(long, value_name = "FILE")]
+    pub bot_token_file: Option<PathBuf>,
+}
+
+/// A token read from `env` or `file`, refused when it has characters no token has (it goes
+/// into an HTTP header or a URL).
+fn token(env: &str, file: Option<&Path>, flag: &str) -> Result<String> {
+    let token = crate::notify::secret(env, file)?
+        .with_context(|| format!("no token: set ${env} or give {flag}"))?;
+    if token.is_empty()
+        || !token
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '_' | '-' | '.'))
+    {
+        bail!("the token in ${env} (or {flag}) has characters a token never has");
+    }
+    Ok(token)
+}
+
 pub async fn run(socket: &Path, args: ChatArgs) -> Result<ExitCode> {
     let engine = match args.platform {
         PlatformArgs::Telegram(t) => {
@@ -142,6 +179,43 @@ pub async fn run(socket: &Path, args: ChatArgs) -> Result<ExitCode> {
             };
             let (out, rx) = telegram::spawn(cfg);
             Engine::new(socket, "telegram", t.common, state, &state_path, out, rx)?
+        }
+        PlatformArgs::Slack(s) => {
+            let app_token = token(
+                "ASKBUS_SLACK_APP_TOKEN",
+                s.app_token_file.as_deref(),
+                "--app-token-file",
+            )?;
+            let bot_token = token(
+                "ASKBUS_SLACK_BOT_TOKEN",
+                s.bot_token_file.as_deref(),
+                "--bot-token-file",
+            )?;
+            if !app_token.starts_with("xapp-") {
+                bail!(
+                    "the app-level token starts with xapp- (Basic Information, App-Level Tokens)"
+                );
+            }
+            if !bot_token.starts_with("xoxb-") {
+                bail!("the bot token starts with xoxb- (OAuth & Permissions)");
+            }
+            if s.channel.is_empty() || !s.channel.chars().all(|c| c.is_ascii_alphanumeric()) {
+                bail!("--channel takes a channel or user id (C0123ABCD, U0123ABCD)");
+            }
+            let state_path = state_path(&s.common, "slack", &s.channel)?;
+            let state = StateFile::load(&state_path)?;
+            let cfg = slack::Config {
+                api_base: s
+                    .common
+                    .api_base
+                    .clone()
+                    .unwrap_or_else(|| slack::DEFAULT_API_BASE.into()),
+                app_token,
+                bot_token,
+                channel: s.channel.clone(),
+            };
+            let (out, rx) = slack::spawn(cfg);
+            Engine::new(socket, "slack", s.common, state, &state_path, out, rx)?
         }
     };
     let mut term_sig = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -188,6 +262,9 @@ struct Entry {
     posting: bool,
     /// Its message is one of the `live` ones (posted, being posted, or adopted).
     live: bool,
+    /// A prompt asked for (with the tap that asked) before our post's `Posted` came back:
+    /// sent once it does (the prompt names the message).
+    prompt: Option<Option<String>>,
 }
 
 /// The signed-link maker, when `--web-url` is given.
@@ -496,6 +573,7 @@ impl Engine {
             msg: None,
             posting: false,
             live: false,
+            prompt: None,
         };
         self.by_handle.insert(handle, id.clone());
         match saved {
@@ -748,11 +826,20 @@ impl Engine {
                     version: e.card.version,
                 };
                 let changed = e.card.version != 0;
+                let prompt = e.prompt.take().map(|tap| Out::Prompt {
+                    key: e.seq.to_string(),
+                    reply_to: msg.clone(),
+                    text: e.card.prompt_text(),
+                    tap,
+                });
                 self.by_msg.insert(msg, id.clone());
                 self.state.saved.messages.insert(id.clone(), saved);
                 self.dirty();
                 if changed {
                     self.redraw(&id);
+                }
+                if let Some(p) = prompt {
+                    self.send(p);
                 }
             }
             In::Prompted { key, msg } => {
@@ -877,7 +964,12 @@ impl Engine {
             );
             return;
         }
-        if msg.as_ref().is_some_and(|m| e.msg.as_ref() != Some(m)) {
+        // (A tap can beat our own `Posted`, the platform showing the message before its
+        // reply reaches us: the seal binds the request either way.)
+        if msg
+            .as_ref()
+            .is_some_and(|m| e.msg.as_ref().is_some_and(|ours| ours != m))
+        {
             eprintln!(
                 "askbus chat: refused a tap by {who} on {}: the button is not on that request's message",
                 term::sanitize(&id)
@@ -925,30 +1017,44 @@ impl Engine {
                 self.redraw(id);
             }
             Step::Prompt(_) => {
-                ack(self, "", false);
                 self.redraw(id);
                 let Some(e) = self.entries.get(id) else {
                     return;
                 };
-                if let Some(msg) = e.msg.clone() {
-                    let text = e.card.prompt_text();
-                    self.send(Out::Prompt {
-                        key: e.seq.to_string(),
-                        reply_to: msg,
-                        text,
-                    });
+                match e.msg.clone() {
+                    // The tap is acknowledged by the prompt itself (a modal must answer it).
+                    Some(msg) => {
+                        let text = e.card.prompt_text();
+                        self.send(Out::Prompt {
+                            key: e.seq.to_string(),
+                            reply_to: msg,
+                            text,
+                            tap: reply,
+                        });
+                    }
+                    None => {
+                        if let Some(e) = self.entries.get_mut(id) {
+                            e.prompt = Some(reply);
+                        }
+                    }
                 }
             }
             Step::Answer(answers) => {
                 let sent = match &self.answerer {
-                    Some(a) => a.answer(id, &answers).await.map_err(|e| e.to_string()),
+                    Some(a) => a
+                        .answer_by(id, &answers, &user.label())
+                        .await
+                        .map_err(|e| e.to_string()),
                     None => Err("askbusd is not reachable".into()),
                 };
                 self.sent(id, sent, reply.as_deref(), user);
             }
             Step::Decide(decision) => {
                 let sent = match &self.answerer {
-                    Some(a) => a.decide(id, &decision).await.map_err(|e| e.to_string()),
+                    Some(a) => a
+                        .decide_by(id, &decision, &user.label())
+                        .await
+                        .map_err(|e| e.to_string()),
                     None => Err("askbusd is not reachable".into()),
                 };
                 self.sent(id, sent, reply.as_deref(), user);

@@ -4,6 +4,9 @@
 //! errors with backoff) and reports back [`In`] events: what was posted, the taps and
 //! replies people made. Views arrive with their buttons sealed (callback data strings).
 
+use std::collections::VecDeque;
+use std::time::Duration;
+
 use super::card::{Block, User, View};
 
 /// A platform's reference to a message (Telegram's message_id, Slack's `channel:ts`, …).
@@ -29,11 +32,14 @@ pub enum Out {
         text: String,
         alert: bool,
     },
-    /// Ask for a typed reply about `key`'s message (force-reply, a modal).
+    /// Ask for a typed reply about `key`'s message (force-reply, a modal). `tap` is the
+    /// platform's handle of the tap that asked for it, not yet acknowledged: a modal opens in
+    /// answer to it (Slack's `trigger_id`, Discord's interaction), a force-reply acks it.
     Prompt {
         key: String,
         reply_to: Msg,
         text: String,
+        tap: Option<String>,
     },
 }
 
@@ -98,5 +104,65 @@ pub fn fit(blocks: &mut [Block], max: usize) {
         }
         let keep = n.saturating_sub(over + 1).max(1);
         *s = super::text::clip(s, keep);
+    }
+}
+
+/// Exponential backoff from 250 ms to 30 s.
+#[derive(Default)]
+pub struct Backoff(u32);
+
+impl Backoff {
+    pub fn next(&mut self) -> Duration {
+        let d = Duration::from_millis(250u64 << self.0.min(7)).min(Duration::from_secs(30));
+        self.0 += 1;
+        d
+    }
+}
+
+/// Queues an operation; a newer edit of a message replaces one still queued (a burst of
+/// edits costs one call, which is what rate limits want).
+pub fn enqueue(queue: &mut VecDeque<Out>, op: Out) {
+    if let Out::Edit { msg, .. } = &op {
+        if let Some(slot) = queue
+            .iter_mut()
+            .find(|q| matches!(q, Out::Edit { msg: m, .. } if m == msg))
+        {
+            *slot = op;
+            return;
+        }
+    }
+    queue.push_back(op);
+}
+
+/// Envelope or event ids seen lately: a platform that redelivers (Slack retries an envelope
+/// whose ack it missed; Discord replays after a resume) applies each once.
+pub struct Seen {
+    order: VecDeque<String>,
+    set: std::collections::HashSet<String>,
+}
+
+impl Seen {
+    const KEEP: usize = 1024;
+
+    pub fn new() -> Seen {
+        Seen {
+            order: VecDeque::new(),
+            set: std::collections::HashSet::new(),
+        }
+    }
+
+    /// Whether `id` is new (and remembers it).
+    pub fn first(&mut self, id: &str) -> bool {
+        if self.set.contains(id) {
+            return false;
+        }
+        if self.order.len() >= Self::KEEP {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+        self.order.push_back(id.to_owned());
+        self.set.insert(id.to_owned());
+        true
     }
 }

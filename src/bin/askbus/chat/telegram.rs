@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::card::{Block, Button, User, View};
-use super::platform::{fit, In, Msg, Out};
+use super::platform::{enqueue, fit, Backoff, In, Msg, Out};
 use super::text::defuse_mentions;
 
 /// Telegram's limit on a message's text (characters after entity parsing).
@@ -143,18 +143,6 @@ impl Api {
     }
 }
 
-/// Exponential backoff from 250 ms to 30 s.
-#[derive(Default)]
-struct Backoff(u32);
-
-impl Backoff {
-    fn next(&mut self) -> Duration {
-        let d = Duration::from_millis(250u64 << self.0.min(7)).min(Duration::from_secs(30));
-        self.0 += 1;
-        d
-    }
-}
-
 /// Starts the sender and the poller; the engine's ends of their channels.
 pub fn spawn(cfg: Config) -> (mpsc::UnboundedSender<Out>, mpsc::UnboundedReceiver<In>) {
     let (out_tx, out_rx) = mpsc::unbounded_channel();
@@ -162,20 +150,6 @@ pub fn spawn(cfg: Config) -> (mpsc::UnboundedSender<Out>, mpsc::UnboundedReceive
     tokio::spawn(sender(cfg.clone(), out_rx, in_tx.clone()));
     tokio::spawn(poller(cfg, in_tx));
     (out_tx, in_rx)
-}
-
-/// Queues an operation; a newer edit of a message replaces one still queued.
-fn enqueue(queue: &mut VecDeque<Out>, op: Out) {
-    if let Out::Edit { msg, .. } = &op {
-        if let Some(slot) = queue
-            .iter_mut()
-            .find(|q| matches!(q, Out::Edit { msg: m, .. } if m == msg))
-        {
-            *slot = op;
-            return;
-        }
-    }
-    queue.push_back(op);
 }
 
 async fn sender(cfg: Config, mut rx: mpsc::UnboundedReceiver<Out>, tx: mpsc::UnboundedSender<In>) {
@@ -254,7 +228,13 @@ async fn perform(api: &Api, cfg: &Config, op: Out) -> Option<In> {
             key,
             reply_to,
             text,
+            tap,
         } => {
+            if let Some(id) = tap {
+                let _ = api
+                    .call_retrying("answerCallbackQuery", &json!({"callback_query_id": id}), 2)
+                    .await;
+            }
             let body = json!({"chat_id": cfg.chat, "text": escape(&text), "parse_mode": "HTML",
                 "reply_markup": {"force_reply": true, "input_field_placeholder": "Your answer"},
                 "reply_parameters": {"message_id": reply_to.parse::<i64>().unwrap_or(0),

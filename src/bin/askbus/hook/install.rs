@@ -123,7 +123,7 @@ pub fn command_line(agent: Agent, socket: &Path) -> String {
     cmd
 }
 
-fn which(name: &str) -> Option<PathBuf> {
+pub fn which(name: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
             .map(|d| d.join(name))
@@ -139,6 +139,56 @@ fn shell_quote(s: &str) -> String {
         s.to_owned()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Whether `p` is a file someone may execute.
+pub fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// What `askbus doctor` finds of askbus's hook for an agent.
+#[derive(Debug)]
+pub enum Installed {
+    /// Neither the agent's program on PATH nor its settings file.
+    NoAgent(PathBuf),
+    /// The agent is there; its settings file has no askbus hook.
+    Missing(PathBuf),
+    /// The settings file cannot be read or is not JSON.
+    Unreadable(PathBuf, String),
+    /// askbus's hook, under the event it belongs to, running `command`.
+    Found { path: PathBuf, command: String },
+}
+
+/// Looks for askbus's hook in `agent`'s user settings file, under the event --install uses.
+pub fn installed(agent: Agent) -> Installed {
+    let path = match default_settings(agent) {
+        Ok(p) => p,
+        Err(e) => return Installed::Unreadable(PathBuf::from("~"), e.to_string()),
+    };
+    if !path.exists() && which(agent.name()).is_none() {
+        return Installed::NoAgent(path);
+    }
+    let settings = match read(&path) {
+        Ok((_, v)) => v,
+        Err(e) => return Installed::Unreadable(path, e.to_string()),
+    };
+    let command = settings
+        .pointer(&format!("/hooks/{}", event_key(agent)))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+        .flatten()
+        .filter_map(|h| h.get("command").and_then(Value::as_str))
+        .find(|c| is_ours(agent, c));
+    match command {
+        Some(c) => Installed::Found {
+            path,
+            command: c.to_owned(),
+        },
+        None => Installed::Missing(path),
     }
 }
 

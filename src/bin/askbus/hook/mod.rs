@@ -461,6 +461,7 @@ async fn exchange(
         message: e.message,
     };
     let hello = ClientFrame::Hello {
+        via: None,
         protocol: PROTOCOL_VERSION,
         client: Some(client),
     };

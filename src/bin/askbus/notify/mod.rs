@@ -262,6 +262,7 @@ impl Notifier {
 
     async fn run(mut self, socket: &Path) -> Result<ExitCode> {
         let mut sub = UiSubscription::new(socket, Some(CLIENT))
+            .via("notify")
             .filtered(self.filter.clone())
             .persistent();
         let mut push_rx = self.push_rx.take().expect("taken once");

@@ -139,6 +139,17 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode> {
         )?;
     }
     run_or_print(&layout, &commands, &mut out)?;
+    if args.now && !layout.manager_running() {
+        // --now asked for a running daemon; nothing could start one, so say so and fail
+        // rather than exit 0 having enabled nothing.
+        out.flush()?;
+        eprintln!(
+            "askbus: --now: nothing was started or enabled, as no systemd manager runs here (a \
+             container, or an SSH session without lingering). Run `askbusd` yourself, or \
+             `loginctl enable-linger $USER`, log in again and rerun this command."
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     if layout.manager_running() {
         let socket = match scope {
             Scope::User => "$XDG_RUNTIME_DIR/askbus.sock",

@@ -26,6 +26,7 @@ pub async fn run(
 ) {
     // A person watches this screen: refusals are shown and retried too, as they may fix them.
     let mut sub = UiSubscription::new(&socket, Some(&client))
+        .via("tui")
         .filtered(filter)
         .persistent();
     if tx.send(Msg::Connecting).is_err() {

@@ -116,6 +116,7 @@ pub async fn tab(
     keepalive.set_missed_tick_behavior(MissedTickBehavior::Delay);
     // A person reads this tab: refusals are shown and retried too.
     let mut sub = UiSubscription::new(&bridge.socket, Some(&client))
+        .via("web")
         .filtered(filter.clone())
         .persistent();
     // The live connection's answerer; `None` while the daemon is away.

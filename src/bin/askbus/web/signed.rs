@@ -388,6 +388,7 @@ async fn find(socket: &FsPath, id: &str) -> Result<Option<(Connection, Pending)>
     conn.send(&ClientFrame::Subscribe {
         client: Some(&client),
         filter: None,
+        via: Some("link"),
     })
     .await
     .map_err(unavailable)?;
@@ -437,11 +438,13 @@ async fn send(conn: &mut Connection, id: &str, reply: &Reply) -> Result<(), Refu
             correlation_id: id,
             answers: a,
             cancelled: false,
+            user: None,
         },
         Reply::Dismiss => ClientFrame::AskUserResponse {
             correlation_id: id,
             answers: &none,
             cancelled: true,
+            user: None,
         },
         Reply::Decision(o) => ClientFrame::ToolConfirmationResponse {
             correlation_id: id,
@@ -450,6 +453,7 @@ async fn send(conn: &mut Connection, id: &str, reply: &Reply) -> Result<(), Refu
             message: None,
             payload: None,
             dismissed: false,
+            user: None,
         },
     };
     let unavailable = |e: askbusd::client::ClientError| {

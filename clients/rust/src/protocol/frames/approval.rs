@@ -158,6 +158,7 @@ impl Decision {
                 message: None,
                 payload: None,
                 dismissed: true,
+                user: None,
             },
             Decision::Decided {
                 outcome,
@@ -170,6 +171,7 @@ impl Decision {
                 message: message.as_deref(),
                 payload: payload.as_ref(),
                 dismissed: false,
+                user: None,
             },
         }
     }
@@ -181,6 +183,8 @@ impl Decision {
 pub struct ToolConfirmationResponse {
     pub correlation_id: String,
     pub decision: Decision,
+    /// Who decided, as the UI claims (a chat platform's user id and name): `decidedBy.user`.
+    pub user: Option<String>,
 }
 
 /// A pending approval as a UI receives it.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{NoUiPolicy, RequestContext, SubscribeFilter, ToolOutcome};
+use super::{HistoryFilter, NoUiPolicy, RequestContext, SubscribeFilter, ToolOutcome};
 
 /// Frames a client sends.
 #[derive(Debug, Clone, Serialize)]
@@ -16,6 +16,9 @@ pub enum ClientFrame<'a> {
         protocol: u64,
         #[serde(skip_serializing_if = "Option::is_none")]
         client: Option<&'a str>,
+        /// The kind of UI this is (`tui`, `web`, `notify`, …), recorded in `decidedBy.via`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        via: Option<&'a str>,
     },
     Ping {
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -28,6 +31,9 @@ pub enum ClientFrame<'a> {
         /// `None` (or an empty filter) shows the UI everything it may see.
         #[serde(skip_serializing_if = "filter_is_empty")]
         filter: Option<&'a SubscribeFilter>,
+        /// The kind of UI this is, recorded in `decidedBy.via`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        via: Option<&'a str>,
     },
     Watch {
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -59,6 +65,9 @@ pub enum ClientFrame<'a> {
         answers: &'a BTreeMap<usize, String>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         cancelled: bool,
+        /// Who answered (a chat platform's user), recorded in `decidedBy.user`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        user: Option<&'a str>,
     },
     #[serde(rename_all = "camelCase")]
     ToolConfirmationRequest {
@@ -104,6 +113,9 @@ pub enum ClientFrame<'a> {
         payload: Option<&'a serde_json::Map<String, Value>>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         dismissed: bool,
+        /// Who decided (a chat platform's user), recorded in `decidedBy.user`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        user: Option<&'a str>,
     },
     /// A notifier's delivery report (`askbus notify`).
     #[serde(rename_all = "camelCase")]
@@ -114,6 +126,15 @@ pub enum ClientFrame<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<&'a str>,
     },
+    /// A query of the store's records; answered with one `history` frame.
+    History {
+        #[serde(skip_serializing_if = "history_filter_is_empty")]
+        filter: &'a HistoryFilter,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cursor: Option<&'a str>,
+    },
 }
 
 fn filter_is_empty(f: &Option<&SubscribeFilter>) -> bool {
@@ -122,4 +143,8 @@ fn filter_is_empty(f: &Option<&SubscribeFilter>) -> bool {
 
 fn context_is_empty(c: &Option<&RequestContext>) -> bool {
     c.is_none_or(|c| c.is_empty())
+}
+
+fn history_filter_is_empty(f: &&HistoryFilter) -> bool {
+    f.is_empty()
 }

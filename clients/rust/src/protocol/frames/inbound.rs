@@ -16,6 +16,8 @@ pub enum Inbound {
     Hello {
         protocol: u64,
         client: Option<String>,
+        /// The kind of UI the peer says it is (`decidedBy.via`), as claimed.
+        via: Option<String>,
     },
     Ping {
         /// `Some(Value::Null)` when the peer sent `"id": null`: echoed as sent.
@@ -26,6 +28,8 @@ pub enum Inbound {
         client: Option<String>,
         /// Which requests this UI is shown; the default shows everything it may see.
         filter: SubscribeFilter,
+        /// The kind of UI it says it is (`decidedBy.via`), as claimed.
+        via: Option<String>,
     },
     /// Observe the bus (ops): every request's arrival and end, without question text.
     Watch {
@@ -48,6 +52,8 @@ pub enum Inbound {
     ToolConfirmationResponse(ToolConfirmationResponse),
     /// A notifier's delivery report: counted and shown to observers, never answered.
     NotifyReport(super::NotifyReport),
+    /// A query of the store's records (`history`), answered with one `history` frame.
+    History(super::HistoryQueryFrame),
 }
 
 /// Why a producer withdraws its own request (`reason` of `ask-user-cancel` and
@@ -166,4 +172,6 @@ pub struct AskUserResponse {
     pub correlation_id: String,
     pub answers: BTreeMap<usize, String>,
     pub cancelled: bool,
+    /// Who answered, as the UI claims (a chat platform's user id and name): `decidedBy.user`.
+    pub user: Option<String>,
 }

@@ -6,6 +6,7 @@
 mod approval;
 mod client;
 mod context;
+mod history;
 mod inbound;
 mod notify;
 mod outbound;
@@ -15,12 +16,16 @@ use serde::{Deserialize, Serialize};
 pub use approval::*;
 pub use client::ClientFrame;
 pub use context::*;
+pub use history::*;
 pub use inbound::*;
 pub use notify::*;
 pub use outbound::*;
 
 /// Longest `client` name a peer may announce, in characters.
 pub const MAX_CLIENT_CHARS: usize = 256;
+
+/// Longest `user` a UI's answer may name, in characters.
+pub const MAX_USER_CHARS: usize = 256;
 
 /// What happens to a request when no UI is subscribed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -304,6 +304,12 @@ pub enum ServerFrame {
     Error(ErrorFrame),
     /// Live counters; fields documented in proto/PROTOCOL.md.
     Stats(Map<String, Value>),
+    /// The answer to a `history` query: records newest first, and the cursor of the next
+    /// page (`null` when this was the last).
+    History {
+        records: Vec<crate::history::HistoryRecord>,
+        cursor: Option<String>,
+    },
     /// A frame type this client version does not know (additive protocol changes).
     #[serde(other)]
     Unknown,

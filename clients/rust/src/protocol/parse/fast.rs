@@ -440,6 +440,7 @@ fn response<Q>(env: Envelope<'_, Q>) -> Option<Inbound> {
                 correlation_id: id.into_owned(),
                 answers,
                 cancelled,
+                user: None,
             }))
         }
         _ => None,
@@ -458,6 +459,7 @@ fn decision<Q>(env: Envelope<'_, Q>) -> Option<ToolConfirmationResponse> {
         return Some(ToolConfirmationResponse {
             correlation_id,
             decision: Decision::Dismissed,
+            user: None,
         });
     }
     let confirmed = env.confirmed?;
@@ -481,6 +483,7 @@ fn decision<Q>(env: Envelope<'_, Q>) -> Option<ToolConfirmationResponse> {
             message,
             payload: None,
         },
+        user: None,
     })
 }
 

@@ -82,7 +82,8 @@ mod tests {
             parse_inbound(br#"{"type":"hello","protocol":1,"client":"t/1"}"#).unwrap(),
             Inbound::Hello {
                 protocol: 1,
-                client: Some(_)
+                client: Some(_),
+                via: None,
             }
         ));
         assert_eq!(

@@ -14,7 +14,8 @@ use crate::protocol::frames::{
     MAX_CLIENT_CHARS, MAX_VIA_CHARS,
 };
 use crate::protocol::frames::{
-    valid_sink, NotifyReport, NotifyResult, MAX_REPORT_ERROR_CHARS, MAX_REPORT_IDS, MAX_SINK_CHARS,
+    valid_sink, HistoryFilter, HistoryQueryFrame, NotifyReport, NotifyResult, MAX_HISTORY_LIMIT,
+    MAX_REPORT_ERROR_CHARS, MAX_REPORT_IDS, MAX_SINK_CHARS, MAX_USER_CHARS,
 };
 use crate::protocol::{MAX_CORRELATION_ID_CHARS, PROTOCOL_VERSION};
 
@@ -58,6 +59,7 @@ pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
         "subscribe" => Ok(Inbound::Subscribe {
             client: client_field(obj)?,
             filter: filter_field(obj)?,
+            via: via_field(obj)?,
         }),
         "watch" => Ok(Inbound::Watch {
             client: client_field(obj)?,
@@ -97,6 +99,7 @@ pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
         }
         "ask-user-response" => parse_response(obj),
         "notify-report" => parse_notify_report(obj).map(Inbound::NotifyReport),
+        "history" => parse_history(obj).map(Inbound::History),
         other => Err(FrameError::new(
             ErrorCode::UnknownType,
             format!("unknown frame type {:?}", truncate(other, 64)),
@@ -212,7 +215,12 @@ fn parse_hello(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
             ))
         }
     };
-    Ok(Inbound::Hello { protocol, client })
+    let via = via_field(obj)?;
+    Ok(Inbound::Hello {
+        protocol,
+        client,
+        via,
+    })
 }
 
 fn parse_request(value: Value) -> Result<Inbound, FrameError> {
@@ -340,12 +348,14 @@ fn parse_decision(
     let err = |msg: String| {
         FrameError::new(ErrorCode::InvalidResponse, msg).with_id(Some(&correlation_id))
     };
+    let user = user_field(obj).map_err(err)?;
     match obj.get("dismissed") {
         None | Some(Value::Bool(false)) => {}
         Some(Value::Bool(true)) => {
             return Ok(ToolConfirmationResponse {
                 correlation_id,
                 decision: Decision::Dismissed,
+                user,
             })
         }
         Some(other) => {
@@ -443,6 +453,7 @@ fn parse_decision(
             message,
             payload,
         },
+        user,
     })
 }
 
@@ -451,6 +462,7 @@ fn parse_response(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
     let err = |msg: String| {
         FrameError::new(ErrorCode::InvalidResponse, msg).with_id(Some(&correlation_id))
     };
+    let user = user_field(obj).map_err(err)?;
     let cancelled = match obj.get("cancelled") {
         None => false,
         Some(Value::Bool(b)) => *b,
@@ -494,6 +506,7 @@ fn parse_response(obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
         correlation_id,
         answers,
         cancelled,
+        user,
     }))
 }
 
@@ -577,6 +590,134 @@ fn client_field(obj: &Map<String, Value>) -> Result<Option<String>, FrameError> 
 }
 
 /// A `subscribe`'s `filter`: absent, `null` or `{}` shows the UI everything it may see.
+/// `via` in `hello` or `subscribe`: the kind of UI the peer claims to be. Any short lowercase
+/// word is taken (the daemon records one it does not know as `client`).
+fn via_field(obj: &Map<String, Value>) -> Result<Option<String>, FrameError> {
+    let err = |msg: String| FrameError::new(ErrorCode::InvalidFrame, msg);
+    match obj.get("via") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if valid_via(s) => Ok(Some(s.clone())),
+        Some(Value::String(s)) => Err(err(format!(
+            "via must be 1 to {MAX_VIA_CHARS} lowercase letters, digits or '-', starting with a letter (tui, web, notify, …), not {:?}",
+            truncate(s, 64)
+        ))),
+        Some(other) => Err(err(format!("via must be a string, not {}", kind(other)))),
+    }
+}
+
+/// `user` in a UI's answer: who answered, as the UI claims.
+fn user_field(obj: &Map<String, Value>) -> Result<Option<String>, String> {
+    match obj.get("user") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.is_empty() && s.chars().count() <= MAX_USER_CHARS => {
+            Ok(Some(s.clone()))
+        }
+        Some(Value::String(_)) => Err(format!("user must be 1 to {MAX_USER_CHARS} characters")),
+        Some(other) => Err(format!("user must be a string, not {}", kind(other))),
+    }
+}
+
+/// A `history` query: its filter's keys known and their values well formed, `limit` and
+/// `cursor` in range (`invalid-frame` names what is not).
+fn parse_history(obj: &Map<String, Value>) -> Result<HistoryQueryFrame, FrameError> {
+    let err = |msg: String| FrameError::new(ErrorCode::InvalidFrame, msg);
+    let mut filter = HistoryFilter::default();
+    match obj.get("filter") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(map)) => {
+            for (key, value) in map {
+                let Some(slot) = filter.slot(key) else {
+                    return Err(err(format!(
+                        "history filter has no key {:?} (known: {})",
+                        truncate(key, 32),
+                        HistoryFilter::KEYS.join(", ")
+                    )));
+                };
+                match value {
+                    Value::Null => {}
+                    Value::String(s) if s.is_empty() || s.chars().count() > MAX_CLIENT_CHARS => {
+                        return Err(err(format!(
+                            "filter.{key} must be 1 to {MAX_CLIENT_CHARS} characters"
+                        )))
+                    }
+                    Value::String(s) => *slot = Some(s.clone()),
+                    other => {
+                        return Err(err(format!(
+                            "filter.{} must be a string, not {}",
+                            truncate(key, 32),
+                            kind(other)
+                        )))
+                    }
+                }
+            }
+        }
+        Some(other) => {
+            return Err(err(format!(
+                "filter must be an object, not {}",
+                kind(other)
+            )))
+        }
+    }
+    for (name, t) in [("since", &filter.since), ("until", &filter.until)] {
+        if let Some(t) = t {
+            if crate::history::parse_rfc3339_ms(t).is_none() {
+                return Err(err(format!(
+                    "filter.{name} must be an RFC 3339 time (2026-12-05T14:00:00Z), not {:?}",
+                    truncate(t, 64)
+                )));
+            }
+        }
+    }
+    if let Some(k) = &filter.kind {
+        if k != "question" && k != "approval" {
+            return Err(err(format!(
+                "filter.kind must be question or approval, not {:?}",
+                truncate(k, 64)
+            )));
+        }
+    }
+    let limit = match obj.get("limit") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(l) if (1..=u64::from(MAX_HISTORY_LIMIT)).contains(&l) => Some(l as u32),
+            _ => {
+                return Err(err(format!(
+                    "limit must be an integer from 1 to {MAX_HISTORY_LIMIT}, not {}",
+                    truncate(&n.to_string(), 32)
+                )))
+            }
+        },
+        Some(other) => {
+            return Err(err(format!(
+                "limit must be an integer, not {}",
+                kind(other)
+            )))
+        }
+    };
+    let cursor = match obj.get("cursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c))
+            if !c.is_empty()
+                && c.len() <= 48
+                && c.bytes().all(|b| b.is_ascii_digit() || b == b'.') =>
+        {
+            Some(c.clone())
+        }
+        Some(Value::String(c)) => {
+            return Err(err(format!(
+                "cursor must be a cursor a history answer gave, not {:?}",
+                truncate(c, 32)
+            )))
+        }
+        Some(other) => return Err(err(format!("cursor must be a string, not {}", kind(other)))),
+    };
+    Ok(HistoryQueryFrame {
+        filter,
+        limit,
+        cursor,
+    })
+}
+
 fn filter_field(obj: &Map<String, Value>) -> Result<SubscribeFilter, FrameError> {
     let err = |msg: String| FrameError::new(ErrorCode::InvalidFrame, msg);
     let map = match obj.get("filter") {
