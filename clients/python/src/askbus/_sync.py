@@ -89,14 +89,28 @@ class _IoThread:
             box["task"] = task
             task.add_done_callback(lambda _: done.set())
 
-        self.loop.call_soon_threadsafe(start)
+        def cancel() -> None:
+            task = box.get("task")
+            if task is None:
+                # Interrupted before start() was even scheduled: nothing runs, nothing to wait.
+                if asyncio.iscoroutine(coro):
+                    coro.close()
+                done.set()
+            else:
+                task.cancel()
+
         try:
+            # Scheduling inside the try: a Ctrl-C that lands between scheduling and waiting
+            # (the question may already be on the UIs by then) must still cancel it, or the
+            # producer's close would abandon the question as producer-gone.
+            self.loop.call_soon_threadsafe(start)
             done.wait()
         except BaseException:
             # Interrupted (Ctrl-C): cancel the operation and give it a moment to finish its
             # cancellation (an ask sends ask-user-cancel), so that it is not cut off when
-            # the interpreter exits right after.
-            self.loop.call_soon_threadsafe(lambda: box["task"].cancel())
+            # the interpreter exits right after. Callbacks run in order, so cancel() finds
+            # the task whenever start() was scheduled.
+            self.loop.call_soon_threadsafe(cancel)
             done.wait(_CANCEL_GRACE)
             raise
         task: asyncio.Task[T] = box["task"]
