@@ -24,7 +24,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("questions", &["protocol"]),
     ("approvals", &["protocol", "questions"]),
     ("trust", &[]),
-    ("client", &["protocol", "trust"]),
+    ("client", &["history", "protocol", "trust"]),
     ("paths", &["client"]),
     ("history", &["protocol"]),
     (
@@ -60,10 +60,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "approvals",
             "broker",
+            "history",
             "hub",
             "outbox",
             "protocol",
             "questions",
+            "store",
             "telemetry",
         ],
     ),

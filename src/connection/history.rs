@@ -61,7 +61,10 @@ async fn answer(hub: &Hub, peer: crate::broker::PeerId, q: HistoryQueryFrame) ->
     let read = tokio::task::spawn_blocking(move || store.history(&query)).await;
     match read {
         Ok(Ok((records, next))) => encode(&ServerFrame::History {
-            records,
+            records: records
+                .iter()
+                .filter_map(|r| serde_json::to_value(r).ok())
+                .collect(),
             cursor: next.map(|(at, seq)| format!("{at}.{seq}")),
         }),
         Ok(Err(e)) => {

@@ -232,7 +232,14 @@ impl Connection {
         .await?;
         loop {
             match self.recv().await? {
-                Some(ServerFrame::History { records, cursor }) => return Ok((records, cursor)),
+                Some(ServerFrame::History { records, cursor }) => {
+                    let records = records
+                        .into_iter()
+                        .map(serde_json::from_value)
+                        .collect::<Result<Vec<crate::history::HistoryRecord>, _>>()
+                        .map_err(|e| ClientError::Protocol(format!("a history record: {e}")))?;
+                    return Ok((records, cursor));
+                }
                 Some(ServerFrame::Error(e)) => return Err(ClientError::Rejected(e)),
                 Some(_) => continue,
                 None => return Err(ClientError::Closed),

@@ -26,6 +26,7 @@ mod frames;
 pub mod json;
 pub mod parse;
 pub mod shown;
+pub mod time;
 
 #[cfg(feature = "codec")]
 pub use codec::{codec, is_frame_too_large};

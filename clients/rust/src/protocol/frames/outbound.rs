@@ -305,9 +305,10 @@ pub enum ServerFrame {
     /// Live counters; fields documented in proto/PROTOCOL.md.
     Stats(Map<String, Value>),
     /// The answer to a `history` query: records newest first, and the cursor of the next
-    /// page (`null` when this was the last).
+    /// page (`null` when this was the last). The records stay JSON here, as the stats do:
+    /// their type (`history::HistoryRecord`) sits above the wire layer, which names no store.
     History {
-        records: Vec<crate::history::HistoryRecord>,
+        records: Vec<Value>,
         cursor: Option<String>,
     },
     /// A frame type this client version does not know (additive protocol changes).

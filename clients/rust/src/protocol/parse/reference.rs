@@ -660,7 +660,7 @@ fn parse_history(obj: &Map<String, Value>) -> Result<HistoryQueryFrame, FrameErr
     }
     for (name, t) in [("since", &filter.since), ("until", &filter.until)] {
         if let Some(t) = t {
-            if crate::history::parse_rfc3339_ms(t).is_none() {
+            if crate::protocol::time::parse_rfc3339_ms(t).is_none() {
                 return Err(err(format!(
                     "filter.{name} must be an RFC 3339 time (2026-12-05T14:00:00Z), not {:?}",
                     truncate(t, 64)
