@@ -107,7 +107,7 @@ fn doctor_lists_this_nodes_uis_each_agents_hook_and_what_is_off() {
             uis["detail"]
                 .as_str()
                 .unwrap()
-                .contains(&format!("test-tui/1 (client, pid {pid})")),
+                .contains(&format!("test-tui/1 (tui, pid {pid})")),
             "the subscribed UI by name, kind and pid: {uis}"
         );
         let socket = check(&checks, "socket");
@@ -309,4 +309,28 @@ fn answer_refuses_a_typo_of_an_option_unless_other_says_free_text() {
         let response = p.recv_type("ask-user-response").await;
         assert_eq!(response["answers"], json!({"0": "sqlite", "1": "Yes"}));
     });
+}
+
+/// Issue 27 item 14: federating in the clear (no NATS authentication, a non-loopback server
+/// without TLS) is a warning in `askbus doctor`, naming both holes and how to close them.
+#[test]
+fn doctor_warns_of_a_federation_in_the_clear() {
+    let d = Daemon::start();
+    let home = tempfile::tempdir().unwrap();
+    let conf = home.path().join(".config/askbus");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(
+        conf.join("askbusd.toml"),
+        "nats = \"nats://192.0.2.7:4222\"\nnode = \"devbox\"\n",
+    )
+    .unwrap();
+    let mut cmd = d.cli();
+    fresh(&mut cmd, home.path());
+    let out = cmd.args(["doctor", "--json"]).output().unwrap();
+    let config = check(&doctor_json(&out), "config").clone();
+    assert_eq!(config["status"], "warn", "{config}");
+    let detail = config.to_string();
+    assert!(detail.contains("no NATS authentication"), "{detail}");
+    assert!(detail.contains("192.0.2.7"), "{detail}");
+    assert!(detail.contains("require_tls"), "{detail}");
 }

@@ -126,9 +126,14 @@ pub fn human(s: &Map<String, Value>) -> String {
         if KNOWN.contains(&k.as_str()) || k == "telemetryErrors" {
             continue;
         }
-        let text = match v {
+        let one = |v: &Value| match v {
             Value::Object(_) => pairs(Some(v), false),
             other => num(Some(other)),
+        };
+        // A list (the subscribed UIs) reads one entry after another, never as raw JSON.
+        let text = match v {
+            Value::Array(items) => items.iter().map(one).collect::<Vec<_>>().join("; "),
+            other => one(other),
         };
         line(format!("{k}: {text}"));
     }
