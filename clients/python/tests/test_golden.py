@@ -103,6 +103,8 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
         return {"type": "stats", **parsed.counters}
     if isinstance(parsed, _frames.Watching):
         return {"type": "watching"}
+    if isinstance(parsed, _frames.HistoryPage):
+        return {"type": "history", "records": parsed.records, "cursor": parsed.cursor}
     if isinstance(parsed, _frames.ApprovalRequest):
         out = {"type": "tool-confirmation-request", "correlationId": parsed.correlation_id,
                "toolCall": parsed.tool_call, "outcomes": parsed.outcomes,
@@ -166,10 +168,13 @@ class GoldenFramesTest(unittest.TestCase):
 
     def test_frame_builders_reproduce_every_client_example(self) -> None:
         builders: Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
-            "hello": lambda f: _frames.hello(f.get("client")),
+            "hello": lambda f: _frames.hello(f.get("client"), f.get("via")),
+            "history": lambda f: _frames.history(f.get("filter"), f.get("limit"),
+                                                 f.get("cursor")),
             "ping": lambda f: _frames.ping(f["id"]) if "id" in f else _frames.ping(),
             "stats": lambda f: _frames.stats(),
-            "subscribe": lambda f: _frames.subscribe(f.get("client"), f.get("filter")),
+            "subscribe": lambda f: _frames.subscribe(f.get("client"), f.get("filter"),
+                                                     f.get("via")),
             "watch": lambda f: _frames.watch(f.get("client")),
             "ask-user-request": lambda f: _frames.ask_user_request(
                 f["correlationId"], f["questions"], f.get("timeoutMs"), f.get("noUi"),
@@ -183,10 +188,10 @@ class GoldenFramesTest(unittest.TestCase):
             "notify-report": lambda f: _frames.notify_report(
                 f["sink"], f["result"], f.get("correlationIds", ()), f.get("error")),
             "tool-confirmation-cancel": lambda f: _frames.tool_confirmation_cancel(
-                f["correlationId"]),
+                f["correlationId"], f.get("reason"), f.get("via")),
             "tool-confirmation-response": lambda f: _frames.tool_confirmation_response(
                 f["correlationId"], f.get("confirmed"), f.get("outcome"), f.get("message"),
-                f.get("payload"), f.get("dismissed", False)),
+                f.get("payload"), f.get("dismissed", False), f.get("user")),
         }
         entries = [e for e in index() if e["direction"] == "client"]
         self.assertEqual({e["type"] for e in entries}, set(builders))
@@ -341,7 +346,7 @@ class GoldenConversationTest(unittest.IsolatedAsyncioTestCase):
         for answer_reply, expected in [("ask-user-ack", "answered"),
                                        ("error.not-pending", askbus.NotPending),
                                        (None, "dismissed")]:
-            async with aio.subscribe(daemon.path, client="askbus-tui/0.1.0",
+            async with aio.subscribe(daemon.path, client="askbus-tui/0.1.0", via="tui",
                                      reconnect=False) as sub:
                 minimal = await sub.__anext__()
                 self.assertEqual(minimal.correlation_id, "q-1")

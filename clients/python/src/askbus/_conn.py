@@ -105,9 +105,9 @@ class Connection:
             raise ConnectionLost(f"the connection to askbusd failed: {e}") from e
         return _frames.decode(payload)
 
-    async def handshake(self, client: Optional[str]) -> Welcome:
+    async def handshake(self, client: Optional[str], via: Optional[str] = None) -> Welcome:
         """``hello``, then the daemon's ``welcome`` (or the error that refused us)."""
-        await self.send(_frames.hello(client))
+        await self.send(_frames.hello(client, via))
         while True:
             frame = await self.recv()
             if frame is None:

@@ -63,10 +63,13 @@ def decode(payload: bytes) -> Dict[str, Any]:
 # Frames this client sends.
 
 
-def hello(client: Optional[str] = None) -> Dict[str, Any]:
+def hello(client: Optional[str] = None, via: Optional[str] = None) -> Dict[str, Any]:
+    """``via`` claims how a UI reaches people (``tui``, ``web``, ...), recorded in decidedBy."""
     frame: Dict[str, Any] = {"type": "hello", "protocol": PROTOCOL_VERSION}
     if client is not None:
         frame["client"] = client
+    if via is not None:
+        frame["via"] = via
     return frame
 
 
@@ -103,13 +106,34 @@ def watch(client: Optional[str] = None) -> Dict[str, Any]:
 
 
 def subscribe(
-    client: Optional[str] = None, filter: Optional[Mapping[str, str]] = None
+    client: Optional[str] = None,
+    filter: Optional[Mapping[str, str]] = None,
+    via: Optional[str] = None,
 ) -> Dict[str, Any]:
     frame: Dict[str, Any] = {"type": "subscribe"}
     if client is not None:
         frame["client"] = client
+    if via is not None:
+        frame["via"] = via
     if filter:
         frame["filter"] = dict(filter)
+    return frame
+
+
+def history(
+    filter: Optional[Mapping[str, Any]] = None,
+    limit: Optional[int] = None,
+    cursor: Optional[str] = None,
+) -> Dict[str, Any]:
+    """A query of the daemon's store: records newest first (only the caller's own uid's unless
+    it is an operator)."""
+    frame: Dict[str, Any] = {"type": "history"}
+    if filter is not None:
+        frame["filter"] = dict(filter)
+    if limit is not None:
+        frame["limit"] = limit
+    if cursor is not None:
+        frame["cursor"] = cursor
     return frame
 
 
@@ -188,8 +212,17 @@ def tool_confirmation_request(
     return frame
 
 
-def tool_confirmation_cancel(correlation_id: str) -> Dict[str, Any]:
-    return {"type": "tool-confirmation-cancel", "correlationId": correlation_id}
+def tool_confirmation_cancel(
+    correlation_id: str, reason: Optional[str] = None, via: Optional[str] = None
+) -> Dict[str, Any]:
+    """``reason="answered-elsewhere"`` with ``via`` records that a person decided elsewhere
+    (an editor's own prompt), not that the agent withdrew the call."""
+    frame: Dict[str, Any] = {"type": "tool-confirmation-cancel", "correlationId": correlation_id}
+    if reason is not None:
+        frame["reason"] = reason
+    if via is not None:
+        frame["via"] = via
+    return frame
 
 
 def tool_confirmation_response(
@@ -199,8 +232,10 @@ def tool_confirmation_response(
     message: Optional[str] = None,
     payload: Optional[Mapping[str, Any]] = None,
     dismissed: bool = False,
+    user: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """A decision (``confirmed`` and ``outcome``), or ``dismissed=True`` with neither."""
+    """A decision (``confirmed`` and ``outcome``), or ``dismissed=True`` with neither.
+    ``user`` names the person who decided (a chat platform's user), recorded as claimed."""
     frame: Dict[str, Any] = {"type": "tool-confirmation-response", "correlationId": correlation_id}
     if dismissed:
         frame["dismissed"] = True
@@ -216,6 +251,8 @@ def tool_confirmation_response(
         frame["message"] = message
     if payload is not None:
         frame["payload"] = dict(payload)
+    if user is not None:
+        frame["user"] = user
     return frame
 
 
@@ -329,6 +366,15 @@ class ApprovalAck:
 @dataclass(frozen=True)
 class Stats:
     counters: Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """The answer to ``history``: the store's records as the daemon sent them (newest first),
+    and the cursor of the next page (``None`` after the last)."""
+
+    records: List[Dict[str, Any]]
+    cursor: Optional[str]
 
 
 @dataclass(frozen=True)
@@ -574,6 +620,12 @@ def parse_server_frame(frame: Dict[str, Any]) -> ServerFrame:
         return Stats(counters={k: v for k, v in frame.items() if k != "type"})
     if kind == "watching":
         return Watching()
+    if kind == "history":
+        records = _field(frame, "records", list)
+        cursor = frame.get("cursor")
+        if cursor is not None and not isinstance(cursor, str):
+            raise ProtocolError("history: cursor must be a string or null")
+        return HistoryPage(records=records, cursor=cursor)
     if kind == "bus-event":
         return parse_bus_event(frame)
     if kind == "tool-confirmation-request":

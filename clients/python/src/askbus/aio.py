@@ -923,9 +923,12 @@ class AsyncSubscription:
         on_withdrawn: Optional[Callable[[AsyncRequest], object]] = None,
         reconnect: bool = True,
         resume_grace: float = 3.0,
+        via: Optional[str] = None,
     ) -> None:
         self.socket_path = resolve_socket(socket)
         self.client = client
+        # How this UI reaches people (tui, web, ...): the daemon records it in decidedBy.
+        self.via = via
         self.filter: Dict[str, str] = {k: v for k, v in (filter or {}).items() if v is not None}
         self.reconnect = reconnect
         self.resume_grace = resume_grace
@@ -1031,8 +1034,8 @@ class AsyncSubscription:
     async def _connect(self) -> Connection:
         conn = await Connection.open(self.socket_path)
         try:
-            self.welcome = await conn.handshake(self.client)
-            await conn.send(_frames.subscribe(self.client, self.filter))
+            self.welcome = await conn.handshake(self.client, self.via)
+            await conn.send(_frames.subscribe(self.client, self.filter, self.via))
             while True:
                 frame = await conn.recv()
                 if frame is None:
@@ -1301,6 +1304,7 @@ def subscribe(
     on_withdrawn: Optional[Callable[[AsyncRequest], object]] = None,
     reconnect: bool = True,
     resume_grace: float = 3.0,
+    via: Optional[str] = None,
 ) -> AsyncSubscription:
     """A UI subscription: ``async for req in subscribe(): await req.answer({...})``, or
     ``async with subscribe() as sub:`` to connect (and fail) before iterating. ``filter``:
@@ -1312,6 +1316,7 @@ def subscribe(
         on_withdrawn=on_withdrawn,
         reconnect=reconnect,
         resume_grace=resume_grace,
+        via=via,
     )
 
 
