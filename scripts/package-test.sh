@@ -46,7 +46,8 @@ step() { echo "== package-test: $*"; }
 # A daemon of our own on a fresh socket (SOCK); waits until it answers.
 start_daemon() {
   SOCK="$WORK/askbus-$1.sock"
-  "$2" --socket "$SOCK" --no-telemetry 2>"$WORK/daemon-$1.log" &
+  # Protocol v1 exactly: no shared default store, no policy deciding the clients' approvals.
+  ASKBUS_POLICIES=off "$2" --socket "$SOCK" --no-telemetry --no-store 2>"$WORK/daemon-$1.log" &
   DPID=$!
   for _ in $(seq 300); do
     "$CLI" --socket "$SOCK" stats --json >/dev/null 2>&1 && return 0

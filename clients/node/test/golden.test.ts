@@ -158,10 +158,19 @@ test("client frames this package builds equal the client examples", () => {
   };
   const clientFiles = index.examples.filter((e) => e.direction === "client").map((e) => e.file.split("/").at(-1)!);
   // The refused hellos are the examples this client never sends (it speaks protocol 1, as
-  // the integer 1; JSON.parse reads the 1.0 example as 1, so it is left out by name).
+  // the integer 1; JSON.parse reads the 1.0 example as 1, so it is left out by name). The
+  // store's history query, the editor's answered-elsewhere cancel and a chat user's name on
+  // a decision are not in this client's API yet (the Rust and Python clients build them).
   assert.deepEqual(
     clientFiles.filter((f) => !(f in built)),
-    ["hello.protocol-2.json", "hello.protocol-1.0.json"],
+    [
+      "hello.protocol-2.json",
+      "hello.protocol-1.0.json",
+      "history.json",
+      "history.invalid.json",
+      "tool-confirmation-cancel.answered-elsewhere.json",
+      "tool-confirmation-response.user.json",
+    ],
   );
   for (const [name, frame] of Object.entries(built)) {
     const onWire = JSON.parse(encodeFrame(frame).subarray(4).toString("utf8"));
