@@ -293,6 +293,8 @@ export interface StatsRequestFrame {
 export interface SubscribeFrame {
   type: "subscribe";
   client?: string;
+  /** How this UI reaches people (`tui`, `web`, ...); the daemon records it in decidedBy. */
+  via?: string;
   filter?: SubscribeFilter;
 }
 export interface WatchFrame {
@@ -392,9 +394,10 @@ export const frames = {
   stats(): StatsRequestFrame {
     return { type: "stats" };
   },
-  subscribe(client?: string, filter?: SubscribeFilter): SubscribeFrame {
+  subscribe(client?: string, filter?: SubscribeFilter, via?: string): SubscribeFrame {
     const f: SubscribeFrame = { type: "subscribe" };
     if (client !== undefined) f.client = client;
+    if (via !== undefined) f.via = via;
     if (filter !== undefined && Object.values(filter).some((v) => v !== undefined)) f.filter = filter;
     return f;
   },

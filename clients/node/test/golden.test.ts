@@ -129,7 +129,7 @@ test("client frames this package builds equal the client examples", () => {
     "hello.json": frames.hello("my-agent/1.2.0"),
     "ping.json": frames.ping(42),
     "stats.json": frames.stats(),
-    "subscribe.json": frames.subscribe("askbus-tui/0.1.0"),
+    "subscribe.json": frames.subscribe("askbus-tui/0.1.0", undefined, "tui"),
     "subscribe.filter.json": frames.subscribe("askbus-tui/0.1.0", { project: "askbus" }),
     "ask-user-request.context.json": frames.ask(ctxReq.correlationId, ctxReq.questions, 300000, undefined, ctxReq.context),
     "ask-user-request.context-invalid.json": frames.ask(badReq.correlationId, badReq.questions, 300000, undefined, {
