@@ -107,6 +107,26 @@ pub fn fit(blocks: &mut [Block], max: usize) {
     }
 }
 
+/// Why a platform API call failed (every platform sorts its errors into these).
+#[derive(Debug)]
+pub enum Failure {
+    /// 429: wait this long, then again.
+    RetryAfter(Duration),
+    /// Network trouble or a 5xx: retry with backoff.
+    Transient(String),
+    /// 401/404 on the token: nothing will work.
+    Unauthorized(String),
+    /// Refused as sent (400 and the like): retrying will not help.
+    Refused(String),
+}
+
+pub fn failure_text(f: Failure) -> String {
+    match f {
+        Failure::RetryAfter(d) => format!("rate limited for {}s", d.as_secs()),
+        Failure::Transient(e) | Failure::Unauthorized(e) | Failure::Refused(e) => e,
+    }
+}
+
 /// Exponential backoff from 250 ms to 30 s.
 #[derive(Default)]
 pub struct Backoff(u32);

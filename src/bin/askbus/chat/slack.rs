@@ -30,7 +30,7 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 use super::card::{Block, Button, User, View};
-use super::platform::{enqueue, fit, Backoff, In, Out, Seen};
+use super::platform::{enqueue, failure_text, fit, Backoff, Failure, In, Out, Seen};
 use super::text::{clip, defuse_mentions};
 
 pub const DEFAULT_API_BASE: &str = "https://slack.com/api";
@@ -60,22 +60,6 @@ pub struct Config {
     pub bot_token: String,
     /// A channel id (`C…`), or a user id (`U…`) for a direct message from the bot.
     pub channel: String,
-}
-
-#[derive(Debug)]
-enum Failure {
-    RetryAfter(Duration),
-    Transient(String),
-    /// The token is bad or revoked: nothing will work.
-    Unauthorized(String),
-    Refused(String),
-}
-
-fn failure_text(f: Failure) -> String {
-    match f {
-        Failure::RetryAfter(d) => format!("rate limited for {}s", d.as_secs()),
-        Failure::Transient(e) | Failure::Unauthorized(e) | Failure::Refused(e) => e,
-    }
 }
 
 /// A method's share of Slack's rate limits: `cap` calls at once, `per_sec` sustained.

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::card::{Block, Button, User, View};
-use super::platform::{enqueue, fit, Backoff, In, Msg, Out};
+use super::platform::{enqueue, failure_text, fit, Backoff, Failure, In, Msg, Out};
 use super::text::defuse_mentions;
 
 /// Telegram's limit on a message's text (characters after entity parsing).
@@ -33,19 +33,6 @@ pub struct Config {
     pub poll_secs: u64,
     /// The update to start after (the saved cursor).
     pub cursor: Option<u64>,
-}
-
-/// Why a call failed.
-#[derive(Debug)]
-enum Failure {
-    /// 429: wait this long, then again.
-    RetryAfter(Duration),
-    /// Network trouble or a 5xx: retry with backoff.
-    Transient(String),
-    /// 401/404 on the token: nothing will work.
-    Unauthorized(String),
-    /// Refused as sent (400 and the like): retrying will not help.
-    Refused(String),
 }
 
 struct Api {
@@ -250,13 +237,6 @@ async fn perform(api: &Api, cfg: &Config, op: Out) -> Option<In> {
                 }
             }
         }
-    }
-}
-
-fn failure_text(f: Failure) -> String {
-    match f {
-        Failure::RetryAfter(d) => format!("rate limited for {}s", d.as_secs()),
-        Failure::Transient(e) | Failure::Unauthorized(e) | Failure::Refused(e) => e,
     }
 }
 
