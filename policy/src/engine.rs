@@ -117,10 +117,65 @@ pub struct Engine {
 /// bare tool name it completes. The index keeps each rule under those names, so the candidates
 /// for a call are a superset of the rules that match it, in the same order; every candidate is
 /// still matched in full, so the decisions are the scan's.
+///
+/// Each name's list also holds the wildcard rules (when there are few), so a call by one
+/// name needs no merge; and the `argsPattern` literals of a list's rules are searched for in
+/// one pass ([`Literals`]) instead of one scan per rule.
 #[derive(Debug, Default)]
 struct Index {
     exact: std::collections::HashMap<String, Vec<usize>>,
     wild: Vec<usize>,
+    /// Per name: its rules and the wildcard ones, merged, with their literals' automaton.
+    merged: std::collections::HashMap<String, (Vec<usize>, Option<Literals>)>,
+}
+
+/// The required literals of some rules' patterns, found in a text in one pass: a rule whose
+/// literal is absent cannot match and its regex is not run.
+#[derive(Debug)]
+struct Literals {
+    ac: aho_corasick::AhoCorasick,
+    /// Pattern number -> rule index.
+    rules: Vec<usize>,
+}
+
+/// The most wildcard rules copied into every name's list.
+const MAX_MERGED_WILD: usize = 64;
+
+impl Literals {
+    fn new(rules: &[Rule], list: &[usize]) -> Option<Literals> {
+        let mut pats: Vec<Vec<u8>> = vec![];
+        let mut idx = vec![];
+        for &i in list {
+            if let Some(re) = &rules[i].args_pattern {
+                if !re.required().is_empty() {
+                    pats.push(re.required().iter().flat_map(|u| u.to_le_bytes()).collect());
+                    idx.push(i);
+                }
+            }
+        }
+        if pats.len() < 4 {
+            return None;
+        }
+        let ac = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::Standard)
+            .build(&pats)
+            .ok()?;
+        Some(Literals { ac, rules: idx })
+    }
+
+    /// The rules whose literal occurs in `text` (a match at an odd byte offset is a false
+    /// alarm: the regex then runs and says no).
+    fn found(&self, text: &[u16]) -> std::collections::HashSet<usize> {
+        let bytes: Vec<u8> = text.iter().flat_map(|u| u.to_le_bytes()).collect();
+        self.ac
+            .find_overlapping_iter(&bytes)
+            .map(|m| self.rules[m.pattern().as_usize()])
+            .collect()
+    }
+
+    fn covers(&self, rule: usize) -> bool {
+        self.rules.binary_search(&rule).is_ok()
+    }
 }
 
 impl Index {
@@ -143,7 +198,30 @@ impl Index {
                 }
             }
         }
+        if ix.wild.len() <= MAX_MERGED_WILD {
+            let keys: Vec<String> = ix.exact.keys().cloned().collect();
+            for k in keys {
+                let mut list = ix.exact[&k].clone();
+                list.extend(ix.wild.iter().copied());
+                list.sort_unstable();
+                list.dedup();
+                let lits = Literals::new(rules, &list);
+                ix.merged.insert(k, (list, lits));
+            }
+        }
         ix
+    }
+
+    /// A call by exactly one name, of no server: its merged list, if there is one.
+    fn single(
+        &self,
+        names: &[String],
+        server: Option<&str>,
+    ) -> Option<&(Vec<usize>, Option<Literals>)> {
+        match names {
+            [n] if server.is_none_or(str::is_empty) => self.merged.get(n.as_str()),
+            _ => None,
+        }
     }
 
     /// The candidates for a call named any of `names` (of `server`), in rule order.
@@ -292,6 +370,7 @@ impl Engine {
         server: Option<&str>,
         annotations: Option<&JsValue>,
         subagent: Option<&str>,
+        literal: Option<bool>,
     ) -> bool {
         if let Some(modes) = &rule.modes {
             if !modes.is_empty() && !modes.contains(&self.options.mode) {
@@ -356,9 +435,13 @@ impl Engine {
             if !has_args {
                 return false;
             }
-            match stringified {
-                Some(s) if re.test_utf16(s) => {}
-                _ => return false,
+            let hit = match (stringified, literal) {
+                (None, _) | (_, Some(false)) => false,
+                (Some(s), Some(true)) => re.test_utf16_found(s),
+                (Some(s), None) => re.test_utf16(s),
+            };
+            if !hit {
+                return false;
             }
         }
         if let Some(i) = rule.interactive {
@@ -690,7 +773,18 @@ impl Engine {
 
         let mut decision: Option<Decision> = None;
         let mut matched: Option<Matched> = None;
-        for i in self.index.candidates(&names, server) {
+        let single = self.index.single(&names, server);
+        let owned;
+        let candidates: &[usize] = match single {
+            Some((list, _)) => list,
+            None => {
+                owned = self.index.candidates(&names, server);
+                &owned
+            }
+        };
+        let literals = single.and_then(|(_, l)| l.as_ref());
+        let mut found: Option<std::collections::HashSet<usize>> = None;
+        for &i in candidates {
             let rule = &self.rules[i];
             if self.options.disable_always_allow && Self::is_always_allow(rule) {
                 continue;
@@ -698,6 +792,12 @@ impl Engine {
             if has_args && stringified.is_none() && rule.args_pattern.is_some() {
                 stringified = Some(stable_stringify(call.args.expect("truthy")));
             }
+            let literal = match (literals, &stringified) {
+                (Some(l), Some(text)) if rule.args_pattern.is_some() && l.covers(i) => {
+                    Some(found.get_or_insert_with(|| l.found(text)).contains(&i))
+                }
+                _ => None,
+            };
             let hit = names.iter().any(|n| {
                 self.rule_matches(
                     rule,
@@ -707,6 +807,7 @@ impl Engine {
                     server,
                     call.annotations,
                     call.subagent,
+                    literal,
                 )
             });
             if !hit {

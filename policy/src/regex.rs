@@ -54,6 +54,16 @@ impl JsRegex {
         &self.source
     }
 
+    /// The literal every match contains (empty: none known).
+    pub fn required(&self) -> &[u16] {
+        &self.required
+    }
+
+    /// `re.test(text)`, the caller having found [`JsRegex::required`] in `text` already.
+    pub fn test_utf16_found(&self, text: &[u16]) -> bool {
+        self.re.find_from_ucs2(text, 0).next().is_some()
+    }
+
     /// `re.test(text)` over UTF-16 code units.
     pub fn test_utf16(&self, text: &[u16]) -> bool {
         if !self.required.is_empty()
