@@ -20,7 +20,7 @@ for p in sorted(pathlib.Path("proto/examples").rglob("*.json")) if pathlib.Path(
     if p.name == "index.json":
         continue
     frames.append(json.dumps(json.loads(p.read_text()), separators=(",", ":")).encode())
-cases = json.loads(pathlib.Path("tests/data/ask_user_reference_cases.json").read_text())
+cases = json.loads(pathlib.Path("clients/rust/tests/data/ask_user_reference_cases.json").read_text())
 for c in cases[::7]:
     params = json.dumps(c["params"], separators=(",", ":")).encode()
     put("questions", params)

@@ -304,7 +304,7 @@ fn run(args: Args) -> Result<()> {
 /// The policy tiers: shipped defaults, the admin directory (root-owned files), and each
 /// uid's own directory (its XDG_CONFIG_HOME for the daemon's own uid, else its home's).
 fn policy_set(args: &Args) -> askbus_policy::daemon::PolicySet {
-    let own_uid = nix::unistd::geteuid().as_raw();
+    let own_uid = effective_uid();
     let own_dir = askbus_policy::tiers::own_user_dir();
     askbus_policy::daemon::PolicySet::new(
         askbus_policy::daemon::Sources {
@@ -368,33 +368,19 @@ fn reload(args: &Args, control: &Control, log: &LogReload, started: &Settings) {
 /// --max-connections: past it, accept fails and connections are answered from a spare
 /// descriptor with too-many-connections instead of being served.
 fn raise_nofile(max_connections: usize) {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((mut soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
         return;
-    }
-    if lim.rlim_cur < lim.rlim_max {
-        let raised = libc::rlimit {
-            rlim_cur: lim.rlim_max,
-            rlim_max: lim.rlim_max,
-        };
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            tracing::debug!(
-                from = lim.rlim_cur,
-                to = lim.rlim_max,
-                "raised the open files limit"
-            );
-            lim = raised;
-        }
+    };
+    if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        tracing::debug!(from = soft, to = hard, "raised the open files limit");
+        soft = hard;
     }
     // A few descriptors are the daemon's own (listener, telemetry, runtime, metrics).
     let want = max_connections as u64 + 32;
-    if lim.rlim_cur < want {
+    if soft < want {
         tracing::warn!(
-            nofile = lim.rlim_cur,
+            nofile = soft,
             max_connections,
             "the open files limit is below --max-connections: past it connections are refused \
              (raise it with LimitNOFILE= in the unit or ulimit -n, or lower --max-connections)"

@@ -1,4 +1,4 @@
-"""A producer process for the chaos test (tests/chaos.rs): asks the questions listed in a file
+"""A producer process for the chaos test (tests/e2e/chaos.rs): asks the questions listed in a file
 through the Python client (askbus.aio.AsyncProducer, which reconnects and resends across daemon
 restarts) and appends one JSON line per event to its log, flushed to the kernel at once so that
 a SIGKILL loses nothing already logged:

@@ -1,4 +1,4 @@
-"""A UI process for the chaos test (tests/chaos.rs): subscribes through the Python client
+"""A UI process for the chaos test (tests/e2e/chaos.rs): subscribes through the Python client
 (askbus.aio.subscribe, which resubscribes and takes the replay across daemon restarts) and
 answers the questions its slot is responsible for, appending one JSON line per event to its
 log, flushed to the kernel at once:

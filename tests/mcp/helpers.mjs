@@ -21,7 +21,7 @@ import { ToolConfirmationOutcome } from '@google/gemini-cli-core/dist/src/tools/
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const CLI = process.env.ASKBUS_CLI || path.join(REPO, 'target/debug/askbus');
 export const DAEMON = process.env.ASKBUS_DAEMON || path.join(REPO, 'target/debug/askbusd');
-export const TOOL_FILE = path.join(REPO, 'src/bin/askbus/mcp/ask_user_tool.json');
+export const TOOL_FILE = path.join(REPO, 'cli/src/mcp/ask_user_tool.json');
 
 /** The reference `ASK_USER_DEFINITION.base`: name, description, parametersJsonSchema. */
 export const REFERENCE = ASK_USER_DEFINITION.base;

@@ -31,7 +31,7 @@ interface ResultCase {
   result: unknown;
 }
 
-const load = <T>(name: string): T => JSON.parse(readFileSync(join(REPO_ROOT, "tests/data", name), "utf8")) as T;
+const load = <T>(name: string): T => JSON.parse(readFileSync(join(REPO_ROOT, "clients/rust/tests/data", name), "utf8")) as T;
 
 /** A bus the reference tool can hold; ask_user never publishes on it in 0.61.0. */
 const stubBus = { publish() {}, subscribe() {}, unsubscribe() {} };

@@ -1,11 +1,11 @@
-// The answer encoding of askbus web (src/bin/askbus/web/assets/answers.js), checked without a
+// The answer encoding of askbus web (cli/src/web/assets/answers.js), checked without a
 // browser: every question type, the reference dialog's rules for Other, All of the above,
 // yesno and text, and the frames the page sends.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import * as A from '../../src/bin/askbus/web/assets/answers.js';
+import * as A from '../../cli/src/web/assets/answers.js';
 
 const db = {
   question: 'Which database?',

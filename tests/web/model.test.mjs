@@ -1,12 +1,12 @@
-// The page's pure parts, checked without a browser: the filter (src/bin/askbus/web/assets/
+// The page's pure parts, checked without a browser: the filter (cli/src/web/assets/
 // filter.js: the daemon's rules, the address that carries it) and approvals (approvals.js:
 // the buttons offered, the frames sent, root commands, diff lines, which URLs may be links).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import * as F from '../../src/bin/askbus/web/assets/filter.js';
-import * as P from '../../src/bin/askbus/web/assets/approvals.js';
+import * as F from '../../cli/src/web/assets/filter.js';
+import * as P from '../../cli/src/web/assets/approvals.js';
 
 test('filter: project exact, agent by name/version or name alone, every key given must match', () => {
   const c = { project: 'askbus', agent: 'gemini-cli/0.61.0' };

@@ -2,7 +2,7 @@
  * Who the client agrees to talk to (src/trust.ts): a socket of another uid, or one in a
  * directory another user could swap it in (a symlink, a non-sticky directory writable by
  * others), is refused before a byte is sent; ASKBUS_DAEMON_UID names a trusted shared bus.
- * The same attack with real uids against the CLI and the Python client: tests/shared_machine.rs.
+ * The same attack with real uids against the CLI and the Python client: tests/e2e/shared_machine.rs.
  */
 
 import assert from "node:assert/strict";

@@ -31,7 +31,7 @@ INSTALLED = os.environ.get("ASKBUS_TEST_INSTALLED") == "1"
 if not INSTALLED and str(SRC) not in sys.path:
     sys.path.insert(0, str(SRC))
 
-DATA = REPO / "tests" / "data"
+DATA = REPO / "clients" / "rust" / "tests" / "data"
 
 
 def daemon_binary() -> str:

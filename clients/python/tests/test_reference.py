@@ -1,5 +1,5 @@
 """The shared reference cases (recorded from @google/gemini-cli-core 0.61.0's AskUserTool,
-in tests/data/) end to end through this client and the real daemon: what the reference
+in clients/rust/tests/data/) end to end through this client and the real daemon: what the reference
 rejects raises InvalidRequest with its exact message; what it accepts reaches the UI
 normalized exactly as the reference normalizes it; and the result a producer gets for the
 reference's recorded answers is the reference's result."""

@@ -1,6 +1,6 @@
 """Who the client agrees to talk to (askbus/_trust.py): the listener's uid (SO_PEERCRED) must be
 this process's, root's, or one named in ASKBUS_DAEMON_UID. The attack with real uids (another
-user's daemon on the default path) runs in tests/shared_machine.rs against this client."""
+user's daemon on the default path) runs in tests/e2e/shared_machine.rs against this client."""
 
 import os
 import socket

@@ -40,9 +40,46 @@ pub fn check_daemon(stream: &UnixStream, path: &Path) -> Result<(), UntrustedDae
     )
 }
 
-fn check_uid(uid: u32, path: &Path, allowed: Option<&str>) -> Result<(), UntrustedDaemon> {
+/// This process's effective uid: whose bus, socket directory and files these are.
+pub fn effective_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
-    let own = unsafe { libc::geteuid() };
+    unsafe { libc::geteuid() }
+}
+
+/// Why a socket directory could let another user swap the socket (or plant one first), as
+/// tmux and ssh-agent refuse: a symlink (`/tmp/askbus-1000` pointing at someone's directory),
+/// a directory owned by anyone but `uid` or root, or one writable by group or others (the
+/// sticky bit does not help: another user can still plant a socket first). `Ok(None)` when it
+/// is safe; the error when it cannot be read.
+pub fn unsafe_socket_dir(dir: &Path, uid: u32) -> std::io::Result<Option<String>> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(dir)?;
+    if meta.file_type().is_symlink() {
+        return Ok(Some("is a symlink".into()));
+    }
+    if !meta.is_dir() {
+        return Ok(Some("is not a directory".into()));
+    }
+    if meta.uid() != uid && meta.uid() != 0 {
+        return Ok(Some(format!(
+            "is owned by uid {}, not by askbusd's uid {uid}",
+            meta.uid()
+        )));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        let who = if mode & 0o002 != 0 {
+            "others"
+        } else {
+            "its group"
+        };
+        return Ok(Some(format!("is writable by {who} (mode {mode:04o})")));
+    }
+    Ok(None)
+}
+
+fn check_uid(uid: u32, path: &Path, allowed: Option<&str>) -> Result<(), UntrustedDaemon> {
+    let own = effective_uid();
     let named = allowed
         .unwrap_or("")
         .split(',')

@@ -456,7 +456,7 @@ fn meta_reads_headers_and_types() {
 #[test]
 fn the_size_bound_is_never_below_the_result() {
     // The reference's 120 result cases are checked against the bound in the workspace's
-    // tests/questions_conformance.rs (the data lives outside this crate, which ships alone).
+    // clients/rust/tests/questions_conformance.rs (the data lives outside this crate, which ships alone).
     let meta = vec![QuestionMeta {
         header: Some("H".repeat(1000)),
         qtype: QuestionType::Text,

@@ -1,0 +1,507 @@
+//! `askbus hook AGENT`: an agent's own permission hook (Gemini CLI's `BeforeTool`, Claude
+//! Code's `PreToolUse`/`PermissionRequest`, Codex's `PermissionRequest`) that asks a person
+//! through askbusd and writes the decision back in that agent's hook format.
+//!
+//! `agent` owns what every agent's hook contract shares and the `AgentHook` trait, which
+//! `gemini`, `claude` and `codex` implement; `details` owns what the person is shown for a
+//! tool call; `install` writes the hook into an agent's settings. This file reads the input,
+//! does the one exchange with the daemon and turns how it ended into a verdict. It **fails
+//! closed**: only a person's explicit, consistent approval of an outcome that was offered
+//! allows. When no UI would see the call (none connected, askbusd not running) it is handed
+//! back to the agent's own prompt at once (`--no-ui ask`, the default), so an agent never
+//! waits in silence; an unreachable daemon, a timeout, a dismissal, a refusal, a contradictory
+//! reply or a malformed input denies (exit 2, the reason on stderr), or with `--fallback ask`
+//! hands the decision back. It never exits with a code an agent reads as "carry on".
+
+mod agent;
+mod claude;
+mod codex;
+mod details;
+mod gemini;
+pub mod install;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use bytes::Bytes;
+use clap::{Args, ValueEnum};
+use serde_json::{Map, Value};
+
+use askbus::client::{new_correlation_id, ClientError, Connection};
+use askbus::protocol::{
+    ApprovalResponse, ClientFrame, NoUiPolicy, Outcome, ProducerResponse, ServerFrame, ToolOutcome,
+    PROTOCOL_VERSION,
+};
+
+pub use agent::{Agent, EXIT_BLOCK};
+use agent::{AgentHook, Event, Output, Request, Verdict};
+pub(crate) use details::root_commands;
+
+/// Whether this process's command line is `askbus [--socket PATH] hook …`, for the usage
+/// error path, which runs before the command line is understood.
+pub fn invoked() -> bool {
+    let mut args = std::env::args_os().skip(1);
+    while let Some(arg) = args.next() {
+        let arg = arg.to_string_lossy();
+        if arg == "--socket" {
+            args.next();
+        } else if !arg.starts_with('-') {
+            return arg == "hook";
+        }
+    }
+    false
+}
+
+/// The most the hook reads from stdin: an agent's hook input carries one tool call, and a
+/// request must fit in one frame anyway.
+const MAX_INPUT_BYTES: u64 = 8 * 1024 * 1024;
+
+#[derive(Debug, Args)]
+#[command(after_help = install::AFTER_HELP)]
+pub struct HookArgs {
+    /// Which agent runs this hook (its input and output formats)
+    agent: Agent,
+    /// How long to wait for a person [default: 55000 for gemini (under Gemini CLI's 60 s hook
+    /// timeout, after which it runs the tool), 590000 for claude and codex]. Keep it under the
+    /// hook's own timeout in the agent's settings.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: Option<u64>,
+    /// When no UI would see the call (none connected, or askbusd not running): hand it back
+    /// to the agent's own prompt at once (ask; a headless agent, which has none, is denied),
+    /// deny it at once (reject), or wait for a UI until the timeout (wait)
+    #[arg(long, value_name = "POLICY", default_value = "ask")]
+    no_ui: NoUi,
+    /// When nobody decides otherwise (timeout, dismissed, askbusd refusing or shutting down):
+    /// deny, or hand the decision back to the agent's own prompt (Gemini CLI and Claude Code
+    /// in a terminal, Codex's approval prompt)
+    #[arg(long, value_name = "WHAT", default_value = "deny")]
+    fallback: Fallback,
+    /// Name announced to the UIs as the producer
+    #[arg(long, value_name = "NAME", default_value = concat!("askbus-hook/", env!("CARGO_PKG_VERSION")))]
+    client: String,
+    #[command(flatten)]
+    setup: install::SetupArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Fallback {
+    /// Deny the tool call (exit 2)
+    Deny,
+    /// Let the agent ask in its own terminal (or approval prompt)
+    Ask,
+}
+
+/// What a call gets when no UI would see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NoUi {
+    /// Hand it back to the agent's own prompt at once (deny where the agent has none)
+    Ask,
+    /// Deny it at once (or hand it back with --fallback ask)
+    Reject,
+    /// Wait for a UI to connect, until --timeout-ms
+    Wait,
+}
+
+/// Why nobody decided, as far as the policy flags care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cause {
+    /// No UI would see the call: none connected, or askbusd is not running.
+    NoUi,
+    /// Anything else: a timeout, a dismissal, a refusal, a shutdown, a lost connection.
+    Other,
+    /// A reply that contradicts itself or the request: never handed back, denied.
+    Contradictory,
+}
+
+/// Runs the hook (or, with --install, --uninstall or --print-config, sets it up): never
+/// fails, every error is a verdict.
+pub async fn run(socket: &Path, args: HookArgs) -> ExitCode {
+    if args.setup.any() {
+        return install::run(args.agent, &args.setup, socket);
+    }
+    let hook = args.agent.hook();
+    let mut input = Vec::new();
+    let read = std::io::stdin()
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut input);
+    let parsed = match read {
+        Err(e) => Err(format!("cannot read the hook input: {e}")),
+        Ok(_) if input.len() as u64 > MAX_INPUT_BYTES => Err(format!(
+            "the hook input is larger than {MAX_INPUT_BYTES} bytes"
+        )),
+        Ok(_) => agent::parse(hook, &input).map_err(|e| e.to_string()),
+    };
+    let output = match parsed {
+        // A malformed input is never handed back: the agent and this hook disagree on the
+        // contract, and only a config fix helps.
+        Err(why) => agent::render(
+            hook,
+            None,
+            Verdict::Undecided {
+                why: format!(
+                    "{}: {why}; the tool call was not approved.",
+                    args.agent.command()
+                ),
+                hand_back: false,
+            },
+        ),
+        Ok(event) => {
+            let (verdict, cause) = decide(socket, &args, hook, &event).await;
+            let verdict = match verdict {
+                Verdict::Undecided { why, .. } => Verdict::Undecided {
+                    why,
+                    hand_back: hands_back(&args, cause),
+                },
+                v => v,
+            };
+            agent::render(hook, Some(&event), verdict)
+        }
+    };
+    write(&output);
+    ExitCode::from(output.code)
+}
+
+/// Whether an undecided call is handed back to the agent's prompt, as the flags say.
+fn hands_back(args: &HookArgs, cause: Cause) -> bool {
+    match cause {
+        Cause::Contradictory => false,
+        Cause::NoUi if args.no_ui == NoUi::Ask => true,
+        Cause::NoUi | Cause::Other => args.fallback == Fallback::Ask,
+    }
+}
+
+fn write(output: &Output) {
+    if let Some(out) = &output.stdout {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{out}");
+        let _ = stdout.flush();
+    }
+    if let Some(err) = &output.stderr {
+        // Already neutralized by the agent's contract (agent::neutral).
+        let _ = writeln!(std::io::stderr(), "{err}");
+    }
+}
+
+/// Asks and waits; how it ended, as a verdict (before the flags decide on handing it back),
+/// and why nobody decided if nobody did.
+async fn decide(
+    socket: &Path,
+    args: &HookArgs,
+    hook: &dyn AgentHook,
+    event: &Event,
+) -> (Verdict, Cause) {
+    let request = hook.request(event);
+    let id = new_correlation_id();
+    let timeout_ms = args.timeout_ms.unwrap_or_else(|| hook.default_timeout_ms());
+    let mut frame = Map::new();
+    let (title, expect) = match request {
+        Request::Approval {
+            fields,
+            title,
+            offered,
+        } => {
+            frame.insert("type".into(), "tool-confirmation-request".into());
+            frame.insert("correlationId".into(), id.clone().into());
+            frame.extend(fields);
+            (title, Expect::Approval(offered))
+        }
+        Request::Questions {
+            questions,
+            title,
+            count,
+        } => {
+            frame.insert("type".into(), "ask-user-request".into());
+            frame.insert("correlationId".into(), id.clone().into());
+            frame.insert("questions".into(), questions);
+            (title, Expect::Answers(count))
+        }
+    };
+    frame.insert("timeoutMs".into(), timeout_ms.into());
+    let no_ui = match args.no_ui {
+        NoUi::Ask | NoUi::Reject => NoUiPolicy::Reject,
+        NoUi::Wait => NoUiPolicy::Wait,
+    };
+    frame.insert("noUi".into(), no_ui.as_str().into());
+    frame.insert(
+        "context".into(),
+        Value::Object(context(hook, event, &title)),
+    );
+    let payload = Bytes::from(serde_json::to_vec(&Value::Object(frame)).expect("JSON serializes"));
+    let undecided = |why: String, cause| {
+        (
+            Verdict::Undecided {
+                why,
+                hand_back: false,
+            },
+            cause,
+        )
+    };
+    match exchange(socket, &args.client, payload, &id).await {
+        Ok(Ended::Approval(r)) => match expect {
+            Expect::Approval(offered) => approval_verdict(r, &offered),
+            Expect::Answers(_) => undecided(
+                contradictory("an approval's reply".into()),
+                Cause::Contradictory,
+            ),
+        },
+        Ok(Ended::Question(r)) => match expect {
+            Expect::Answers(count) => question_verdict(r, count),
+            Expect::Approval(_) => undecided(
+                contradictory("a question's reply".into()),
+                Cause::Contradictory,
+            ),
+        },
+        Ok(Ended::Refused { code, message }) => undecided(
+            format!(
+                "askbusd refused the request ({code}: {message}), so the tool call was not \
+                 approved."
+            ),
+            Cause::Other,
+        ),
+        Err(e @ ExchangeError::Unreachable { .. }) => undecided(
+            format!("{e}, so the tool call was not approved."),
+            Cause::NoUi,
+        ),
+        Err(e) => undecided(
+            format!("{e}, so the tool call was not approved."),
+            Cause::Other,
+        ),
+    }
+}
+
+/// What a reply must be to decide the request: an approval of one of the outcomes offered,
+/// or answers to at most this many questions.
+enum Expect {
+    Approval(Vec<ToolOutcome>),
+    Answers(usize),
+}
+
+fn contradictory(what: String) -> String {
+    format!("askbusd sent {what} that contradicts the request, so the tool call was not approved.")
+}
+
+fn approval_verdict(r: ApprovalResponse, offered: &[ToolOutcome]) -> (Verdict, Cause) {
+    let proceeds = !matches!(
+        r.outcome,
+        ToolOutcome::Cancel | ToolOutcome::ModifyWithEditor
+    );
+    match r.reason {
+        // Only a consistent approval of an outcome the request offered allows.
+        Outcome::Answered if r.confirmed && proceeds && offered.contains(&r.outcome) => (
+            Verdict::Allow {
+                always: r.outcome != ToolOutcome::ProceedOnce,
+            },
+            Cause::Other,
+        ),
+        Outcome::Answered if r.confirmed => (
+            Verdict::Undecided {
+                why: contradictory(format!(
+                    "an approval with outcome {:?}{}",
+                    r.outcome.as_str(),
+                    if proceeds {
+                        ", which was not offered,"
+                    } else {
+                        ""
+                    }
+                )),
+                hand_back: false,
+            },
+            Cause::Contradictory,
+        ),
+        Outcome::Answered => (
+            Verdict::Deny {
+                reason: match r.message.as_deref().map(str::trim) {
+                    Some(m) if !m.is_empty() => format!("The user denied this tool call: {m}"),
+                    _ => "The user denied this tool call.".to_owned(),
+                },
+            },
+            Cause::Other,
+        ),
+        // The daemon words every other ending for the agent.
+        reason => (
+            Verdict::Undecided {
+                why: r.message.unwrap_or_else(|| {
+                    format!(
+                        "The approval ended ({}), so the tool call was not approved.",
+                        reason.as_str()
+                    )
+                }),
+                hand_back: false,
+            },
+            if reason == Outcome::NoUi {
+                Cause::NoUi
+            } else {
+                Cause::Other
+            },
+        ),
+    }
+}
+
+fn question_verdict(r: ProducerResponse, count: usize) -> (Verdict, Cause) {
+    let in_range = r.answers.keys().all(|i| *i < count);
+    match r.reason {
+        Outcome::Answered if !r.cancelled && in_range => (
+            Verdict::Answers(
+                r.answers
+                    .iter()
+                    .map(|(i, a)| (i.to_string(), Value::String(a.clone())))
+                    .collect(),
+            ),
+            Cause::Other,
+        ),
+        Outcome::Answered if !r.cancelled => (
+            Verdict::Undecided {
+                why: contradictory("answers to questions it did not ask".into()),
+                hand_back: false,
+            },
+            Cause::Contradictory,
+        ),
+        // The reference's text for how it ended (dismissed, timeout, …), which tells the model
+        // to carry on without an answer.
+        reason => (
+            Verdict::Undecided {
+                why: r.result.llm_content,
+                hand_back: false,
+            },
+            if reason == Outcome::NoUi {
+                Cause::NoUi
+            } else {
+                Cause::Other
+            },
+        ),
+    }
+}
+
+/// The request's `context`: which agent, its session, the project and cwd, and a title.
+/// Each value is made one line and cut to what askbusd accepts.
+fn context(hook: &dyn AgentHook, event: &Event, title: &str) -> Map<String, Value> {
+    // $ASKBUS_PROJECT names it as `askbus ask --project` does; else the project directory the
+    // agent gives its hooks, else the cwd, by its last component.
+    let project = std::env::var("ASKBUS_PROJECT")
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+        .or_else(|| {
+            ["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"]
+                .iter()
+                .find_map(std::env::var_os)
+                .map(PathBuf::from)
+                .unwrap_or_else(|| event.cwd.clone())
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        });
+    let cwd = event.cwd.to_string_lossy().into_owned();
+    let mut ctx = Map::new();
+    for (name, value, max) in [
+        ("agent", Some(hook.context_name().to_owned()), 256),
+        ("session", event.session.clone(), 256),
+        ("project", project, 128),
+        ("cwd", Some(cwd), 4096),
+        ("title", Some(title.to_owned()), 256),
+    ] {
+        if let Some(v) = value.map(|v| one_line(&v, max)).filter(|v| !v.is_empty()) {
+            ctx.insert(name.into(), v.into());
+        }
+    }
+    ctx
+}
+
+/// `s` on one line (controls as spaces, trimmed), at most `max` characters (the last one `…`
+/// when cut).
+pub(crate) fn one_line(s: &str, max: usize) -> String {
+    let clean: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let clean = clean.trim();
+    match clean.char_indices().nth(max - 1) {
+        Some((i, _)) if clean.chars().count() > max => format!("{}…", &clean[..i]),
+        _ => clean.to_owned(),
+    }
+}
+
+/// How the exchange ended when the daemon had its say.
+#[derive(Debug)]
+enum Ended {
+    Approval(ApprovalResponse),
+    Question(ProducerResponse),
+    Refused { code: String, message: String },
+}
+
+/// Why the daemon never said how the request ended.
+#[derive(Debug, thiserror::Error)]
+enum ExchangeError {
+    #[error("askbus cannot reach askbusd at {}: {source}", path.display())]
+    Unreachable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("askbus lost its connection to askbusd at {} before anyone decided ({source})", path.display())]
+    Lost { path: PathBuf, source: ClientError },
+}
+
+/// One connection, `hello` and the request written back to back (no round trip before the
+/// request is on the socket), then the wait for the request's one terminal frame.
+async fn exchange(
+    socket: &Path,
+    client: &str,
+    request: Bytes,
+    id: &str,
+) -> Result<Ended, ExchangeError> {
+    let lost = |source| ExchangeError::Lost {
+        path: socket.to_owned(),
+        source,
+    };
+    let mut conn = Connection::connect(socket).await.map_err(|e| match e {
+        ClientError::Connect { path, source } => ExchangeError::Unreachable { path, source },
+        other => lost(other),
+    })?;
+    let refused = |e: askbus::protocol::ErrorFrame| Ended::Refused {
+        code: e.code.to_string(),
+        message: e.message,
+    };
+    let hello = ClientFrame::Hello {
+        via: None,
+        protocol: PROTOCOL_VERSION,
+        client: Some(client),
+    };
+    match conn.send(&hello).await {
+        Ok(()) => {}
+        Err(ClientError::Rejected(e)) => return Ok(refused(e)),
+        Err(e) => return Err(lost(e)),
+    }
+    match conn.send_raw(request).await {
+        Ok(()) => {}
+        Err(ClientError::Rejected(e)) => return Ok(refused(e)),
+        Err(e) => return Err(lost(e)),
+    }
+    loop {
+        match conn.recv().await.map_err(lost)? {
+            Some(ServerFrame::ToolConfirmationResponse(r)) if r.correlation_id == id => {
+                return Ok(Ended::Approval(r))
+            }
+            Some(ServerFrame::AskUserResponse(r)) if r.correlation_id == id => {
+                return Ok(Ended::Question(r))
+            }
+            // An error without an id is about the connection (hello), so about this request.
+            Some(ServerFrame::Error(e)) if e.correlation_id.as_deref().is_none_or(|c| c == id) => {
+                return Ok(refused(e))
+            }
+            Some(_) => continue,
+            None => return Err(lost(ClientError::Closed)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_values() {
+        assert_eq!(one_line("  a\nb\tc ", 10), "a b c");
+        assert_eq!(one_line("abcdef", 4), "abc…");
+        assert_eq!(one_line("abcd", 4), "abcd");
+        assert_eq!(one_line("ééééé", 3).chars().count(), 3);
+    }
+}

@@ -1,0 +1,302 @@
+//! The app's state changes on bus events and keys.
+
+use super::*;
+use askbus::protocol::ProducerInfo;
+use serde_json::json;
+
+fn req(id: &str) -> UiRequest {
+    UiRequest {
+        correlation_id: id.into(),
+        questions: json!([{"question": "Pick", "header": "H", "type": "choice",
+            "options": [{"label": "A", "description": ""}, {"label": "B", "description": ""}]}]),
+        timeout_ms: 60_000,
+        producer: ProducerInfo {
+            client: Some(format!("agent-{id}")),
+            pid: Some(7),
+            uid: 0,
+        },
+        context: None,
+        node: None,
+    }
+}
+
+fn answer0(app: &App) -> Option<String> {
+    match &app.open_entry().unwrap().ask {
+        Ask::Question { dialog, .. } => dialog.answer(0),
+        Ask::Approval { .. } => panic!("a question was expected"),
+    }
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn connected(pending: u64) -> App {
+    let mut app = App::new();
+    app.on_bus(BusUpdate::Connected { pending }, Instant::now());
+    app
+}
+
+fn arrive(app: &mut App, id: &str) {
+    app.on_bus(BusUpdate::Event(UiEvent::Request(req(id))), Instant::now());
+}
+
+#[test]
+fn first_arrival_opens_later_ones_wait() {
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    assert_eq!(app.view, View::Dialog("a".into()));
+    app.on_key(key(KeyCode::Char('x')));
+    arrive(&mut app, "b");
+    // The half-typed answer keeps the focus.
+    assert_eq!(app.view, View::Dialog("a".into()));
+    assert_eq!(answer0(&app).as_deref(), Some("x"));
+    assert_eq!(app.entries.len(), 2);
+}
+
+#[test]
+fn answering_sends_and_moves_on() {
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    arrive(&mut app, "b");
+    arrive(&mut app, "c");
+    let action = app.on_key(key(KeyCode::Char('2')));
+    assert_eq!(
+        action,
+        Some(Action::Answer {
+            id: "a".into(),
+            answers: [(0, "B".to_owned())].into()
+        })
+    );
+    // Two left: the list, oldest first.
+    assert_eq!(app.view, View::List);
+    assert_eq!(app.entries[0].id(), "b");
+    app.on_bus(
+        BusUpdate::Event(UiEvent::Ack {
+            correlation_id: "a".into(),
+            outcome: AckOutcome::Answered,
+        }),
+        Instant::now(),
+    );
+    assert!(app.notice.as_ref().unwrap().text.contains("agent-a"));
+    app.on_key(key(KeyCode::Char('2')));
+    assert_eq!(app.view, View::Dialog("c".into()));
+    assert_eq!(
+        app.on_key(key(KeyCode::Esc)),
+        Some(Action::Dismiss { id: "c".into() })
+    );
+    // One left: opened directly.
+    assert_eq!(app.view, View::Dialog("b".into()));
+}
+
+#[test]
+fn withdrawal_on_screen_closes_with_the_reason() {
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    app.on_bus(
+        BusUpdate::Event(UiEvent::Withdrawn {
+            correlation_id: "a".into(),
+            reason: WithdrawReason::Timeout,
+        }),
+        Instant::now(),
+    );
+    assert_eq!(app.view, View::List);
+    assert!(app.entries.is_empty());
+    let n = app.notice.clone().unwrap();
+    assert_eq!(
+        n.text,
+        "Closed: question from agent-a (pid 7) — it timed out"
+    );
+}
+
+#[test]
+fn nothing_is_sent_while_disconnected() {
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    app.on_bus(
+        BusUpdate::Down {
+            error: "gone".into(),
+            retry_in: Duration::from_secs(1),
+        },
+        Instant::now(),
+    );
+    assert_eq!(app.on_key(key(KeyCode::Char('1'))), None);
+    assert_eq!(app.view, View::Dialog("a".into()));
+}
+
+#[test]
+fn replay_keeps_what_survived_and_drops_the_rest() {
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    arrive(&mut app, "b");
+    app.on_key(key(KeyCode::Char('z')));
+    app.on_bus(
+        BusUpdate::Down {
+            error: "gone".into(),
+            retry_in: Duration::from_secs(1),
+        },
+        Instant::now(),
+    );
+    assert!(app.entries.iter().all(|e| e.stale));
+    app.on_bus(BusUpdate::Connected { pending: 2 }, Instant::now());
+    arrive(&mut app, "b");
+    arrive(&mut app, "c");
+    // "a" was open and is gone; "b" and "c" remain, so the list shows.
+    let ids: Vec<_> = app.entries.iter().map(|e| e.id().to_owned()).collect();
+    assert_eq!(ids, ["b", "c"]);
+    assert_eq!(app.view, View::List);
+    assert!(app.notice.unwrap().text.contains("no longer has it"));
+}
+
+#[test]
+fn replay_of_the_open_request_keeps_its_typing() {
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    app.on_key(key(KeyCode::Char('z')));
+    app.on_bus(
+        BusUpdate::Down {
+            error: "gone".into(),
+            retry_in: Duration::ZERO,
+        },
+        Instant::now(),
+    );
+    app.on_bus(BusUpdate::Connected { pending: 1 }, Instant::now());
+    arrive(&mut app, "a");
+    assert_eq!(app.view, View::Dialog("a".into()));
+    assert_eq!(answer0(&app).as_deref(), Some("z"));
+    assert!(!app.open_entry().unwrap().stale);
+}
+
+#[test]
+fn list_keys_and_back_to_list() {
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    arrive(&mut app, "b");
+    let ctrl_l = KeyEvent::new(KeyCode::Char('l'), KeyModifiers::CONTROL);
+    assert_eq!(app.on_key(ctrl_l), None);
+    assert_eq!(app.view, View::List);
+    app.on_key(key(KeyCode::Down));
+    app.on_key(key(KeyCode::Enter));
+    assert_eq!(app.view, View::Dialog("b".into()));
+    app.on_key(ctrl_l);
+    assert_eq!(app.list_cursor, 1);
+    assert_eq!(app.on_key(key(KeyCode::Char('q'))), Some(Action::Quit));
+}
+
+#[test]
+fn a_losing_answer_says_so() {
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    app.on_key(key(KeyCode::Char('1')));
+    app.on_bus(
+        BusUpdate::Event(UiEvent::Error(ErrorFrame {
+            code: "not-pending".into(),
+            message: "x".into(),
+            correlation_id: Some("a".into()),
+        })),
+        Instant::now(),
+    );
+    let n = app.notice.unwrap();
+    assert_eq!(n.tone, Tone::Bad);
+    assert!(n.text.contains("already answered"));
+}
+
+fn approval(id: &str, outcomes: &[&str]) -> Box<askbus::protocol::UiApproval> {
+    Box::new(
+        serde_json::from_value(json!({"correlationId": id,
+            "toolCall": {"name": "run_shell_command"},
+            "details": {"type": "exec", "title": "Confirm", "command": "make",
+                        "rootCommand": "make", "rootCommands": ["make"]},
+            "outcomes": outcomes, "timeoutMs": 60_000,
+            "producer": {"client": format!("agent-{id}"), "pid": 7, "uid": 0}}))
+        .unwrap(),
+    )
+}
+
+fn arrive_approval(app: &mut App, id: &str) {
+    app.on_bus(
+        BusUpdate::Event(UiEvent::Approval(approval(id, &["proceed_once", "cancel"]))),
+        Instant::now(),
+    );
+}
+
+#[test]
+fn approvals_decide_with_a_reason_and_count_in_the_replay() {
+    let mut app = connected(0);
+    arrive_approval(&mut app, "a");
+    arrive(&mut app, "q");
+    assert_eq!(app.view, View::Dialog("a".into()));
+    for c in "nope".chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+    // A reconnect whose replay brings both back keeps the typed reason.
+    app.on_bus(
+        BusUpdate::Down {
+            error: "gone".into(),
+            retry_in: Duration::ZERO,
+        },
+        Instant::now(),
+    );
+    app.on_bus(BusUpdate::Connected { pending: 2 }, Instant::now());
+    arrive(&mut app, "q");
+    arrive_approval(&mut app, "a");
+    assert_eq!(app.entries.len(), 2);
+    assert!(app.entries.iter().all(|e| !e.stale));
+    assert_eq!(
+        app.on_key(key(KeyCode::Enter)),
+        Some(Action::Decide {
+            id: "a".into(),
+            outcome: ToolOutcome::Cancel,
+            message: Some("nope".into())
+        })
+    );
+    app.on_bus(
+        BusUpdate::Event(UiEvent::ApprovalAck(askbus::protocol::ApprovalAck {
+            correlation_id: "a".into(),
+            reason: AckOutcome::Answered,
+            confirmed: false,
+            outcome: ToolOutcome::Cancel,
+        })),
+        Instant::now(),
+    );
+    assert_eq!(
+        app.notice.as_ref().unwrap().text,
+        "✗ Denied; agent-a (pid 7) was told"
+    );
+    // The question left opens; an approval arriving now waits.
+    assert_eq!(app.view, View::Dialog("q".into()));
+    arrive_approval(&mut app, "b");
+    assert_eq!(app.view, View::Dialog("q".into()));
+    app.on_bus(
+        BusUpdate::Event(UiEvent::ApprovalWithdrawn {
+            correlation_id: "b".into(),
+            reason: WithdrawReason::Timeout,
+        }),
+        Instant::now(),
+    );
+    assert_eq!(
+        app.notice.as_ref().unwrap().text,
+        "Gone: approval from agent-b (pid 7) — it timed out"
+    );
+}
+
+#[test]
+fn an_approval_is_never_sent_while_disconnected_and_esc_dismisses() {
+    let mut app = connected(0);
+    arrive_approval(&mut app, "a");
+    app.on_bus(
+        BusUpdate::Down {
+            error: "gone".into(),
+            retry_in: Duration::from_secs(1),
+        },
+        Instant::now(),
+    );
+    assert_eq!(app.on_key(key(KeyCode::Char('1'))), None);
+    assert_eq!(app.view, View::Dialog("a".into()));
+    app.on_bus(BusUpdate::Connected { pending: 1 }, Instant::now());
+    arrive_approval(&mut app, "a");
+    assert_eq!(
+        app.on_key(key(KeyCode::Esc)),
+        Some(Action::DismissApproval { id: "a".into() })
+    );
+}

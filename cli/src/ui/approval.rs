@@ -1,0 +1,256 @@
+//! One approval's decision (a `tool-confirmation-request`): the buttons it offers, the cursor,
+//! the reason typed for the agent, and what each key does. The buttons are the request's own
+//! `outcomes` (a UI never offers one the agent cannot act on), the approving ones first in the
+//! protocol's order, then Deny; `modify_with_editor` needs an editor session this dialog does not
+//! run, so it is not offered here. No drawing and no I/O.
+
+use askbus::protocol::ToolOutcome;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::input::LineInput;
+
+/// What the caller should do after a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Continue,
+    /// Send this decision; `message` is the reason typed for the agent (Deny only).
+    Decide {
+        outcome: ToolOutcome,
+        message: Option<String>,
+    },
+    /// Closed without deciding (`dismissed: true`): never an approval.
+    Dismiss,
+}
+
+#[derive(Debug, Clone)]
+pub struct Decision {
+    /// The outcomes offered, in screen order; Deny (`cancel`) is always last.
+    pub buttons: Vec<ToolOutcome>,
+    pub cursor: usize,
+    /// The reason for the agent, typed on the Deny row.
+    pub reason: LineInput,
+}
+
+/// The hint on the Deny row while no reason is typed.
+pub const REASON_HINT: &str = "type a reason for the agent (optional)";
+
+impl Decision {
+    pub fn new(outcomes: &[ToolOutcome]) -> Decision {
+        let mut buttons: Vec<ToolOutcome> = ToolOutcome::ALL
+            .into_iter()
+            .filter(|o| o.confirms() && *o != ToolOutcome::ModifyWithEditor && outcomes.contains(o))
+            .collect();
+        // Every approval offers these two, whatever the frame listed (the daemon adds them).
+        if !buttons.contains(&ToolOutcome::ProceedOnce) {
+            buttons.insert(0, ToolOutcome::ProceedOnce);
+        }
+        buttons.push(ToolOutcome::Cancel);
+        Decision {
+            buttons,
+            cursor: 0,
+            reason: LineInput::default(),
+        }
+    }
+
+    fn deny_row(&self) -> usize {
+        self.buttons.len() - 1
+    }
+
+    /// Whether keys go to the reason field (the cursor is on Deny).
+    pub fn is_editing(&self) -> bool {
+        self.cursor == self.deny_row()
+    }
+
+    /// The trimmed reason, `None` when blank.
+    pub fn message(&self) -> Option<String> {
+        let t = askbus::questions::js_trim(self.reason.text());
+        (!t.is_empty()).then(|| t.to_owned())
+    }
+
+    fn decide(&self, row: usize) -> Outcome {
+        let outcome = self.buttons[row];
+        Outcome::Decide {
+            outcome,
+            message: if outcome == ToolOutcome::Cancel {
+                self.message()
+            } else {
+                None
+            },
+        }
+    }
+
+    pub fn handle_paste(&mut self, text: &str) {
+        self.cursor = self.deny_row();
+        self.reason.insert_str(text);
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent) -> Outcome {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let editing = self.is_editing();
+        let n = self.buttons.len();
+        match key.code {
+            KeyCode::Esc => return Outcome::Dismiss,
+            KeyCode::Char('c') if ctrl => {
+                // As in a question's dialog: Ctrl+C first clears what is typed, then dismisses.
+                if editing && !self.reason.is_empty() {
+                    self.reason.clear();
+                    return Outcome::Continue;
+                }
+                return Outcome::Dismiss;
+            }
+            KeyCode::Up | KeyCode::BackTab => {
+                self.cursor = (self.cursor + n - 1) % n;
+                return Outcome::Continue;
+            }
+            KeyCode::Down | KeyCode::Tab => {
+                self.cursor = (self.cursor + 1) % n;
+                return Outcome::Continue;
+            }
+            KeyCode::Char('p') if ctrl => {
+                self.cursor = (self.cursor + n - 1) % n;
+                return Outcome::Continue;
+            }
+            KeyCode::Char('n') if ctrl => {
+                self.cursor = (self.cursor + 1) % n;
+                return Outcome::Continue;
+            }
+            KeyCode::Enter => return self.decide(self.cursor),
+            _ => {}
+        }
+        if editing {
+            self.reason.handle_key(&key);
+            return Outcome::Continue;
+        }
+        match key.code {
+            KeyCode::Char('k') if !ctrl && !alt => {
+                self.cursor = (self.cursor + n - 1) % n;
+                Outcome::Continue
+            }
+            KeyCode::Char('j') if !ctrl && !alt => {
+                self.cursor = (self.cursor + 1) % n;
+                Outcome::Continue
+            }
+            KeyCode::Char(' ') => self.decide(self.cursor),
+            KeyCode::Char(d @ '1'..='9') if !ctrl && !alt => {
+                let i = d as usize - '1' as usize;
+                if i < n {
+                    self.cursor = i;
+                    return self.decide(i);
+                }
+                Outcome::Continue
+            }
+            KeyCode::Char(c) if !ctrl && !alt && !c.is_control() => {
+                // Typing anywhere starts a reason: the person is explaining a refusal.
+                self.cursor = self.deny_row();
+                self.reason.handle_key(&key);
+                Outcome::Continue
+            }
+            _ => Outcome::Continue,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ToolOutcome::*;
+
+    fn press(d: &mut Decision, keys: &str) -> Outcome {
+        let mut last = Outcome::Continue;
+        for c in keys.chars() {
+            let code = match c {
+                '\n' => KeyCode::Enter,
+                '↓' => KeyCode::Down,
+                '↑' => KeyCode::Up,
+                '⎋' => KeyCode::Esc,
+                c => KeyCode::Char(c),
+            };
+            last = d.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
+        }
+        last
+    }
+
+    fn decide(outcome: ToolOutcome, message: Option<&str>) -> Outcome {
+        Outcome::Decide {
+            outcome,
+            message: message.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn buttons_are_the_requests_outcomes_allow_first_deny_last() {
+        assert_eq!(
+            Decision::new(&[ProceedOnce, Cancel]).buttons,
+            [ProceedOnce, Cancel]
+        );
+        assert_eq!(
+            Decision::new(&[ProceedOnce, ProceedAlways, ProceedAlwaysTool, Cancel]).buttons,
+            [ProceedOnce, ProceedAlways, ProceedAlwaysTool, Cancel]
+        );
+        // Whatever order they came in; the editor outcome is not offered here.
+        assert_eq!(
+            Decision::new(&[Cancel, ModifyWithEditor, ProceedAlways]).buttons,
+            [ProceedOnce, ProceedAlways, Cancel]
+        );
+    }
+
+    #[test]
+    fn enter_numbers_and_space_decide() {
+        let o = [ProceedOnce, ProceedAlways, Cancel];
+        assert_eq!(
+            press(&mut Decision::new(&o), "\n"),
+            decide(ProceedOnce, None)
+        );
+        assert_eq!(
+            press(&mut Decision::new(&o), "2"),
+            decide(ProceedAlways, None)
+        );
+        assert_eq!(
+            press(&mut Decision::new(&o), "j "),
+            decide(ProceedAlways, None)
+        );
+        assert_eq!(press(&mut Decision::new(&o), "3"), decide(Cancel, None));
+        assert_eq!(press(&mut Decision::new(&o), "↑\n"), decide(Cancel, None));
+        assert_eq!(press(&mut Decision::new(&o), "4"), Outcome::Continue);
+        assert_eq!(press(&mut Decision::new(&o), "⎋"), Outcome::Dismiss);
+    }
+
+    #[test]
+    fn typing_is_a_reason_sent_with_deny_only() {
+        let o = [ProceedOnce, Cancel];
+        let mut d = Decision::new(&o);
+        assert_eq!(press(&mut d, "not the build dir"), Outcome::Continue);
+        assert!(d.is_editing());
+        // j, k, digits and space are text in the field.
+        assert_eq!(
+            press(&mut d, " 1 jk \n"),
+            decide(Cancel, Some("not the build dir 1 jk"))
+        );
+        // Moving to Allow and pressing Enter allows, without the reason.
+        let mut d = Decision::new(&o);
+        press(&mut d, "why↑");
+        assert_eq!(press(&mut d, "\n"), decide(ProceedOnce, None));
+        // A blank reason is no message.
+        let mut d = Decision::new(&o);
+        assert_eq!(press(&mut d, "↓   \n"), decide(Cancel, None));
+    }
+
+    #[test]
+    fn ctrl_c_clears_the_reason_then_dismisses() {
+        let mut d = Decision::new(&[ProceedOnce, Cancel]);
+        press(&mut d, "abc");
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(d.handle_key(ctrl_c), Outcome::Continue);
+        assert_eq!(d.message(), None);
+        assert_eq!(d.handle_key(ctrl_c), Outcome::Dismiss);
+    }
+
+    #[test]
+    fn paste_goes_to_the_reason() {
+        let mut d = Decision::new(&[ProceedOnce, Cancel]);
+        d.handle_paste("use cargo clean");
+        assert!(d.is_editing());
+        assert_eq!(press(&mut d, "\n"), decide(Cancel, Some("use cargo clean")));
+    }
+}
