@@ -76,8 +76,8 @@ struct Cli {
 enum Command {
     /// Ask the questions in FILE (or stdin) and wait for the answer.
     ///
-    /// FILE holds a `questions` array or `{"questions": [...]}` (see the README's "Writing
-    /// questions" and examples/). Answered, it prints the answers as the person reads them
+    /// FILE holds a `questions` array or `{"questions": [...]}` (see docs/asking.md and
+    /// examples/). Answered, it prints the answers as the person reads them
     /// (`--json`: the whole response, with what the model is handed in `result.llmContent`).
     /// On a terminal it says on stderr how long it waits and whether a UI is connected.
     #[command(after_help = ask::EXIT_STATUS_HELP)]

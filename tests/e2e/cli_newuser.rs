@@ -1,8 +1,8 @@
 //! What a new user meets at the command line, against the real daemon: every failure of
 //! `askbus ask` has its own exit status apart from the outcomes, connection errors say the
 //! OS error once with a hint, `askbus answer` keeps every multiSelect pick, `stats` reads as
-//! text, `ask` on a terminal says what it waits for, and the README's samples match the
-//! programs.
+//! text, `ask` on a terminal says what it waits for, and the samples of the README and
+//! docs/asking.md match the programs.
 
 use crate::harness as common;
 use crate::pty;
@@ -50,8 +50,8 @@ fn help_statuses() -> String {
 #[test]
 fn every_ask_failure_has_its_own_documented_status() {
     let help = help_statuses();
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/asking.md")).unwrap();
     for (status, words) in [
         (7, "lost"),
         (8, "protocol error"),
@@ -65,8 +65,8 @@ fn every_ask_failure_has_its_own_documented_status() {
         );
         assert!(help.contains(words), "help lacks {words:?}:\n{help}");
         assert!(
-            readme.contains(&format!("| {status} |")),
-            "the README's exit-status table lacks {status}"
+            doc.contains(&format!("| {status} |")),
+            "docs/asking.md's exit-status table lacks {status}"
         );
     }
     let d = Daemon::start();
@@ -456,8 +456,8 @@ fn the_readme_ready_line_is_what_askbusd_prints() {
 #[test]
 fn the_examples_validate_and_cover_every_kind_and_field() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/asking.md")).unwrap();
     let mut seen = std::collections::BTreeSet::new();
     let mut files = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -468,8 +468,8 @@ fn the_examples_validate_and_cover_every_kind_and_field() {
         files += 1;
         let name = path.file_name().unwrap().to_str().unwrap().to_owned();
         assert!(
-            readme.contains(&format!("(examples/{name})")),
-            "the README does not list {name}"
+            doc.contains(&format!("(../examples/{name})")),
+            "docs/asking.md does not list {name}"
         );
         let out = std::process::Command::new(common::cli_bin())
             .arg("validate")
