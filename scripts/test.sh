@@ -21,17 +21,22 @@ if [ -d clients/node ]; then
   (cd clients/node && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
 fi
 
+# The four Node test packages are one npm workspace (tests/package.json, one lockfile): one
+# install for all of them. After clients/node's: npm builds the askbus package that
+# tests/node-reference links (its `prepare` runs clients/node's tsc).
+(cd tests && { [ -d node_modules ] || npm ci --no-audit --no-fund; })
+
 echo "== Node client against the reference (@google/gemini-cli-core 0.61.0)"
-(cd tests/node-reference && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
+(cd tests/node-reference && npm test)
 
 echo "== Client artifacts installed as a user would (cargo package, python3 -m build, npm pack)"
 ./scripts/package-test.sh
 
 echo "== askbus web tests (Chromium via playwright-core)"
-(cd tests/web && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
+(cd tests/web && npm test)
 
 echo "== MCP server tests (the official TypeScript MCP SDK as the client)"
-(cd tests/mcp && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
+(cd tests/mcp && npm test)
 
 echo "== The real agents: Gemini CLI (offline, --fake-responses) and Claude Code (a local fake Messages API); askbus acp with the official ACP SDK as the editor"
-(cd tests/agents && { [ -d node_modules ] || npm ci --no-audit --no-fund; } && npm test)
+(cd tests/agents && npm test)

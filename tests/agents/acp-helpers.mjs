@@ -11,10 +11,9 @@ import { fileURLToPath } from 'node:url';
 
 import * as acp from '@agentclientprotocol/sdk';
 
-import { CLI, deadline } from './helpers.mjs';
+import { CLI, deadline, GEMINI } from './helpers.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-export const GEMINI = path.join(HERE, 'node_modules/@google/gemini-cli/bundle/gemini.js');
 export const ELICIT_AGENT = path.join(HERE, 'acp-elicit-agent.mjs');
 
 /** The command line of Gemini CLI in ACP mode on the sandbox's canned turns. */

@@ -13,7 +13,6 @@ import {
   editorSession,
   ELICIT_AGENT,
   finish,
-  GEMINI,
   geminiAcp,
   launch,
   messages,
@@ -27,6 +26,7 @@ import {
   geminiSandbox,
   modelRequests,
   modelTurn,
+  packageDir,
   rm,
   run,
   startDaemon,
@@ -235,7 +235,7 @@ test('askbusd restarted (SIGTERM) mid-request and nobody answers: the request en
   assert.match((await toolOutcome(box)).error, /canceled by the user/);
 });
 
-const CLAUDE_CODE_ACP = path.join(path.dirname(GEMINI), '../../../@zed-industries/claude-code-acp/dist/index.js');
+const CLAUDE_CODE_ACP = path.join(packageDir('@zed-industries/claude-code-acp'), 'dist/index.js');
 
 test('a second agent: claude-code-acp (the Claude Agent SDK) on a local fake Messages API, its Bash permission answered in askbus', async () => {
   const api = await fakeMessagesApi({

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,10 +18,18 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REPO = path.resolve(HERE, '../..');
 export const CLI = process.env.ASKBUS_CLI || path.join(REPO, 'target/debug/askbus');
 export const DAEMON = process.env.ASKBUS_DAEMON || path.join(REPO, 'target/debug/askbusd');
-const GEMINI = path.join(HERE, 'node_modules/@google/gemini-cli/bundle/gemini.js');
+
+/** The folder of an installed package, found as Node finds it: these tests are a package of
+ * the npm workspace in tests/, so npm puts a dependency either here or, shared with the other
+ * test packages, in tests/node_modules. */
+export function packageDir(name) {
+  return path.dirname(createRequire(import.meta.url).resolve(`${name}/package.json`));
+}
+
+export const GEMINI = path.join(packageDir('@google/gemini-cli'), 'bundle/gemini.js');
 // The wrapper finds the platform's native binary whether or not npm ran the package's
 // postinstall (which copies it over bin/claude.exe).
-const CLAUDE = path.join(HERE, 'node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs');
+const CLAUDE = path.join(packageDir('@anthropic-ai/claude-code'), 'cli-wrapper.cjs');
 
 const WAIT_MS = 30_000;
 /** How long one agent run may take before it is killed and the test fails. */
