@@ -523,6 +523,8 @@ mod tests {
         assert_eq!(ask("codex", argv), Some((Decision::Allow, None)));
     }
 
+    // Bounded work shows as this test finishing: a backtracking trap or a quadratic load would
+    // not. No wall-clock bound here (timing belongs in the benches, not in a test under load).
     #[test]
     fn hostile_files_cost_bounded_work() {
         let dir = tempfile::tempdir().expect("tmp");
@@ -546,7 +548,6 @@ mod tests {
         )
         .expect("write");
         let set = set_with(dir.path());
-        let started = std::time::Instant::now();
         let call = shell(&format!("python3 {}", "a".repeat(5000)));
         let v = set.decide(&Approval {
             uid,
@@ -582,11 +583,6 @@ mod tests {
                 ..Approval::default()
             }),
             None
-        );
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(120),
-            "{:?}",
-            started.elapsed()
         );
     }
 }
