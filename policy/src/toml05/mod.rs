@@ -528,7 +528,6 @@ impl Parser {
         }
         Ok(Node::leaf(v))
     }
-
 }
 
 #[derive(Debug, Clone)]
@@ -547,4 +546,3 @@ fn resolve<'a>(root: &'a mut Node, path: &[PathStep]) -> &'a mut Node {
     }
     node
 }
-

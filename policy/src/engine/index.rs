@@ -1,0 +1,143 @@
+//! The rules by tool name: which rules a call can match, and their `argsPattern` literals found
+//! in one pass, so a check visits a few candidates in the sorted order instead of every rule.
+
+use super::*;
+
+/// The rules that can match a tool name, by index into the sorted rules.
+///
+/// A rule with a wildcard `toolName` can match any call; any other rule only a call named its
+/// `toolName`, or `mcp_{mcpName}_{toolName}`, or (an `mcp_…` rule) a call of the server whose
+/// bare tool name it completes. The index keeps each rule under those names, so the candidates
+/// for a call are a superset of the rules that match it, in the same order; every candidate is
+/// still matched in full, so the decisions are the scan's.
+///
+/// Each name's list also holds the wildcard rules (when there are few), so a call by one
+/// name needs no merge; and the `argsPattern` literals of a list's rules are searched for in
+/// one pass ([`Literals`]) instead of one scan per rule.
+#[derive(Debug, Default)]
+pub(super) struct Index {
+    exact: std::collections::HashMap<String, Vec<usize>>,
+    wild: Vec<usize>,
+    /// Per name: its rules and the wildcard ones, merged, with their literals' automaton.
+    merged: std::collections::HashMap<String, (Vec<usize>, Option<Literals>)>,
+}
+
+/// The required literals of some rules' patterns, found in a text in one pass: a rule whose
+/// literal is absent cannot match and its regex is not run.
+#[derive(Debug)]
+pub(super) struct Literals {
+    ac: aho_corasick::AhoCorasick,
+    /// Pattern number -> rule index.
+    rules: Vec<usize>,
+}
+
+/// The most wildcard rules copied into every name's list.
+pub(super) const MAX_MERGED_WILD: usize = 64;
+
+impl Literals {
+    pub(super) fn new(rules: &[Rule], list: &[usize]) -> Option<Literals> {
+        let mut pats: Vec<Vec<u8>> = vec![];
+        let mut idx = vec![];
+        for &i in list {
+            if let Some(re) = &rules[i].args_pattern {
+                if !re.required().is_empty() {
+                    pats.push(re.required().iter().flat_map(|u| u.to_le_bytes()).collect());
+                    idx.push(i);
+                }
+            }
+        }
+        if pats.len() < 4 {
+            return None;
+        }
+        let ac = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::Standard)
+            .build(&pats)
+            .ok()?;
+        Some(Literals { ac, rules: idx })
+    }
+
+    /// The rules whose literal occurs in `text` (a match at an odd byte offset is a false
+    /// alarm: the regex then runs and says no).
+    pub(super) fn found(&self, text: &[u16]) -> std::collections::HashSet<usize> {
+        let bytes: Vec<u8> = text.iter().flat_map(|u| u.to_le_bytes()).collect();
+        self.ac
+            .find_overlapping_iter(&bytes)
+            .map(|m| self.rules[m.pattern().as_usize()])
+            .collect()
+    }
+
+    pub(super) fn covers(&self, rule: usize) -> bool {
+        self.rules.binary_search(&rule).is_ok()
+    }
+}
+
+impl Index {
+    pub(super) fn new(rules: &[Rule]) -> Index {
+        let mut ix = Index::default();
+        for (i, r) in rules.iter().enumerate() {
+            let rt = r.tool_name.as_str();
+            if rt.contains('*') {
+                ix.wild.push(i);
+                continue;
+            }
+            ix.exact.entry(rt.to_string()).or_default().push(i);
+            if let Some(m) = r.mcp_name.as_deref().filter(|m| !m.is_empty()) {
+                if !rt.starts_with("mcp_") {
+                    let key = tools::format_mcp_tool_name(m, Some(rt));
+                    let list = ix.exact.entry(key).or_default();
+                    if list.last() != Some(&i) {
+                        list.push(i);
+                    }
+                }
+            }
+        }
+        if ix.wild.len() <= MAX_MERGED_WILD {
+            let keys: Vec<String> = ix.exact.keys().cloned().collect();
+            for k in keys {
+                let mut list = ix.exact[&k].clone();
+                list.extend(ix.wild.iter().copied());
+                list.sort_unstable();
+                list.dedup();
+                let lits = Literals::new(rules, &list);
+                ix.merged.insert(k, (list, lits));
+            }
+        }
+        ix
+    }
+
+    /// A call by exactly one name, of no server: its merged list, if there is one.
+    pub(super) fn single(
+        &self,
+        names: &[String],
+        server: Option<&str>,
+    ) -> Option<&(Vec<usize>, Option<Literals>)> {
+        match names {
+            [n] if server.is_none_or(str::is_empty) => self.merged.get(n.as_str()),
+            _ => None,
+        }
+    }
+
+    /// The candidates for a call named any of `names` (of `server`), in rule order.
+    pub(super) fn candidates(&self, names: &[String], server: Option<&str>) -> Vec<usize> {
+        let mut lists: Vec<&[usize]> = vec![&self.wild];
+        for n in names {
+            if let Some(l) = self.exact.get(n.as_str()) {
+                lists.push(l);
+            }
+            if let Some(srv) = server.filter(|s| !s.is_empty() && !n.is_empty()) {
+                if let Some(l) = self
+                    .exact
+                    .get(tools::format_mcp_tool_name(srv, Some(n)).as_str())
+                {
+                    lists.push(l);
+                }
+            }
+        }
+        let mut out: Vec<usize> = lists.iter().flat_map(|l| l.iter().copied()).collect();
+        if lists.len() > 1 {
+            out.sort_unstable();
+            out.dedup();
+        }
+        out
+    }
+}
