@@ -119,6 +119,47 @@ pub async fn run(args: Args, socket: &std::path::Path) -> Result<()> {
     print(&args, &records)
 }
 
+/// One request's record, found as `askbus history ID` finds it: in the store file when it is
+/// ours to read, else (or with `daemon`) from the daemon, which shows a user only their own.
+pub async fn one(
+    id: &str,
+    store: Option<PathBuf>,
+    daemon: bool,
+    socket: &std::path::Path,
+) -> Result<HistoryRecord> {
+    let path = store.clone().unwrap_or_else(default_store_path);
+    let readable = store.is_some() || std::fs::File::open(&path).is_ok();
+    if daemon || !readable {
+        let filter = askbus::protocol::HistoryFilter {
+            correlation_id: Some(id.to_owned()),
+            ..Default::default()
+        };
+        let mut conn = askbus::client::Connection::connect(socket).await?;
+        let (records, _) = conn.history(&filter, Some(1), None).await?;
+        return records
+            .into_iter()
+            .next()
+            .with_context(|| format!("no record of {id:?} that you may see"));
+    }
+    let conn = Connection::open_with_flags(
+        &path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .with_context(|| format!("cannot open the store {}", path.display()))?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    let q = HistoryQuery {
+        id: Some(id.to_owned()),
+        limit: Some(1),
+        ..Default::default()
+    };
+    let (records, _) =
+        history(&conn, &q).with_context(|| format!("cannot read {}", path.display()))?;
+    records
+        .into_iter()
+        .next()
+        .with_context(|| format!("no record of {id:?} in {}", path.display()))
+}
+
 /// The records from the daemon (the `history` frame), paged through until `--limit` or the
 /// last page.
 async fn from_daemon(args: Args, socket: &std::path::Path) -> Result<()> {

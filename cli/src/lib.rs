@@ -388,13 +388,16 @@ pub fn main() -> ExitCode {
             return acp::main(args, socket);
         }
         Command::Policy(args) => {
-            return policy::run(args).unwrap_or_else(|e| {
+            let socket = cli
+                .socket
+                .unwrap_or_else(askbus::client::default_socket_path);
+            return policy::run(args, &socket).unwrap_or_else(|e| {
                 if broken_pipe(&e) {
                     return ExitCode::SUCCESS;
                 }
                 eprintln!("askbus policy: {e:#}");
                 ExitCode::FAILURE
-            })
+            });
         }
         Command::Service(args) => {
             return service::run(args).unwrap_or_else(|e| {

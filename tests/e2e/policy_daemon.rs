@@ -415,3 +415,160 @@ async fn allow_always_writes_the_rule_that_then_decides() {
         assert_eq!(got["correlationId"], id, "{got}");
     }
 }
+
+/// `askbus policy explain ID --json`, retried until the store holds the request's end (the
+/// store is written off the broker's thread).
+fn explain(d: &Daemon, home: &Path, db: &Path, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = d
+            .cli()
+            .env("XDG_CONFIG_HOME", home)
+            .args(["policy", "explain", id, "--json", "--store"])
+            .arg(db)
+            .output()
+            .unwrap();
+        if out.status.success() {
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            if v["reason"] != "pending" {
+                return v;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no ended record of {id}: {} {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_names_the_rule_the_person_or_that_nobody_decided() {
+    let home = tempfile::tempdir().unwrap();
+    let admin = tempfile::tempdir().unwrap();
+    let dir = home.path().join("askbus/policies");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("mine.toml"), RULES).unwrap();
+    let db = home.path().join("askbus.db");
+    let d = Daemon::builder()
+        .env("ASKBUS_POLICIES", "on")
+        .env("XDG_CONFIG_HOME", home.path())
+        .args(&[
+            "--policy-admin-dir",
+            &admin.path().display().to_string(),
+            "--store",
+            &db.display().to_string(),
+        ])
+        .start();
+    let mut p = producer(&d).await;
+
+    // A rule allows; a rule denies.
+    p.send(approval(
+        "by-rule",
+        "run_shell_command",
+        json!({"command": "cargo build"}),
+    ))
+    .await;
+    p.recv_type("tool-confirmation-response").await;
+    p.send(approval(
+        "denied",
+        "read_file",
+        json!({"file_path": ".env"}),
+    ))
+    .await;
+    p.recv_type("tool-confirmation-response").await;
+    // A person decides through `askbus answer`.
+    let (mut ui, _) = d.ui().await;
+    p.send(approval(
+        "by-person",
+        "run_shell_command",
+        json!({"command": "rm -rf build"}),
+    ))
+    .await;
+    ui.recv_type("tool-confirmation-request").await;
+    let out = d
+        .cli()
+        .args(["answer", "by-person", "--deny"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    p.recv_type("tool-confirmation-response").await;
+    // Nobody decides: it times out.
+    let mut late = approval("timed-out", "run_shell_command", json!({"command": "make"}));
+    late["timeoutMs"] = json!(100);
+    p.send(late).await;
+    let r = p.recv_type("tool-confirmation-response").await;
+    assert_eq!(r["reason"], "timeout", "{r}");
+
+    let e = explain(&d, home.path(), &db, "by-rule");
+    let then = e["then"].as_str().unwrap();
+    assert!(
+        then.starts_with("decided by a policy rule (proceed_once): allow run_shell_command")
+            && then.contains("User: mine.toml"),
+        "{e}"
+    );
+    assert_eq!(e["decidedBy"]["kind"], "rule", "{e}");
+    assert_eq!(e["now"]["decision"], "allow", "{e}");
+
+    let e = explain(&d, home.path(), &db, "denied");
+    assert!(
+        e["then"].as_str().unwrap().contains("Secrets stay unread."),
+        "{e}"
+    );
+    assert_eq!(e["now"]["decision"], "deny", "{e}");
+
+    let e = explain(&d, home.path(), &db, "by-person");
+    let then = e["then"].as_str().unwrap();
+    assert!(
+        then.contains("via cli")
+            && then.contains("(cancel)")
+            && then.contains("a person was asked"),
+        "{e}"
+    );
+    assert_eq!(e["now"]["decision"], "ask_user", "{e}");
+
+    let e = explain(&d, home.path(), &db, "timed-out");
+    assert_eq!(
+        e["then"], "nobody decided: it timed out, which is never an approval",
+        "{e}"
+    );
+
+    // The rule file changes: "now" follows it, "then" stays what happened.
+    std::fs::remove_file(dir.join("mine.toml")).unwrap();
+    let e = explain(&d, home.path(), &db, "by-rule");
+    assert_eq!(e["decidedBy"]["kind"], "rule", "{e}");
+    assert_eq!(e["now"]["decision"], "ask_user", "{e}");
+
+    // Readable text, and a clear error for an unknown id.
+    let out = d
+        .cli()
+        .env("XDG_CONFIG_HOME", home.path())
+        .args(["policy", "explain", "by-rule", "--store"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("  then   decided by a policy rule"), "{text}");
+    assert!(
+        text.contains("  what   run_shell_command: cargo build"),
+        "{text}"
+    );
+    let out = d
+        .cli()
+        .args(["policy", "explain", "no-such-id", "--store"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no record of \"no-such-id\""),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

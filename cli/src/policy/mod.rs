@@ -1,8 +1,9 @@
-//! `askbus policy`: ask the policy engine (`test`), list the rules in force (`list`), and edit
-//! the user's own rules (`add`, `rm`). The engine is the `askbus-policy` crate; the tiers are
+//! `askbus policy`: ask the policy engine (`test`), list the rules in force (`list`), edit
+//! the user's own rules (`add`, `rm`), and say why a past request was decided as it was
+//! (`explain`, in [`explain`]). The engine is the `askbus-policy` crate; the tiers are
 //! the daemon's (shipped defaults, root-owned `/etc/askbus/policies`, the user's directory).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
@@ -12,6 +13,8 @@ use askbus_policy::loader::{Decision, Loaded, Mode, Tier};
 use askbus_policy::question::{self, answer, Question};
 use askbus_policy::safety::Place;
 use askbus_policy::tiers;
+
+mod explain;
 
 /// `askbus policy …`.
 #[derive(Debug, clap::Args)]
@@ -70,6 +73,10 @@ enum PolicyCommand {
         /// The rule's number in your file
         n: usize,
     },
+    /// Why a past request was decided as it was: by which rule, or by whom and through which
+    /// path, or that nobody decided (a timeout, no UI, a restart: never an approval); and what
+    /// the rules in force now would decide about the same call.
+    Explain(explain::ExplainArgs),
 }
 
 /// `askbus policy test`'s flags, as the conformance contract names them.
@@ -325,9 +332,10 @@ fn list(no_defaults: bool, as_json: bool) -> Result<ExitCode> {
 }
 
 /// Runs `askbus policy …`.
-pub fn run(args: PolicyArgs) -> Result<ExitCode> {
+pub fn run(args: PolicyArgs, socket: &Path) -> Result<ExitCode> {
     match args.command {
         PolicyCommand::Test(a) => test(a),
+        PolicyCommand::Explain(a) => explain::run(a, socket),
         PolicyCommand::List { no_defaults, json } => list(no_defaults, json),
         PolicyCommand::Add {
             tool,
