@@ -29,13 +29,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("history", &["protocol"]),
     (
         "store",
-        &["approvals", "broker", "history", "paths", "protocol"],
+        &["approvals", "broker", "history", "intake", "paths", "protocol"],
     ),
     ("telemetry::record", &["protocol"]),
     (
         "broker",
         &["approvals", "protocol", "questions", "telemetry::record"],
     ),
+    ("intake", &["approvals", "broker", "protocol", "questions"]),
     ("access", &["broker"]),
     ("outbox", &["protocol"]),
     ("federation::config", &["broker"]),
@@ -58,13 +59,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "connection",
         &[
-            "approvals",
             "broker",
             "history",
             "hub",
+            "intake",
             "outbox",
             "protocol",
-            "questions",
             "store",
             "telemetry",
         ],
@@ -109,6 +109,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "federation::config",
             "federation::link",
             "hub",
+            "intake",
             "protocol",
         ],
     ),
