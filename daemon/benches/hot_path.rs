@@ -20,7 +20,7 @@ use askbusd::broker::{
 };
 use askbusd::intake::{self, Request};
 use askbusd::protocol::{
-    self, codec, encode, encode_fast, AskUserRequest, AskUserResponse, End, Inbound, ProducerInfo,
+    self, codec, encode, encode_fast, AskUserRequest, AskUserResponse, End, Inbound, RequestQuestions, ProducerInfo,
     ServerFrame, UiRequest, UiRequestRef,
 };
 use bytes::{Bytes, BytesMut};
@@ -144,16 +144,17 @@ fn decode_request_reference(payload: &[u8]) -> askbusd::questions::Normalized {
     }
 }
 
+/// The fast parser alone (the frame's own fields; the questions kept as their text).
 fn parse_request(payload: &[u8]) -> AskUserRequest {
-    match protocol::parse_inbound(payload) {
-        Ok(Inbound::AskUserRequest(req)) => req,
+    match protocol::parse::fast::parse(payload) {
+        Some(Inbound::AskUserRequest(req)) => req,
         other => panic!("not an ask-user-request: {other:?}"),
     }
 }
 
 fn parse_response(payload: &[u8]) -> AskUserResponse {
-    match protocol::parse_inbound(payload) {
-        Ok(Inbound::AskUserResponse(resp)) => resp,
+    match protocol::parse::fast::parse(payload) {
+        Some(Inbound::AskUserResponse(resp)) => resp,
         other => panic!("not an ask-user-response: {other:?}"),
     }
 }
@@ -188,7 +189,12 @@ fn bench_decode(c: &mut Criterion) {
     g.bench_function("check/choice3", |b| {
         b.iter_batched(
             || parse_request(payload),
-            |req| askbusd::questions::check(req.questions).expect("questions are valid"),
+            |req| match req.questions {
+                RequestQuestions::Raw(raw) => {
+                    askbusd::questions::fast::normalize(raw.get()).expect("questions are plain")
+                }
+                RequestQuestions::Params(_) => panic!("the fast parser keeps questions as text"),
+            },
             BatchSize::SmallInput,
         )
     });
