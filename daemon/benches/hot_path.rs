@@ -20,8 +20,8 @@ use askbusd::broker::{
 };
 use askbusd::intake::{self, Request};
 use askbusd::protocol::{
-    self, codec, encode, encode_fast, AskUserRequest, AskUserResponse, End, Inbound, RequestQuestions, ProducerInfo,
-    ServerFrame, UiRequest, UiRequestRef,
+    self, codec, encode, encode_fast, AskUserRequest, AskUserResponse, End, Inbound, ProducerInfo,
+    RequestQuestions, ServerFrame, UiRequest, UiRequestRef,
 };
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};

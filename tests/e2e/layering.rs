@@ -29,7 +29,14 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("history", &["protocol"]),
     (
         "store",
-        &["approvals", "broker", "history", "intake", "paths", "protocol"],
+        &[
+            "approvals",
+            "broker",
+            "history",
+            "intake",
+            "paths",
+            "protocol",
+        ],
     ),
     ("telemetry::record", &["protocol"]),
     (
