@@ -61,7 +61,7 @@ pub use remote::{
     Acked, Answer, FedOut, FedPolicy, Forward, RemoteQuestion, RemoteRefusal, SharedEnd,
     SharedQuestion,
 };
-pub use request::Valid;
+pub use request::{Valid, ValidRequest};
 pub use stats::{ApprovalStats, BrokerStats};
 pub use uis::{ReplayBudget, ReplayStep};
 
