@@ -16,13 +16,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use askbusd::broker::{
-    Broker, Effects, Limits, Msg, PeerId, PeerInfo, ReplayBudget, ReplayStep, ValidRequest,
+    Broker, Effects, Limits, Msg, PeerId, PeerInfo, ReplayBudget, ReplayStep, Valid,
 };
+use askbusd::intake::{self, Request};
 use askbusd::protocol::{
-    self, codec, encode, encode_fast, AskUserRequest, AskUserResponse, End, FastFrame, Inbound,
-    ProducerInfo, ServerFrame, UiRequest, UiRequestRef,
+    self, codec, encode, encode_fast, AskUserRequest, AskUserResponse, End, Inbound, ProducerInfo,
+    RequestQuestions, ServerFrame, UiRequest, UiRequestRef,
 };
-use askbusd::questions::fast::Questions as PlainQuestions;
 use bytes::{Bytes, BytesMut};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use serde_json::{json, Value};
@@ -123,13 +123,11 @@ fn mixed4() -> Value {
 }
 
 /// What `Conn::handle` does with a plain ask-user-request's payload before the broker takes
-/// it: the fast path over the frame and its questions.
-fn decode_request(payload: &[u8]) -> ValidRequest {
-    match protocol::parse_fast::<PlainQuestions>(payload) {
-        Some(FastFrame::Request(head, questions)) => {
-            ValidRequest::fast(head, questions, payload.len()).expect("questions are plain")
-        }
-        _ => panic!("not a plain ask-user-request"),
+/// it: the door, `intake::read`, which takes these plain questions on its fast path.
+fn decode_request(payload: &[u8]) -> Valid {
+    match intake::read(payload) {
+        Ok(Request::Ask(req)) => req,
+        other => panic!("not a valid ask-user-request: {other:?}"),
     }
 }
 
@@ -146,16 +144,17 @@ fn decode_request_reference(payload: &[u8]) -> askbusd::questions::Normalized {
     }
 }
 
+/// The fast parser alone (the frame's own fields; the questions kept as their text).
 fn parse_request(payload: &[u8]) -> AskUserRequest {
-    match protocol::parse_inbound(payload) {
-        Ok(Inbound::AskUserRequest(req)) => req,
+    match protocol::parse::fast::parse(payload) {
+        Some(Inbound::AskUserRequest(req)) => req,
         other => panic!("not an ask-user-request: {other:?}"),
     }
 }
 
 fn parse_response(payload: &[u8]) -> AskUserResponse {
-    match protocol::parse_inbound(payload) {
-        Ok(Inbound::AskUserResponse(resp)) => resp,
+    match protocol::parse::fast::parse(payload) {
+        Some(Inbound::AskUserResponse(resp)) => resp,
         other => panic!("not an ask-user-response: {other:?}"),
     }
 }
@@ -190,7 +189,12 @@ fn bench_decode(c: &mut Criterion) {
     g.bench_function("check/choice3", |b| {
         b.iter_batched(
             || parse_request(payload),
-            |req| ValidRequest::check(req).expect("questions are valid"),
+            |req| match req.questions {
+                RequestQuestions::Raw(raw) => {
+                    askbusd::questions::fast::normalize(raw.get()).expect("questions are plain")
+                }
+                RequestQuestions::Params(_) => panic!("the fast parser keeps questions as text"),
+            },
             BatchSize::SmallInput,
         )
     });
@@ -386,7 +390,7 @@ impl Table {
     }
 
     /// A fresh validated request (a new correlationId), built the way the connection does.
-    fn request(&mut self, timeout_ms: u64) -> ValidRequest {
+    fn request(&mut self, timeout_ms: u64) -> Valid {
         self.next_id += 1;
         self.template["correlationId"] = json!(format!("bench-{}", self.next_id));
         self.template["timeoutMs"] = json!(timeout_ms);
@@ -394,7 +398,7 @@ impl Table {
     }
 
     /// `n` fresh requests; their ids are `bench-{k}` for the next `n` values of `next_id`.
-    fn requests(&mut self, n: u64) -> Vec<ValidRequest> {
+    fn requests(&mut self, n: u64) -> Vec<Valid> {
         (0..n).map(|_| self.request(TIMEOUT_MS)).collect()
     }
 

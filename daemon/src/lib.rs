@@ -17,6 +17,9 @@
 //! - [`telemetry::record`]: one request's end, as a telemetry line;
 //! - [`broker`]: pending table, routing, deadlines: pure state (protocol, questions, approvals,
 //!   record);
+//! - [`intake`]: the one door every frame passes: a payload becomes a typed request (questions
+//!   validated and normalized, an approval checked: fast path first, the reference alone when
+//!   it gives up) or a typed refusal (broker types, protocol, questions, approvals);
 //! - [`access`]: who may connect, and as what;
 //! - [`outbox`]: a connection's bounded queue of encoded frames;
 //! - [`telemetry`]: the writer thread and the daemon-wide counters;
@@ -27,9 +30,9 @@
 //! - [`server`]: the accept loop, reloads and shutdown; [`systemd`]: sd_notify and sockets.
 //!
 //! One question through the code:
-//! 1. `connection::Conn::handle` reads the frame: `protocol::parse_fast` and
-//!    `questions::fast::check` (else `protocol::parse_inbound` and `ValidRequest::check`, the
-//!    reference paths, which word every error) make a `broker::ValidRequest`;
+//! 1. `connection::Conn::handle` hands the frame to `intake::read`: `protocol::parse_fast` and
+//!    `questions::fast::check` (else the reference parser and `questions::normalize`, which
+//!    word every error) make a `broker::Valid`, which `Conn::handle`'s one `match` hands on;
 //! 2. `Hub::run_in` locks the broker; `Broker::ask` puts it in the `PendingTable` and returns
 //!    `Effects` (the request encoded once by `UiRequestRef::encode` for every live UI);
 //! 3. `Hub::deliver` copies each frame into the peer's bounded `Outbox`; `Batch::flush` writes;
@@ -38,9 +41,9 @@
 //!    to the UI, withdrawals to the other UIs, a `telemetry::Record` and a watcher event;
 //! 5. `Hub::deliver` stamps and hands the record to the `TelemetrySink` (written off-thread).
 //!
-//! An approval goes the same way: `approvals::fast::check` (else `approvals::check`, the
-//! reference) makes an `approvals::ValidApproval`, which becomes a `broker::Valid` with an
-//! approval `Body` for the same `Broker::ask`; UIs receive it through `UiApprovalRef::encode`,
+//! An approval goes the same way: in `intake::read`, `approvals::fast::check` (else
+//! `approvals::check`, the reference) makes an `approvals::ValidApproval`, which becomes a
+//! `broker::Valid` with an approval `Body` for the same `Broker::ask`; UIs receive it through `UiApprovalRef::encode`,
 //! and a UI's decision goes to `Broker::decide`.
 
 // The client crate's modules, re-exported so `crate::protocol` reads the same inside the daemon.
@@ -52,6 +55,7 @@ pub mod config;
 pub mod connection;
 pub mod federation;
 pub mod hub;
+pub mod intake;
 pub mod metrics;
 pub mod outbox;
 pub mod paths;

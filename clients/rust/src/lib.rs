@@ -6,10 +6,18 @@
 //! - [`approvals`]: Gemini CLI core's tool-confirmation rules (the shapes of the tool call and
 //!   its details, the outcomes offered, what the agent is told when nobody approved);
 //! - [`client`]: the async client producers and UIs use;
-//! - [`trust`]: which daemon a client agrees to talk to (the socket path's owner check).
+//! - [`trust`]: which daemon a client agrees to talk to (the socket path's owner check);
+//! - [`history`]: the history records a store keeps and `history` queries return (reading a
+//!   store file is the `store` feature).
 //!
-//! The daemon (`askbusd`) and the `askbus` command live in the workspace's root package, which
-//! depends on this crate; an agent author gets the client without the daemon's dependencies.
+//! Each of `questions`, `approvals` and `protocol::parse` has a reference, which decides and
+//! words every error. The daemon's fast paths (a parser, validators and encoders that yield
+//! exactly what the reference does, in one pass) are the non-default feature `fast`, hidden
+//! from these docs and outside the crate's semver promise: askbusd and the fuzz targets enable
+//! it, an agent never needs it.
+//!
+//! The daemon (`askbusd`, daemon/) and the `askbus` command (`askbus-cli`, cli/) depend on this
+//! crate, never the reverse; an agent author gets the client without their dependencies.
 
 pub mod approvals;
 #[cfg(feature = "client")]

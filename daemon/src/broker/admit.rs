@@ -20,28 +20,19 @@ use crate::protocol::{
 use crate::questions::DaemonOutcome;
 
 impl Broker {
-    /// A request of `kind` failed validation (done outside the broker, by `Valid::check` or
-    /// `approvals::check`): the producer gets the error, and the rejection is logged like
-    /// every other end.
+    /// A request of `kind` the door (`crate::intake`) refused: its own fields, its questions or
+    /// its approval. The producer gets the error (with the request's id when it had a usable
+    /// one), and the rejection is logged like every other end.
     pub fn reject(
         &mut self,
         peer: PeerId,
-        id: &str,
         kind: RequestKind,
         context: Option<&RequestContext>,
-        err: BrokerError,
+        err: FrameError,
         fx: &mut Effects,
     ) {
-        let err = err.into_frame_error(id);
-        self.reject_with(peer, Some(id), err, Asked::Kind(kind), context, fx);
-    }
-
-    /// A request refused while parsing its own fields (correlationId, timeoutMs, noUi,
-    /// context): answered and logged like any rejected request, with the id when it had one.
-    pub fn reject_malformed(&mut self, peer: PeerId, err: FrameError, fx: &mut Effects) {
         let id = err.correlation_id.clone();
-        let kind = err.request.unwrap_or(RequestKind::Question);
-        self.reject_with(peer, id.as_deref(), err, Asked::Kind(kind), None, fx);
+        self.reject_with(peer, id.as_deref(), err, Asked::Kind(kind), context, fx);
     }
 
     fn reject_with(

@@ -4,9 +4,6 @@ use crate::protocol::{ErrorCode, FrameError, RequestKind, ToolOutcome};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BrokerError {
-    /// The reference tool's own message, verbatim.
-    #[error("{0}")]
-    InvalidQuestions(String),
     #[error("correlationId {0:?} is already pending")]
     DuplicateCorrelationId(String),
     #[error("the daemon's store cannot write now (disk full or an I/O error); retry shortly")]
@@ -45,9 +42,6 @@ pub enum BrokerError {
     AnswerOutOfRange { index: usize, count: usize },
     #[error("these answers would make a tool result of up to {size} bytes; the limit is {limit}")]
     ResultTooLarge { size: usize, limit: usize },
-    /// `approvals::check`'s message, naming the field.
-    #[error("{0}")]
-    InvalidApproval(String),
     /// A response of the other kind: `kind` is what the pending request is.
     #[error("correlationId {id:?} is {}", match kind {
         RequestKind::Approval => "a tool confirmation; answer it with tool-confirmation-response",
@@ -65,9 +59,6 @@ pub enum BrokerError {
 impl BrokerError {
     pub fn code(&self) -> ErrorCode {
         match self {
-            BrokerError::InvalidQuestions(_) | BrokerError::InvalidApproval(_) => {
-                ErrorCode::InvalidRequest
-            }
             BrokerError::DuplicateCorrelationId(_) => ErrorCode::DuplicateCorrelationId,
             BrokerError::StoreUnavailable => ErrorCode::StoreUnavailable,
             BrokerError::TooManyPendingForConnection(_)

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use tokio::time::Duration;
 
 use super::*;
-use crate::protocol::{parse_inbound, AskUserResponse, BusEventKind, End, Inbound};
+use crate::protocol::{parse_inbound, AskUserResponse, BusEventKind, End, Inbound, RequestKind};
 
 const PRODUCER: PeerId = 1;
 const UI_A: PeerId = 10;
@@ -29,7 +29,7 @@ fn broker() -> Broker {
     b
 }
 
-fn request(id: &str, extra: Value) -> ValidRequest {
+fn request(id: &str, extra: Value) -> Valid {
     let mut frame = json!({
         "type": "ask-user-request",
         "correlationId": id,
@@ -38,10 +38,8 @@ fn request(id: &str, extra: Value) -> ValidRequest {
     for (k, v) in extra.as_object().unwrap() {
         frame[k] = v.clone();
     }
-    let Inbound::AskUserRequest(req) = parse_inbound(frame.to_string().as_bytes()).unwrap() else {
-        panic!("not a request")
-    };
-    ValidRequest::check(req).unwrap()
+    let frame = frame.to_string();
+    crate::intake::read_remote(frame.as_bytes(), RequestKind::Question).unwrap()
 }
 
 fn response(id: &str, answers: Value, cancelled: bool) -> AskUserResponse {

@@ -4,8 +4,8 @@
 //! connections' tasks (see [`crate::outbox`]); this task is only woken for its own input, a
 //! full socket, or a replay step.
 //!
-//! Here: the task's loop, half-closes and lingering closes, and the dispatch of each frame to
-//! the broker (`Conn::handle`). `reader` takes frames off the socket; `error` words the
+//! Here: the task's loop, half-closes and lingering closes, and the dispatch of each frame the
+//! door (`crate::intake`) read to the broker (`Conn::handle`). `reader` takes frames off the socket; `error` words the
 //! refusals and closes that are the daemon's own.
 
 mod error;
@@ -23,14 +23,11 @@ use tokio_util::sync::CancellationToken;
 pub use error::ConnError;
 use reader::{FrameReader, Next, Read};
 
-use crate::approvals;
-use crate::broker::{BrokerError, PeerId, PeerInfo, ValidRequest};
+use crate::broker::{PeerId, PeerInfo};
 use crate::hub::Hub;
+use crate::intake::{self, Refused, Request};
 use crate::outbox::{Batch, Outbox};
-use crate::protocol::{
-    self, encode, FastFrame, FrameError, Inbound, RequestKind, ServerFrame, LENGTH_PREFIX_BYTES,
-};
-use crate::questions;
+use crate::protocol::{self, encode, FrameError, ServerFrame, LENGTH_PREFIX_BYTES};
 use crate::telemetry::Counters;
 
 /// Settings every connection reads.
@@ -253,65 +250,31 @@ impl Conn<'_> {
         self.reply(encode(&ServerFrame::error(err)));
     }
 
+    /// One frame, through the door (`intake::read`), then to the broker or answered here.
     fn handle(&mut self, payload: &[u8]) -> Next {
         let id = self.id;
-        // The frames every question and approval costs take the fast path (frame and
-        // questions, or tool call and details, in one pass); the rest, and anything unusual
-        // about those, take `parse_inbound` and `ValidRequest::check` or `approvals::check`,
-        // whose reference paths word every error. Debug builds check every fast result
-        // against the reference.
-        let parsed = match protocol::parse_fast::<questions::fast::Questions>(payload) {
-            Some(FastFrame::Request(head, questions)) => {
-                match ValidRequest::fast(head, questions, payload.len()) {
-                    Some(req) => {
-                        #[cfg(debug_assertions)]
-                        req.assert_reference_agrees(payload);
-                        self.hub
-                            .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx));
-                        return Next::Continue;
-                    }
-                    None => protocol::parse_inbound(payload),
-                }
-            }
-            Some(FastFrame::Approval(head, fields)) => match approvals::fast::check(head, fields) {
-                Some(req) => {
-                    #[cfg(debug_assertions)]
-                    approvals::fast::assert_reference_agrees(&req, payload);
-                    self.hub
-                        .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx));
-                    return Next::Continue;
-                }
-                None => protocol::parse_inbound(payload),
-            },
-            Some(FastFrame::Other(frame)) => {
-                #[cfg(debug_assertions)]
-                protocol::parse::assert_reference_agrees(payload, &frame);
-                Ok(frame)
-            }
-            None => protocol::parse_inbound(payload),
-        };
-        let frame = match parsed {
-            Ok(frame) => frame,
-            Err(err) if err.request.is_some() => {
-                self.hub
-                    .run_in(&mut self.batch, |b, _, fx| b.reject_malformed(id, err, fx));
-                return Next::Continue;
-            }
-            Err(err) => {
-                self.reply_error(&err);
-                return if err.code.closes_connection() {
-                    Next::Close
-                } else {
-                    Next::Continue
-                };
-            }
-        };
-        match frame {
-            Inbound::Hello {
+        match intake::read(payload) {
+            Ok(Request::Ask(req)) => self
+                .hub
+                .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx)),
+            Ok(Request::Answer(resp)) => self
+                .hub
+                .run_in(&mut self.batch, |b, now, fx| b.respond(id, resp, now, fx)),
+            Ok(Request::Decide(resp)) => self
+                .hub
+                .run_in(&mut self.batch, |b, now, fx| b.decide(id, resp, now, fx)),
+            Ok(Request::Cancel {
+                kind,
+                id: cid,
+                reason,
+            }) => self.hub.run_in(&mut self.batch, |b, now, fx| {
+                b.cancel_because(id, &cid, kind, reason, now, fx)
+            }),
+            Ok(Request::Hello {
                 protocol,
                 client,
                 via,
-            } => {
+            }) => {
                 if let Some(client) = client {
                     self.hub
                         .run_in(&mut self.batch, |b, _, _| b.set_client(id, client));
@@ -328,64 +291,25 @@ impl Conn<'_> {
                     max_timeout_ms: self.config.max_timeout_ms,
                 }));
             }
-            Inbound::Ping { id } => self.reply(encode(&ServerFrame::Pong { id })),
-            Inbound::Stats => self.reply(self.hub.stats_frame_for(id)),
-            Inbound::Subscribe {
+            Ok(Request::Ping { id }) => self.reply(encode(&ServerFrame::Pong { id })),
+            Ok(Request::Stats) => self.reply(self.hub.stats_frame_for(id)),
+            Ok(Request::Subscribe {
                 client,
                 filter,
                 via,
-            } => self.hub.run_in(&mut self.batch, |b, _, fx| {
+            }) => self.hub.run_in(&mut self.batch, |b, _, fx| {
                 if let Some(via) = via {
                     b.set_via(id, &via);
                 }
                 b.subscribe(id, client, filter, fx)
             }),
-            Inbound::Watch { client } => self
+            Ok(Request::Watch { client }) => self
                 .hub
                 .run_in(&mut self.batch, |b, _, fx| b.watch(id, client, fx)),
-            Inbound::AskUserRequest(req) => match ValidRequest::check(req) {
-                Ok(req) => self
-                    .hub
-                    .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx)),
-                Err((cid, context, err)) => self.hub.run_in(&mut self.batch, |b, _, fx| {
-                    let kind = RequestKind::Question;
-                    b.reject(id, &cid, kind, context.as_deref(), err, fx)
-                }),
-            },
-            Inbound::AskUserCancel {
-                correlation_id,
-                reason,
-            } => self.hub.run_in(&mut self.batch, |b, now, fx| {
-                b.cancel_because(id, &correlation_id, RequestKind::Question, reason, now, fx)
-            }),
-            Inbound::AskUserResponse(resp) => self
-                .hub
-                .run_in(&mut self.batch, |b, now, fx| b.respond(id, resp, now, fx)),
-            Inbound::ToolConfirmationRequest(req) => match approvals::check(req) {
-                Ok(req) => self
-                    .hub
-                    .run_in(&mut self.batch, |b, now, fx| b.ask(id, req, now, fx)),
-                Err(r) => self.hub.run_in(&mut self.batch, |b, _, fx| {
-                    let (kind, err) = (
-                        RequestKind::Approval,
-                        BrokerError::InvalidApproval(r.message),
-                    );
-                    b.reject(id, &r.correlation_id, kind, r.context.as_deref(), err, fx)
-                }),
-            },
-            Inbound::ToolConfirmationCancel {
-                correlation_id,
-                reason,
-            } => self.hub.run_in(&mut self.batch, |b, now, fx| {
-                b.cancel_because(id, &correlation_id, RequestKind::Approval, reason, now, fx)
-            }),
-            Inbound::ToolConfirmationResponse(resp) => self
-                .hub
-                .run_in(&mut self.batch, |b, now, fx| b.decide(id, resp, now, fx)),
-            Inbound::NotifyReport(report) => self
+            Ok(Request::NotifyReport(report)) => self
                 .hub
                 .run_in(&mut self.batch, |b, _, fx| b.notify_report(id, report, fx)),
-            Inbound::History(query) => {
+            Ok(Request::History(query)) => {
                 let worker = self.history.get_or_insert_with(|| {
                     history::spawn(self.shared_hub.clone(), id, self.outbox.clone())
                 });
@@ -397,6 +321,17 @@ impl Conn<'_> {
                             history::MAX_QUEUED
                         ),
                     ));
+                }
+            }
+            Err(Refused::Request { kind, context, err }) => {
+                self.hub.run_in(&mut self.batch, |b, _, fx| {
+                    b.reject(id, kind, context.as_deref(), err, fx)
+                })
+            }
+            Err(Refused::Frame(err)) => {
+                self.reply_error(&err);
+                if err.code.closes_connection() {
+                    return Next::Close;
                 }
             }
         }

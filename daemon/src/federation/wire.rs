@@ -8,9 +8,10 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::approvals::ApprovalBody;
-use crate::broker::{Acked, Answer, Body, PeerId, SharedEnd, SharedQuestion, Valid, ValidRequest};
+use crate::broker::{Acked, Answer, Body, PeerId, SharedEnd, SharedQuestion, Valid};
+use crate::intake;
 use crate::protocol::{
-    parse_inbound, Decision, ErrorCode, FrameError, Inbound, Outcome, ProducerInfo,
+    parse_inbound, Decision, ErrorCode, FrameError, Inbound, Outcome, ProducerInfo, RequestKind,
     ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
 };
 
@@ -404,8 +405,8 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message, ParseError> {
     Ok(Message { epoch, seq, body })
 }
 
-/// A remote question through the same validation as a local request: a node that shares
-/// garbage gets it refused here, not shown.
+/// A remote question through the same door as a local request (`intake::read_remote`): a node
+/// that shares garbage gets it refused here, not shown.
 pub fn valid_request(
     id: &str,
     questions: &RawValue,
@@ -429,19 +430,8 @@ pub fn valid_request(
             f.push(b',');
         }
         f.extend_from_slice(rest.as_bytes());
-        // As a local approval: the fast path where it can, the reference deciding the rest.
-        if let Some(a) = crate::approvals::fast::check_request(&f) {
-            #[cfg(debug_assertions)]
-            crate::approvals::fast::assert_reference_agrees(&a, &f);
-            return Ok(Valid::from(a));
-        }
-        return match parse_inbound(&f) {
-            Ok(Inbound::ToolConfirmationRequest(req)) => crate::approvals::check(req)
-                .map(Valid::from)
-                .map_err(|r| r.message),
-            Ok(_) => Err("not an approval".into()),
-            Err(e) => Err(e.message),
-        };
+        // Through the door, as a local approval.
+        return intake::read_remote(&f, RequestKind::Approval);
     } else {
         br#"{"type":"ask-user-request","correlationId":"#.to_vec()
     };
@@ -453,17 +443,8 @@ pub fn valid_request(
         frame.extend_from_slice(context.get().as_bytes());
     }
     frame.push(b'}');
-    // As a local question: the fast path where it can, the reference deciding the rest.
-    if let Some(req) = ValidRequest::fast_from(&frame) {
-        return Ok(req);
-    }
-    match parse_inbound(&frame) {
-        Ok(Inbound::AskUserRequest(req)) => {
-            ValidRequest::check(req).map_err(|(_, _, e)| e.to_string())
-        }
-        Ok(_) => Err("not a request".into()),
-        Err(e) => Err(e.message),
-    }
+    // Through the door, as a local question.
+    intake::read_remote(&frame, RequestKind::Question)
 }
 
 /// An answer to send to the origin: the UI's `ask-user-response` or

@@ -4,18 +4,15 @@ use serde_json::{json, Value};
 use tokio::time::Duration;
 
 use super::*;
-use crate::broker::ValidRequest;
-use crate::protocol::{parse_inbound, Inbound};
+use crate::broker::Valid;
+use crate::protocol::RequestKind;
 use tokio::io::AsyncReadExt;
 use tokio::net::UnixStream;
 
-fn request(id: &str, timeout_ms: u64) -> ValidRequest {
+fn request(id: &str, timeout_ms: u64) -> Valid {
     let frame = json!({"type": "ask-user-request", "correlationId": id, "timeoutMs": timeout_ms,
         "questions": [{"question": "Q?", "header": "H", "type": "text"}]});
-    let Inbound::AskUserRequest(req) = parse_inbound(frame.to_string().as_bytes()).unwrap() else {
-        panic!()
-    };
-    ValidRequest::check(req).unwrap()
+    crate::intake::read_remote(frame.to_string().as_bytes(), RequestKind::Question).unwrap()
 }
 
 async fn next_frame(peer: &mut UnixStream) -> Value {

@@ -8,9 +8,10 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::query::StoredRequest;
-use crate::approvals::{self, ApprovalBody};
-use crate::broker::{Body, Restored, Valid, ValidRequest};
-use crate::protocol::{parse_inbound, Inbound, ProducerInfo, RequestContext};
+use crate::approvals::ApprovalBody;
+use crate::broker::{Body, Restored, Valid};
+use crate::intake;
+use crate::protocol::{ProducerInfo, RequestContext, RequestKind};
 
 /// A body as stored: the normalized questions' JSON text, or an approval's fields as an
 /// object (`toolCall`, `serverName`, `toolAnnotations`, `subagent`, `details`, `outcomes`).
@@ -100,13 +101,12 @@ pub fn valid_of(id: &str, kind: &str, body: &str, context: Option<&str>) -> Resu
         m.insert("questions".into(), body);
     }
     let bytes = serde_json::to_vec(&frame).map_err(|e| e.to_string())?;
-    match parse_inbound(&bytes).map_err(|e| e.message)? {
-        Inbound::AskUserRequest(req) => ValidRequest::check(req).map_err(|(_, _, e)| e.to_string()),
-        Inbound::ToolConfirmationRequest(req) => approvals::check(req)
-            .map(Valid::from)
-            .map_err(|r| r.message),
-        _ => Err("not a request".into()),
-    }
+    let kind = if kind == "approval" {
+        RequestKind::Approval
+    } else {
+        RequestKind::Question
+    };
+    intake::read_remote(&bytes, kind)
 }
 
 /// A stored pending request as the broker restores it, its times mapped from the wall clock

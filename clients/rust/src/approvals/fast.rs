@@ -8,11 +8,12 @@
 //! repeated key), or a kind it does not read (`ask_user` details, whose questions are the
 //! questions' own validation), makes it give up, and the reference decides and words the
 //! error. On what it accepts it yields exactly the reference's [`ValidApproval`]; debug builds
-//! assert it on every frame.
+//! assert it on every frame (in askbusd's `intake`).
 
 use serde_json::value::RawValue;
 
-use super::{fields, ApprovalBody, Field, ValidApproval, DETAIL_TYPES, DIFF_STAT_FIELDS};
+use super::details::{fields, Field, DIFF_STAT_FIELDS};
+use super::{ApprovalBody, ValidApproval, DETAIL_TYPES};
 use crate::protocol::canonical::{self, Kind};
 use crate::protocol::{parse_fast, ApprovalFields, FastFrame, RequestHead, ToolOutcome};
 
@@ -176,22 +177,6 @@ fn outcomes(raw: Option<&RawValue>) -> Option<Vec<ToolOutcome>> {
     }
     seen.sort_unstable();
     Some(seen)
-}
-
-/// Debug builds: an approval the fast path took from `payload` must be what the reference
-/// (`protocol::parse::reference`, then [`super::check`]) makes of it.
-#[cfg(debug_assertions)]
-pub fn assert_reference_agrees(fast: &ValidApproval, payload: &[u8]) {
-    let frame = crate::protocol::parse::reference::parse(payload);
-    let Ok(crate::protocol::Inbound::ToolConfirmationRequest(req)) = frame else {
-        panic!("the fast path took an approval the reference refuses: {frame:?}");
-    };
-    assert_eq!(
-        super::check(req).as_ref(),
-        Ok(fast),
-        "the fast path differs from the reference on {}",
-        String::from_utf8_lossy(payload)
-    );
 }
 
 #[cfg(test)]

@@ -3,17 +3,25 @@
 //! which outcomes it offers, and what the agent is told when nobody approved. Pure functions,
 //! shared by the daemon (which refuses bad requests) and clients (which can check first).
 //!
-//! [`check`] is the reference: it reads the frame's `Value` and words every error. [`fast`] is
-//! an optimisation of it for the daemon's hot path, which reads the frame's text and either
-//! yields exactly what [`check`] would or gives up (debug builds assert it on every frame).
+//! [`check`] is the reference: it reads the frame's `Value` and words every error. `fast`
+//! (behind the feature `fast`) is an optimisation of it for the daemon's hot path, which reads
+//! the frame's text and either yields exactly what [`check`] would or gives up (debug builds
+//! of the daemon assert it on every frame).
 
+mod details;
+#[cfg(feature = "fast")]
+#[doc(hidden)]
 pub mod fast;
 
 use serde_json::{Map, Value};
 
+pub use details::check_details;
+
+#[cfg(feature = "fast")]
+use crate::protocol::UiApprovalRef;
 use crate::protocol::{
     NoUiPolicy, Outcome, ProducerInfo, RequestContext, TimeoutMs, ToolConfirmationRequest,
-    ToolOutcome, UiApproval, UiApprovalRef,
+    ToolOutcome, UiApproval,
 };
 
 /// Every `details.type` of the reference, in its declaration order.
@@ -80,7 +88,8 @@ impl ApprovalBody {
         self.details_type
     }
 
-    /// The frame a UI receives, with `timeout_ms` left: the reference of [`Self::ui_frame_ref`].
+    /// The frame a UI receives, with `timeout_ms` left: the reference of `Self::ui_frame_ref`
+    /// (feature `fast`).
     pub fn ui_frame(
         &self,
         correlation_id: &str,
@@ -108,6 +117,8 @@ impl ApprovalBody {
 
     /// The frame a UI receives, for the daemon's fast encoder (`UiApprovalRef::encode`);
     /// `node` is the origin's, once federated.
+    #[cfg(feature = "fast")]
+    #[doc(hidden)]
     pub fn ui_frame_ref<'a>(
         &'a self,
         correlation_id: &'a str,
@@ -301,176 +312,6 @@ fn optional_string(frame: &mut Map<String, Value>, key: &str) -> Result<Option<S
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(other) => Err(format!("{key} must be a string, not {}", kind(&other))),
-    }
-}
-
-/// The field types of one details kind.
-#[derive(Clone, Copy)]
-enum Field {
-    Str,
-    StrOrNull,
-    Strs,
-    Bool,
-    Object,
-    Any,
-    DiffStat,
-    Permissions,
-    Questions,
-}
-
-/// `(field, type, required)` for each kind; `title` and `systemMessage` are common to all.
-fn fields(ty: &str) -> &'static [(&'static str, Field, bool)] {
-    use Field::*;
-    match ty {
-        "exec" => &[
-            ("command", Str, true),
-            ("rootCommand", Str, true),
-            ("rootCommands", Strs, true),
-            ("commands", Strs, false),
-            ("untrustedFlags", Strs, false),
-            ("modifiedBuildFiles", Strs, false),
-        ],
-        "edit" => &[
-            ("fileName", Str, true),
-            ("filePath", Str, true),
-            ("fileDiff", Str, true),
-            ("originalContent", StrOrNull, true),
-            ("newContent", Str, true),
-            ("isModifying", Bool, false),
-            ("diffStat", DiffStat, false),
-            ("isBuildFile", Bool, false),
-        ],
-        "mcp" => &[
-            ("serverName", Str, true),
-            ("toolName", Str, true),
-            ("toolDisplayName", Str, true),
-            ("toolArgs", Object, false),
-            ("toolDescription", Str, false),
-            ("toolParameterSchema", Any, false),
-        ],
-        "info" => &[("prompt", Str, true), ("urls", Strs, false)],
-        "sandbox_expansion" => &[
-            ("command", Str, true),
-            ("rootCommand", Str, true),
-            ("additionalPermissions", Permissions, true),
-        ],
-        "ask_user" => &[("questions", Questions, true)],
-        "exit_plan_mode" => &[("planPath", Str, true)],
-        _ => &[],
-    }
-}
-
-const DIFF_STAT_FIELDS: [&str; 8] = [
-    "model_added_lines",
-    "model_removed_lines",
-    "model_added_chars",
-    "model_removed_chars",
-    "user_added_lines",
-    "user_removed_lines",
-    "user_added_chars",
-    "user_removed_chars",
-];
-
-/// Checks `details` against the reference's shape for its `type`.
-pub fn check_details(d: &Map<String, Value>) -> Result<(), String> {
-    let ty = match d.get("type") {
-        Some(Value::String(t)) if DETAIL_TYPES.contains(&t.as_str()) => t.as_str(),
-        Some(other) => {
-            return Err(format!(
-                "details.type must be one of {}, not {}",
-                DETAIL_TYPES.join(", "),
-                short(other)
-            ))
-        }
-        None => return Err("details needs a \"type\"".into()),
-    };
-    let common: &[(&str, Field, bool)] = &[
-        ("title", Field::Str, true),
-        ("systemMessage", Field::Str, false),
-    ];
-    for &(name, field, required) in common.iter().chain(fields(ty)) {
-        let path = format!("details.{name}");
-        match d.get(name) {
-            None if required => return Err(format!("{path} is required for type {ty:?}")),
-            None => {}
-            Some(v) => check_field(&path, field, v)?,
-        }
-    }
-    Ok(())
-}
-
-fn check_field(path: &str, field: Field, v: &Value) -> Result<(), String> {
-    let want = |what: &str| Err(format!("{path} must be {what}, not {}", kind(v)));
-    match field {
-        Field::Str if !v.is_string() => want("a string"),
-        Field::StrOrNull if !(v.is_string() || v.is_null()) => want("a string or null"),
-        Field::Bool if !v.is_boolean() => want("a boolean"),
-        Field::Object if !v.is_object() => want("an object"),
-        Field::Strs => strings(path, v),
-        Field::DiffStat => {
-            let Some(stat) = v.as_object() else {
-                return want("an object");
-            };
-            for name in DIFF_STAT_FIELDS {
-                match stat.get(name) {
-                    Some(Value::Number(_)) => {}
-                    Some(other) => {
-                        return Err(format!(
-                            "{path}.{name} must be a number, not {}",
-                            kind(other)
-                        ))
-                    }
-                    None => return Err(format!("{path}.{name} is required")),
-                }
-            }
-            Ok(())
-        }
-        Field::Permissions => {
-            let Some(p) = v.as_object() else {
-                return want("an object");
-            };
-            if let Some(fs) = p.get("fileSystem") {
-                let Some(fs) = fs.as_object() else {
-                    return Err(format!(
-                        "{path}.fileSystem must be an object, not {}",
-                        kind(fs)
-                    ));
-                };
-                for key in ["read", "write"] {
-                    if let Some(list) = fs.get(key) {
-                        strings(&format!("{path}.fileSystem.{key}"), list)?;
-                    }
-                }
-            }
-            match p.get("network") {
-                None | Some(Value::Bool(_)) => Ok(()),
-                Some(other) => Err(format!(
-                    "{path}.network must be a boolean, not {}",
-                    kind(other)
-                )),
-            }
-        }
-        Field::Questions => {
-            let mut params = Map::new();
-            params.insert("questions".into(), v.clone());
-            crate::questions::validate(&Value::Object(params))
-                .map(drop)
-                .map_err(|msg| format!("{path}: {msg}"))
-        }
-        _ => Ok(()),
-    }
-}
-
-fn strings(path: &str, v: &Value) -> Result<(), String> {
-    let Some(items) = v.as_array() else {
-        return Err(format!(
-            "{path} must be an array of strings, not {}",
-            kind(v)
-        ));
-    };
-    match items.iter().enumerate().find(|(_, s)| !s.is_string()) {
-        Some((i, other)) => Err(format!("{path}[{i}] must be a string, not {}", kind(other))),
-        None => Ok(()),
     }
 }
 

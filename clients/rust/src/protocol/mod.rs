@@ -5,25 +5,38 @@
 //!
 //! What a client uses: [`ClientFrame`] (what it sends), [`ServerFrame`] (what it receives),
 //! [`ErrorCode`], [`encode`] and the codec. The rest is public for the daemon (`askbusd`), the
-//! conformance tests and the fuzz targets, which read frames as the daemon does:
-//! - [`Inbound`] and [`parse_inbound`]: a frame a peer sent, as the daemon reads it;
-//!   [`parse::reference`] decides every frame, [`parse::fast`] is an optimisation of it;
-//! - [`encode_fast`], [`UiRequestRef`] and [`UiApprovalRef`]: fast encoders of the frames every
-//!   question and approval costs, whose reference is [`encode`] of the same [`ServerFrame`];
-//! - [`json`]: the JSON string and integer writer those encoders share;
-//! - [`shown`]: `shownSha256`, the digest of what a request showed (RFC 8785 canonical JSON);
-//! - [`canonical`]: the reader of JSON text already written as serde_json writes it, which the
-//!   approvals' fast path keeps as it came.
+//! conformance tests and tools, which read frames as the daemon does:
+//! - [`Inbound`] and [`parse_inbound`]: a frame a peer sent, as the reference parser
+//!   ([`parse::reference`]) reads it; it decides every frame and words every error;
+//! - [`shown`]: `shownSha256`, the digest of what a request showed (RFC 8785 canonical JSON).
+//!
+//! Behind the non-default feature `fast` (hidden from these docs: an optimisation for the
+//! daemon and the fuzz targets, not part of the crate's promise): `parse::fast`, the fast
+//! reader of the frames every question and approval costs; `encode_fast`, `UiRequestRef` and
+//! `UiApprovalRef`, fast encoders of the frames they cost, whose reference is [`encode`] of the
+//! same [`ServerFrame`]; `json`, the JSON string and integer writer those encoders share; and
+//! `canonical`, the reader of JSON text already written as serde_json writes it, which the
+//! approvals' fast path keeps as it came. Each yields exactly what its reference does.
 //!
 //! Internal dependencies form a DAG: `codec`, `error` ← `frames` ← `parse`; `json` ←
 //! `encode_fast` → `frames`.
 
+#[cfg(feature = "fast")]
+#[doc(hidden)]
 pub mod canonical;
 mod codec;
+#[cfg(feature = "fast")]
+#[doc(hidden)]
 pub mod encode_fast;
 mod error;
 mod frames;
+#[cfg(feature = "fast")]
+#[doc(hidden)]
 pub mod json;
+// Without `fast`, only `shown` writes JSON strings with it.
+#[cfg(not(feature = "fast"))]
+#[allow(dead_code)]
+mod json;
 pub mod parse;
 pub mod shown;
 pub mod time;
@@ -35,6 +48,8 @@ pub use codec::{
 };
 pub use error::{Code, ErrorCode, FrameError, RequestKind};
 pub use frames::*;
+#[cfg(feature = "fast")]
+#[doc(hidden)]
 pub use parse::fast::{parse_fast, ApprovalFields, FastFrame, RequestHead};
 pub use parse::parse_inbound;
 #[cfg(feature = "shown")]

@@ -7,7 +7,8 @@
 //! valid (anything the schema or the value checks would reject, and anything unusual that they
 //! would accept, such as extra keys, which normalization passes through) makes it give up, and
 //! the reference decides and words the error. On what it accepts it writes the very bytes the
-//! reference would (keys in their order, the same escaping); debug builds assert it.
+//! reference would (keys in their order, the same escaping); debug builds of the daemon assert
+//! it (askbusd's `intake`).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -309,21 +310,6 @@ pub fn check_request(payload: &[u8]) -> Option<(RequestHead, Normalized)> {
     match parse_fast::<Questions>(payload)? {
         FastFrame::Request(head, questions) => Some((head, check(questions, payload.len())?)),
         FastFrame::Approval(..) | FastFrame::Other(_) => None,
-    }
-}
-
-/// Debug builds: what the fast path made of a request must be what the reference makes of its
-/// `params`.
-#[cfg(debug_assertions)]
-pub fn assert_agrees(fast: &Normalized, params: &serde_json::Value) {
-    match super::normalize(params) {
-        Ok(reference) => assert!(
-            reference.questions == fast.questions && reference.meta == fast.meta,
-            "fast questions differ from the reference for {params}:\n fast: {}\n  ref: {}",
-            fast.questions,
-            reference.questions
-        ),
-        Err(e) => panic!("the fast path took questions the reference refuses ({e}): {params}"),
     }
 }
 

@@ -12,12 +12,15 @@ use serde_json::Value;
 
 use crate::protocol::{AskUserData, RequestQuestions, ResultData};
 
+#[cfg(feature = "fast")]
+#[doc(hidden)]
 pub mod fast;
 mod js;
 mod reference;
 mod schema;
 
 pub use js::{js_trim, js_utf16_len};
+#[cfg(feature = "fast")]
 use reference::unescape;
 pub use reference::{normalize, validate};
 
@@ -118,18 +121,10 @@ pub struct Normalized {
     pub meta: Vec<QuestionMeta>,
 }
 
-/// Validates and normalizes a request's questions: the daemon's one entry. The fast path
-/// ([`fast::normalize`]) takes questions of the plain shape in one pass over their text; the
-/// reference ([`normalize`]) takes the rest and words any error. Debug builds run the
-/// reference beside every request the fast path takes and assert they agree.
+/// Validates and normalizes a request's questions, as they arrived in a parsed frame: the
+/// reference ([`normalize`]) of the request's `params`. (The daemon's door, askbusd's
+/// `intake`, tries the fast path of the feature `fast` first, which by contract gives the same.)
 pub fn check(questions: RequestQuestions) -> Result<Normalized, String> {
-    if let RequestQuestions::Raw(raw) = &questions {
-        if let Some(valid) = fast::normalize(raw.get()) {
-            #[cfg(debug_assertions)]
-            fast::assert_agrees(&valid, &questions.into_params());
-            return Ok(valid);
-        }
-    }
     normalize(&questions.into_params())
 }
 

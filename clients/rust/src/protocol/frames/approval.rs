@@ -216,7 +216,9 @@ pub struct UiApproval {
 
 /// The daemon's encoding of a [`UiApproval`]: the tool call, annotations and details stay the
 /// JSON text the daemon keeps them as (written as serde_json writes them), so a broadcast or a
-/// replay never re-serializes them.
+/// replay never re-serializes them. Its encoder is `encode_fast`'s (feature `fast`).
+#[cfg(feature = "fast")]
+#[doc(hidden)]
 #[derive(Debug)]
 pub struct UiApprovalRef<'a> {
     pub correlation_id: &'a str,

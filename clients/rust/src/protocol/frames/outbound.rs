@@ -1,6 +1,6 @@
 //! Frames the daemon sends. One definition serves the daemon (encode) and clients (decode):
 //! the `Serialize` derives here are the specification of the bytes on the wire, which the
-//! daemon's fast encoders (`super::super::encode_fast`) must equal.
+//! daemon's fast encoders (`super::super::encode_fast`, feature `fast`) must equal.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -186,7 +186,10 @@ pub struct UiRequest {
 }
 
 /// The daemon's encoding of a `UiRequest`: the questions stay the JSON text they were
-/// normalized to, so a broadcast or a replay never re-serializes (nor re-reads) them.
+/// normalized to, so a broadcast or a replay never re-serializes (nor re-reads) them. Its
+/// encoder is `encode_fast`'s (feature `fast`).
+#[cfg(feature = "fast")]
+#[doc(hidden)]
 #[derive(Debug)]
 pub struct UiRequestRef<'a> {
     pub correlation_id: &'a str,
@@ -344,6 +347,18 @@ mod tests {
         assert!(matches!(back, ServerFrame::AskUserWithdrawn { .. }));
         let unknown: ServerFrame = serde_json::from_str(r#"{"type":"future","x":1}"#).unwrap();
         assert!(matches!(unknown, ServerFrame::Unknown));
+        let resp = br#"{"type":"ask-user-response","correlationId":"c","answers":{"1":"b","0":"a"},"cancelled":false,"reason":"answered","result":{"llmContent":"","returnDisplay":"","data":{"ask_user":{"question_types":["text","text"],"dismissed":false,"empty_submission":false,"answer_count":2}}}}"#;
+        let ServerFrame::AskUserResponse(r) = serde_json::from_slice(resp).unwrap() else {
+            panic!()
+        };
+        assert_eq!(r.answers[&1], "b");
+        assert!(matches!(unknown, ServerFrame::Unknown));
+    }
+
+    /// The fast encoder of a UI's request writes what the serde derive writes.
+    #[cfg(feature = "fast")]
+    #[test]
+    fn ui_request_by_ref_encodes_as_the_derive() {
         let questions = r#"[{"question":"Q?","header":"H","type":"text"}]"#;
         let context = RequestContext {
             agent: Some("gemini-cli/0.61.0".into()),
@@ -401,11 +416,5 @@ mod tests {
         .encode();
         let back: ServerFrame = serde_json::from_slice(&by_ref).unwrap();
         assert!(matches!(back, ServerFrame::AskUserRequest(r) if r.timeout_ms == 5));
-        let resp = br#"{"type":"ask-user-response","correlationId":"c","answers":{"1":"b","0":"a"},"cancelled":false,"reason":"answered","result":{"llmContent":"","returnDisplay":"","data":{"ask_user":{"question_types":["text","text"],"dismissed":false,"empty_submission":false,"answer_count":2}}}}"#;
-        let ServerFrame::AskUserResponse(r) = serde_json::from_slice(resp).unwrap() else {
-            panic!()
-        };
-        assert_eq!(r.answers[&1], "b");
-        assert!(matches!(unknown, ServerFrame::Unknown));
     }
 }

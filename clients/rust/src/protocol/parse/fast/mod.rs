@@ -8,201 +8,26 @@
 //! yields exactly what the reference would; anything else (a wrong type, a duplicate key, a
 //! null, an escaped `type`, a value the reference rejects) makes it give up, and the reference
 //! decides, with its own error message. So no error wording lives here, and the two cannot
-//! disagree on a frame that is accepted (debug builds assert it on every frame). An approval's
+//! disagree on a frame that is accepted (debug builds of the daemon's door assert it on every
+//! frame). An approval's
 //! tool call and details are handed on as text for `approvals::fast`, which checks them.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+mod envelope;
+mod guards;
+
+use envelope::{Answers, Envelope};
+use guards::{has_surrogate_escape, may_hold_huge_number, may_nest_too_deep};
+
 use crate::protocol::frames::{
-    check_context_value, question_index, AskUserRequest, AskUserResponse, Decision, Inbound,
-    NoUiPolicy, RequestContext, RequestQuestions, TimeoutMs, ToolConfirmationResponse, ToolOutcome,
-    MAX_APPROVAL_MESSAGE_CHARS,
+    AskUserRequest, AskUserResponse, Decision, Inbound, NoUiPolicy, RequestContext,
+    RequestQuestions, TimeoutMs, ToolConfirmationResponse, ToolOutcome, MAX_APPROVAL_MESSAGE_CHARS,
 };
 use crate::protocol::MAX_CORRELATION_ID_CHARS;
-
-/// The fields of the frames this parser takes. An unknown key, which the reference skips, makes
-/// it give up: serde skips a value without checking it as the reference's `Value` does (a
-/// number past an f64, nesting past the depth limit; found by fuzzing), and frames from the
-/// clients carry none.
-/// `Q` is what `questions` is read as: its text, or (for [`parse_request`]) the caller's own
-/// fast reading of it.
-#[derive(Deserialize)]
-#[serde(bound(deserialize = "Q: Deserialize<'de>"), deny_unknown_fields)]
-struct Envelope<'a, Q> {
-    #[serde(rename = "type", borrow)]
-    ty: &'a str,
-    #[serde(rename = "correlationId", borrow)]
-    correlation_id: Cow<'a, str>,
-    #[serde(default, rename = "timeoutMs", deserialize_with = "present")]
-    timeout_ms: Option<u64>,
-    #[serde(default, rename = "noUi", borrow, deserialize_with = "present")]
-    no_ui: Option<&'a str>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    context: Option<Context<'a>>,
-    #[serde(default = "absent", deserialize_with = "present")]
-    questions: Option<Q>,
-    #[serde(default, deserialize_with = "present")]
-    answers: Option<Answers>,
-    #[serde(default, deserialize_with = "present")]
-    cancelled: Option<bool>,
-    #[serde(default, rename = "toolCall", borrow, deserialize_with = "present")]
-    tool_call: Option<&'a RawValue>,
-    #[serde(default, rename = "serverName", borrow, deserialize_with = "present")]
-    server_name: Option<&'a RawValue>,
-    #[serde(
-        default,
-        rename = "toolAnnotations",
-        borrow,
-        deserialize_with = "present"
-    )]
-    tool_annotations: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    subagent: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    details: Option<&'a RawValue>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    outcomes: Option<&'a RawValue>,
-    #[serde(default, deserialize_with = "present")]
-    confirmed: Option<bool>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    outcome: Option<&'a str>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    message: Option<Cow<'a, str>>,
-    #[serde(default, borrow, deserialize_with = "present")]
-    payload: Option<&'a RawValue>,
-    #[serde(default, deserialize_with = "present")]
-    dismissed: Option<bool>,
-}
-
-/// A field that, when present, must hold a `T` (not `null`): serde's own `Option` would read
-/// `null` as absent, where the reference reports it.
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
-}
-
-fn absent<Q>() -> Option<Q> {
-    None
-}
-
-/// `answers`: canonical question indices to strings. The last of duplicate keys wins, as in
-/// the reference's map.
-struct Answers(BTreeMap<usize, String>);
-
-impl<'de> Deserialize<'de> for Answers {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Answers;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object of strings keyed by question index")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Answers, A::Error> {
-                let mut answers = BTreeMap::new();
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    let index = question_index(&key)
-                        .ok_or_else(|| de::Error::custom("not a question index"))?;
-                    answers.insert(index, map.next_value::<String>()?);
-                }
-                Ok(Answers(answers))
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-/// A request's `context`: an object (never an array, which a derived struct would take) of
-/// the known fields, each a string when present (a `null`, another type, a duplicate key, or
-/// an unknown key, whose value serde would skip unchecked, makes the shortcut give up).
-#[derive(Default)]
-struct Context<'a> {
-    agent: Option<Cow<'a, str>>,
-    session: Option<Cow<'a, str>>,
-    project: Option<Cow<'a, str>>,
-    cwd: Option<Cow<'a, str>>,
-    title: Option<Cow<'a, str>>,
-}
-
-impl<'de> Deserialize<'de> for Context<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Context<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a context object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Context<'de>, A::Error> {
-                let mut c = Context::default();
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    let slot = match &*key {
-                        "agent" => &mut c.agent,
-                        "session" => &mut c.session,
-                        "project" => &mut c.project,
-                        "cwd" => &mut c.cwd,
-                        "title" => &mut c.title,
-                        _ => return Err(de::Error::custom("not a context key")),
-                    };
-                    if slot.is_some() {
-                        return Err(de::Error::custom("duplicate context key"));
-                    }
-                    let Str(value) = map.next_value::<Str<'de>>()?;
-                    *slot = Some(value);
-                }
-                Ok(c)
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-/// A string, borrowed from the payload where it holds no escapes.
-struct Str<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Str<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Str<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Str<'de>, E> {
-                Ok(Str(Cow::Borrowed(s)))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Str<'de>, E> {
-                Ok(Str(Cow::Owned(s.to_owned())))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
-impl Context<'_> {
-    /// The context the reference makes of it, if it accepts every value (with the same check).
-    fn checked(&self) -> Option<Option<RequestContext>> {
-        let field = |name: &str, v: &Option<Cow<'_, str>>| match v {
-            None => Some(None),
-            Some(v) => check_context_value(name, v)
-                .ok()
-                .map(|()| Some(v.clone().into_owned())),
-        };
-        Some(
-            RequestContext {
-                agent: field("agent", &self.agent)?,
-                session: field("session", &self.session)?,
-                project: field("project", &self.project)?,
-                cwd: field("cwd", &self.cwd)?,
-                title: field("title", &self.title)?,
-            }
-            .into_option(),
-        )
-    }
-}
 
 /// A request's envelope (an `ask-user-request` but for its questions, a
 /// `tool-confirmation-request` but for its tool call): what [`parse_fast`] hands back beside them.
@@ -307,92 +132,6 @@ pub fn parse_fast<'a, Q: Deserialize<'a>>(payload: &'a [u8]) -> Option<FastFrame
     }
 }
 
-/// Whether `payload` holds an escape `\uD800`–`\uDFFF` (either case). A `\\u…` (an escaped
-/// backslash before `u`) also counts, which only sends that rare frame to the reference.
-/// Most frames hold no backslash at all, so it looks only where `memchr` finds one (a
-/// four-byte window at every byte cost more than the rest of the parse).
-fn has_surrogate_escape(payload: &[u8]) -> bool {
-    memchr::memchr_iter(b'\\', payload).any(|i| match payload.get(i + 1..i + 4) {
-        Some(&[b'u', hi, lo]) => {
-            matches!(hi, b'd' | b'D') && matches!(lo, b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
-        }
-        _ => false,
-    })
-}
-
-/// Whether raw JSON text `payload` may hold a number serde_json reads as out of range: one with an exponent
-/// (a digit or `.`, then `e` or `E`, then a digit or sign, outside a `\u` escape; inside a
-/// string too, which only sends that frame to the reference), or a run of digits long enough
-/// to pass 1.8e308.
-fn may_hold_huge_number(payload: &[u8]) -> bool {
-    let exponent = memchr::memchr2_iter(b'e', b'E', payload).any(|i| {
-        i > 0
-            && matches!(payload[i - 1], b'0'..=b'9' | b'.')
-            && matches!(payload.get(i + 1), Some(b'0'..=b'9' | b'+' | b'-'))
-            // A hex digit of a `\uXXXX` escape (Python's json writes é as `\u00e9`).
-            && !(2..=5).any(|k| i >= k && payload[i - k] == b'\\' && payload[i - k + 1] == b'u')
-    });
-    exponent || has_digit_run(payload, MIN_HUGE_DIGITS)
-}
-
-/// The fewest digits of an integer part past an f64's range (1.8e308 has 309).
-const MIN_HUGE_DIGITS: usize = 309;
-
-/// Whether `payload` may hold `min` digits in a row: counted in aligned eight-byte words of
-/// digits, so a run a few digits shorter may count too.
-fn has_digit_run(payload: &[u8], min: usize) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    // A run of `min` digits covers this many whole aligned words.
-    let words = (min - 7) / 8;
-    let mut run = 0;
-    for chunk in payload.chunks_exact(8) {
-        let w = u64::from_le_bytes(chunk.try_into().expect("eight bytes")) ^ (ONES * 0x30);
-        // Every byte was b'0'..=b'9': now 0..=9, so no high nibble and nothing past 9.
-        let digits = w & (ONES * 0xf0) == 0 && w.wrapping_add(ONES * 0x76) & (ONES * 0x80) == 0;
-        run = if digits { run + 1 } else { 0 };
-        if run >= words {
-            return true;
-        }
-    }
-    false
-}
-
-/// serde_json's depth limit: a `Value` nested deeper is refused.
-const MAX_DEPTH: usize = 128;
-
-/// Whether `payload` may nest arrays and objects past [`MAX_DEPTH`]: never with fewer opening
-/// brackets than that (the usual frame); otherwise its nesting is measured, strings skipped.
-fn may_nest_too_deep(payload: &[u8]) -> bool {
-    if memchr::memchr2_iter(b'[', b'{', payload)
-        .nth(MAX_DEPTH - 2)
-        .is_none()
-    {
-        return false;
-    }
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0, false, false);
-    for &b in payload {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max >= MAX_DEPTH - 1
-}
-
 /// The frame, if it is an `ask-user-request`, `ask-user-response` or
 /// `tool-confirmation-response` the reference would accept as it is; `None` leaves the frame
 /// (and every `tool-confirmation-request`, whose reference form is its whole `Value`) to the
@@ -489,6 +228,7 @@ fn decision<Q>(env: Envelope<'_, Q>) -> Option<ToolConfirmationResponse> {
 
 #[cfg(test)]
 mod tests {
+    use super::guards::has_digit_run;
     use super::*;
     use crate::protocol::parse::reference;
 
