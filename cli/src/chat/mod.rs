@@ -13,7 +13,7 @@
 //! This module owns the engine: which request shows in which message, the digest a burst
 //! becomes, who may tap, the integrity of every tap (`seal`), and what survives a restart
 //! (`state`). `card` is one request's message and buttons, `platform` the interface of a chat
-//! platform, `telegram` the Telegram Bot API.
+//! platform, `telegram` the Telegram Bot API, `slack` Slack's Socket Mode and Web API.
 
 mod card;
 mod platform;
@@ -76,8 +76,8 @@ pub enum PlatformArgs {
 pub struct CommonArgs {
     #[command(flatten)]
     pub filter: FilterArgs,
-    /// A chat user who may answer (the platform's user id: Telegram's and Discord's are
-    /// numbers, Slack's look like U0123ABCD); repeat for several.
+    /// A chat user who may answer (the platform's user id: Telegram's are numbers, Slack's
+    /// look like U0123ABCD); repeat for several.
     /// Taps and replies of anyone else are refused and logged
     #[arg(long = "allow-user", value_name = "USER_ID", required = true)]
     pub allow_users: Vec<String>,
