@@ -270,8 +270,8 @@ enum Command {
     /// and names the first record that does not fit (exit 1).
     History(history::Args),
     /// Check the setup and say what to fix: the daemon (and whether it runs as a service),
-    /// its socket, the UIs subscribed and the notifier, each agent's hook, the config file,
-    /// the policy rules, the store and the link to NATS.
+    /// its socket, the UIs subscribed and the notifier, `askbus web`, each agent's hook, the
+    /// config file, the policy rules, the store and the link to NATS.
     ///
     /// One line per check (ok, warn, FAIL), each problem with the command that fixes it;
     /// exit status 1 when any check FAILs.

@@ -1,18 +1,20 @@
 //! `askbus doctor`: what a newcomer needs to know when nothing seems to happen. Each check
 //! prints one line (`ok`, `warn`, `FAIL`, or `--` for what does not apply) and, for a
 //! problem, the command that fixes it: the daemon and whether systemd runs it, the socket's
-//! owner and mode, the UIs subscribed (and the notifier among them), each agent's hook, the
-//! config file, the policy rules, the store and its history chain, and the link to NATS.
+//! owner and mode, the UIs subscribed (and the notifier among them), whether `askbus web`
+//! serves this bus, each agent's hook, the config file, the policy rules, the store and its
+//! history chain, and the link to NATS.
 //! Exit status 1 when any check FAILs.
 //!
 //! This module owns the report (one `Check` per line, text or JSON) and the order of the
 //! checks; `daemon` reaches askbusd and checks its socket, `stats` reads what its stats frame
-//! says (UIs, notifier, policies, store, federation), `setup` the files on this machine (each
-//! agent's hook, the config).
+//! says (UIs, notifier, policies, store, federation), `web` looks for `askbus web`, `setup`
+//! the files on this machine (each agent's hook, the config).
 
 mod daemon;
 mod setup;
 mod stats;
+mod web;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -26,6 +28,7 @@ use crate::term;
 use daemon::{daemon, socket_mode};
 use setup::{config, hook};
 use stats::{federation, policies, store, uis};
+use web::web;
 
 #[derive(Debug, ClapArgs)]
 pub struct Args {
@@ -93,6 +96,7 @@ pub async fn run(socket: &Path, args: Args) -> Result<ExitCode> {
             store(&mut r, None);
         }
     }
+    web(&mut r, socket, stats.as_ref());
     for agent in [Agent::Claude, Agent::Gemini, Agent::Codex] {
         hook(&mut r, agent, socket);
     }
