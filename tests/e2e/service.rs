@@ -677,3 +677,77 @@ fn a_config_that_federates_gets_the_drop_in_and_uninstall_removes_it() {
     assert!(!units.join("askbusd.service.d").exists());
     assert!(config.exists());
 }
+
+/// The drop-in is enough for what a federating askbusd really does: under strace, a daemon
+/// that reaches a real nats-server by host name (`localhost`, so name resolution runs too)
+/// opens only the address families the drop-in allows, and connects only to addresses the
+/// system drop-in's `IPAddressAllow=` lets through.
+#[test]
+fn a_federating_daemon_stays_inside_what_the_drop_in_allows() {
+    let nats = common::nats::Nats::start();
+    let url = format!("nats://localhost:{}", nats.port);
+    let home = tempfile::tempdir().unwrap();
+    let out = askbus(
+        home.path(),
+        &[
+            "service",
+            "install",
+            "--system",
+            "--dry-run",
+            "--nats",
+            &url,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (files, _) = parse_dry_run(&text(&out.stdout));
+    let drop_in = &files[Path::new("/etc/systemd/system/askbusd.service.d/askbus-federation.conf")];
+    let families: Vec<&str> = drop_in
+        .lines()
+        .find_map(|l| l.strip_prefix("RestrictAddressFamilies="))
+        .unwrap()
+        .split(' ')
+        .collect();
+    let allow: Vec<&str> = drop_in
+        .lines()
+        .find_map(|l| l.strip_prefix("IPAddressAllow="))
+        .unwrap()
+        .split(' ')
+        .collect();
+    assert_eq!(allow, ["localhost"], "{drop_in}");
+    // systemd's "localhost": 127.0.0.0/8 and ::1.
+    let allowed = |ip: &str| ip.starts_with("127.") || ip == "::1" || allow.contains(&ip);
+
+    let mut d = common::Daemon::builder()
+        .wrapper(&["strace", "-f", "-qq", "-o", "{socket}.strace"])
+        .args(&["--socket", "{socket}", "--nats", &url, "--node", "traced"])
+        .start();
+    let pid = d.child_pid();
+    common::rt().block_on(common::nats::wait_sees(&d, &[]));
+    // SAFETY: kill with our child's pid and a valid signal number.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGTERM) }, 0);
+    let status = d.wait_exit(std::time::Duration::from_secs(10));
+    assert!(status.success(), "{status}");
+
+    let trace = std::fs::read_to_string(format!("{}.strace", d.socket.display())).unwrap();
+    let mut connects = 0;
+    for line in trace.lines() {
+        let Some(call) = line.split_whitespace().nth(1) else {
+            continue;
+        };
+        if let Some(args) = call.strip_prefix("socket(") {
+            let family = args.split(',').next().unwrap();
+            assert!(families.contains(&family), "outside the drop-in: {line}");
+        }
+        if line.contains(" connect(") && !line.contains("sa_family=AF_UNIX") {
+            // {sa_family=AF_INET, sin_port=htons(4222), sin_addr=inet_addr("127.0.0.1")}
+            // {sa_family=AF_INET6, …, inet_pton(AF_INET6, "::1", &sin6_addr), …}
+            let ip = line
+                .split('"')
+                .nth(1)
+                .unwrap_or_else(|| panic!("a connect with no address: {line}"));
+            assert!(allowed(ip), "a connect IPAddressAllow= would drop: {line}");
+            connects += 1;
+        }
+    }
+    assert!(connects > 0, "it never connected to NATS: {trace}");
+}
