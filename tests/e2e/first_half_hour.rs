@@ -403,3 +403,35 @@ fn doctor_says_whether_askbus_web_serves_this_bus() {
         "{after}"
     );
 }
+
+/// Federation configured but NATS out of reach: doctor fails the check and names the command
+/// that lets a service reach it (the drop-in `askbus service install` writes).
+#[test]
+fn doctor_fails_an_unreachable_nats_with_the_command_that_opens_the_service() {
+    let port = common::nats::free_port();
+    let url = format!("nats://127.0.0.1:{port}");
+    let d = Daemon::builder()
+        .args(&["--nats", &url, "--node", "lonely"])
+        .start();
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = d.cli();
+    fresh(&mut cmd, home.path());
+    let out = cmd.args(["doctor", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let federation = check(&doctor_json(&out), "federation").clone();
+    assert_eq!(federation["status"], "fail", "{federation}");
+    assert!(
+        federation["detail"]
+            .as_str()
+            .unwrap()
+            .contains("node lonely is not connected"),
+        "{federation}"
+    );
+    assert!(
+        federation["fix"]
+            .as_str()
+            .unwrap()
+            .contains("`askbus service install --now`"),
+        "{federation}"
+    );
+}

@@ -215,7 +215,7 @@ pub(super) fn federation(r: &mut Report, stats: &Map<String, Value>) {
             "federation",
             Status::Fail,
             format!("node {node} is not connected to NATS (the local bus works; other machines see nothing)"),
-            Some("the reason is in askbusd's log (`journalctl --user -u askbusd`); under systemd the unit must allow network sockets: `askbus service install --nats URL`".into()),
+            Some("the reason is in askbusd's log (`journalctl --user -u askbusd`); as a service it needs network sockets: `askbus service install --now` writes the drop-in that allows them from the config's `nats` (or give `--nats URL`) and restarts askbusd (`sudo askbus service install --system --now` for the system bus)".into()),
         );
     }
 }
