@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use askbus::client::{ClientError, UiAnswerer, UiEvent, UiSubscription, Update};
-use askbus::protocol::{Code, ErrorCode, SubscribeFilter, WithdrawReason};
+use askbus::protocol::{Code, ErrorCode, SubscribeFilter};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -22,6 +22,7 @@ use super::card::{self, Block, Button, Card, View};
 use super::platform::{In, Msg, Out, DIGEST_KEY};
 use super::seal::{self, Handle, Sealer};
 use super::state::{SavedMessage, StateFile};
+use super::text::{title_case, withdrawn_text};
 use super::{CommonArgs, DIGEST_EVERY, DIGEST_LINES, REPLAY_GRACE, SAVE_EVERY};
 
 /// One pending request.
@@ -567,24 +568,6 @@ impl View<()> {
     /// An outcome view: it has no taps, so it needs no seal.
     fn clone_over(view: View<card::Action>) -> View<String> {
         view.map(|_| String::new())
-    }
-}
-
-fn withdrawn_text(reason: WithdrawReason) -> &'static str {
-    match reason {
-        WithdrawReason::Answered => "Answered elsewhere.",
-        WithdrawReason::Timeout => "⌛ Timed out: nobody answered in time.",
-        WithdrawReason::Withdrawn => "Withdrawn by the agent.",
-        WithdrawReason::ProducerGone => "The agent went away.",
-        WithdrawReason::Shutdown => "askbusd shut down.",
-    }
-}
-
-fn title_case(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().chain(c).collect(),
-        None => String::new(),
     }
 }
 
