@@ -18,12 +18,15 @@ use tokio::time::Instant;
 
 use crate::term;
 
-use super::card::{self, Block, Button, Card, View};
+use super::card::{self, Block, Button, Card, User, View};
 use super::platform::{In, Msg, Out, DIGEST_KEY};
 use super::seal::{self, Handle, Sealer};
 use super::state::{SavedMessage, StateFile};
 use super::text::{title_case, withdrawn_text};
 use super::{CommonArgs, DIGEST_EVERY, DIGEST_LINES, REPLAY_GRACE, SAVE_EVERY};
+
+/// Replies kept for a message not known yet (a chat's replies to other messages included).
+const EARLY_REPLIES: usize = 32;
 
 /// One pending request.
 struct Entry {
@@ -65,6 +68,10 @@ pub(super) struct Engine {
     by_msg: HashMap<Msg, String>,
     /// Ended while their post was on its way: edited to the outcome once posted.
     limbo: HashMap<u64, Card>,
+    /// Replies to a message not known yet: the platform's poller can hand over a reply
+    /// before its sender hands over the `Posted` (or `Prompted`) of the message it answers.
+    /// Applied when that message is known; the oldest dropped past [`EARLY_REPLIES`].
+    early: Vec<(User, Msg, String)>,
     queued: BTreeSet<(u64, String)>,
     live: usize,
     digest_msg: Option<Msg>,
@@ -121,6 +128,7 @@ impl Engine {
             by_handle: HashMap::new(),
             by_msg: HashMap::new(),
             limbo: HashMap::new(),
+            early: Vec::new(),
             queued: BTreeSet::new(),
             live: 0,
             digest_dirty: digest_msg.is_some(),

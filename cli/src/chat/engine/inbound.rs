@@ -2,7 +2,7 @@
 //! seal and the allowed users, then applied to the request), replies to a prompt, the
 //! platform's acks of what was posted or edited, and its reconnects and cursor.
 
-use super::Engine;
+use super::{Engine, EARLY_REPLIES};
 use crate::chat::card::{self, Step, User, View};
 use crate::chat::platform::{In, Msg, Out, DIGEST_KEY};
 use crate::chat::seal::Sealer;
@@ -54,7 +54,7 @@ impl Engine {
                     text: e.card.prompt_text(),
                     tap,
                 });
-                self.by_msg.insert(msg, id.clone());
+                self.by_msg.insert(msg.clone(), id.clone());
                 self.state.saved.messages.insert(id.clone(), saved);
                 self.dirty();
                 if changed {
@@ -63,11 +63,13 @@ impl Engine {
                 if let Some(p) = prompt {
                     self.send(p);
                 }
+                self.early_replies(&msg).await;
             }
             In::Prompted { key, msg } => {
                 if let Some(id) = key.parse::<u64>().ok().and_then(|s| self.by_seq.get(&s)) {
                     let id = id.clone();
-                    self.by_msg.insert(msg, id);
+                    self.by_msg.insert(msg.clone(), id);
+                    self.early_replies(&msg).await;
                 }
             }
             In::Failed { key, error } => {
@@ -208,7 +210,15 @@ impl Engine {
     }
 
     pub(super) async fn reply(&mut self, user: User, reply_to: Option<Msg>, text: &str) {
-        let Some(id) = reply_to.and_then(|m| self.by_msg.get(&m).cloned()) else {
+        let Some(reply_to) = reply_to else {
+            return;
+        };
+        let Some(id) = self.by_msg.get(&reply_to).cloned() else {
+            // Perhaps to a message whose `Posted` is still on its way: kept for it.
+            if self.early.len() == EARLY_REPLIES {
+                self.early.remove(0);
+            }
+            self.early.push((user, reply_to, text.to_owned()));
             return;
         };
         let who = term::sanitize(&user.label()).into_owned();
@@ -224,6 +234,17 @@ impl Engine {
         };
         let step = e.card.reply(text, &user);
         self.apply(&id, step, None, &user).await;
+    }
+
+    /// Applies the replies that came before `msg` was known.
+    async fn early_replies(&mut self, msg: &Msg) {
+        let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.early)
+            .into_iter()
+            .partition(|(_, m, _)| m == msg);
+        self.early = later;
+        for (user, m, text) in now {
+            self.reply(user, Some(m), &text).await;
+        }
     }
 
     pub(super) async fn apply(&mut self, id: &str, step: Step, reply: Option<String>, user: &User) {
