@@ -255,7 +255,7 @@ enum Command {
     /// are signed single-use links to `askbus web` (--web-url). A request answered elsewhere,
     /// withdrawn or timed out closes its notification. Reconnects when askbusd restarts.
     Notify(notify::NotifyArgs),
-    /// Answer from a chat app: Telegram, Slack or Discord, over outbound connections only.
+    /// Answer from a chat app: Telegram or Slack, over outbound connections only.
     ///
     /// A long-running UI: every request becomes one message in the chat (agent, project,
     /// title, time left) with buttons for its kind (choices, toggles and Done, Yes/No, Allow
@@ -270,8 +270,8 @@ enum Command {
     /// and names the first record that does not fit (exit 1).
     History(history::Args),
     /// Check the setup and say what to fix: the daemon (and whether it runs as a service),
-    /// its socket, the UIs subscribed and the notifier, each agent's hook, the config file,
-    /// the policy rules, the store and the link to NATS.
+    /// its socket, the UIs subscribed and the notifier, `askbus web`, each agent's hook, the
+    /// config file, the policy rules, the store and the link to NATS.
     ///
     /// One line per check (ok, warn, FAIL), each problem with the command that fixes it;
     /// exit status 1 when any check FAILs.

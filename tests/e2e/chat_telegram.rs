@@ -734,3 +734,36 @@ fn rate_limits_drops_redelivery_restart_and_digest() {
         drop(c);
     });
 }
+
+/// The help names the platforms that exist (Telegram, Slack) and no other: a newcomer who
+/// reads "Discord" there finds no `askbus chat discord`.
+#[test]
+fn help_names_only_the_platforms_that_exist() {
+    let help = |args: &[&str]| {
+        let out = std::process::Command::new(common::cli_bin())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let chat = help(&["chat", "--help"]);
+    for platform in ["telegram", "slack"] {
+        assert!(chat.contains(platform), "{chat}");
+    }
+    let top = help(&["--help"]);
+    let line = top
+        .lines()
+        .find(|l| l.trim_start().starts_with("chat "))
+        .unwrap_or_else(|| panic!("{top}"));
+    assert!(line.contains("Telegram or Slack"), "{line}");
+    for args in [
+        &["--help"][..],
+        &["chat", "--help"],
+        &["chat", "telegram", "--help"],
+        &["chat", "slack", "--help"],
+    ] {
+        let text = help(args);
+        assert!(!text.to_lowercase().contains("discord"), "{args:?}: {text}");
+    }
+}

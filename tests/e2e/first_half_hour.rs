@@ -334,3 +334,104 @@ fn doctor_warns_of_a_federation_in_the_clear() {
     assert!(detail.contains("192.0.2.7"), "{detail}");
     assert!(detail.contains("require_tls"), "{detail}");
 }
+
+/// `askbus doctor` lists `askbus web`: not running (and the command that starts one), then
+/// running for this bus, at the address it really listens on and by pid.
+#[test]
+fn doctor_says_whether_askbus_web_serves_this_bus() {
+    use std::io::BufRead;
+    let d = Daemon::start();
+    let home = tempfile::tempdir().unwrap();
+    let doctor = || {
+        let mut cmd = d.cli();
+        fresh(&mut cmd, home.path());
+        let out = cmd.args(["doctor", "--json"]).output().unwrap();
+        check(&doctor_json(&out), "web").clone()
+    };
+    let before = doctor();
+    assert_eq!(before["status"], "ok", "{before}");
+    assert!(
+        before["detail"].as_str().unwrap().contains("not running"),
+        "{before}"
+    );
+    assert!(
+        before["fix"]
+            .as_str()
+            .unwrap()
+            .contains("askbus web --open"),
+        "{before}"
+    );
+
+    let mut web = d.cli();
+    fresh(&mut web, home.path());
+    let mut web = web
+        .args(["web", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kept open until it is stopped: it prints the sign-in link after this line.
+    let mut out = std::io::BufReader::new(web.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    // "askbus web: serving the questions of askbusd at … on http://127.0.0.1:PORT/"
+    let url = first
+        .trim()
+        .rsplit(' ')
+        .next()
+        .filter(|u| u.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_owned();
+    let during = doctor();
+    let _ = web.kill();
+    let _ = web.wait();
+    drop(out);
+    assert_eq!(during["status"], "ok", "{during}");
+    let detail = during["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!(
+            "askbus web serves this bus at {url} (pid {})",
+            web.id()
+        )),
+        "{during}"
+    );
+    assert!(detail.contains("0 browser tabs open"), "{during}");
+
+    let after = doctor();
+    assert!(
+        after["detail"].as_str().unwrap().contains("not running"),
+        "{after}"
+    );
+}
+
+/// Federation configured but NATS out of reach: doctor fails the check and names the command
+/// that lets a service reach it (the drop-in `askbus service install` writes).
+#[test]
+fn doctor_fails_an_unreachable_nats_with_the_command_that_opens_the_service() {
+    let port = common::nats::free_port();
+    let url = format!("nats://127.0.0.1:{port}");
+    let d = Daemon::builder()
+        .args(&["--nats", &url, "--node", "lonely"])
+        .start();
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = d.cli();
+    fresh(&mut cmd, home.path());
+    let out = cmd.args(["doctor", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let federation = check(&doctor_json(&out), "federation").clone();
+    assert_eq!(federation["status"], "fail", "{federation}");
+    assert!(
+        federation["detail"]
+            .as_str()
+            .unwrap()
+            .contains("node lonely is not connected"),
+        "{federation}"
+    );
+    assert!(
+        federation["fix"]
+            .as_str()
+            .unwrap()
+            .contains("`askbus service install --now`"),
+        "{federation}"
+    );
+}

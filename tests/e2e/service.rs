@@ -500,3 +500,254 @@ fn install_now_without_a_manager_fails_and_says_what_to_do() {
     // The units are written all the same, and the commands to enable them printed.
     assert!(text(&out.stdout).contains("systemctl --user enable --now askbusd.socket"));
 }
+
+/// `systemd-analyze security --offline` on `askbusd.service` in `dir`: the line of `check`.
+fn security_line(user: bool, dir: &Path, check: &str) -> String {
+    let out = systemd_analyze(user, &["security", "--offline=yes", "askbusd.service"], dir);
+    text(&out.stdout)
+        .lines()
+        .find(|l| l.contains(check))
+        .unwrap_or_else(|| panic!("no {check} in {}", text(&out.stdout)))
+        .to_owned()
+}
+
+/// Federation as a service (issue 31): the shipped units allow Unix sockets only, so
+/// `--nats` adds a drop-in that lets askbusd open Internet sockets, and for the system unit
+/// (which denies every IP address) allows the servers' addresses. The units with it verify,
+/// and systemd itself reads the drop-in: Internet sockets allowed, the address allow list set.
+#[test]
+fn nats_adds_a_drop_in_that_lets_the_service_reach_the_servers() {
+    for (scope, user) in [("--user", true), ("--system", false)] {
+        let home = tempfile::tempdir().unwrap();
+        let out = askbus(
+            home.path(),
+            &[
+                "service",
+                "install",
+                scope,
+                "--dry-run",
+                "--nats",
+                "nats://127.0.0.1:4222,tls://[::1]:4443",
+            ],
+        );
+        assert!(out.status.success(), "{scope}: {}", text(&out.stderr));
+        let (files, _) = parse_dry_run(&text(&out.stdout));
+        let unit_dir = if user {
+            home.path().join("config/systemd/user")
+        } else {
+            PathBuf::from("/etc/systemd/system")
+        };
+        let drop_in = files
+            .get(&unit_dir.join("askbusd.service.d/askbus-federation.conf"))
+            .unwrap_or_else(|| panic!("{scope}: no drop-in in {files:?}"));
+        assert!(drop_in.starts_with(&format!("# Written by `askbus service install {scope}`")));
+        assert!(
+            drop_in.contains("\n[Service]\nRestrictAddressFamilies=AF_UNIX AF_INET AF_INET6\n"),
+            "{drop_in}"
+        );
+        if user {
+            assert!(!drop_in.contains("IPAddress"), "{drop_in}");
+            // The config install writes federates, and askbusd takes it.
+            let config = &files[&home.path().join("config/askbus/askbusd.toml")];
+            let table: toml::Table = config.parse().unwrap();
+            assert_eq!(
+                table["nats"],
+                toml::Value::Array(vec![
+                    "nats://127.0.0.1:4222".into(),
+                    "tls://[::1]:4443".into()
+                ]),
+                "{config}"
+            );
+            let path = home.path().join("askbusd.toml");
+            std::fs::write(&path, config).unwrap();
+            let check = Command::new(daemon_bin())
+                .args(["--check-config", "--config"])
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(check.status.success(), "{}", text(&check.stderr));
+        } else {
+            assert!(
+                drop_in.ends_with("\nIPAddressAllow=127.0.0.1 ::1\n"),
+                "{drop_in}"
+            );
+        }
+
+        let staged = tempfile::tempdir().unwrap();
+        for name in ["askbusd.socket", "askbusd.service"] {
+            std::fs::write(staged.path().join(name), &files[&unit_dir.join(name)]).unwrap();
+        }
+        let before = security_line(user, staged.path(), "RestrictAddressFamilies=~AF_(INET");
+        assert!(before.starts_with('✓'), "{scope}: {before}");
+        std::fs::create_dir(staged.path().join("askbusd.service.d")).unwrap();
+        std::fs::write(
+            staged
+                .path()
+                .join("askbusd.service.d/askbus-federation.conf"),
+            drop_in,
+        )
+        .unwrap();
+        let out = systemd_analyze(
+            user,
+            &["verify", "askbusd.socket", "askbusd.service"],
+            staged.path(),
+        );
+        assert!(out.status.success(), "{scope}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).trim().is_empty(),
+            "{scope}: {}",
+            text(&out.stderr)
+        );
+        let after = security_line(user, staged.path(), "RestrictAddressFamilies=~AF_(INET");
+        assert!(after.starts_with('✗'), "{scope}: {after}");
+        if !user {
+            let ip = security_line(user, staged.path(), "IPAddressDeny=");
+            assert!(ip.contains("allow list"), "{ip}");
+        }
+    }
+}
+
+/// The config's own `nats` is enough: install writes the drop-in from it, status shows it,
+/// uninstall removes it. `--nats` beside a config of the user's that says otherwise keeps the
+/// config and says what to put in it.
+#[test]
+fn a_config_that_federates_gets_the_drop_in_and_uninstall_removes_it() {
+    let home = tempfile::tempdir().unwrap();
+    let units = home.path().join("config/systemd/user");
+    let drop_in = units.join("askbusd.service.d/askbus-federation.conf");
+    let config = home.path().join("config/askbus/askbusd.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "log_level = \"debug\"\n").unwrap();
+
+    // No nats anywhere: no drop-in.
+    let out = askbus(home.path(), &["service", "install"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!drop_in.exists());
+
+    // --nats with the user's config kept: the drop-in, and what to add to the config.
+    let out = askbus(
+        home.path(),
+        &["service", "install", "--nats", "nats://127.0.0.1:4222"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!("wrote {}", drop_in.display())),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("set `nats = [\"nats://127.0.0.1:4222\"]` there"),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "log_level = \"debug\"\n"
+    );
+    std::fs::remove_file(&drop_in).unwrap();
+
+    // The config federates: a plain install writes the drop-in, then leaves it unchanged.
+    std::fs::write(&config, "nats = \"nats://127.0.0.1:4222\"\n").unwrap();
+    let status = askbus(home.path(), &["service", "status"]);
+    assert!(
+        text(&status.stdout).contains("the config sets `nats`: the service cannot reach NATS"),
+        "{}",
+        text(&status.stdout)
+    );
+    let out = askbus(home.path(), &["service", "install"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(&drop_in).unwrap();
+    assert!(written.contains("RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6"));
+    assert!(written.contains("(127.0.0.1:4222)"), "{written}");
+    let out = askbus(home.path(), &["service", "install"]);
+    assert!(
+        text(&out.stdout).contains(&format!("unchanged {}", drop_in.display())),
+        "{}",
+        text(&out.stdout)
+    );
+    let status = askbus(home.path(), &["service", "status"]);
+    assert!(
+        text(&status.stdout).contains("network sockets for federation"),
+        "{}",
+        text(&status.stdout)
+    );
+
+    let out = askbus(home.path(), &["service", "uninstall"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!drop_in.exists());
+    assert!(!units.join("askbusd.service.d").exists());
+    assert!(config.exists());
+}
+
+/// The drop-in is enough for what a federating askbusd really does: under strace, a daemon
+/// that reaches a real nats-server by host name (`localhost`, so name resolution runs too)
+/// opens only the address families the drop-in allows, and connects only to addresses the
+/// system drop-in's `IPAddressAllow=` lets through.
+#[test]
+fn a_federating_daemon_stays_inside_what_the_drop_in_allows() {
+    let nats = common::nats::Nats::start();
+    let url = format!("nats://localhost:{}", nats.port);
+    let home = tempfile::tempdir().unwrap();
+    let out = askbus(
+        home.path(),
+        &[
+            "service",
+            "install",
+            "--system",
+            "--dry-run",
+            "--nats",
+            &url,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let (files, _) = parse_dry_run(&text(&out.stdout));
+    let drop_in = &files[Path::new("/etc/systemd/system/askbusd.service.d/askbus-federation.conf")];
+    let families: Vec<&str> = drop_in
+        .lines()
+        .find_map(|l| l.strip_prefix("RestrictAddressFamilies="))
+        .unwrap()
+        .split(' ')
+        .collect();
+    let allow: Vec<&str> = drop_in
+        .lines()
+        .find_map(|l| l.strip_prefix("IPAddressAllow="))
+        .unwrap()
+        .split(' ')
+        .collect();
+    assert_eq!(allow, ["localhost"], "{drop_in}");
+    // systemd's "localhost": 127.0.0.0/8 and ::1.
+    let allowed = |ip: &str| ip.starts_with("127.") || ip == "::1" || allow.contains(&ip);
+
+    let mut d = common::Daemon::builder()
+        .wrapper(&["strace", "-f", "-qq", "-o", "{socket}.strace"])
+        .args(&["--socket", "{socket}", "--nats", &url, "--node", "traced"])
+        .start();
+    let pid = d.child_pid();
+    common::rt().block_on(common::nats::wait_sees(&d, &[]));
+    // SAFETY: kill with our child's pid and a valid signal number.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGTERM) }, 0);
+    let status = d.wait_exit(std::time::Duration::from_secs(10));
+    assert!(status.success(), "{status}");
+
+    let trace = std::fs::read_to_string(format!("{}.strace", d.socket.display())).unwrap();
+    let mut connects = 0;
+    for line in trace.lines() {
+        let Some(call) = line.split_whitespace().nth(1) else {
+            continue;
+        };
+        if let Some(args) = call.strip_prefix("socket(") {
+            let family = args.split(',').next().unwrap();
+            assert!(families.contains(&family), "outside the drop-in: {line}");
+        }
+        if line.contains(" connect(") && !line.contains("sa_family=AF_UNIX") {
+            // {sa_family=AF_INET, sin_port=htons(4222), sin_addr=inet_addr("127.0.0.1")}
+            // {sa_family=AF_INET6, …, inet_pton(AF_INET6, "::1", &sin6_addr), …}
+            let ip = line
+                .split('"')
+                .nth(1)
+                .unwrap_or_else(|| panic!("a connect with no address: {line}"));
+            assert!(allowed(ip), "a connect IPAddressAllow= would drop: {line}");
+            connects += 1;
+        }
+    }
+    assert!(connects > 0, "it never connected to NATS: {trace}");
+}

@@ -5,10 +5,11 @@
 //! editor or in askbus.
 //!
 //! `wire` owns the JSON-RPC lines, `permission` and `elicit` the mapping of the two requests
-//! onto askbus, `relay` the routing and the race; this file owns the command line and the
+//! onto askbus, `relay` the routing and the race, `out` each side's buffered writer; this file owns the command line and the
 //! agent process: its start, signals passed on, and its exit status passed back.
 
 mod elicit;
+mod out;
 mod permission;
 mod relay;
 mod wire;
@@ -28,7 +29,8 @@ use tokio::sync::mpsc;
 
 use askbus::protocol::NoUiPolicy;
 
-pub use relay::{Options, Out, Relay};
+pub use out::Out;
+pub use relay::{Options, Relay};
 
 #[derive(Debug, Args)]
 pub struct AcpArgs {

@@ -10,7 +10,6 @@
 //! test and a write); askbus runs on the tokio runtime whose handle the relay holds.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -23,6 +22,7 @@ use askbus::client::{new_correlation_id, Ask, Producer, ProducerOptions};
 use askbus::protocol::{CancelReason, NoUiPolicy, RequestContext};
 
 use super::elicit::{self, Elicitation};
+use super::out::Out;
 use super::permission::{self, OptionMap};
 use super::wire::{self, Envelope, IdKey};
 use super::{Decision, Event, Fallback, Gate};
@@ -46,60 +46,6 @@ pub struct Options {
     pub client: String,
     /// The agent's name until its `initialize` answer says better (the command's file name).
     pub agent_command: String,
-}
-
-/// One side's input: a buffered writer that flushes when the reader has nothing more queued,
-/// so a burst is written in few syscalls and a lone line at once.
-pub struct Out {
-    w: Mutex<Option<BufWriter<Box<dyn Write + Send>>>>,
-}
-
-impl Out {
-    pub fn new(w: Box<dyn Write + Send>) -> Out {
-        Out {
-            w: Mutex::new(Some(BufWriter::with_capacity(64 * 1024, w))),
-        }
-    }
-
-    /// Writes one line; false once this side is closed or gone.
-    pub fn write(&self, line: &[u8], flush: bool) -> bool {
-        let mut guard = self.w.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(w) = guard.as_mut() else {
-            return false;
-        };
-        let ok = w.write_all(line).is_ok() && (!flush || w.flush().is_ok());
-        if !ok {
-            *guard = None;
-        }
-        ok
-    }
-
-    /// Writes `bytes` straight to this side (after what is buffered), flushed: a large run
-    /// goes out in one write, without a copy into the buffer.
-    pub fn write_through(&self, bytes: &[u8]) -> bool {
-        let mut guard = self.w.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(w) = guard.as_mut() else {
-            return false;
-        };
-        let ok = w.flush().is_ok() && w.get_mut().write_all(bytes).is_ok();
-        if !ok {
-            *guard = None;
-        }
-        ok
-    }
-
-    pub fn flush(&self) {
-        if let Some(w) = self.w.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-            let _ = w.flush();
-        }
-    }
-
-    /// Flushes and closes it (the agent's stdin, once the editor's is closed).
-    pub fn close(&self) {
-        if let Some(mut w) = self.w.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            let _ = w.flush();
-        }
-    }
 }
 
 /// What askbus is asked, for one intercepted request.

@@ -2,7 +2,9 @@
 //! one neutraliser, `term::sanitize`: controls, bidi overrides, invisible characters) before
 //! a card uses it; a platform then escapes its own markup and
 //! calls [`defuse_mentions`] when it renders, so a question can neither format itself into a
-//! fake button or link nor ping a channel.
+//! fake button or link nor ping a channel. Also the fixed words the engine puts in a message.
+
+use askbus::protocol::WithdrawReason;
 
 use crate::term;
 
@@ -41,6 +43,26 @@ pub fn defuse_mentions(s: &str) -> String {
         }
     }
     out
+}
+
+/// What a request's message says when it was withdrawn.
+pub fn withdrawn_text(reason: WithdrawReason) -> &'static str {
+    match reason {
+        WithdrawReason::Answered => "Answered elsewhere.",
+        WithdrawReason::Timeout => "⌛ Timed out: nobody answered in time.",
+        WithdrawReason::Withdrawn => "Withdrawn by the agent.",
+        WithdrawReason::ProducerGone => "The agent went away.",
+        WithdrawReason::Shutdown => "askbusd shut down.",
+    }
+}
+
+/// `s` with its first letter upper-case ("telegram" → "Telegram").
+pub fn title_case(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use anyhow::{bail, Context, Result};
 
 use super::unit::{existing, find_askbusd, plan, Existing};
 use super::{
-    run_or_print, shell_line, shell_word, write_file, InstallArgs, Scope, UninstallArgs, MARKER,
-    NOTIFIER_UNIT,
+    federation, run_or_print, shell_line, shell_word, write_file, InstallArgs, Scope,
+    UninstallArgs, EXAMPLE_CONFIG, MARKER, NOTIFIER_UNIT,
 };
 
 pub(super) fn install(args: InstallArgs) -> Result<ExitCode> {
@@ -44,7 +44,19 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode> {
     } else {
         None
     };
-    let files = plan(&layout, &daemon, notifier.as_deref())?;
+    // Federation: the servers given, else those of the config askbusd will read.
+    let given = federation::parse_servers(&args.nats)?;
+    let nats = if given.is_empty() {
+        federation::servers_in_config(&layout.config)?
+    } else {
+        given.clone()
+    };
+    let config = if given.is_empty() {
+        EXAMPLE_CONFIG.to_owned()
+    } else {
+        federation::config_with(EXAMPLE_CONFIG, &given)
+    };
+    let files = plan(&layout, &daemon, notifier.as_deref(), &nats, config)?;
 
     let mut foreign = Vec::new();
     let mut to_write = Vec::new();
@@ -131,6 +143,24 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode> {
         writeln!(out, "{verb} {}", f.path.display())?;
     }
     writeln!(out, "ExecStart={}", daemon.display())?;
+    if !given.is_empty() {
+        let kept = !to_write.iter().any(|w| w.path == layout.config);
+        let urls = |s: &[async_nats::ServerAddr]| {
+            s.iter()
+                .map(|a| a.as_url_str().to_owned())
+                .collect::<Vec<_>>()
+        };
+        if kept && urls(&federation::servers_in_config(&layout.config)?) != urls(&given) {
+            writeln!(
+                out,
+                "note: {} is yours and was kept, and does not say these servers: set \
+                 `nats = {}` there, then {}",
+                layout.config.display(),
+                toml::Value::Array(urls(&given).into_iter().map(toml::Value::String).collect()),
+                shell_line(&layout.systemctl(&["restart", "askbusd.service"]))
+            )?;
+        }
+    }
     if let Some(askbus) = &notifier {
         writeln!(
             out,
@@ -188,6 +218,11 @@ pub(super) fn uninstall(args: UninstallArgs) -> Result<ExitCode> {
             Existing::Foreign if args.force => remove.push(path),
             Existing::Foreign => foreign.push(path.display().to_string()),
         }
+    }
+    // The federation drop-in, if install wrote it; one the user wrote is theirs.
+    let drop_in = layout.federation_drop_in();
+    if matches!(existing(&drop_in)?, Existing::Ours(_)) {
+        remove.push(drop_in.clone());
     }
     if scope == Scope::User {
         // The notifier's unit goes with the daemon's if install wrote it (`--notify`): it needs
@@ -247,6 +282,10 @@ pub(super) fn uninstall(args: UninstallArgs) -> Result<ExitCode> {
     for p in &remove {
         std::fs::remove_file(p).with_context(|| format!("cannot remove {}", p.display()))?;
         writeln!(out, "removed {}", p.display())?;
+    }
+    if let Some(dir) = drop_in.parent() {
+        // Gone only if empty: other drop-ins there are the user's.
+        let _ = std::fs::remove_dir(dir);
     }
     if !running {
         // Offline, disable only removes the wants/ symlinks it made; say to run it anyway.

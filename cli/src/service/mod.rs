@@ -3,7 +3,8 @@
 //! shipped files stay the one source) with `ExecStart=` pointing at the askbusd actually
 //! installed, and a header that marks them as ours: install rewrites and uninstall removes only
 //! files carrying it, unless `--force`. Where a systemd manager is running it runs
-//! `daemon-reload` and `enable`; elsewhere it prints exactly what to run.
+//! `daemon-reload` and `enable`; elsewhere it prints exactly what to run. A daemon that
+//! federates through NATS also gets a drop-in that lets it reach the servers (`federation`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
 
+mod federation;
 mod install;
 mod status;
 mod unit;
@@ -91,6 +93,12 @@ struct InstallArgs {
     /// Also install and enable the notifier (`askbus notify`, this askbus) as a user service
     #[arg(long)]
     notify: bool,
+    /// Federate through the NATS server at URL (repeat, or comma-separated): the config
+    /// install writes gets `nats = [URL]`, and the service a drop-in that lets askbusd reach
+    /// it (network sockets; for --system, the servers' addresses only). Without it, the
+    /// config's own `nats` decides whether the drop-in is written
+    #[arg(long, value_name = "URL")]
+    nats: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -174,6 +182,13 @@ impl Layout {
     /// Where the notifier's unit goes (user scope: `askbus notify` needs the session bus).
     fn notifier_unit(&self) -> PathBuf {
         self.unit_dir.join(NOTIFIER_UNIT)
+    }
+
+    /// Where the drop-in that opens the network to federation goes.
+    fn federation_drop_in(&self) -> PathBuf {
+        self.unit_dir
+            .join("askbusd.service.d")
+            .join(federation::DROP_IN)
     }
 
     fn units(&self) -> [(PathBuf, &'static str); 2] {

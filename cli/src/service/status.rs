@@ -80,6 +80,40 @@ pub(super) fn status(scope: Scope) -> Result<ExitCode> {
             )?;
         }
     }
+    let drop_in = layout.federation_drop_in();
+    match existing(&drop_in)? {
+        Existing::Absent => {
+            if !super::federation::servers_in_config(&layout.config)
+                .unwrap_or_default()
+                .is_empty()
+            {
+                writeln!(
+                    out,
+                    "  {}: absent, but the config sets `nats`: the service cannot reach NATS; \
+                     run askbus service install {}",
+                    drop_in.display(),
+                    layout.scope_flag()
+                )?;
+            }
+        }
+        Existing::Ours(text) => {
+            let allow = text
+                .lines()
+                .find_map(|l| l.strip_prefix("IPAddressAllow="))
+                .map(|a| format!(", IP addresses {a}"))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "  {}: network sockets for federation{allow} (written by askbus service install)",
+                drop_in.display()
+            )?;
+        }
+        Existing::Foreign => writeln!(
+            out,
+            "  {}: not written by askbus service install",
+            drop_in.display()
+        )?,
+    }
     writeln!(
         out,
         "  {}: {}",

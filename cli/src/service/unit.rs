@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use super::{Layout, EXAMPLE_CONFIG, MARKER, SYSUSERS};
+use super::{Layout, MARKER, SYSUSERS};
 
 /// What stands at a unit's path today.
 #[derive(Debug, PartialEq, Eq)]
@@ -146,12 +146,15 @@ pub(super) struct Planned {
     pub(super) ours: bool,
 }
 
-/// What install would write for `layout` running `daemon`, and with `notifier` (this
-/// `askbus`) the notifier's user unit too.
+/// What install would write for `layout` running `daemon`: with `notifier` (this `askbus`)
+/// the notifier's user unit too, with `nats` servers the federation drop-in; `config` is the
+/// config file to write where there is none.
 pub(super) fn plan(
     layout: &Layout,
     daemon: &Path,
     notifier: Option<&Path>,
+    nats: &[async_nats::ServerAddr],
+    config: String,
 ) -> Result<Vec<Planned>> {
     let flag = layout.scope_flag();
     let mut files = Vec::new();
@@ -159,6 +162,14 @@ pub(super) fn plan(
         files.push(Planned {
             path,
             text: render_unit(template, daemon, flag)?,
+            ours: true,
+        });
+    }
+    if !nats.is_empty() {
+        let resolv_conf = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+        files.push(Planned {
+            path: layout.federation_drop_in(),
+            text: super::federation::drop_in(layout.scope, nats, &resolv_conf)?,
             ours: true,
         });
     }
@@ -178,7 +189,7 @@ pub(super) fn plan(
     }
     files.push(Planned {
         path: layout.config.clone(),
-        text: EXAMPLE_CONFIG.to_owned(),
+        text: config,
         ours: false,
     });
     Ok(files)

@@ -1,0 +1,111 @@
+//! The card's tests: each kind's view, taps and replies, redaction and the limits.
+
+use super::*;
+use serde_json::json;
+
+fn user() -> User {
+    User {
+        id: "1".into(),
+        name: "Al".into(),
+    }
+}
+
+fn question(v: Value) -> Card {
+    let r: UiRequest = serde_json::from_value(json!({"correlationId": "c1", "questions": v,
+        "timeoutMs": 600_000, "producer": {"client": "a/1", "pid": 1, "uid": 0},
+        "context": {"agent": "gemini-cli", "project": "web"}}))
+    .unwrap();
+    Card::from_question(&r)
+}
+
+#[test]
+fn words_for_time_left() {
+    assert_eq!(
+        left_in_words(Duration::from_secs(30)),
+        "less than a minute left"
+    );
+    assert_eq!(left_in_words(Duration::from_secs(599)), "9 min left");
+    assert_eq!(left_in_words(Duration::from_secs(4800)), "1 h 20 min left");
+    assert_eq!(left_in_words(Duration::from_secs(7200)), "2 h left");
+}
+
+#[test]
+fn multiselect_toggles_then_done() {
+    let mut c = question(
+        json!([{"question": "Which?", "header": "DB", "type": "choice",
+        "multiSelect": true, "options": [{"label": "a", "description": ""},
+        {"label": "b", "description": ""}, {"label": "c", "description": ""}]}]),
+    );
+    assert_eq!(
+        c.tap(Action::Done, &user()),
+        Step::Refuse("Check at least one option first.")
+    );
+    assert_eq!(c.tap(Action::Toggle(2), &user()), Step::Redraw);
+    assert_eq!(c.tap(Action::Toggle(0), &user()), Step::Redraw);
+    let v = c.view();
+    assert!(v
+        .rows
+        .iter()
+        .flatten()
+        .any(|b| matches!(b, Button::Tap { label, .. } if label == "☑ c")));
+    assert_eq!(
+        c.tap(Action::Done, &user()),
+        Step::Answer(BTreeMap::from([(0, "a, c".to_owned())]))
+    );
+    assert!(c.view().rows.is_empty());
+}
+
+#[test]
+fn several_questions_step_then_submit() {
+    let mut c = question(json!([
+        {"question": "A?", "header": "A", "type": "yesno"},
+        {"question": "Name?", "header": "N", "type": "text"}]));
+    assert_eq!(c.tap(Action::Pick(1), &user()), Step::Redraw);
+    assert!(c.wants_reply());
+    assert_eq!(c.reply("  Bob ", &user()), Step::Redraw);
+    assert_eq!(
+        c.tap(Action::Submit, &user()),
+        Step::Answer(BTreeMap::from([
+            (0, "No".to_owned()),
+            (1, "Bob".to_owned())
+        ]))
+    );
+}
+
+#[test]
+fn deny_asks_a_reason() {
+    let a: UiApproval = serde_json::from_value(json!({"correlationId": "a1",
+        "toolCall": {"name": "run_shell_command", "args": {"command": "ls"}},
+        "details": {"type": "exec", "title": "Shell", "command": "ls", "rootCommand": "ls"},
+        "outcomes": ["proceed_once", "proceed_always", "cancel"], "timeoutMs": 5000,
+        "producer": {"client": "h/1", "pid": 3, "uid": 0}}))
+    .unwrap();
+    let mut c = Card::from_approval(&a);
+    let labels: Vec<String> = c
+        .view()
+        .rows
+        .iter()
+        .flatten()
+        .filter_map(|b| match b {
+            Button::Tap { label, .. } => Some(label.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(labels, ["Allow once", "Allow always", "Deny"]);
+    assert_eq!(c.tap(Action::Deny, &user()), Step::Prompt(String::new()));
+    assert_eq!(
+        c.reply("too risky", &user()),
+        Step::Decide(Decision::deny(Some("too risky".into())))
+    );
+}
+
+#[test]
+fn code_is_cut_on_lines() {
+    let long: String = (0..100).map(|i| format!("line {i}\n")).collect();
+    let (c, cut) = cut_code(&long);
+    assert_eq!(c.lines().count(), MAX_CODE_LINES);
+    assert_eq!(cut, 100 - MAX_CODE_LINES);
+    let (c, cut) = cut_code(&"x".repeat(5000));
+    assert_eq!(c.chars().count(), MAX_CODE);
+    assert_eq!(cut, 0);
+}
