@@ -54,13 +54,10 @@ pub const KNOWN_VIAS: [&str; 12] = [
 ];
 
 pub use durable::{AskedRecord, DecidedBy, Decider, Durable, EndedRecord, Restored};
-pub use effects::{Effects, Msg};
+pub use effects::{Acked, Answer, Effects, FedOut, Forward, Msg, SharedEnd, SharedQuestion};
 pub use error::BrokerError;
 pub use peers::{PeerId, PeerInfo, Rights, RoleCounts};
-pub use remote::{
-    Acked, Answer, FedOut, FedPolicy, Forward, RemoteQuestion, RemoteRefusal, SharedEnd,
-    SharedQuestion,
-};
+pub use remote::{FedPolicy, RemoteQuestion, RemoteRefusal};
 pub use request::{Valid, ValidRequest};
 pub use stats::{ApprovalStats, BrokerStats};
 pub use uis::{ReplayBudget, ReplayStep};

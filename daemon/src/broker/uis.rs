@@ -1,11 +1,16 @@
 //! The answering side's view: which UIs and watchers there are, and what each is shown.
 //! Subscribing (with its filter), replay of pending requests to a UI catching up, watching,
-//! and re-applying access rights after a reload all decide here who sees which request.
+//! and re-applying access rights after a reload all decide here who sees which request, and
+//! with what frame: a request as a UI is shown it and the frame that takes it off the screen.
+
+use bytes::Bytes;
 
 use super::peers::Cursor;
+use super::pending::Pending;
+use super::remote::REMOTE_GRACE;
 use super::{Broker, BrokerError, Effects, PeerId, Rights};
 use crate::protocol::{
-    encode, encode_fast, FrameError, ServerFrame, SubscribeFilter, WithdrawReason,
+    encode, encode_fast, FrameError, ServerFrame, SubscribeFilter, UiInfo, WithdrawReason,
 };
 use tokio::time::Instant;
 
@@ -188,6 +193,37 @@ impl Broker {
                 ReplayStep::More
             }
         }
+    }
+
+    /// The request as a UI is sent it now: with `node` once federated.
+    pub(super) fn ui_frame(&self, id: &str, req: &Pending, now: Instant) -> Bytes {
+        let (node, now) = match (req.origin.remote_node(), &self.fed) {
+            // The UI is told the origin's time left, not the grace this node adds.
+            (Some(origin), _) => (Some(&**origin), now + REMOTE_GRACE),
+            (None, Some(f)) => (Some(&*f.node), now),
+            (None, None) => (None, now),
+        };
+        let timeout_ms = req.deadline.saturating_duration_since(now).as_millis() as u64;
+        let context = req.context.as_deref();
+        req.body
+            .ui_frame(id, timeout_ms, &req.producer_info, context, node)
+    }
+
+    /// The withdrawal of `req`; once federated it names the request's node and, when a UI
+    /// answered, which UI on which node.
+    pub(super) fn withdrawn_frame(
+        &self,
+        id: &str,
+        req: &Pending,
+        reason: WithdrawReason,
+        answered_by: Option<&UiInfo>,
+    ) -> Bytes {
+        let Some(f) = self.fed.as_ref() else {
+            return req.body.withdrawn_frame(id, reason, None, None);
+        };
+        let node = req.origin.remote_node().unwrap_or(&f.node);
+        req.body
+            .withdrawn_frame(id, reason, Some(node), answered_by)
     }
 }
 
