@@ -20,11 +20,15 @@
 //! - [`access`]: who may connect, and as what;
 //! - [`outbox`]: a connection's bounded queue of encoded frames;
 //! - [`telemetry`]: the writer thread and the daemon-wide counters;
-//! - [`metrics`]: the Prometheus registry (reads broker snapshots and counters);
-//! - [`hub`]: the broker behind a lock, delivering its effects into outboxes;
-//! - [`connection`]: one peer's reads and writes; [`metrics::http`]: the `/metrics` endpoint;
+//! - [`metrics`]: the Prometheus registry (reads broker snapshots, counters and the
+//!   federation summary);
+//! - [`hub`]: the broker behind a lock, delivering its effects into outboxes, and its end of
+//!   the link to the federation task ([`hub::federation`]);
+//! - [`connection`]: one peer's reads and writes;
 //! - [`config`]: the config file, resolved into a [`config::DaemonConfig`];
-//! - [`server`]: the accept loop, reloads and shutdown; [`systemd`]: sd_notify and sockets.
+//! - [`server`]: the accept loop, the `/metrics` endpoint, reloads and shutdown; [`systemd`]:
+//!   sd_notify and sockets;
+//! - [`federation`]: the task that speaks to the other nodes over NATS (reads the hub).
 //!
 //! One question through the code:
 //! 1. `connection::Conn::handle` reads the frame: `protocol::parse_fast` and

@@ -16,7 +16,6 @@
 
 mod answers;
 pub mod config;
-pub mod link;
 mod peers;
 mod sync;
 mod wire;
@@ -32,8 +31,8 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::hub::federation::{unreachable, FedLink, FedStatus};
 pub use config::{FederationConfig, FederationError, ShareUsers};
-pub use link::{unreachable, FedLink, FedStatus};
 use wire::AnswerReply;
 
 use crate::broker::{Acked, FedOut, Forward, RemoteQuestion, SharedEnd, SharedQuestion};

@@ -5,6 +5,7 @@
 //! the sockets are written after the lock is released, once per batch. The `stats` frame is
 //! built in `stats`, the memory trimmer lives in `trim`.
 
+pub mod federation;
 mod stats;
 mod trim;
 
@@ -21,12 +22,12 @@ use tokio_util::sync::CancellationToken;
 use crate::broker::{
     Broker, Effects, FedOut, FedPolicy, Limits, Msg, PeerId, PeerInfo, Rights, Snapshot,
 };
-use crate::federation::link::FedLink;
-use crate::metrics::Metrics;
+use crate::metrics::{FedSummary, Metrics};
 use crate::outbox::{Batch, Outbox};
 use crate::protocol::{encode, ErrorCode, ServerFrame};
 use crate::store::{Clock, Store};
 use crate::telemetry::{timestamp, Counters, TelemetrySink};
+use federation::FedLink;
 
 /// How many replayed requests a catching-up UI is handed per step (at most; the step is
 /// bounded in bytes by the UI's queue too: `Outbox::replay_budget`).
@@ -72,17 +73,6 @@ struct Gate {
     submitted: u64,
     committed: u64,
     held: VecDeque<(u64, PeerId, Bytes)>,
-}
-
-/// Federation state at one moment (`stats`, metrics, `STATUS=`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FedSummary {
-    pub connected: bool,
-    pub nodes: usize,
-    pub remote_pending: usize,
-    pub shared_pending: usize,
-    pub rtt_us: u64,
-    pub reconnects: u64,
 }
 
 /// Everything connections share.
@@ -268,57 +258,13 @@ impl Hub {
 
     /// The Prometheus text exposition of every metric, as of now.
     pub fn render_metrics(&self) -> String {
-        let mut text = self
-            .metrics
-            .render(&self.snapshot(), &self.counters, self.uptime());
-        if let Some(f) = self.fed_summary() {
-            use std::fmt::Write as _;
-            let gauges = [
-                (
-                    "askbus_federation_connected",
-                    "Whether this node is connected to NATS (1) or not (0).",
-                    "gauge",
-                    f.connected as u64 as f64,
-                ),
-                (
-                    "askbus_federation_nodes",
-                    "Other askbusd nodes heard from.",
-                    "gauge",
-                    f.nodes as f64,
-                ),
-                (
-                    "askbus_federation_remote_pending",
-                    "Other nodes' questions shown here.",
-                    "gauge",
-                    f.remote_pending as f64,
-                ),
-                (
-                    "askbus_federation_shared_pending",
-                    "This node's questions shared with the others.",
-                    "gauge",
-                    f.shared_pending as f64,
-                ),
-                (
-                    "askbus_federation_rtt_seconds",
-                    "Round trip to the NATS server at the last heartbeat.",
-                    "gauge",
-                    f.rtt_us as f64 / 1e6,
-                ),
-                (
-                    "askbus_federation_reconnects_total",
-                    "Times the NATS connection was lost.",
-                    "counter",
-                    f.reconnects as f64,
-                ),
-            ];
-            for (name, help, kind, value) in gauges {
-                let _ = write!(
-                    text,
-                    "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
-                );
-            }
-        }
-        text
+        let fed = self.fed_summary();
+        self.metrics.render(
+            &self.snapshot(),
+            &self.counters,
+            self.uptime(),
+            fed.as_ref(),
+        )
     }
 
     fn deliver(&self, inner: &mut Inner, now: Instant, batch: &mut Batch) {
@@ -390,7 +336,7 @@ impl Hub {
                     // A queue too full for an answer: the UI is told at once, never left
                     // waiting for an ack (shares and ends are resent by the resync).
                     if let FedOut::Forward(f) = out {
-                        let err = crate::federation::link::unreachable(
+                        let err = federation::unreachable(
                             f.response.correlation_id(),
                             "this node's federation queue is full",
                         );
