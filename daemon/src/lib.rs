@@ -50,14 +50,14 @@
 // The client crate's modules, re-exported so `crate::protocol` reads the same inside the daemon.
 pub use askbus::{approvals, client, protocol, questions};
 
-pub mod access;
+pub(crate) mod access;
 pub mod broker;
 pub mod config;
-pub mod connection;
+pub(crate) mod connection;
 pub mod federation;
 pub mod hub;
-pub mod metrics;
-pub mod outbox;
+pub(crate) mod metrics;
+pub(crate) mod outbox;
 pub mod paths;
 pub mod server;
 pub mod store;

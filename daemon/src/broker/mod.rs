@@ -18,14 +18,14 @@
 
 mod admit;
 mod answer;
-pub mod body;
+mod body;
 mod durable;
 mod effects;
 mod end;
 mod error;
 mod notify;
 mod peers;
-pub mod pending;
+mod pending;
 mod remote;
 mod request;
 mod stats;

@@ -15,7 +15,7 @@
 //! questions; `wire` is the JSON that crosses NATS.
 
 mod answers;
-pub mod config;
+pub(crate) mod config;
 mod peers;
 mod sync;
 mod wire;

@@ -5,7 +5,7 @@
 //! the sockets are written after the lock is released, once per batch. The `stats` frame is
 //! built in `stats`, the memory trimmer lives in `trim`.
 
-pub mod federation;
+pub(crate) mod federation;
 mod stats;
 mod trim;
 
