@@ -28,7 +28,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures_util::StreamExt;
-use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -37,7 +36,7 @@ pub use crate::hub::federation::{unreachable, FedLink, FedStatus};
 pub use config::{FederationConfig, FederationError, ShareUsers};
 use wire::AnswerReply;
 
-use crate::broker::{Acked, FedOut, Forward, RemoteQuestion};
+use crate::broker::{FedOut, Forward, RemoteQuestion};
 use crate::hub::Hub;
 use crate::protocol::{ErrorCode, FrameError, WithdrawReason};
 use outgoing::{Outgoing, Queued};
@@ -404,22 +403,6 @@ async fn next_share(shares: &mut Option<async_nats::Subscriber>) -> Option<async
     match shares {
         Some(s) => s.next().await,
         None => std::future::pending().await,
-    }
-}
-
-/// The answer a remote UI gets, as a reply (`Ok` = ack).
-pub(crate) fn reply_of(decision: &Result<Acked, FrameError>) -> Value {
-    match decision {
-        Ok(Acked::Question(outcome)) => json!({ "outcome": outcome.as_str() }),
-        Ok(Acked::Approval {
-            reason,
-            confirmed,
-            outcome,
-        }) => json!({
-            "outcome": reason.as_str(),
-            "approval": { "confirmed": confirmed, "outcome": outcome.as_str() },
-        }),
-        Err(e) => json!({ "error": { "code": e.code.as_str(), "message": e.message } }),
     }
 }
 
