@@ -64,7 +64,7 @@ impl Broker {
         let producer = effects::producer_info(&p.info);
         let facts = effects::Facts::refused(id, producer, context, asked.kind(), body);
         if asked.kind() == RequestKind::Approval {
-            self.stats.approvals.count(End::Rejected, None);
+            self.stats.approvals.count_decided(End::Rejected, None);
         }
         let code = Some(err.code);
         if !self.watchers.is_empty() {

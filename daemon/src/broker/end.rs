@@ -132,7 +132,7 @@ impl Broker {
                 .and_then(Told::approval)
                 .filter(|r| r.reason == Outcome::Answered)
                 .map(|r| r.outcome);
-            self.stats.approvals.count(end, decision);
+            self.stats.approvals.count_decided(end, decision);
         }
         self.ended_shared(id, &req, end, ui.as_ref(), fx);
         let latency = (now - req.accepted_at).as_millis() as u64;

@@ -8,10 +8,13 @@
 //! - `body`: what a request is (questions or an approval) and where it came from, as types;
 //! - `durable`: with a store: what to persist, producers away and re-attaching, restores;
 //! - `request`: a request validated outside the lock;
-//! - `effects`: what an operation asks its caller to do;
-//! - `uis`: subscribe, replay, watch and rights: which UI is shown which request;
+//! - `effects`: what an operation asks its caller to do (frames, records, events, and what
+//!   the federation task must tell the other nodes);
+//! - `uis`: subscribe, replay, watch and rights: which UI is shown which request, and the
+//!   frames that show it and take it away;
 //! - `admit`: a request entering (quotas, no-UI policy, first delivery), refusals, cancels;
-//! - `answer`: a UI's answer to a question (`respond`) or an approval (`decide`);
+//! - `answer`: a UI's answer of either kind, one road (`answer`; `respond` and `decide` are
+//!   its doors), local or from another node;
 //! - `end`: every request's one end (`take`, `end`), timeouts and shutdown;
 //! - `remote`: federation's shared and remote questions;
 //! - this file: the broker's state, its limits and counts, and peers arriving and leaving.
@@ -59,7 +62,7 @@ pub use error::BrokerError;
 pub use peers::{PeerId, PeerInfo, Rights, RoleCounts};
 pub use remote::{FedPolicy, RemoteQuestion, RemoteRefusal};
 pub use request::{Valid, ValidRequest};
-pub use stats::{ApprovalStats, BrokerStats};
+pub use stats::{ApprovalStats, BrokerStats, EndCounts};
 pub use uis::{ReplayBudget, ReplayStep};
 
 use peers::Peer;
