@@ -53,6 +53,20 @@ impl Broker {
         }
     }
 
+    /// Whether `peer` is connected and may act as a UI (subscribe, watch, report
+    /// notifications); one that may not is sent the refusal.
+    pub(super) fn may_be_ui(&self, peer: PeerId, fx: &mut Effects) -> bool {
+        let Some(p) = self.peers.get(&peer) else {
+            return false;
+        };
+        if !p.info.rights.ui {
+            let err = BrokerError::NotAUi(p.info.uid);
+            fx.error(peer, FrameError::new(err.code(), err.to_string()));
+            return false;
+        }
+        true
+    }
+
     /// Makes `peer` a UI. It is sent `subscribed` with the pending count now, then (through
     /// `replay`) every pending request oldest first, then live ones.
     pub fn subscribe(
@@ -62,14 +76,10 @@ impl Broker {
         filter: SubscribeFilter,
         fx: &mut Effects,
     ) {
-        let Some(p) = self.peers.get(&peer) else {
-            return;
-        };
-        if !p.info.rights.ui {
-            let err = BrokerError::NotAUi(p.info.uid);
-            fx.error(peer, FrameError::new(err.code(), err.to_string()));
+        if !self.may_be_ui(peer, fx) {
             return;
         }
+        let p = &self.peers[&peer];
         // What a UI subscribing again had and no longer asks for leaves its screen.
         if let Some(cursor) = p.ui.filter(|_| p.filter != filter) {
             for (seq, id, req) in self.pending.iter() {
@@ -112,14 +122,10 @@ impl Broker {
     /// Makes `peer` an observer: it is sent `watching`, then an event per request arrival and
     /// end. It does not become a UI (it cannot answer).
     pub fn watch(&mut self, peer: PeerId, client: Option<String>, fx: &mut Effects) {
-        let Some(p) = self.peers.get_mut(&peer) else {
-            return;
-        };
-        if !p.info.rights.ui {
-            let err = BrokerError::NotAUi(p.info.uid);
-            fx.error(peer, FrameError::new(err.code(), err.to_string()));
+        if !self.may_be_ui(peer, fx) {
             return;
         }
+        let p = self.peers.get_mut(&peer).expect("checked above");
         if client.is_some() {
             p.info.client = client;
         }
