@@ -3,7 +3,7 @@
 //! operation appends what must be sent (and logged) to an [`Effects`], which the caller
 //! delivers through the connections' bounded queues.
 //!
-//! - [`pending`]: the pending table, the one type that keeps a request and its indexes in step;
+//! - `pending`: the pending table, the one type that keeps a request and its indexes in step;
 //! - `peers`: who each connection is and what it may do;
 //! - `body`: what a request is (questions or an approval) and where it came from, as types;
 //! - `durable`: with a store: what to persist, producers away and re-attaching, restores;

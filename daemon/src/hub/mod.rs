@@ -4,7 +4,7 @@
 //! broker decided them; delivery never awaits (a full outbox disconnects its peer instead), and
 //! the sockets are written after the lock is released, once per batch. Delivering an
 //! operation's effects is `deliver`, the `stats` frame is built in `stats`, the memory trimmer
-//! lives in `trim`, and the hub's end of the federation link is [`federation`].
+//! lives in `trim`, and the hub's end of the federation link is `federation`.
 
 mod deliver;
 pub(crate) mod federation;

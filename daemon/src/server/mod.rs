@@ -1,7 +1,7 @@
 //! The daemon: binds (or inherits) the listener, accepts connections within the limits and
 //! the access rules, and shuts down in order: stop accepting, end every pending request with
 //! `shutdown`, let connections flush, flush telemetry, remove the socket. The `/metrics`
-//! endpoint is its other listener, in [`metrics`] (started and stopped with the daemon).
+//! endpoint is its other listener, in `metrics` (started and stopped with the daemon).
 
 use std::future::Future;
 use std::os::unix::net::UnixListener as StdUnixListener;
