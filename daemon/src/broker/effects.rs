@@ -80,6 +80,20 @@ pub struct SharedQuestion {
     pub remaining: Duration,
 }
 
+impl SharedQuestion {
+    /// A pending local request as the other nodes are sent it, with `remaining` left.
+    pub(super) fn of(id: Arc<str>, req: &Pending, remaining: Duration) -> SharedQuestion {
+        SharedQuestion {
+            id,
+            body: req.body.clone(),
+            producer: req.producer_info.clone(),
+            context: req.context.clone(),
+            timeout_ms: req.timeout_ms,
+            remaining,
+        }
+    }
+}
+
 /// The end of a shared question.
 #[derive(Debug, Clone)]
 pub struct SharedEnd {

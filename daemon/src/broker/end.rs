@@ -24,13 +24,9 @@ impl Broker {
     pub fn expire(&mut self, now: Instant, fx: &mut Effects) {
         self.expire_graces(now, fx);
         while let Some(id) = self.pending.first_due(now) {
-            let req = self.take(&id, WithdrawReason::Timeout, None, None, fx);
-            if req.origin.is_remote() {
-                // Its origin's end never came (it is checked a grace after the deadline).
-                continue;
-            }
-            let ended = Ended::unanswered(&id, &req, DaemonOutcome::Timeout);
-            self.end(&id, req, ended, now, fx);
+            // A remote one's end never came from its origin (it is due a grace after the
+            // origin's deadline).
+            self.lapse(&id, DaemonOutcome::Timeout, now, fx);
         }
     }
 
@@ -46,13 +42,24 @@ impl Broker {
     pub fn shutdown(&mut self, now: Instant, fx: &mut Effects) {
         self.closed = true;
         for id in self.pending.ids() {
-            let req = self.take(&id, WithdrawReason::Shutdown, None, None, fx);
-            if req.origin.is_remote() {
-                continue;
-            }
-            let ended = Ended::unanswered(&id, &req, DaemonOutcome::Shutdown);
-            self.end(&id, req, ended, now, fx);
+            self.lapse(&id, DaemonOutcome::Shutdown, now, fx);
         }
+    }
+
+    /// Ends a request by this node's own doing (`Timeout` or `Shutdown`): withdrawn from the
+    /// UIs, and ended for its producer when it was asked here (a remote request's origin ends
+    /// it there, and this node only withdraws it).
+    fn lapse(&mut self, id: &str, why: DaemonOutcome, now: Instant, fx: &mut Effects) {
+        let reason = match why {
+            DaemonOutcome::Shutdown => WithdrawReason::Shutdown,
+            _ => WithdrawReason::Timeout,
+        };
+        let req = self.take(id, reason, None, None, fx);
+        if req.origin.is_remote() {
+            return;
+        }
+        let ended = Ended::unanswered(id, &req, why);
+        self.end(id, req, ended, now, fx);
     }
 
     /// Takes a pending request out of the table and tells every UI that was sent it (but

@@ -115,14 +115,9 @@ impl Broker {
             return;
         };
         *shared = true;
-        fx.federation.push(FedOut::Publish(SharedQuestion {
-            id: id.clone(),
-            body: req.body.clone(),
-            producer: req.producer_info.clone(),
-            context: req.context.clone(),
-            timeout_ms: req.timeout_ms,
-            remaining: Duration::from_millis(req.timeout_ms),
-        }));
+        let remaining = Duration::from_millis(req.timeout_ms);
+        let q = SharedQuestion::of(id.clone(), req, remaining);
+        fx.federation.push(FedOut::Publish(q));
     }
 
     /// A shared question ended: every node withdraws it with this reason.
@@ -149,13 +144,9 @@ impl Broker {
         self.pending
             .iter()
             .filter(|(_, _, req)| req.origin.is_shared())
-            .map(|(_, id, req)| SharedQuestion {
-                id: id.clone(),
-                body: req.body.clone(),
-                producer: req.producer_info.clone(),
-                context: req.context.clone(),
-                timeout_ms: req.timeout_ms,
-                remaining: req.deadline.saturating_duration_since(now),
+            .map(|(_, id, req)| {
+                let remaining = req.deadline.saturating_duration_since(now);
+                SharedQuestion::of(id.clone(), req, remaining)
             })
             .collect()
     }
