@@ -123,6 +123,7 @@ impl UidConnections {
         })
     }
 
+    #[cfg(test)]
     pub fn count(&self, uid: u32) -> usize {
         let counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         counts.get(&uid).copied().unwrap_or(0)

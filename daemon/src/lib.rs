@@ -20,14 +20,18 @@
 //! - [`intake`]: the one door every frame passes: a payload becomes a typed request (questions
 //!   validated and normalized, an approval checked: fast path first, the reference alone when
 //!   it gives up) or a typed refusal (broker types, protocol, questions, approvals);
-//! - [`access`]: who may connect, and as what;
-//! - [`outbox`]: a connection's bounded queue of encoded frames;
+//! - `access`: who may connect, and as what;
+//! - `outbox`: a connection's bounded queue of encoded frames;
 //! - [`telemetry`]: the writer thread and the daemon-wide counters;
-//! - [`metrics`]: the Prometheus registry (reads broker snapshots and counters);
-//! - [`hub`]: the broker behind a lock, delivering its effects into outboxes;
-//! - [`connection`]: one peer's reads and writes; [`metrics::http`]: the `/metrics` endpoint;
+//! - `metrics`: the Prometheus registry (reads broker snapshots, counters and the
+//!   federation summary);
+//! - [`hub`]: the broker behind a lock, delivering its effects into outboxes, and its end of
+//!   the link to the federation task (`hub::federation`);
+//! - `connection`: one peer's reads and writes;
 //! - [`config`]: the config file, resolved into a [`config::DaemonConfig`];
-//! - [`server`]: the accept loop, reloads and shutdown; [`systemd`]: sd_notify and sockets.
+//! - [`server`]: the accept loop, the `/metrics` endpoint, reloads and shutdown; [`systemd`]:
+//!   sd_notify and sockets;
+//! - [`federation`]: the task that speaks to the other nodes over NATS (reads the hub).
 //!
 //! One question through the code:
 //! 1. `connection::Conn::handle` hands the frame to `intake::read`: `protocol::parse_fast` and
@@ -36,28 +40,31 @@
 //! 2. `Hub::run_in` locks the broker; `Broker::ask` puts it in the `PendingTable` and returns
 //!    `Effects` (the request encoded once by `UiRequestRef::encode` for every live UI);
 //! 3. `Hub::deliver` copies each frame into the peer's bounded `Outbox`; `Batch::flush` writes;
-//! 4. a UI's answer comes back the same way to `Broker::respond`, which takes it out of the
-//!    table and `end`s it with an `End`: `encode_fast::response` to the producer, an ack
-//!    to the UI, withdrawals to the other UIs, a `telemetry::Record` and a watcher event;
+//! 4. a UI's answer comes back the same way to `Broker::respond`, and on to
+//!    `Broker::answer` (one road for both kinds), which takes it out of the table and `end`s
+//!    it with an `End`: an ack to the UI, withdrawals to the other UIs, `encode_fast::response`
+//!    to the producer, a `telemetry::Record` and a watcher event;
 //! 5. `Hub::deliver` stamps and hands the record to the `TelemetrySink` (written off-thread).
 //!
-//! An approval goes the same way: in `intake::read`, `approvals::fast::check` (else
-//! `approvals::check`, the reference) makes an `approvals::ValidApproval`, which becomes a
-//! `broker::Valid` with an approval `Body` for the same `Broker::ask`; UIs receive it through `UiApprovalRef::encode`,
-//! and a UI's decision goes to `Broker::decide`.
+//! An approval goes the same way: in `intake::read`, `approvals::fast::check` (else `approvals::check`, the
+//! reference) makes an `approvals::ValidApproval`, which becomes a `broker::Valid` with an
+//! approval `Body` for the same `Broker::ask`; UIs receive it through `UiApprovalRef::encode`,
+//! and a UI's decision goes to `Broker::decide`, the same `Broker::answer`. What differs by
+//! kind is on `broker::Body` (and the producer's reply on `broker::Told`): a new kind is one
+//! more variant the compiler chases.
 
 // The client crate's modules, re-exported so `crate::protocol` reads the same inside the daemon.
 pub use askbus::{approvals, client, protocol, questions};
 
-pub mod access;
+pub(crate) mod access;
 pub mod broker;
 pub mod config;
-pub mod connection;
+pub(crate) mod connection;
 pub mod federation;
 pub mod hub;
 pub mod intake;
-pub mod metrics;
-pub mod outbox;
+pub(crate) mod metrics;
+pub(crate) mod outbox;
 pub mod paths;
 pub mod server;
 pub mod store;

@@ -55,7 +55,7 @@ impl Broker {
         let producer = effects::producer_info(&p.info);
         let facts = effects::Facts::refused(id, producer, context, asked.kind(), body);
         if asked.kind() == RequestKind::Approval {
-            self.stats.approvals.count(End::Rejected, None);
+            self.stats.approvals.count_decided(End::Rejected, None);
         }
         let code = Some(err.code);
         if !self.watchers.is_empty() {
@@ -151,7 +151,8 @@ impl Broker {
             })));
         }
         if self.closed {
-            return self.end_unanswered(&id, pending, DaemonOutcome::Shutdown, now, fx);
+            let ended = Ended::unanswered(&id, &pending, DaemonOutcome::Shutdown);
+            return self.end(&id, pending, ended, now, fx);
         }
         if let Some(verdict) = self.policy_verdict(uid, &pending) {
             return self.end_by_rule(&id, pending, verdict, now, fx);
@@ -161,7 +162,8 @@ impl Broker {
         // leaves it out, will never answer it.
         let any_ui = self.uis.iter().any(|ui| self.peers[ui].shown(&pending));
         if !any_ui && no_ui == NoUiPolicy::Reject {
-            return self.end_unanswered(&id, pending, DaemonOutcome::NoUi, now, fx);
+            let ended = Ended::unanswered(&id, &pending, DaemonOutcome::NoUi);
+            return self.end(&id, pending, ended, now, fx);
         }
         let id: Arc<str> = Arc::from(id);
         self.share(&id, &mut pending, fx);
@@ -325,28 +327,17 @@ impl Broker {
             return;
         }
         let req = self.take(id, WithdrawReason::Withdrawn, None, None, fx);
-        match why {
-            CancelReason::Withdrawn => {
-                self.end_unanswered(id, req, DaemonOutcome::Withdrawn, now, fx)
-            }
-            CancelReason::AnsweredElsewhere { via } => {
-                let told = super::end::unanswered(id, &req, DaemonOutcome::Withdrawn);
-                let decider = Decider {
-                    uid: Some(req.producer_info.uid),
-                    via: Some(via.unwrap_or_else(|| "client".into())),
-                    user: None,
-                    rule: None,
-                    elsewhere: true,
-                };
-                let ended = Ended {
-                    end: End::Withdrawn,
-                    by: None,
-                    told: Some(told),
-                    decider: Some(decider),
-                };
-                self.end(id, req, ended, now, fx);
-            }
+        let mut ended = Ended::unanswered(id, &req, DaemonOutcome::Withdrawn);
+        if let CancelReason::AnsweredElsewhere { via } = why {
+            ended.decider = Some(Decider {
+                uid: Some(req.producer_info.uid),
+                via: Some(via.unwrap_or_else(|| "client".into())),
+                user: None,
+                rule: None,
+                elsewhere: true,
+            });
         }
+        self.end(id, req, ended, now, fx);
     }
 }
 

@@ -1,44 +1,32 @@
-//! A UI's answer: `respond` for a question, `decide` for an approval. Both pass the same
-//! checks in the same order (`answerable`: subscribed, a UI, pending, visible to it, shown by
-//! its filter, the right kind) before the first valid answer wins and ends the request.
+//! A UI's answer, to a question or an approval: one road for both. Every answer passes the
+//! same checks in the same order (`answerable`: subscribed, a UI, pending, visible to it,
+//! shown by its filter; then `acceptable`: the right kind, and what that kind requires), then
+//! the first valid answer wins and ends the request (`answered`), wherever its UI is.
+
+use std::collections::BTreeMap;
 
 use tokio::time::Instant;
 
 use super::body::{Body, Told};
-use super::end::{self, Ended};
+use super::effects::{Acked, Answer};
+use super::end::Ended;
 use super::peers::Peer;
 use super::pending::Pending;
-use super::{remote, Broker, BrokerError, Effects, PeerId, MAX_RESULT_BYTES};
+use super::{Broker, BrokerError, Effects, PeerId, MAX_RESULT_BYTES};
 use crate::approvals::{self, ApprovalBody};
 use crate::protocol::{
-    encode_fast, ApprovalResponse, AskUserResponse, Decision, End, FrameError, Outcome,
-    RequestKind, ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
+    ApprovalResponse, AskUserResponse, Decision, End, FrameError, Outcome, ProducerResponse,
+    ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
 };
 use crate::questions::{self, QuestionMeta};
 
 impl Broker {
-    /// A UI answers (or dismisses). The first valid answer wins; every other UI that has the
-    /// question is told it was answered; the winner gets an acknowledgement.
+    /// A UI answers a question (or dismisses it): see [`Broker::answer`].
     pub fn respond(&mut self, peer: PeerId, resp: AskUserResponse, now: Instant, fx: &mut Effects) {
-        let id = resp.correlation_id.as_str();
-        let (ui, req) = match self.answerable(peer, id, RequestKind::Question) {
-            Ok(found) => found,
-            Err(err) => return fx.error(peer, err),
-        };
-        if let Err(err) = check_answers(id, req.body.meta(), &resp) {
-            return fx.error(peer, err);
-        }
-        let answered_by = self.answered_by(ui);
-        if let Some(origin) = req.origin.remote_node().cloned() {
-            // The origin decides; this UI learns the outcome from its reply.
-            let answer = remote::Answer::Question(resp);
-            return self.forward(peer, origin, answer, answered_by, fx);
-        }
-        self.answered(resp, answered_by, Some(peer), now, fx);
+        self.answer(peer, Answer::Question(resp), now, fx);
     }
 
-    /// A UI decides an approval (or dismisses it): as `respond`, with the outcome checked
-    /// against those the approval offers.
+    /// A UI decides an approval (or dismisses it): see [`Broker::answer`].
     pub fn decide(
         &mut self,
         peer: PeerId,
@@ -46,37 +34,33 @@ impl Broker {
         now: Instant,
         fx: &mut Effects,
     ) {
-        let id = resp.correlation_id.as_str();
-        let (ui, req) = match self.answerable(peer, id, RequestKind::Approval) {
+        self.answer(peer, Answer::Approval(resp), now, fx);
+    }
+
+    /// A local UI answers (or dismisses) a request. The first valid answer wins; every other
+    /// UI that has the request is told it was answered; the winner gets an acknowledgement.
+    /// A remote request's answer goes to its origin, which decides: until then it stays
+    /// pending (a decision that never arrives approves nothing).
+    pub fn answer(&mut self, peer: PeerId, answer: Answer, now: Instant, fx: &mut Effects) {
+        let id = answer.correlation_id().to_owned();
+        let (ui, req) = match self.answerable(peer, &id) {
             Ok(found) => found,
             Err(err) => return fx.error(peer, err),
         };
-        let Body::Approval(body) = &req.body else {
-            unreachable!("answerable checked the kind");
-        };
-        if let Err(err) = self.offered(id, body, &resp) {
+        if let Err(err) = acceptable(&id, &req.body, &answer) {
             return fx.error(peer, err);
         }
         let answered_by = self.answered_by(ui);
         if let Some(origin) = req.origin.remote_node().cloned() {
-            // The origin decides; this UI learns the outcome from its reply. Until then the
-            // approval stays pending: a decision that never arrives approves nothing.
-            let answer = remote::Answer::Approval(resp);
+            // The origin decides; this UI learns the outcome from its reply.
             return self.forward(peer, origin, answer, answered_by, fx);
         }
-        let id = id.to_owned();
-        let acked = self.decided(&id, resp, answered_by, Some(peer), now, fx);
-        fx.frame(peer, acked.frame(&id));
+        self.answered(&id, answer, answered_by, Some(peer), now, fx);
     }
 
-    /// The checks every answer passes, in this order: the peer is a subscribed UI that may
-    /// answer, the request is pending, visible to it, shown by its filter, and of `kind`.
-    fn answerable(
-        &self,
-        peer: PeerId,
-        id: &str,
-        kind: RequestKind,
-    ) -> Result<(&Peer, &Pending), FrameError> {
+    /// The checks every local answer passes first, in this order: the peer is a subscribed
+    /// UI that may answer, and the request is pending, visible to it and shown by its filter.
+    fn answerable(&self, peer: PeerId, id: &str) -> Result<(&Peer, &Pending), FrameError> {
         let Some(ui) = self.peers.get(&peer).filter(|p| p.ui.is_some()) else {
             return Err(BrokerError::NotSubscribed.into_frame_error(id));
         };
@@ -92,13 +76,6 @@ impl Broker {
         if !ui.shown(req) {
             return Err(BrokerError::OutsideFilter(id.to_owned()).into_frame_error(id));
         }
-        if req.body.kind() != kind {
-            let err = BrokerError::WrongKind {
-                id: id.to_owned(),
-                kind: req.body.kind(),
-            };
-            return Err(err.into_frame_error(id));
-        }
         Ok((ui, req))
     }
 
@@ -111,111 +88,141 @@ impl Broker {
         }
     }
 
-    /// Refuses a decision whose outcome the approval does not offer.
-    pub(super) fn offered(
-        &self,
-        id: &str,
-        body: &ApprovalBody,
-        resp: &ToolConfirmationResponse,
-    ) -> Result<(), FrameError> {
-        if let Decision::Decided { outcome, .. } = &resp.decision {
-            if !body.outcomes.contains(outcome) {
-                let err = BrokerError::OutcomeNotOffered {
-                    outcome: *outcome,
-                    offered: body.outcomes.clone(),
-                };
-                return Err(err.into_frame_error(id));
-            }
-        }
-        Ok(())
-    }
-
-    /// Ends a pending question with a UI's checked answer (`winner`: the local UI that gave
+    /// Ends a pending request with a UI's checked answer (`winner`: the local UI that gave
     /// it, left out of the withdrawal and acked before the producer is told); returns the
-    /// id and the outcome.
+    /// ack, which a remote UI is sent as its reply.
     pub(super) fn answered(
         &mut self,
-        resp: AskUserResponse,
-        answered_by: UiInfo,
-        winner: Option<PeerId>,
-        now: Instant,
-        fx: &mut Effects,
-    ) -> (String, Outcome) {
-        let id = resp.correlation_id;
-        let user = resp.user;
-        let req = self.take(
-            &id,
-            WithdrawReason::Answered,
-            winner,
-            Some(&answered_by),
-            fx,
-        );
-        let answers = (!resp.cancelled).then_some(resp.answers);
-        let told = end::answered(&id, req.body.meta(), answers);
-        let Told::Question(r) = &told else {
-            unreachable!("a question's producer is told a question's response");
-        };
-        let outcome = r.reason;
-        if let Some(winner) = winner {
-            fx.frame(winner, encode_fast::ack(&id, outcome));
-        }
-        self.stats.record_latency(now - req.accepted_at);
-        let decider = winner.and_then(|w| self.decider_of(w, user));
-        let ended = Ended::by_ui(End::from(outcome), answered_by, told, decider);
-        self.end(&id, req, ended, now, fx);
-        (id, outcome)
-    }
-
-    /// Ends a pending approval with a UI's checked decision (`winner`: the local UI that
-    /// made it, left out of the withdrawal); returns the ack that UI is owed.
-    pub(super) fn decided(
-        &mut self,
         id: &str,
-        resp: ToolConfirmationResponse,
+        answer: Answer,
         answered_by: UiInfo,
         winner: Option<PeerId>,
         now: Instant,
         fx: &mut Effects,
-    ) -> remote::Acked {
+    ) -> Acked {
         let req = self.take(id, WithdrawReason::Answered, winner, Some(&answered_by), fx);
-        let user = resp.user;
-        let (reason, outcome, message, payload) = match resp.decision {
-            Decision::Dismissed => {
-                let message = approvals::daemon_message(Outcome::Dismissed, req.timeout_ms);
-                (Outcome::Dismissed, ToolOutcome::Cancel, message, None)
-            }
-            Decision::Decided {
-                outcome,
-                message,
-                payload,
-            } => (Outcome::Answered, outcome, message, payload),
-        };
-        let confirmed = reason == Outcome::Answered && outcome.confirms();
         let latency = now - req.accepted_at;
         self.stats.record_latency(latency);
-        self.stats.approvals.record_latency(latency);
-        let told = Told::Approval(ApprovalResponse {
-            correlation_id: id.to_owned(),
-            confirmed,
-            outcome,
-            reason,
-            message,
-            payload,
-        });
+        let (told, acked, user) = match answer {
+            Answer::Question(resp) => {
+                let answers = (!resp.cancelled).then_some(resp.answers);
+                let told = question_told(id, req.body.meta(), answers);
+                let acked = Acked::Question(told.reason);
+                (Told::Question(told), acked, resp.user)
+            }
+            Answer::Approval(resp) => {
+                self.stats.approvals.record_latency(latency);
+                let (told, acked) = approval_told(id, req.timeout_ms, resp.decision);
+                (Told::Approval(told), acked, resp.user)
+            }
+        };
+        if let Some(winner) = winner {
+            fx.frame(winner, acked.frame(id));
+        }
         let decider = winner.and_then(|w| self.decider_of(w, user));
-        let ended = Ended::by_ui(End::from(reason), answered_by, told, decider);
+        let ended = Ended::by_ui(End::from(acked.reason()), answered_by, told, decider);
         self.end(id, req, ended, now, fx);
-        remote::Acked::Approval {
-            reason,
-            confirmed,
-            outcome,
+        acked
+    }
+}
+
+/// Refuses an answer of the wrong kind for `body`, or one the request cannot take: answers to
+/// questions it does not have (or too large a result), an outcome the approval does not offer.
+pub(super) fn acceptable(id: &str, body: &Body, answer: &Answer) -> Result<(), FrameError> {
+    match (answer, body) {
+        (Answer::Question(resp), Body::Questions(n)) => check_answers(id, &n.meta, resp),
+        (Answer::Approval(resp), Body::Approval(a)) => offered(id, a, resp),
+        (_, body) => {
+            let kind = body.kind();
+            let err = BrokerError::WrongKind {
+                id: id.to_owned(),
+                kind,
+            };
+            Err(err.into_frame_error(id))
         }
     }
 }
 
+/// Refuses a decision whose outcome the approval does not offer.
+fn offered(
+    id: &str,
+    body: &ApprovalBody,
+    resp: &ToolConfirmationResponse,
+) -> Result<(), FrameError> {
+    if let Decision::Decided { outcome, .. } = &resp.decision {
+        if !body.outcomes.contains(outcome) {
+            let err = BrokerError::OutcomeNotOffered {
+                outcome: *outcome,
+                offered: body.outcomes.clone(),
+            };
+            return Err(err.into_frame_error(id));
+        }
+    }
+    Ok(())
+}
+
+/// What a question's producer is told when a UI answered (`answers`) or dismissed it
+/// (`None`).
+fn question_told(
+    id: &str,
+    meta: &[QuestionMeta],
+    answers: Option<BTreeMap<usize, String>>,
+) -> ProducerResponse {
+    let (reason, result, answers) = match answers {
+        Some(answers) => (
+            Outcome::Answered,
+            questions::answered_result(meta, &answers),
+            answers,
+        ),
+        None => (
+            Outcome::Dismissed,
+            questions::dismissed_result(meta),
+            BTreeMap::new(),
+        ),
+    };
+    ProducerResponse {
+        correlation_id: id.to_owned(),
+        cancelled: reason != Outcome::Answered,
+        answers,
+        reason,
+        result,
+    }
+}
+
+/// What an approval's producer is told when a UI decided it (or dismissed it), and the ack
+/// that UI is owed.
+fn approval_told(id: &str, timeout_ms: u64, decision: Decision) -> (ApprovalResponse, Acked) {
+    let (reason, outcome, message, payload) = match decision {
+        Decision::Dismissed => {
+            let message = approvals::daemon_message(Outcome::Dismissed, timeout_ms);
+            (Outcome::Dismissed, ToolOutcome::Cancel, message, None)
+        }
+        Decision::Decided {
+            outcome,
+            message,
+            payload,
+        } => (Outcome::Answered, outcome, message, payload),
+    };
+    let confirmed = reason == Outcome::Answered && outcome.confirms();
+    let told = ApprovalResponse {
+        correlation_id: id.to_owned(),
+        confirmed,
+        outcome,
+        reason,
+        message,
+        payload,
+    };
+    let acked = Acked::Approval {
+        reason,
+        confirmed,
+        outcome,
+    };
+    (told, acked)
+}
+
 /// Refuses a question's answer that names a question it does not have, or whose result would
 /// be too large to send (a dismissal carries no answers to check).
-pub(super) fn check_answers(
+fn check_answers(
     id: &str,
     meta: &[QuestionMeta],
     resp: &AskUserResponse,

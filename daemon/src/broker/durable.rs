@@ -200,7 +200,8 @@ impl Broker {
             timeout_ms: r.timeout_ms,
         };
         if r.deadline <= now {
-            return self.end_unanswered(&id, pending, DaemonOutcome::Timeout, now, fx);
+            let ended = Ended::unanswered(&id, &pending, DaemonOutcome::Timeout);
+            return self.end(&id, pending, ended, now, fx);
         }
         self.away(id.clone(), until);
         self.pending.insert(id, pending);

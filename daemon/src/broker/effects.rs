@@ -3,18 +3,19 @@
 //! and UIs to replay to. The caller delivers them through bounded queues, never awaiting a
 //! peer under the broker's lock.
 
-use std::time::SystemTime;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 
 use super::body::{Body, Told};
 use super::pending::Pending;
-use super::remote::FedOut;
 use super::{PeerId, PeerInfo};
 use crate::approvals::ApprovalBody;
 use crate::protocol::{
-    ApprovalResponse, BusEvent, BusEventKind, End, ErrorCode, FrameError, ProducerInfo,
-    RequestContext, RequestKind, UiInfo,
+    encode_fast, ApprovalResponse, AskUserResponse, BusEvent, BusEventKind, End, ErrorCode,
+    FrameError, Outcome, ProducerInfo, RequestContext, RequestKind, ToolConfirmationResponse,
+    ToolOutcome, UiInfo,
 };
 use crate::questions::{question_types, QuestionMeta};
 use crate::telemetry::record::{ApprovalFacts, Record};
@@ -62,6 +63,113 @@ impl Effects {
     pub(super) fn error(&mut self, to: PeerId, err: FrameError) {
         self.sends.push((to, Msg::Error(err)));
     }
+}
+
+// What crosses to the other nodes: the federation task sends it, never under the broker's lock.
+
+/// A local question the other nodes are to show.
+#[derive(Debug, Clone)]
+pub struct SharedQuestion {
+    pub id: Arc<str>,
+    /// What it asks: questions or an approval.
+    pub body: Body,
+    pub producer: ProducerInfo,
+    pub context: Option<Box<RequestContext>>,
+    pub timeout_ms: u64,
+    /// Time left before its deadline.
+    pub remaining: Duration,
+}
+
+impl SharedQuestion {
+    /// A pending local request as the other nodes are sent it, with `remaining` left.
+    pub(super) fn of(id: Arc<str>, req: &Pending, remaining: Duration) -> SharedQuestion {
+        SharedQuestion {
+            id,
+            body: req.body.clone(),
+            producer: req.producer_info.clone(),
+            context: req.context.clone(),
+            timeout_ms: req.timeout_ms,
+            remaining,
+        }
+    }
+}
+
+/// The end of a shared question.
+#[derive(Debug, Clone)]
+pub struct SharedEnd {
+    pub id: Arc<str>,
+    /// How it ended, as every node withdraws it.
+    pub reason: End,
+    pub answered_by: Option<UiInfo>,
+    /// When a remote UI won: its connection on its node (`Forward::ui` there), so that node
+    /// can leave the winner out of the withdrawal.
+    pub winner_peer: Option<PeerId>,
+}
+
+/// A UI's answer to a question or its decision on an approval.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    Question(AskUserResponse),
+    Approval(ToolConfirmationResponse),
+}
+
+impl Answer {
+    pub fn correlation_id(&self) -> &str {
+        match self {
+            Answer::Question(r) => &r.correlation_id,
+            Answer::Approval(r) => &r.correlation_id,
+        }
+    }
+}
+
+/// What the origin told the UI whose answer it took: `ask-user-ack` or
+/// `tool-confirmation-ack`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acked {
+    Question(Outcome),
+    Approval {
+        reason: Outcome,
+        confirmed: bool,
+        outcome: ToolOutcome,
+    },
+}
+
+impl Acked {
+    /// How the request ended for the producer.
+    pub fn reason(&self) -> Outcome {
+        match *self {
+            Acked::Question(reason) | Acked::Approval { reason, .. } => reason,
+        }
+    }
+
+    /// The ack frame for the UI.
+    pub fn frame(&self, id: &str) -> Bytes {
+        match *self {
+            Acked::Question(outcome) => encode_fast::ack(id, outcome),
+            Acked::Approval {
+                reason,
+                confirmed,
+                outcome,
+            } => encode_fast::approval_ack(id, reason, confirmed, outcome),
+        }
+    }
+}
+
+/// A local UI's answer to a remote question, to be sent to its origin.
+#[derive(Debug, Clone)]
+pub struct Forward {
+    pub ui: PeerId,
+    pub origin: Arc<str>,
+    pub response: Answer,
+    pub by: UiInfo,
+}
+
+/// What the federation task must do.
+#[derive(Debug, Clone)]
+pub enum FedOut {
+    Publish(SharedQuestion),
+    Ended(SharedEnd),
+    Forward(Forward),
 }
 
 /// What telemetry and the watchers are told about one request, pending or refused: the same

@@ -24,12 +24,9 @@ impl Broker {
     pub fn expire(&mut self, now: Instant, fx: &mut Effects) {
         self.expire_graces(now, fx);
         while let Some(id) = self.pending.first_due(now) {
-            let req = self.take(&id, WithdrawReason::Timeout, None, None, fx);
-            if req.origin.is_remote() {
-                // Its origin's end never came (it is checked a grace after the deadline).
-                continue;
-            }
-            self.end_unanswered(&id, req, DaemonOutcome::Timeout, now, fx);
+            // A remote one's end never came from its origin (it is due a grace after the
+            // origin's deadline).
+            self.lapse(&id, DaemonOutcome::Timeout, now, fx);
         }
     }
 
@@ -45,12 +42,24 @@ impl Broker {
     pub fn shutdown(&mut self, now: Instant, fx: &mut Effects) {
         self.closed = true;
         for id in self.pending.ids() {
-            let req = self.take(&id, WithdrawReason::Shutdown, None, None, fx);
-            if req.origin.is_remote() {
-                continue;
-            }
-            self.end_unanswered(&id, req, DaemonOutcome::Shutdown, now, fx);
+            self.lapse(&id, DaemonOutcome::Shutdown, now, fx);
         }
+    }
+
+    /// Ends a request by this node's own doing (`Timeout` or `Shutdown`): withdrawn from the
+    /// UIs, and ended for its producer when it was asked here (a remote request's origin ends
+    /// it there, and this node only withdraws it).
+    fn lapse(&mut self, id: &str, why: DaemonOutcome, now: Instant, fx: &mut Effects) {
+        let reason = match why {
+            DaemonOutcome::Shutdown => WithdrawReason::Shutdown,
+            _ => WithdrawReason::Timeout,
+        };
+        let req = self.take(id, reason, None, None, fx);
+        if req.origin.is_remote() {
+            return;
+        }
+        let ended = Ended::unanswered(id, &req, why);
+        self.end(id, req, ended, now, fx);
     }
 
     /// Takes a pending request out of the table and tells every UI that was sent it (but
@@ -130,9 +139,9 @@ impl Broker {
                 .and_then(Told::approval)
                 .filter(|r| r.reason == Outcome::Answered)
                 .map(|r| r.outcome);
-            self.stats.approvals.count(end, decision);
+            self.stats.approvals.count_decided(end, decision);
         }
-        self.ended_shared(id, &req, end.as_str(), ui.as_ref(), fx);
+        self.ended_shared(id, &req, end, ui.as_ref(), fx);
         let latency = (now - req.accepted_at).as_millis() as u64;
         let answers = match &told {
             Some(Told::Question(r)) if r.reason == Outcome::Answered => Some(r.answers.len()),
@@ -150,27 +159,6 @@ impl Broker {
         if let (Some(told), Some(producer)) = (told, req.origin.producer()) {
             fx.frame(producer, told.encode());
         }
-    }
-
-    /// Ends a request nobody answered (timeout, no-ui, withdrawn, shutdown): for an approval
-    /// never a confirmation, and its producer is told why.
-    pub(super) fn end_unanswered(
-        &mut self,
-        id: &str,
-        req: Pending,
-        outcome: DaemonOutcome,
-        now: Instant,
-        fx: &mut Effects,
-    ) {
-        let told = unanswered(id, &req, outcome);
-        let end = End::from(outcome_of(outcome));
-        let ended = Ended {
-            end,
-            by: None,
-            told: Some(told),
-            decider: None,
-        };
-        self.end(id, req, ended, now, fx);
     }
 }
 
@@ -195,6 +183,17 @@ impl Ended {
         }
     }
 
+    /// A request nobody answered (timeout, no-ui, withdrawn, shutdown): for an approval
+    /// never a confirmation, and its producer is told why.
+    pub(super) fn unanswered(id: &str, req: &Pending, outcome: DaemonOutcome) -> Ended {
+        Ended {
+            end: End::from(outcome_of(outcome)),
+            by: None,
+            told: Some(unanswered(id, req, outcome)),
+            decider: None,
+        }
+    }
+
     pub(super) fn untold(end: End) -> Ended {
         Ended {
             end,
@@ -206,7 +205,7 @@ impl Ended {
 }
 
 /// What the producer of a request nobody answered is told.
-pub(super) fn unanswered(id: &str, req: &Pending, outcome: DaemonOutcome) -> Told {
+fn unanswered(id: &str, req: &Pending, outcome: DaemonOutcome) -> Told {
     let reason = outcome_of(outcome);
     match &req.body {
         Body::Questions(n) => Told::Question(ProducerResponse {
@@ -227,35 +226,7 @@ pub(super) fn unanswered(id: &str, req: &Pending, outcome: DaemonOutcome) -> Tol
     }
 }
 
-/// What a question's producer is told when a UI answered (`answers`) or dismissed it
-/// (`None`).
-pub(super) fn answered(
-    id: &str,
-    meta: &[crate::questions::QuestionMeta],
-    answers: Option<BTreeMap<usize, String>>,
-) -> Told {
-    let (reason, result, answers) = match answers {
-        Some(answers) => (
-            Outcome::Answered,
-            questions::answered_result(meta, &answers),
-            answers,
-        ),
-        None => (
-            Outcome::Dismissed,
-            questions::dismissed_result(meta),
-            BTreeMap::new(),
-        ),
-    };
-    Told::Question(ProducerResponse {
-        correlation_id: id.to_owned(),
-        cancelled: reason != Outcome::Answered,
-        answers,
-        reason,
-        result,
-    })
-}
-
-pub(super) fn outcome_of(outcome: DaemonOutcome) -> Outcome {
+fn outcome_of(outcome: DaemonOutcome) -> Outcome {
     match outcome {
         DaemonOutcome::Timeout => Outcome::Timeout,
         DaemonOutcome::NoUi => Outcome::NoUi,

@@ -3,29 +3,32 @@
 //! operation appends what must be sent (and logged) to an [`Effects`], which the caller
 //! delivers through the connections' bounded queues.
 //!
-//! - [`pending`]: the pending table, the one type that keeps a request and its indexes in step;
+//! - `pending`: the pending table, the one type that keeps a request and its indexes in step;
 //! - `peers`: who each connection is and what it may do;
 //! - `body`: what a request is (questions or an approval) and where it came from, as types;
 //! - `durable`: with a store: what to persist, producers away and re-attaching, restores;
 //! - `request`: a request validated outside the lock;
-//! - `effects`: what an operation asks its caller to do;
-//! - `uis`: subscribe, replay, watch and rights: which UI is shown which request;
+//! - `effects`: what an operation asks its caller to do (frames, records, events, and what
+//!   the federation task must tell the other nodes);
+//! - `uis`: subscribe, replay, watch and rights: which UI is shown which request, and the
+//!   frames that show it and take it away;
 //! - `admit`: a request entering (quotas, no-UI policy, first delivery), refusals, cancels;
-//! - `answer`: a UI's answer to a question (`respond`) or an approval (`decide`);
+//! - `answer`: a UI's answer of either kind, one road (`answer`; `respond` and `decide` are
+//!   its doors), local or from another node;
 //! - `end`: every request's one end (`take`, `end`), timeouts and shutdown;
 //! - `remote`: federation's shared and remote questions;
 //! - this file: the broker's state, its limits and counts, and peers arriving and leaving.
 
 mod admit;
 mod answer;
-pub mod body;
+mod body;
 mod durable;
 mod effects;
 mod end;
 mod error;
 mod notify;
 mod peers;
-pub mod pending;
+mod pending;
 mod remote;
 mod request;
 mod stats;
@@ -54,15 +57,12 @@ pub const KNOWN_VIAS: [&str; 12] = [
 ];
 
 pub use durable::{AskedRecord, DecidedBy, Decider, Durable, EndedRecord, Restored};
-pub use effects::{Effects, Msg};
+pub use effects::{Acked, Answer, Effects, FedOut, Forward, Msg, SharedEnd, SharedQuestion};
 pub use error::BrokerError;
 pub use peers::{PeerId, PeerInfo, Rights, RoleCounts};
-pub use remote::{
-    Acked, Answer, FedOut, FedPolicy, Forward, RemoteQuestion, RemoteRefusal, SharedEnd,
-    SharedQuestion,
-};
-pub use request::{Valid, ValidRequest};
-pub use stats::{ApprovalStats, BrokerStats};
+pub use remote::{FedPolicy, RemoteQuestion, RemoteRefusal};
+pub use request::Valid;
+pub use stats::{ApprovalStats, BrokerStats, EndCounts};
 pub use uis::{ReplayBudget, ReplayStep};
 
 use peers::Peer;

@@ -5,10 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{effects, Broker, BrokerError, Effects, PeerId};
-use crate::protocol::{
-    BusEvent, BusEventKind, FrameError, NotifyFacts, NotifyReport, NotifyResult,
-};
+use super::{effects, Broker, Effects, PeerId};
+use crate::protocol::{BusEvent, BusEventKind, NotifyFacts, NotifyReport, NotifyResult};
 
 /// Distinct sink names counted; reports from more are counted under `other`, so a peer
 /// inventing names cannot grow the daemon's memory.
@@ -41,14 +39,10 @@ impl NotifyCounts {
 
 impl Broker {
     pub fn notify_report(&mut self, peer: PeerId, report: NotifyReport, fx: &mut Effects) {
-        let Some(p) = self.peers.get(&peer) else {
-            return;
-        };
-        if !p.info.rights.ui {
-            let err = BrokerError::NotAUi(p.info.uid);
-            fx.error(peer, FrameError::new(err.code(), err.to_string()));
+        if !self.may_be_ui(peer, fx) {
             return;
         }
+        let p = &self.peers[&peer];
         self.stats.notify.count(&report.sink, report.result);
         fx.events.push(BusEvent {
             event: BusEventKind::Other("notify".into()),

@@ -155,17 +155,6 @@ impl PendingTable {
         }
     }
 
-    /// Marks a local request shared with the other nodes.
-    pub fn set_shared(&mut self, id: &str) {
-        if let Some(Pending {
-            origin: Origin::Local { shared, .. },
-            ..
-        }) = self.entries.get_mut(id)
-        {
-            *shared = true;
-        }
-    }
-
     pub fn get(&self, id: &str) -> Option<&Pending> {
         self.entries.get(id)
     }
@@ -178,6 +167,7 @@ impl PendingTable {
         self.entries.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -239,6 +229,7 @@ impl PendingTable {
     }
 
     /// Panics unless the five structures describe the same set of requests.
+    #[cfg(test)]
     pub fn check_invariant(&self) {
         let n = self.entries.len();
         assert_eq!(self.by_seq.len(), n, "by_seq");

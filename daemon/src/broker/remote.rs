@@ -7,17 +7,14 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use tokio::time::{Duration, Instant};
 
-use super::answer::check_answers;
-use super::body::{Body, Origin};
+use super::answer::acceptable;
+use super::body::Origin;
+use super::effects::{self, Acked, Answer, FedOut, Forward, SharedEnd, SharedQuestion};
 use super::pending::{bytes_of, Pending};
-use super::{effects, Broker, BrokerError, Effects, PeerId, Valid};
-use crate::protocol::{
-    encode_fast, AskUserResponse, BusEventKind, End, FrameError, Outcome, ProducerInfo,
-    RequestContext, ToolConfirmationResponse, UiInfo, WithdrawReason,
-};
+use super::{Broker, BrokerError, Effects, PeerId, Valid};
+use crate::protocol::{BusEventKind, End, FrameError, ProducerInfo, UiInfo, WithdrawReason};
 
 /// How long after its origin's deadline a remote question is dropped if its end never came.
 pub const REMOTE_GRACE: Duration = Duration::from_secs(5);
@@ -35,89 +32,6 @@ pub struct FedPolicy {
     /// Remote questions are shown as if asked by this uid (the daemon's own, by default): the
     /// UIs that see that uid's questions see them.
     pub shown_as_uid: u32,
-}
-
-/// A local question the other nodes are to show.
-#[derive(Debug, Clone)]
-pub struct SharedQuestion {
-    pub id: Arc<str>,
-    /// What it asks: questions or an approval.
-    pub body: Body,
-    pub producer: ProducerInfo,
-    pub context: Option<Box<RequestContext>>,
-    pub timeout_ms: u64,
-    /// Time left before its deadline.
-    pub remaining: Duration,
-}
-
-/// The end of a shared question.
-#[derive(Debug, Clone)]
-pub struct SharedEnd {
-    pub id: Arc<str>,
-    pub reason: &'static str,
-    pub answered_by: Option<UiInfo>,
-    /// When a remote UI won: its connection on its node (`Forward::ui` there), so that node
-    /// can leave the winner out of the withdrawal.
-    pub winner_peer: Option<PeerId>,
-}
-
-/// A UI's answer to a question or its decision on an approval.
-#[derive(Debug, Clone)]
-pub enum Answer {
-    Question(AskUserResponse),
-    Approval(ToolConfirmationResponse),
-}
-
-impl Answer {
-    pub fn correlation_id(&self) -> &str {
-        match self {
-            Answer::Question(r) => &r.correlation_id,
-            Answer::Approval(r) => &r.correlation_id,
-        }
-    }
-}
-
-/// What the origin told the UI whose answer it took: `ask-user-ack` or
-/// `tool-confirmation-ack`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Acked {
-    Question(Outcome),
-    Approval {
-        reason: Outcome,
-        confirmed: bool,
-        outcome: crate::protocol::ToolOutcome,
-    },
-}
-
-impl Acked {
-    /// The ack frame for the UI.
-    pub fn frame(&self, id: &str) -> Bytes {
-        match *self {
-            Acked::Question(outcome) => encode_fast::ack(id, outcome),
-            Acked::Approval {
-                reason,
-                confirmed,
-                outcome,
-            } => encode_fast::approval_ack(id, reason, confirmed, outcome),
-        }
-    }
-}
-
-/// A local UI's answer to a remote question, to be sent to its origin.
-#[derive(Debug, Clone)]
-pub struct Forward {
-    pub ui: PeerId,
-    pub origin: Arc<str>,
-    pub response: Answer,
-    pub by: UiInfo,
-}
-
-/// What the federation task must do.
-#[derive(Debug, Clone)]
-pub enum FedOut {
-    Publish(SharedQuestion),
-    Ended(SharedEnd),
-    Forward(Forward),
 }
 
 /// What one origin node's remote questions hold on this node.
@@ -189,37 +103,6 @@ impl Broker {
         }
     }
 
-    /// The request as a UI is sent it now: with `node` once federated.
-    pub(super) fn ui_frame(&self, id: &str, req: &Pending, now: Instant) -> Bytes {
-        let (node, now) = match (req.origin.remote_node(), &self.fed) {
-            // The UI is told the origin's time left, not the grace this node adds.
-            (Some(origin), _) => (Some(&**origin), now + REMOTE_GRACE),
-            (None, Some(f)) => (Some(&*f.node), now),
-            (None, None) => (None, now),
-        };
-        let timeout_ms = req.deadline.saturating_duration_since(now).as_millis() as u64;
-        let context = req.context.as_deref();
-        req.body
-            .ui_frame(id, timeout_ms, &req.producer_info, context, node)
-    }
-
-    /// The withdrawal of `req`; once federated it names the request's node and, when a UI
-    /// answered, which UI on which node.
-    pub(super) fn withdrawn_frame(
-        &self,
-        id: &str,
-        req: &Pending,
-        reason: WithdrawReason,
-        answered_by: Option<&UiInfo>,
-    ) -> Bytes {
-        let Some(f) = self.fed.as_ref() else {
-            return req.body.withdrawn_frame(id, reason, None, None);
-        };
-        let node = req.origin.remote_node().unwrap_or(&f.node);
-        req.body
-            .withdrawn_frame(id, reason, Some(node), answered_by)
-    }
-
     /// Marks a new local question shared (if the policy says so) and tells the federation task.
     pub(super) fn share(&self, id: &Arc<str>, req: &mut Pending, fx: &mut Effects) {
         let Some(f) = &self.fed else {
@@ -232,14 +115,9 @@ impl Broker {
             return;
         };
         *shared = true;
-        fx.federation.push(FedOut::Publish(SharedQuestion {
-            id: id.clone(),
-            body: req.body.clone(),
-            producer: req.producer_info.clone(),
-            context: req.context.clone(),
-            timeout_ms: req.timeout_ms,
-            remaining: Duration::from_millis(req.timeout_ms),
-        }));
+        let remaining = Duration::from_millis(req.timeout_ms);
+        let q = SharedQuestion::of(id.clone(), req, remaining);
+        fx.federation.push(FedOut::Publish(q));
     }
 
     /// A shared question ended: every node withdraws it with this reason.
@@ -247,7 +125,7 @@ impl Broker {
         &self,
         id: &str,
         req: &Pending,
-        reason: &'static str,
+        reason: End,
         answered_by: Option<&UiInfo>,
         fx: &mut Effects,
     ) {
@@ -266,20 +144,11 @@ impl Broker {
         self.pending
             .iter()
             .filter(|(_, _, req)| req.origin.is_shared())
-            .map(|(_, id, req)| SharedQuestion {
-                id: id.clone(),
-                body: req.body.clone(),
-                producer: req.producer_info.clone(),
-                context: req.context.clone(),
-                timeout_ms: req.timeout_ms,
-                remaining: req.deadline.saturating_duration_since(now),
+            .map(|(_, id, req)| {
+                let remaining = req.deadline.saturating_duration_since(now);
+                SharedQuestion::of(id.clone(), req, remaining)
             })
             .collect()
-    }
-
-    /// Whether `id` is a local question this node shares (for reconciling the bucket).
-    pub fn is_shared(&self, id: &str) -> bool {
-        self.pending.get(id).is_some_and(|p| p.origin.is_shared())
     }
 
     /// The remote questions shown now, as (origin, id).
@@ -478,25 +347,8 @@ impl Broker {
             // Not pending, or not one this node shares: nothing about it leaks.
             return Err(BrokerError::NotPending(id.clone()).into_frame_error(&id));
         };
-        let acked = match (answer, &req.body) {
-            (Answer::Question(resp), Body::Questions(n)) => {
-                check_answers(&id, &n.meta, &resp)?;
-                let (_, outcome) = self.answered(resp, by, None, now, fx);
-                Acked::Question(outcome)
-            }
-            (Answer::Approval(resp), Body::Approval(body)) => {
-                self.offered(&id, body, &resp)?;
-                self.decided(&id, resp, by, None, now, fx)
-            }
-            (_, body) => {
-                let kind = body.kind();
-                return Err(BrokerError::WrongKind {
-                    id: id.clone(),
-                    kind,
-                }
-                .into_frame_error(&id));
-            }
-        };
+        acceptable(&id, &req.body, &answer)?;
+        let acked = self.answered(&id, answer, by, None, now, fx);
         self.mark_winner(&id, by_peer, fx);
         Ok(acked)
     }

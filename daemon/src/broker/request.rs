@@ -17,10 +17,6 @@ pub struct Valid {
     pub(super) body: Body,
 }
 
-/// The old name of [`Valid`]: nothing uses it any more; kept only so this branch and the
-/// broker's rework merge without touching the same lines. Delete it after both are in.
-pub type ValidRequest = Valid;
-
 impl From<ValidApproval> for Valid {
     fn from(a: ValidApproval) -> Valid {
         Valid {

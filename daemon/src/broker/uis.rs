@@ -1,11 +1,16 @@
 //! The answering side's view: which UIs and watchers there are, and what each is shown.
 //! Subscribing (with its filter), replay of pending requests to a UI catching up, watching,
-//! and re-applying access rights after a reload all decide here who sees which request.
+//! and re-applying access rights after a reload all decide here who sees which request, and
+//! with what frame: a request as a UI is shown it and the frame that takes it off the screen.
+
+use bytes::Bytes;
 
 use super::peers::Cursor;
+use super::pending::Pending;
+use super::remote::REMOTE_GRACE;
 use super::{Broker, BrokerError, Effects, PeerId, Rights};
 use crate::protocol::{
-    encode, encode_fast, FrameError, ServerFrame, SubscribeFilter, WithdrawReason,
+    encode, encode_fast, FrameError, ServerFrame, SubscribeFilter, UiInfo, WithdrawReason,
 };
 use tokio::time::Instant;
 
@@ -48,6 +53,20 @@ impl Broker {
         }
     }
 
+    /// Whether `peer` is connected and may act as a UI (subscribe, watch, report
+    /// notifications); one that may not is sent the refusal.
+    pub(super) fn may_be_ui(&self, peer: PeerId, fx: &mut Effects) -> bool {
+        let Some(p) = self.peers.get(&peer) else {
+            return false;
+        };
+        if !p.info.rights.ui {
+            let err = BrokerError::NotAUi(p.info.uid);
+            fx.error(peer, FrameError::new(err.code(), err.to_string()));
+            return false;
+        }
+        true
+    }
+
     /// Makes `peer` a UI. It is sent `subscribed` with the pending count now, then (through
     /// `replay`) every pending request oldest first, then live ones.
     pub fn subscribe(
@@ -57,14 +76,10 @@ impl Broker {
         filter: SubscribeFilter,
         fx: &mut Effects,
     ) {
-        let Some(p) = self.peers.get(&peer) else {
-            return;
-        };
-        if !p.info.rights.ui {
-            let err = BrokerError::NotAUi(p.info.uid);
-            fx.error(peer, FrameError::new(err.code(), err.to_string()));
+        if !self.may_be_ui(peer, fx) {
             return;
         }
+        let p = &self.peers[&peer];
         // What a UI subscribing again had and no longer asks for leaves its screen.
         if let Some(cursor) = p.ui.filter(|_| p.filter != filter) {
             for (seq, id, req) in self.pending.iter() {
@@ -107,14 +122,10 @@ impl Broker {
     /// Makes `peer` an observer: it is sent `watching`, then an event per request arrival and
     /// end. It does not become a UI (it cannot answer).
     pub fn watch(&mut self, peer: PeerId, client: Option<String>, fx: &mut Effects) {
-        let Some(p) = self.peers.get_mut(&peer) else {
-            return;
-        };
-        if !p.info.rights.ui {
-            let err = BrokerError::NotAUi(p.info.uid);
-            fx.error(peer, FrameError::new(err.code(), err.to_string()));
+        if !self.may_be_ui(peer, fx) {
             return;
         }
+        let p = self.peers.get_mut(&peer).expect("checked above");
         if client.is_some() {
             p.info.client = client;
         }
@@ -188,6 +199,37 @@ impl Broker {
                 ReplayStep::More
             }
         }
+    }
+
+    /// The request as a UI is sent it now: with `node` once federated.
+    pub(super) fn ui_frame(&self, id: &str, req: &Pending, now: Instant) -> Bytes {
+        let (node, now) = match (req.origin.remote_node(), &self.fed) {
+            // The UI is told the origin's time left, not the grace this node adds.
+            (Some(origin), _) => (Some(&**origin), now + REMOTE_GRACE),
+            (None, Some(f)) => (Some(&*f.node), now),
+            (None, None) => (None, now),
+        };
+        let timeout_ms = req.deadline.saturating_duration_since(now).as_millis() as u64;
+        let context = req.context.as_deref();
+        req.body
+            .ui_frame(id, timeout_ms, &req.producer_info, context, node)
+    }
+
+    /// The withdrawal of `req`; once federated it names the request's node and, when a UI
+    /// answered, which UI on which node.
+    pub(super) fn withdrawn_frame(
+        &self,
+        id: &str,
+        req: &Pending,
+        reason: WithdrawReason,
+        answered_by: Option<&UiInfo>,
+    ) -> Bytes {
+        let Some(f) = self.fed.as_ref() else {
+            return req.body.withdrawn_frame(id, reason, None, None);
+        };
+        let node = req.origin.remote_node().unwrap_or(&f.node);
+        req.body
+            .withdrawn_frame(id, reason, Some(node), answered_by)
     }
 }
 

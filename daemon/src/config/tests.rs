@@ -1,5 +1,7 @@
 //! The configuration file's parsing, layering and resolution, key by key.
 
+use std::path::Path;
+
 use super::*;
 
 fn parse_ok(text: &str) -> Options {

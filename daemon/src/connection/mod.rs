@@ -355,19 +355,3 @@ pub fn refuse_now(stream: &UnixStream, err: &FrameError) {
     let mut sink = [0u8; 4096];
     while matches!(stream.try_read(&mut sink), Ok(n) if n > 0) {}
 }
-
-/// Refuses a connection after writing `err`, lingering (bounded) for a slow peer.
-pub async fn refuse(mut stream: UnixStream, err: &FrameError) {
-    use tokio::io::AsyncWriteExt;
-    let payload = encode(&ServerFrame::error(err));
-    let mut frame = Vec::with_capacity(LENGTH_PREFIX_BYTES + payload.len());
-    frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-    frame.extend_from_slice(&payload);
-    if tokio::time::timeout(LINGER, stream.write_all(&frame))
-        .await
-        .is_ok()
-    {
-        shutdown_write(&stream);
-        discard_until_eof(&stream).await;
-    }
-}

@@ -11,12 +11,13 @@
 //! hub. A remote node is one more origin: its questions are pending requests with an origin,
 //! its UIs' answers are answers decided by the broker like a local UI's. `answers` carries
 //! answers between a UI's node and the origin; `peers` follows the other nodes' messages
-//! (sequence numbers, catch-up through sync, presence); `sync` serves and fetches pending
-//! questions; `wire` is the JSON that crosses NATS.
+//! (sequence numbers, catch-up through sync, presence); `outgoing` publishes what this node
+//! tells the others (shares, ends, beats) and keeps it while NATS is away; `sync` serves and
+//! fetches pending questions; `wire` is the JSON that crosses NATS.
 
 mod answers;
-pub mod config;
-pub mod link;
+pub(crate) mod config;
+mod outgoing;
 mod peers;
 mod sync;
 mod wire;
@@ -27,27 +28,22 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures_util::StreamExt;
-use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::hub::federation::{unreachable, FedLink, FedStatus};
 pub use config::{FederationConfig, FederationError, ShareUsers};
-pub use link::{unreachable, FedLink, FedStatus};
 use wire::AnswerReply;
 
-use crate::broker::{Acked, FedOut, Forward, RemoteQuestion, SharedEnd, SharedQuestion};
+use crate::broker::{FedOut, Forward, RemoteQuestion};
 use crate::hub::Hub;
 use crate::protocol::{ErrorCode, FrameError, WithdrawReason};
+use outgoing::{Outgoing, Queued};
 
 /// Room in the queue kept for shares and ends: a UI's answer to a remote question is refused
 /// at once ("queue full") when fewer than this many slots would be left after it.
 const SHARES_ROOM: usize = 8192;
-
-/// A node with nothing pending measures its round trip to the server once every this many
-/// heartbeats (one with pending questions, every heartbeat): an idle node costs the server
-/// next to nothing.
-const IDLE_RTT_EVERY: u32 = 15;
 
 /// Starts federating `hub` as `cfg` says; the task runs until `stop`, then tells the other
 /// nodes what ended meanwhile and leaves.
@@ -115,26 +111,6 @@ struct Task {
     resync: Arc<AtomicBool>,
     /// This run's epoch (its start, Unix ms): the other nodes tell a restart by it.
     epoch: u64,
-}
-
-/// What this node has published, as the other nodes number it.
-#[derive(Default)]
-struct Outgoing {
-    /// The sequence number of the last share or end taken.
-    seq: u64,
-    /// Shares and ends the broker asked for while NATS was away, in order (with a share's
-    /// deadline fixed when it was asked): published on reconnect.
-    offline: Vec<Queued>,
-    /// The offline queue overflowed: the reconnect leaves a hole in the sequence instead.
-    overflowed: bool,
-    /// The last beat said this node had questions pending (the other nodes expect beats).
-    beating: bool,
-    ticks: u32,
-}
-
-enum Queued {
-    Share(SharedQuestion, u64),
-    End(SharedEnd),
 }
 
 impl Task {
@@ -396,70 +372,6 @@ impl Task {
         }
     }
 
-    async fn publish(&self, client: &async_nats::Client, subject: String, body: Vec<u8>) {
-        if let Err(e) = client.publish(subject, body.into()).await {
-            tracing::warn!(error = %e, "federation: not published");
-        }
-    }
-
-    async fn publish_share(
-        &self,
-        client: &async_nats::Client,
-        out: &mut Outgoing,
-        q: &SharedQuestion,
-        deadline_ms: u64,
-    ) {
-        out.seq += 1;
-        let body = wire::question(q, deadline_ms, self.epoch, out.seq);
-        self.publish(client, self.q_subject(&self.node), body).await;
-    }
-
-    async fn publish_end(&self, client: &async_nats::Client, out: &mut Outgoing, end: &SharedEnd) {
-        out.seq += 1;
-        let body = wire::ended(end, self.epoch, out.seq);
-        self.publish(client, self.q_subject(&self.node), body).await;
-    }
-
-    /// A beat, hello or bye, with this node's last sequence number and how many questions it
-    /// shares now. A hello is a request: the nodes that hear it reply with their names.
-    async fn beat(&self, client: &async_nats::Client, out: &mut Outgoing, kind: wire::Presence) {
-        let (_, shared) = self.hub.run(|b, _, _| b.federated_counts());
-        out.beating = shared > 0 && kind != wire::Presence::Bye;
-        let body = wire::presence(kind, self.epoch, out.seq, shared);
-        let subject = self.q_subject(&self.node);
-        let sent = if kind == wire::Presence::Hello {
-            client
-                .publish_with_reply(subject, self.hello_inbox(), body.into())
-                .await
-        } else {
-            client.publish(subject, body.into()).await
-        };
-        if let Err(e) = sent {
-            tracing::debug!(error = %e, "federation: beat not sent");
-        }
-    }
-
-    /// A heartbeat: a node with questions pending beats (the other nodes withdraw them when
-    /// the beats stop); one that just had its last one end says so once, then stays quiet.
-    async fn tick(&self, client: &async_nats::Client, out: &mut Outgoing) {
-        let (_, shared) = self.hub.run(|b, _, _| b.federated_counts());
-        if shared > 0 || out.beating {
-            self.beat(client, out, wire::Presence::Beat).await;
-        }
-        out.ticks = out.ticks.wrapping_add(1);
-        if out.beating || out.ticks % IDLE_RTT_EVERY == 1 {
-            let t0 = std::time::Instant::now();
-            if tokio::time::timeout(self.answer_timeout, client.flush())
-                .await
-                .is_ok_and(|r| r.is_ok())
-            {
-                self.status
-                    .rtt_us
-                    .store(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
-            }
-        }
-    }
-
     /// The server refused something: a refusal on this node's own subjects means its
     /// credentials are not the node's it claims to be (or the config lacks a grant), and
     /// nothing it shares reaches anyone: said loudly, once per kind.
@@ -484,59 +396,6 @@ impl Task {
             tracing::warn!(error = msg, "federation: the NATS server refused something");
         }
     }
-
-    async fn handle_out(
-        self: &Arc<Self>,
-        o: FedOut,
-        client: &async_nats::Client,
-        out: &mut Outgoing,
-        perm_tx: &broadcast::Sender<String>,
-    ) {
-        let online = self.status.connected();
-        match o {
-            FedOut::Publish(q) => {
-                let deadline_ms = unix_ms(SystemTime::now() + q.remaining);
-                if online {
-                    self.publish_share(client, out, &q, deadline_ms).await;
-                } else {
-                    self.queue(out, Queued::Share(q, deadline_ms));
-                }
-            }
-            FedOut::Ended(end) => {
-                if online {
-                    self.publish_end(client, out, &end).await;
-                } else {
-                    self.queue(out, Queued::End(end));
-                }
-            }
-            FedOut::Forward(f) => {
-                let id = f.response.correlation_id().to_owned();
-                if !online {
-                    self.status.forward_errors.fetch_add(1, Ordering::Relaxed);
-                    let err = unreachable(&id, "this node is not connected to NATS");
-                    let ui = f.ui;
-                    self.hub.run(|b, _, fx| b.forwarded(ui, &id, Err(err), fx));
-                    return;
-                }
-                let this = self.clone();
-                let client = client.clone();
-                let perm = perm_tx.subscribe();
-                tokio::spawn(async move { this.forward(client, f, perm).await });
-            }
-        }
-    }
-
-    fn queue(&self, out: &mut Outgoing, q: Queued) {
-        if out.overflowed {
-            return;
-        }
-        if out.offline.len() >= self.offline_limit {
-            out.offline.clear();
-            out.overflowed = true;
-            return;
-        }
-        out.offline.push(q);
-    }
 }
 
 /// The next message on `P.q.*` (never, on a node that shows no remote questions).
@@ -544,22 +403,6 @@ async fn next_share(shares: &mut Option<async_nats::Subscriber>) -> Option<async
     match shares {
         Some(s) => s.next().await,
         None => std::future::pending().await,
-    }
-}
-
-/// The answer a remote UI gets, as a reply (`Ok` = ack).
-pub(crate) fn reply_of(decision: &Result<Acked, FrameError>) -> Value {
-    match decision {
-        Ok(Acked::Question(outcome)) => json!({ "outcome": outcome.as_str() }),
-        Ok(Acked::Approval {
-            reason,
-            confirmed,
-            outcome,
-        }) => json!({
-            "outcome": reason.as_str(),
-            "approval": { "confirmed": confirmed, "outcome": outcome.as_str() },
-        }),
-        Err(e) => json!({ "error": { "code": e.code.as_str(), "message": e.message } }),
     }
 }
 

@@ -1,23 +1,30 @@
-//! What federation writes to NATS and reads back: shares, ends and presence on `P.q.<node>`,
-//! sync pages, answer requests and their replies (documented in proto/PROTOCOL.md,
-//! "Federation"). Anything read from NATS is untrusted: a malformed entry or request is
-//! refused, never a panic.
+//! What federation writes to NATS and reads back (documented in proto/PROTOCOL.md,
+//! "Federation"): here, shares, ends and presence on `P.q.<node>` and the check of a shared
+//! request; hellos and sync pages in `sync`; answer requests and their replies in `answer`.
+//! Anything read from NATS is untrusted: a malformed entry or request is refused, never a
+//! panic.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::approvals::ApprovalBody;
-use crate::broker::{Acked, Answer, Body, PeerId, SharedEnd, SharedQuestion, Valid};
+use crate::broker::{Body, PeerId, SharedEnd, SharedQuestion, Valid};
 use crate::intake;
-use crate::protocol::{
-    parse_inbound, Decision, ErrorCode, FrameError, Inbound, Outcome, ProducerInfo, RequestKind,
-    ToolConfirmationResponse, ToolOutcome, UiInfo, WithdrawReason,
-};
+use crate::protocol::{ProducerInfo, RequestKind, UiInfo, WithdrawReason};
 
 /// The federation protocol version this node speaks: every message carries it as `"v"`, and
 /// a message of another version is refused (logged once per node), never half-read.
-pub const VERSION: u64 = super::link::PROTOCOL;
+pub const VERSION: u64 = crate::hub::federation::PROTOCOL;
+
+mod answer;
+mod sync;
+
+pub use answer::{answer_reply, answer_request, parse_answer, AnswerReply};
+pub use sync::{
+    error_reply, hello_reply, parse_hello_reply, parse_sync_page, parse_sync_request, sync_page,
+    sync_request,
+};
 
 /// The envelope every message on `P.q.<node>` starts with: the version, the origin's epoch
 /// (its start, Unix ms: a restart is a new epoch) and its sequence number (shares and ends
@@ -83,131 +90,11 @@ pub enum Presence {
     Bye,
 }
 
-/// The reply to a hello: the name of a node that heard it. A hint only (its sender is not
-/// proven): the hello's sender asks that node for its pending through `P.sync.<node>.<me>`,
-/// which only that node can answer.
-pub fn hello_reply(node: &str) -> Vec<u8> {
-    serde_json::to_vec(&json!({"v": VERSION, "node": node})).expect("JSON serializes")
-}
-
-/// The node a hello reply names, if it is one.
-pub fn parse_hello_reply(bytes: &[u8]) -> Option<String> {
-    let v: Value = serde_json::from_slice(bytes).ok()?;
-    if v.get("v").and_then(Value::as_u64) != Some(VERSION) {
-        return None;
-    }
-    v.get("node").and_then(Value::as_str).map(str::to_owned)
-}
-
-/// A sync request: the page after `after` (a correlationId; `None`: the first page).
-pub fn sync_request(after: Option<&str>) -> Vec<u8> {
-    serde_json::to_vec(&json!({"v": VERSION, "after": after})).expect("JSON serializes")
-}
-
+/// An error as a reply carries it (a sync request refused, an answer refused).
 #[derive(Deserialize)]
-struct RawSyncRequest {
-    v: u64,
-    #[serde(default)]
-    after: Option<String>,
-}
-
-/// What a sync request asks: the page after which id. `Err` names what is wrong with it.
-pub fn parse_sync_request(bytes: &[u8]) -> Result<Option<String>, String> {
-    let r: RawSyncRequest =
-        serde_json::from_slice(bytes).map_err(|e| format!("not a sync request: {e}"))?;
-    if r.v != VERSION {
-        return Err(format!(
-            "federation protocol v{} (this node speaks v{VERSION})",
-            r.v
-        ));
-    }
-    Ok(r.after)
-}
-
-/// One page of a sync reply: `items` are shares exactly as they would go live (each with the
-/// envelope of this page: the origin's epoch and its last sequence number when the page was
-/// taken); `next` is the cursor of the next page, absent on the last.
-pub fn sync_page(epoch: u64, seq: u64, items: &[Vec<u8>], next: Option<&str>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(items.iter().map(|i| i.len() + 1).sum::<usize>() + 128);
-    envelope(&mut out, epoch, seq);
-    out.extend_from_slice(br#","next":"#);
-    serde_json::to_writer(&mut out, &next).expect("a string serializes");
-    out.extend_from_slice(br#","items":["#);
-    for (n, item) in items.iter().enumerate() {
-        if n > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(item);
-    }
-    out.extend_from_slice(b"]}");
-    out
-}
-
-#[derive(Deserialize)]
-struct RawSyncPage {
-    v: u64,
-    epoch: u64,
-    seq: u64,
-    #[serde(default)]
-    next: Option<String>,
-    #[serde(default)]
-    items: Vec<Box<RawValue>>,
-    #[serde(default)]
-    error: Option<ReplyError>,
-}
-
-/// A sync reply, as read.
-#[derive(Debug)]
-pub struct SyncPage {
-    pub epoch: u64,
-    pub seq: u64,
-    pub next: Option<String>,
-    pub items: Vec<Entry>,
-    /// Items larger than `max_item` bytes, left out.
-    pub oversized: usize,
-}
-
-/// A sync reply; shares over `max_item` bytes are left out and counted.
-pub fn parse_sync_page(bytes: &[u8], max_item: usize) -> Result<SyncPage, String> {
-    let raw: RawSyncPage =
-        serde_json::from_slice(bytes).map_err(|e| format!("an unreadable sync reply: {e}"))?;
-    if let Some(e) = raw.error {
-        return Err(format!("{}: {}", e.code, e.message));
-    }
-    if raw.v != VERSION {
-        return Err(format!(
-            "federation protocol v{} (this node speaks v{VERSION})",
-            raw.v
-        ));
-    }
-    let mut items = Vec::with_capacity(raw.items.len());
-    let mut oversized = 0;
-    for item in raw.items {
-        if item.get().len() > max_item {
-            oversized += 1;
-            continue;
-        }
-        match parse_message(item.get().as_bytes()) {
-            Ok(Message {
-                body: Msg::Share(e),
-                ..
-            }) => items.push(e),
-            _ => return Err("a sync reply holds something other than shares".into()),
-        }
-    }
-    Ok(SyncPage {
-        epoch: raw.epoch,
-        seq: raw.seq,
-        next: raw.next,
-        items,
-        oversized,
-    })
-}
-
-/// A refusal sent as a reply (a sync request of another version, say).
-pub fn error_reply(code: &str, message: &str) -> Vec<u8> {
-    serde_json::to_vec(&json!({"v": VERSION, "error": {"code": code, "message": message}}))
-        .expect("JSON serializes")
+struct ReplyError {
+    code: String,
+    message: String,
 }
 
 /// What an approval's entry carries: the fields of its `tool-confirmation-request` a UI is
@@ -447,145 +334,10 @@ pub fn valid_request(
     intake::read_remote(&frame, RequestKind::Question)
 }
 
-/// An answer to send to the origin: the UI's `ask-user-response` or
-/// `tool-confirmation-response` frame plus who answered.
-pub fn answer_request(answer: &Answer, by: &UiInfo, peer: PeerId) -> Vec<u8> {
-    let mut ui = serde_json::to_value(by).expect("UiInfo serializes");
-    ui["peer"] = json!(peer);
-    let v = match answer {
-        Answer::Question(resp) => {
-            let answers: Map<String, Value> = resp
-                .answers
-                .iter()
-                .map(|(i, a)| (i.to_string(), json!(a)))
-                .collect();
-            json!({
-                "type": "ask-user-response",
-                "correlationId": resp.correlation_id,
-                "answers": answers,
-                "cancelled": resp.cancelled,
-                "ui": ui,
-            })
-        }
-        Answer::Approval(ToolConfirmationResponse {
-            correlation_id,
-            decision,
-            ..
-        }) => {
-            let mut v = json!({
-                "type": "tool-confirmation-response",
-                "correlationId": correlation_id,
-            });
-            match decision {
-                Decision::Dismissed => v["dismissed"] = json!(true),
-                Decision::Decided {
-                    outcome,
-                    message,
-                    payload,
-                } => {
-                    v["confirmed"] = json!(outcome.confirms());
-                    v["outcome"] = json!(outcome.as_str());
-                    if let Some(m) = message {
-                        v["message"] = json!(m);
-                    }
-                    if let Some(p) = payload {
-                        v["payload"] = Value::Object(p.clone());
-                    }
-                }
-            }
-            v["ui"] = ui;
-            v
-        }
-    };
-    serde_json::to_vec(&v).expect("JSON serializes")
-}
-
-/// An answer another node sent: the response (checked as a UI's would be), who answered, and
-/// their connection there.
-pub fn parse_answer(bytes: &[u8]) -> Result<(Answer, UiInfo, Option<PeerId>), FrameError> {
-    let resp =
-        match parse_inbound(bytes)? {
-            Inbound::AskUserResponse(r) => Answer::Question(r),
-            Inbound::ToolConfirmationResponse(r) => Answer::Approval(r),
-            _ => return Err(FrameError::new(
-                ErrorCode::InvalidResponse,
-                "an answer request must be an ask-user-response or a tool-confirmation-response",
-            )),
-        };
-    let v: Value = serde_json::from_slice(bytes).unwrap_or_default();
-    let ui = v.get("ui");
-    let by = UiInfo {
-        client: ui
-            .and_then(|u| u.get("client"))
-            .and_then(Value::as_str)
-            .map(|s| s.chars().take(256).collect()),
-        pid: ui
-            .and_then(|u| u.get("pid"))
-            .and_then(Value::as_i64)
-            .and_then(|p| i32::try_from(p).ok()),
-        node: ui
-            .and_then(|u| u.get("node"))
-            .and_then(Value::as_str)
-            .map(|s| s.chars().take(64).collect()),
-    };
-    let peer = ui.and_then(|u| u.get("peer")).and_then(Value::as_u64);
-    Ok((resp, by, peer))
-}
-
-/// The origin's reply to an answer request.
-pub fn answer_reply(decision: &Result<Acked, FrameError>) -> Vec<u8> {
-    serde_json::to_vec(&super::reply_of(decision)).expect("JSON serializes")
-}
-
-#[derive(Deserialize)]
-pub struct AnswerReply {
-    #[serde(default)]
-    outcome: Option<Outcome>,
-    /// An approval's decision: `{"confirmed","outcome"}`.
-    #[serde(default)]
-    approval: Option<ReplyApproval>,
-    #[serde(default)]
-    error: Option<ReplyError>,
-}
-
-#[derive(Deserialize)]
-struct ReplyApproval {
-    confirmed: bool,
-    outcome: ToolOutcome,
-}
-
-#[derive(Deserialize)]
-struct ReplyError {
-    code: String,
-    message: String,
-}
-
-impl AnswerReply {
-    /// What the UI is told: an ack, or the origin's error as the origin worded it.
-    pub fn decision(self, id: &str) -> Result<Acked, FrameError> {
-        match (self.outcome, self.error) {
-            (Some(reason @ (Outcome::Answered | Outcome::Dismissed)), None) => {
-                Ok(match self.approval {
-                    None => Acked::Question(reason),
-                    Some(a) => Acked::Approval {
-                        reason,
-                        confirmed: a.confirmed,
-                        outcome: a.outcome,
-                    },
-                })
-            }
-            (_, Some(e)) => {
-                let code = ErrorCode::parse(&e.code).unwrap_or(ErrorCode::InvalidResponse);
-                Err(FrameError::new(code, e.message).with_id(Some(id)))
-            }
-            _ => Err(super::unreachable(id, "the origin's reply said nothing")),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::broker::Answer;
 
     #[test]
     fn an_approval_entry_is_checked_as_a_local_request_would_be() {

@@ -2,9 +2,12 @@
 //! deadlines, and handing freed memory back to the OS once the daemon is quiet. Effects are
 //! queued on outboxes while the lock is held, so every peer receives frames in the order the
 //! broker decided them; delivery never awaits (a full outbox disconnects its peer instead), and
-//! the sockets are written after the lock is released, once per batch. The `stats` frame is
-//! built in `stats`, the memory trimmer lives in `trim`.
+//! the sockets are written after the lock is released, once per batch. Delivering an
+//! operation's effects is `deliver`, the `stats` frame is built in `stats`, the memory trimmer
+//! lives in `trim`, and the hub's end of the federation link is `federation`.
 
+mod deliver;
+pub(crate) mod federation;
 mod stats;
 mod trim;
 
@@ -21,30 +24,13 @@ use tokio_util::sync::CancellationToken;
 use crate::broker::{
     Broker, Effects, FedOut, FedPolicy, Limits, Msg, PeerId, PeerInfo, Rights, Snapshot,
 };
-use crate::federation::link::FedLink;
-use crate::metrics::Metrics;
+use crate::metrics::{FedSummary, Metrics};
 use crate::outbox::{Batch, Outbox};
 use crate::protocol::{encode, ErrorCode, ServerFrame};
 use crate::store::{Clock, Store};
 use crate::telemetry::{timestamp, Counters, TelemetrySink};
-
-/// How many replayed requests a catching-up UI is handed per step (at most; the step is
-/// bounded in bytes by the UI's queue too: `Outbox::replay_budget`).
-const REPLAY_CHUNK: usize = 64;
-
-/// One replay step for `peer` within what its outbox takes; a step whose next frame needs
-/// a drained queue waits for it (`Outbox::want_replay_drained`).
-fn replay_step(broker: &mut Broker, outbox: &Outbox, peer: PeerId, now: Instant, fx: &mut Effects) {
-    let (bytes, room) = outbox.replay_budget();
-    let budget = crate::broker::ReplayBudget {
-        frames: REPLAY_CHUNK,
-        bytes,
-        room,
-    };
-    if broker.replay(peer, budget, now, fx) == crate::broker::ReplayStep::Blocked {
-        outbox.want_replay_drained();
-    }
-}
+use deliver::replay_step;
+use federation::FedLink;
 
 pub use trim::QUIET_BEFORE_TRIM;
 
@@ -72,17 +58,6 @@ struct Gate {
     submitted: u64,
     committed: u64,
     held: VecDeque<(u64, PeerId, Bytes)>,
-}
-
-/// Federation state at one moment (`stats`, metrics, `STATUS=`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FedSummary {
-    pub connected: bool,
-    pub nodes: usize,
-    pub remote_pending: usize,
-    pub shared_pending: usize,
-    pub rtt_us: u64,
-    pub reconnects: u64,
 }
 
 /// Everything connections share.
@@ -268,245 +243,13 @@ impl Hub {
 
     /// The Prometheus text exposition of every metric, as of now.
     pub fn render_metrics(&self) -> String {
-        let mut text = self
-            .metrics
-            .render(&self.snapshot(), &self.counters, self.uptime());
-        if let Some(f) = self.fed_summary() {
-            use std::fmt::Write as _;
-            let gauges = [
-                (
-                    "askbus_federation_connected",
-                    "Whether this node is connected to NATS (1) or not (0).",
-                    "gauge",
-                    f.connected as u64 as f64,
-                ),
-                (
-                    "askbus_federation_nodes",
-                    "Other askbusd nodes heard from.",
-                    "gauge",
-                    f.nodes as f64,
-                ),
-                (
-                    "askbus_federation_remote_pending",
-                    "Other nodes' questions shown here.",
-                    "gauge",
-                    f.remote_pending as f64,
-                ),
-                (
-                    "askbus_federation_shared_pending",
-                    "This node's questions shared with the others.",
-                    "gauge",
-                    f.shared_pending as f64,
-                ),
-                (
-                    "askbus_federation_rtt_seconds",
-                    "Round trip to the NATS server at the last heartbeat.",
-                    "gauge",
-                    f.rtt_us as f64 / 1e6,
-                ),
-                (
-                    "askbus_federation_reconnects_total",
-                    "Times the NATS connection was lost.",
-                    "counter",
-                    f.reconnects as f64,
-                ),
-            ];
-            for (name, help, kind, value) in gauges {
-                let _ = write!(
-                    text,
-                    "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
-                );
-            }
-        }
-        text
-    }
-
-    fn deliver(&self, inner: &mut Inner, now: Instant, batch: &mut Batch) {
-        // The first replay step of a UI that has room is taken here, under the same lock as
-        // what asked for it (a subscribe), so the UI is caught up (usually: live) before any
-        // other operation; later steps wait for its connection to ask (`Outbox::take_replay`),
-        // so one UI catching up on a long table does not hold the lock for all of it.
-        let mut inline_replays = 1;
-        loop {
-            let mut overflowed = Vec::new();
-            if !inner.fx.durable.is_empty() {
-                let ops = std::mem::take(&mut inner.fx.durable);
-                if let Some(gate) = &mut inner.gate {
-                    gate.submitted += 1;
-                    let clock = Clock {
-                        instant: now,
-                        wall: SystemTime::now(),
-                    };
-                    gate.store.write(gate.submitted, clock, ops);
-                }
-            }
-            for (peer, msg) in inner.fx.sends.drain(..) {
-                let frame = match msg {
-                    Msg::Frame(frame) => frame,
-                    Msg::Error(err) => {
-                        self.counters.count_error(err.code);
-                        if err.code == ErrorCode::Forbidden {
-                            let info = inner.broker.peer_info(peer).cloned().unwrap_or_default();
-                            tracing::warn!(
-                                peer,
-                                pid = info.pid,
-                                uid = info.uid,
-                                "forbidden: {}",
-                                err.message
-                            );
-                        }
-                        encode(&ServerFrame::error(&err))
-                    }
-                };
-                if let Some(gate) = inner.gate.as_mut().filter(|g| g.must_wait()) {
-                    gate.held.push_back((gate.submitted, peer, frame));
-                    continue;
-                }
-                if let Some(outbox) = inner.outboxes.get(&peer) {
-                    match outbox.push(&frame, batch) {
-                        Ok(()) => Counters::bump(&self.counters.frames_out),
-                        Err(_) => overflowed.push(peer),
-                    }
-                }
-            }
-            for peer in std::mem::take(&mut inner.fx.replay) {
-                let Some(outbox) = inner.outboxes.get(&peer) else {
-                    continue;
-                };
-                if inline_replays > 0 && outbox.has_room_for_replay() {
-                    inline_replays -= 1;
-                    replay_step(&mut inner.broker, outbox, peer, now, &mut inner.fx);
-                } else {
-                    outbox.want_replay();
-                }
-            }
-            if !inner.fx.federation.is_empty() {
-                let outs = std::mem::take(&mut inner.fx.federation);
-                let refused = match &inner.fed {
-                    Some(link) => link.send(outs).unwrap_or_default(),
-                    None => Vec::new(),
-                };
-                for out in refused {
-                    // A queue too full for an answer: the UI is told at once, never left
-                    // waiting for an ack (shares and ends are resent by the resync).
-                    if let FedOut::Forward(f) = out {
-                        let err = crate::federation::link::unreachable(
-                            f.response.correlation_id(),
-                            "this node's federation queue is full",
-                        );
-                        inner.broker.forwarded(
-                            f.ui,
-                            f.response.correlation_id(),
-                            Err(err),
-                            &mut inner.fx,
-                        );
-                    }
-                }
-                if !inner.fx.sends.is_empty() {
-                    continue;
-                }
-            }
-            if !inner.fx.records.is_empty() || !inner.fx.events.is_empty() {
-                let at = SystemTime::now();
-                let node = inner.broker.federation().map(|f| f.node.to_string());
-                for mut event in inner.fx.events.drain(..) {
-                    event.ts = timestamp(at);
-                    if event.node.is_none() {
-                        event.node.clone_from(&node);
-                    }
-                    let uid = event.producer.uid;
-                    let frame = encode(&ServerFrame::BusEvent(event));
-                    for watcher in inner.broker.watchers_of(uid) {
-                        if let Some(gate) = inner.gate.as_mut().filter(|g| g.must_wait()) {
-                            gate.held
-                                .push_back((gate.submitted, watcher, frame.clone()));
-                            continue;
-                        }
-                        if let Some(outbox) = inner.outboxes.get(&watcher) {
-                            match outbox.push(&frame, batch) {
-                                Ok(()) => Counters::bump(&self.counters.frames_out),
-                                Err(_) => overflowed.push(watcher),
-                            }
-                        }
-                    }
-                }
-                for mut record in inner.fx.records.drain(..) {
-                    tracing::debug!(
-                        correlation_id = record.correlation_id,
-                        reason = record.reason.as_str(),
-                        code = record.code.map(|c| c.as_str()),
-                        latency_ms = record.latency_ms,
-                        pid = record.producer.pid,
-                        uid = record.producer.uid,
-                        ui_pid = record.ui.as_ref().and_then(|u| u.pid),
-                        "request ended"
-                    );
-                    if record.reason.by_ui() {
-                        self.metrics.observe_answer_latency_ms(
-                            record.latency_ms,
-                            record.approval.is_some(),
-                        );
-                    }
-                    record.ts = at;
-                    record.node = Some(self.node.clone());
-                    self.telemetry.send(record);
-                }
-            }
-            if overflowed.is_empty() {
-                if inner.fx.sends.is_empty() && inner.fx.replay.is_empty() {
-                    break;
-                }
-                // The replay step just taken produced frames.
-                continue;
-            }
-            for peer in overflowed {
-                self.drop_slow(inner, peer, now);
-            }
-        }
-        for peer in inner.broker.take_finished() {
-            if let Some(outbox) = inner.outboxes.get(&peer) {
-                outbox.finish();
-            }
-        }
-        if let Some(next) = inner.broker.next_deadline() {
-            if inner.armed.is_none_or(|armed| next < armed) {
-                inner.armed = Some(next);
-                self.timer.notify_one();
-            }
-        }
-    }
-
-    /// A peer that does not read must not hold up anyone: drop it, and let the broker treat
-    /// it as gone (its pending stay for the other UIs).
-    fn drop_slow(&self, inner: &mut Inner, peer: PeerId, now: Instant) {
-        {
-            {
-                if let Some(outbox) = inner.outboxes.remove(&peer) {
-                    outbox.cancel();
-                    let info = inner.broker.peer_info(peer).cloned().unwrap_or_default();
-                    if outbox.is_closed() {
-                        // Its writer stopped on a failed write: the peer went away (killed,
-                        // or closed its end) before its reader noticed. Not a slow reader.
-                        tracing::debug!(
-                            peer,
-                            pid = info.pid,
-                            "peer gone while frames were on their way to it"
-                        );
-                    } else {
-                        Counters::bump(&self.counters.queue_overflows);
-                        tracing::warn!(
-                            peer,
-                            pid = info.pid,
-                            uid = info.uid,
-                            client = info.client.as_deref().unwrap_or(""),
-                            limit_bytes = outbox.limit(),
-                            "outbound queue overflowed; disconnecting a peer that does not read"
-                        );
-                    }
-                    inner.broker.disconnect(peer, now, &mut inner.fx);
-                }
-            }
-        }
+        let fed = self.fed_summary();
+        self.metrics.render(
+            &self.snapshot(),
+            &self.counters,
+            self.uptime(),
+            fed.as_ref(),
+        )
     }
 
     /// Puts the store between the broker and the peers: the broker records what it must

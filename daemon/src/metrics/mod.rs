@@ -1,13 +1,13 @@
 //! Prometheus metrics: the registry (metrics-exporter-prometheus, rendering the text
 //! exposition format) and where it is served ([`MetricsListen`]); the `/metrics` HTTP endpoint
-//! itself is [`http`], which reads the hub (the hub owns this registry, so the registry must
-//! not know the hub). Counters and gauges are read at scrape time from the same counters the
+//! itself is `server::metrics`, which reads the hub (the hub owns this registry, so the
+//! registry must not know the hub). Counters and gauges are read at scrape time from the same counters the
 //! `stats` frame reports, so the two never disagree; only the latency histograms are fed as
 //! answers happen. The `askbus_requests_*` families and `askbus_answer_latency_seconds` count
 //! every request; `askbus_approval*` count approvals (tool confirmations) alone, so questions
 //! are the difference.
 
-pub mod http;
+mod federation;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -23,6 +23,8 @@ use metrics::{
 use metrics_exporter_prometheus::{
     Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
 };
+
+pub use federation::FedSummary;
 
 use crate::broker::Snapshot;
 use crate::telemetry::Counters;
@@ -99,8 +101,14 @@ impl Metrics {
         }
     }
 
-    /// The text exposition of every metric, as of now.
-    pub fn render(&self, snap: &Snapshot, c: &Counters, uptime: Duration) -> String {
+    /// The text exposition of every metric, as of now; with `fed`, the federation gauges too.
+    pub fn render(
+        &self,
+        snap: &Snapshot,
+        c: &Counters,
+        uptime: Duration,
+        fed: Option<&FedSummary>,
+    ) -> String {
         let get = Counters::get;
         metrics::with_local_recorder(&self.recorder, || {
             let s = &snap.stats;
@@ -149,7 +157,11 @@ impl Metrics {
             gauge!("askbus_uptime_seconds").set(uptime.as_secs_f64());
             gauge!("askbus_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
         });
-        self.handle.render()
+        let mut text = self.handle.render();
+        if let Some(f) = fed {
+            federation::render(&mut text, f);
+        }
+        text
     }
 }
 
@@ -277,7 +289,7 @@ mod tests {
         for i in 0..n {
             metrics.observe_answer_latency_ms(if i % 2 == 0 { 100 } else { 3000 }, false);
         }
-        let text = metrics.render(&snap, &Counters::default(), Duration::ZERO);
+        let text = metrics.render(&snap, &Counters::default(), Duration::ZERO, None);
         for line in [
             format!("{LATENCY}_bucket{{le=\"0.1\"}} {}", n / 2),
             format!("{LATENCY}_bucket{{le=\"2.5\"}} {}", n / 2),

@@ -11,8 +11,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::{TcpListener, UnixListener};
 use tokio_util::sync::CancellationToken;
 
-use super::MetricsListen;
 use crate::hub::Hub;
+use crate::metrics::MetricsListen;
 use crate::paths::{prepare_socket_path, SocketPathError};
 
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,7 @@
 //! The daemon: binds (or inherits) the listener, accepts connections within the limits and
 //! the access rules, and shuts down in order: stop accepting, end every pending request with
-//! `shutdown`, let connections flush, flush telemetry, remove the socket.
+//! `shutdown`, let connections flush, flush telemetry, remove the socket. The `/metrics`
+//! endpoint is its other listener, in `metrics` (started and stopped with the daemon).
 
 use std::future::Future;
 use std::os::unix::net::UnixListener as StdUnixListener;
@@ -13,12 +14,15 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+mod metrics;
+
+pub use metrics::{MetricsError, MetricsServer};
+
 use crate::access::{peer_groups, AccessRules, UidConnections};
 use crate::broker::{PeerInfo, Rights};
 use crate::config::DaemonConfig;
 use crate::connection::{self, ConnError, ConnectionConfig};
 use crate::hub::Hub;
-use crate::metrics::http::{MetricsError, MetricsServer};
 use crate::metrics::MetricsListen;
 use crate::paths::{prepare_socket_path, SocketPathError};
 use crate::store::Store;

@@ -136,7 +136,7 @@ mod tests {
     fn end(id: &str) -> Vec<FedOut> {
         vec![FedOut::Ended(SharedEnd {
             id: id.into(),
-            reason: "withdrawn",
+            reason: crate::protocol::End::Withdrawn,
             answered_by: None,
             winner_peer: None,
         })]
