@@ -1,6 +1,7 @@
 //! The UI's state: the pending requests (oldest first) with a dialog each, which one is in
-//! view, the connection's state, and the one-line notice. It turns bus events and keys into
-//! state changes and into the frames to send; it does no I/O and no drawing.
+//! view, the connection's state, and the notice. It turns what the subscription reports
+//! (connected, an event, down) and keys into state changes and into the frames to send; it
+//! does no I/O and no drawing.
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
@@ -12,7 +13,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::approval::{self, Decision};
 use super::dialog::{Dialog, Outcome};
-pub use super::entry::{Action, Ask, BusUpdate, Conn, Entry, Tone, View};
+pub use super::entry::{Action, Ask, Conn, Entry, Tone, View};
 use super::entry::{Notice, NOTICE_FOR};
 use super::scroll::Move;
 
@@ -75,55 +76,55 @@ impl App {
         });
     }
 
-    pub fn on_bus(&mut self, update: BusUpdate, now: Instant) {
-        match update {
-            BusUpdate::Connecting => {
-                if !matches!(self.conn, Conn::Down { .. }) {
-                    self.conn = Conn::Connecting;
-                }
+    /// Subscribed (again): `pending` requests are about to be replayed.
+    pub fn on_connected(&mut self, pending: u64) {
+        let reconnected = matches!(self.conn, Conn::Down { .. });
+        self.conn = Conn::Connected;
+        self.replay = Some((pending, HashSet::new()));
+        if reconnected {
+            self.notice(Tone::Good, "Reconnected to askbusd");
+        }
+        if pending == 0 {
+            self.finish_replay();
+        }
+    }
+
+    /// The connection is gone (or could not be made); the next attempt is in `retry_in`.
+    pub fn on_down(&mut self, error: String, retry_in: Duration, now: Instant) {
+        if !matches!(self.conn, Conn::Down { .. }) {
+            for e in &mut self.entries {
+                e.stale = true;
             }
-            BusUpdate::Connected { pending } => {
-                let reconnected = matches!(self.conn, Conn::Down { .. });
-                self.conn = Conn::Connected;
-                self.replay = Some((pending, HashSet::new()));
-                if reconnected {
-                    self.notice(Tone::Good, "Reconnected to askbusd");
-                }
-                if pending == 0 {
-                    self.finish_replay();
-                }
+            // The status bar now says disconnected; good news of the old connection
+            // ("Reconnected", "Sending…") would contradict it. Warnings stay (why a
+            // dialog just closed, say).
+            if self
+                .notice
+                .as_ref()
+                .is_some_and(|n| matches!(n.tone, Tone::Good | Tone::Info))
+            {
+                self.notice = None;
             }
-            BusUpdate::Down { error, retry_in } => {
-                if !matches!(self.conn, Conn::Down { .. }) {
-                    for e in &mut self.entries {
-                        e.stale = true;
-                    }
-                    // The status bar now says disconnected; good news of the old connection
-                    // ("Reconnected", "Sending…") would contradict it. Warnings stay (why a
-                    // dialog just closed, say).
-                    if self
-                        .notice
-                        .as_ref()
-                        .is_some_and(|n| matches!(n.tone, Tone::Good | Tone::Info))
-                    {
-                        self.notice = None;
-                    }
-                }
-                self.replay = None;
-                self.conn = Conn::Down {
-                    error,
-                    retry_at: now + retry_in,
-                };
-            }
-            BusUpdate::Event(UiEvent::Request(r)) => self.on_request(r, now),
-            BusUpdate::Event(UiEvent::Withdrawn {
+        }
+        self.replay = None;
+        self.conn = Conn::Down {
+            error,
+            retry_at: now + retry_in,
+        };
+    }
+
+    /// What the daemon sent this UI.
+    pub fn on_event(&mut self, event: UiEvent, now: Instant) {
+        match event {
+            UiEvent::Request(r) => self.on_request(r, now),
+            UiEvent::Withdrawn {
                 correlation_id,
                 reason,
-            }) => self.on_withdrawn(&correlation_id, reason),
-            BusUpdate::Event(UiEvent::Ack {
+            } => self.on_withdrawn(&correlation_id, reason),
+            UiEvent::Ack {
                 correlation_id,
                 outcome,
-            }) => {
+            } => {
                 let whom = self.sent.remove(&correlation_id).unwrap_or_default();
                 match outcome {
                     AckOutcome::Dismissed => {
@@ -132,13 +133,13 @@ impl App {
                     _ => self.notice(Tone::Good, format!("✓ Answer delivered to {whom}")),
                 }
             }
-            BusUpdate::Event(UiEvent::Error(e)) => self.on_error(e),
-            BusUpdate::Event(UiEvent::Approval(a)) => self.on_approval(a, now),
-            BusUpdate::Event(UiEvent::ApprovalWithdrawn {
+            UiEvent::Error(e) => self.on_error(e),
+            UiEvent::Approval(a) => self.on_approval(a, now),
+            UiEvent::ApprovalWithdrawn {
                 correlation_id,
                 reason,
-            }) => self.on_withdrawn(&correlation_id, reason),
-            BusUpdate::Event(UiEvent::ApprovalAck(ack)) => {
+            } => self.on_withdrawn(&correlation_id, reason),
+            UiEvent::ApprovalAck(ack) => {
                 let whom = self.sent.remove(&ack.correlation_id).unwrap_or_default();
                 match (ack.reason, ack.outcome) {
                     (AckOutcome::Dismissed, _) => self.notice(
