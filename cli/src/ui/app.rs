@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use askbus::client::UiEvent;
 use askbus::protocol::{
-    ErrorFrame, Outcome as AckOutcome, ToolOutcome, UiApproval, UiRequest, WithdrawReason,
+    ErrorCode, ErrorFrame, Outcome as AckOutcome, ToolOutcome, UiApproval, UiRequest,
+    WithdrawReason,
 };
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -27,8 +28,10 @@ pub struct App {
     pub notice: Option<Notice>,
     /// Requests the current subscription's replay has still to deliver, and those it did.
     replay: Option<(u64, HashSet<String>)>,
-    /// Who asked each request this UI answered and awaits an ack for.
-    sent: HashMap<String, String>,
+    /// The requests this UI answered and awaits an ack for, kept aside: one whose answer the
+    /// daemon refuses while the request stays pending (its origin node unreachable, say) comes
+    /// back on screen as the person left it, to try again.
+    sent: HashMap<String, Entry>,
     /// Bytes that came on standard input (a pipe), kept to print on quitting.
     pub piped: Option<usize>,
 }
@@ -107,6 +110,9 @@ impl App {
             }
         }
         self.replay = None;
+        // Acks and errors come on the connection the answer went on: none will come now.
+        // What is still pending comes back with the next subscription's replay.
+        self.sent.clear();
         self.conn = Conn::Down {
             error,
             retry_at: now + retry_in,
@@ -125,7 +131,7 @@ impl App {
                 correlation_id,
                 outcome,
             } => {
-                let whom = self.sent.remove(&correlation_id).unwrap_or_default();
+                let whom = self.sent_to(&correlation_id);
                 match outcome {
                     AckOutcome::Dismissed => {
                         self.notice(Tone::Info, format!("Dismissed; {whom} was told"))
@@ -140,7 +146,7 @@ impl App {
                 reason,
             } => self.on_withdrawn(&correlation_id, reason),
             UiEvent::ApprovalAck(ack) => {
-                let whom = self.sent.remove(&ack.correlation_id).unwrap_or_default();
+                let whom = self.sent_to(&ack.correlation_id);
                 match (ack.reason, ack.outcome) {
                     (AckOutcome::Dismissed, _) => self.notice(
                         Tone::Info,
@@ -295,18 +301,54 @@ impl App {
     }
 
     fn on_error(&mut self, e: ErrorFrame) {
-        let whom = e
+        let sent = e
             .correlation_id
             .as_ref()
             .and_then(|id| self.sent.remove(id));
-        let text = match (whom, e.code.as_str()) {
-            (Some(whom), "not-pending") => {
-                format!("✗ Not delivered: {whom}'s request was already answered or gone")
-            }
-            (Some(whom), _) => format!("✗ Not delivered to {whom}: {}", e.message),
-            (None, _) => format!("askbusd: {}: {}", e.code, e.message),
+        let Some(entry) = sent else {
+            self.notice(Tone::Bad, format!("askbusd: {}: {}", e.code, e.message));
+            return;
         };
-        self.notice(Tone::Bad, text);
+        let whom = entry.who();
+        if e.code.known() == Some(ErrorCode::NotPending) {
+            self.notice(
+                Tone::Bad,
+                format!("✗ Not delivered: {whom}'s request was already answered or gone"),
+            );
+            return;
+        }
+        // Refused, yet still pending (an origin node out of reach, a limit): the request
+        // comes back as the person left it, to try again.
+        self.notice(
+            Tone::Bad,
+            format!(
+                "✗ Not delivered to {whom}: {} (kept here to try again)",
+                e.message
+            ),
+        );
+        self.restore(entry);
+    }
+
+    /// A request whose answer did not get through, back in the list; open again when the
+    /// person is not in another dialog.
+    fn restore(&mut self, mut entry: Entry) {
+        // While disconnected, the next replay says whether it is still pending.
+        entry.stale = matches!(self.conn, Conn::Down { .. });
+        let id = entry.id().to_owned();
+        self.insert(entry);
+        if self.view == View::List {
+            self.view = View::Dialog(id.clone());
+        }
+        if let Some(pos) = self.entries.iter().position(|e| e.id() == id) {
+            if self.view == View::Dialog(id) {
+                self.list_cursor = pos;
+            }
+        }
+    }
+
+    /// Who asked the request sent as `id`, now that its ack came ("" if unknown).
+    fn sent_to(&mut self, id: &str) -> String {
+        self.sent.remove(id).map(|e| e.who()).unwrap_or_default()
     }
 
     /// Standard input was a pipe and it ended with `bytes` of text (the asking side's output
@@ -317,8 +359,16 @@ impl App {
 
     /// A send failed at the socket: the daemon never had the answer.
     pub fn on_send_failed(&mut self, id: &str, error: &str) {
-        let whom = self.sent.remove(id).unwrap_or_default();
-        self.notice(Tone::Bad, format!("✗ Not delivered to {whom}: {error}"));
+        match self.sent.remove(id) {
+            Some(entry) => {
+                self.notice(
+                    Tone::Bad,
+                    format!("✗ Not delivered to {}: {error} (kept here)", entry.who()),
+                );
+                self.restore(entry);
+            }
+            None => self.notice(Tone::Bad, format!("✗ Not delivered: {error}")),
+        }
     }
 
     /// The dialog in view went away: show the next one if it is the only one left.
@@ -396,8 +446,10 @@ impl App {
             );
             return None;
         }
-        self.entries.retain(|e| e.id() != id);
-        self.sent.insert(id, whom.clone());
+        if let Some(pos) = self.entries.iter().position(|e| e.id() == id) {
+            let entry = self.entries.remove(pos);
+            self.sent.insert(id, entry);
+        }
         self.notice(Tone::Info, format!("Sending to {whom}…"));
         self.after_close();
         Some(action)

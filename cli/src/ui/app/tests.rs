@@ -270,3 +270,83 @@ fn an_approval_is_never_sent_while_disconnected_and_esc_dismisses() {
         Some(Action::DismissApproval { id: "a".into() })
     );
 }
+
+fn origin_unreachable(id: &str) -> UiEvent {
+    UiEvent::Error(ErrorFrame {
+        code: "origin-unreachable".into(),
+        message: "the answer was not delivered (this node is not connected to NATS); the \
+                  question is still pending"
+            .into(),
+        correlation_id: Some(id.into()),
+    })
+}
+
+#[test]
+fn an_answer_refused_while_still_pending_brings_the_request_back_as_it_was_left() {
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    // Pick B, then Enter sends it.
+    app.on_key(key(KeyCode::Down));
+    let sent = app.on_key(key(KeyCode::Enter));
+    assert!(
+        matches!(sent, Some(Action::Answer { ref id, .. }) if id == "a"),
+        "{sent:?}"
+    );
+    assert!(app.entries.is_empty());
+    app.on_event(origin_unreachable("a"), Instant::now());
+    // Back and open again, with the choice the person made.
+    assert_eq!(app.entries.len(), 1);
+    assert_eq!(app.view, View::Dialog("a".into()));
+    let n = app.notice.clone().unwrap();
+    assert_eq!(n.tone, Tone::Bad);
+    assert!(
+        n.text.contains("still pending") && n.text.contains("agent-a"),
+        "{}",
+        n.text
+    );
+    assert!(!app.entries.iter().any(|e| e.stale));
+    // Retrying sends the same answer again.
+    let again = app.on_key(key(KeyCode::Enter));
+    assert_eq!(again, sent);
+    // A refusal that says it is gone does not bring it back.
+    app.on_event(
+        UiEvent::Error(ErrorFrame {
+            code: "not-pending".into(),
+            message: "x".into(),
+            correlation_id: Some("a".into()),
+        }),
+        Instant::now(),
+    );
+    assert!(app.entries.is_empty());
+
+    // With another request opened meanwhile, it comes back to the list (after its project's
+    // others, as a new one would), and the dialog in view stays.
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    arrive(&mut app, "b");
+    app.on_key(key(KeyCode::Char('1')));
+    assert_eq!(app.view, View::Dialog("b".into()));
+    app.on_event(origin_unreachable("a"), Instant::now());
+    assert_eq!(app.view, View::Dialog("b".into()));
+    let ids: Vec<&str> = app.entries.iter().map(|e| e.id()).collect();
+    assert_eq!(ids, ["b", "a"]);
+}
+
+#[test]
+fn a_send_that_failed_at_the_socket_keeps_the_request_for_the_replay_to_confirm() {
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    let sent = app.on_key(key(KeyCode::Char('1')));
+    assert!(sent.is_some());
+    app.on_down("gone".into(), Duration::from_secs(1), Instant::now());
+    app.on_send_failed("a", "broken pipe");
+    // Nothing to restore: a lost connection's acks never come, the replay brings it back.
+    assert!(app.entries.is_empty());
+    assert!(app.notice.as_ref().unwrap().text.contains("broken pipe"));
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    app.on_key(key(KeyCode::Char('1')));
+    app.on_send_failed("a", "broken pipe");
+    assert_eq!(app.entries.len(), 1);
+    assert_eq!(app.view, View::Dialog("a".into()));
+}

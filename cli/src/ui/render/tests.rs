@@ -373,7 +373,7 @@ fn an_approval_at_40_columns_keeps_the_command_and_every_button() {
 }
 
 #[test]
-fn a_long_notice_is_cut_visibly_and_keeps_room_for_the_reminder() {
+fn a_long_notice_wraps_whole_beside_the_reminder_and_only_an_enormous_one_is_cut() {
     let mut app = app_with(long_multiselect());
     let now = Instant::now();
     app.on_event(
@@ -401,10 +401,46 @@ fn a_long_notice_is_cut_visibly_and_keeps_room_for_the_reminder() {
     );
     for w in [40u16, 80] {
         let screen = text(&app, w, 20);
-        let bottom = screen.lines().last().unwrap();
-        assert!(bottom.contains('…'), "{w}: {bottom}");
-        assert!(bottom.contains("Ctrl+L"), "{w}: {bottom}");
+        let rows: Vec<&str> = screen.lines().collect();
+        // The notice's rows are the last ones, the reminder beside the first of them.
+        let first = rows
+            .iter()
+            .position(|r| r.contains("askbusd: internal"))
+            .unwrap_or_else(|| panic!("{w}: {screen}"));
+        assert!(rows[first].contains("Ctrl+L"), "{w}: {screen}");
+        let notice: Vec<&str> = rows[first..]
+            .iter()
+            .map(|r| r.split("  ").next().unwrap().trim())
+            .collect();
+        assert_eq!(
+            notice.join(" "),
+            "askbusd: internal: a long explanation of what went wrong, longer than any narrow line",
+            "{w}: {screen}"
+        );
+        assert!(!notice.concat().contains('…'), "{w}: {screen}");
+        // The dialog is still drawn above it.
+        assert!(screen.contains("Line three."), "{w}: {screen}");
     }
+    app.on_event(
+        UiEvent::Error(askbus::protocol::ErrorFrame {
+            code: "internal".into(),
+            message: "word ".repeat(400),
+            correlation_id: None,
+        }),
+        now,
+    );
+    let screen = text(&app, 80, 24);
+    let rows: Vec<&str> = screen.lines().collect();
+    let first = rows
+        .iter()
+        .position(|r| r.contains("askbusd: internal"))
+        .unwrap();
+    assert_eq!(
+        rows.len() - first,
+        23 / 3,
+        "a third of the screen at most:\n{screen}"
+    );
+    assert!(rows.last().unwrap().contains('…'), "{screen}");
 }
 
 #[test]
