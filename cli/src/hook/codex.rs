@@ -14,6 +14,25 @@ impl AgentHook for Codex {
         Agent::Codex
     }
 
+    fn settings_file(&self) -> &'static str {
+        ".codex/hooks.json"
+    }
+
+    fn install_event(&self) -> &'static str {
+        "PermissionRequest"
+    }
+
+    /// Every permission request (no matcher); the timeout in seconds.
+    fn entry(&self, command: &str, waiting: &str) -> Value {
+        json!({"hooks": [{"type": "command", "command": command, "timeout": 600,
+                          "statusMessage": waiting}]})
+    }
+
+    fn next_steps(&self) -> &'static str {
+        "Next: trust the new hook in Codex (/hooks), then open a UI (`askbus ui`, or \
+         `askbus notify` for your phone). With no UI open, Codex asks as before."
+    }
+
     fn context_name(&self) -> &'static str {
         "codex"
     }

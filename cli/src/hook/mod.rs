@@ -78,10 +78,41 @@ pub struct HookArgs {
     #[arg(long, value_name = "WHAT", default_value = "deny")]
     fallback: Fallback,
     /// Name announced to the UIs as the producer
-    #[arg(long, value_name = "NAME", default_value = concat!("askbus-hook/", env!("CARGO_PKG_VERSION")))]
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_CLIENT)]
     client: String,
     #[command(flatten)]
     setup: install::SetupArgs,
+}
+
+/// The producer name a hook announces unless --client says otherwise.
+const DEFAULT_CLIENT: &str = concat!("askbus-hook/", env!("CARGO_PKG_VERSION"));
+
+impl HookArgs {
+    /// The hook's own options as the command line --install writes must repeat them: those
+    /// given that differ from the defaults, and the timeout the agent's entry needs.
+    fn installed_flags(&self) -> Vec<String> {
+        let mut flags = Vec::new();
+        let mut push = |name: &str, value: String| {
+            flags.push(name.to_owned());
+            flags.push(value);
+        };
+        let timeout = self
+            .timeout_ms
+            .or_else(|| self.agent.hook().installed_timeout_ms());
+        if let Some(ms) = timeout {
+            push("--timeout-ms", ms.to_string());
+        }
+        if self.no_ui != NoUi::Ask {
+            push("--no-ui", value_name(self.no_ui));
+        }
+        if self.fallback != Fallback::Deny {
+            push("--fallback", value_name(self.fallback));
+        }
+        if self.client != DEFAULT_CLIENT {
+            push("--client", self.client.clone());
+        }
+        flags
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -90,6 +121,13 @@ pub enum Fallback {
     Deny,
     /// Let the agent ask in its own terminal (or approval prompt)
     Ask,
+}
+
+/// A value as the command line spells it (`ask`, `reject`, …).
+fn value_name(v: impl ValueEnum) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_owned())
+        .unwrap_or_default()
 }
 
 /// What a call gets when no UI would see it.
@@ -118,7 +156,7 @@ enum Cause {
 /// fails, every error is a verdict.
 pub async fn run(socket: &Path, args: HookArgs) -> ExitCode {
     if args.setup.any() {
-        return install::run(args.agent, &args.setup, socket);
+        return install::run(args.agent, &args.setup, socket, &args.installed_flags());
     }
     let hook = args.agent.hook();
     let mut input = Vec::new();
@@ -496,6 +534,46 @@ async fn exchange(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        hook: HookArgs,
+    }
+
+    fn installed(args: &[&str]) -> Vec<String> {
+        use clap::Parser;
+        let cli = Cli::try_parse_from(std::iter::once("hook").chain(args.iter().copied())).unwrap();
+        cli.hook.installed_flags()
+    }
+
+    #[test]
+    fn install_repeats_the_flags_given_and_the_timeout_the_agent_needs() {
+        assert_eq!(
+            installed(&["claude", "--fallback", "ask", "--install"]),
+            ["--fallback", "ask"]
+        );
+        assert!(installed(&["claude", "--install"]).is_empty());
+        assert_eq!(
+            installed(&["gemini", "--install"]),
+            ["--timeout-ms", "590000"]
+        );
+        assert_eq!(
+            installed(&[
+                "gemini",
+                "--print-config",
+                "--timeout-ms",
+                "1000",
+                "--no-ui",
+                "wait",
+                "--fallback",
+                "deny",
+                "--client",
+                "x/1"
+            ]),
+            ["--timeout-ms", "1000", "--no-ui", "wait", "--client", "x/1"]
+        );
+    }
 
     #[test]
     fn one_line_values() {
