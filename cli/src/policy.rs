@@ -13,6 +13,8 @@ use askbus_policy::question::{self, answer, Question};
 use askbus_policy::safety::Place;
 use askbus_policy::tiers;
 
+use crate::fail::exit;
+
 /// `askbus policy …`.
 #[derive(Debug, clap::Args)]
 pub struct PolicyArgs {
@@ -115,9 +117,6 @@ pub struct TestArgs {
     args_json: String,
 }
 
-/// sysexits' EX_USAGE.
-const USAGE: u8 = 64;
-
 /// The calling user's place: the current directory as the workspace, `$HOME`.
 fn place() -> Result<Place> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
@@ -156,7 +155,7 @@ pub fn daemon_tiers(defaults: bool) -> Loaded {
 
 fn usage(msg: &str) -> ExitCode {
     eprintln!("askbus policy: {msg}");
-    ExitCode::from(USAGE)
+    ExitCode::from(exit::USAGE)
 }
 
 fn test(a: TestArgs) -> Result<ExitCode> {
@@ -230,7 +229,7 @@ fn answer_loaded(q: &Question, loaded: Loaded, place: Place) -> question::Answer
                 serde_json::to_string(&e.0).unwrap_or_default()
             ));
             question::Answer {
-                exit: 65,
+                exit: exit::BAD_RULES.into(),
                 json: format!("{{\"errors\":[{}]}}", all.join(",")),
                 text: format!("error: the policy engine refuses these rules: {}\n", e.0),
             }
@@ -249,7 +248,7 @@ fn answer_loaded(q: &Question, loaded: Loaded, place: Place) -> question::Answer
                 .as_ref()
                 .map_or("null".to_string(), |m| question::rule_json(&engine, m));
             question::Answer {
-                exit: 0,
+                exit: exit::OK.into(),
                 json: format!(
                     "{{\"decision\":\"{}\",\"rule\":{rule},\"errors\":[{}]}}",
                     out.decision.as_str(),

@@ -13,6 +13,8 @@ use serde_json::{json, Map, Value};
 
 use askbus::protocol::ToolOutcome;
 
+use crate::fail::exit;
+
 use super::details::{self, ToolCall};
 use super::{claude, codex, gemini};
 
@@ -186,7 +188,7 @@ pub trait AgentHook: Sync {
         Output {
             stdout: None,
             stderr: Some(neutral(&reason)),
-            code: EXIT_BLOCK,
+            code: exit::HOOK_BLOCK,
         }
     }
 }
@@ -322,9 +324,6 @@ pub struct Output {
     pub code: u8,
 }
 
-/// The exit code that blocks the tool call in every agent.
-pub const EXIT_BLOCK: u8 = 2;
-
 pub fn render(hook: &dyn AgentHook, event: Option<&Event>, verdict: Verdict) -> Output {
     match verdict {
         Verdict::Allow { always } => ok(hook.allow(event, always)),
@@ -353,7 +352,7 @@ pub fn ok(stdout: Value) -> Output {
     Output {
         stdout: Some(stdout.to_string()),
         stderr: None,
-        code: 0,
+        code: exit::OK,
     }
 }
 

@@ -8,6 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::fail::exit;
+
 use super::agent::{approval, neutral, ok, Agent, AgentHook, Event, EventKind, Output, Request};
 
 pub struct Claude;
@@ -140,7 +142,7 @@ impl AgentHook for Claude {
             _ => Output {
                 stdout: None,
                 stderr: Some(note),
-                code: 0,
+                code: exit::OK,
             },
         }
     }

@@ -5,6 +5,8 @@
 
 use serde_json::{json, Value};
 
+use crate::fail::exit;
+
 use super::agent::{Agent, AgentHook, Event, EventKind, Output};
 
 pub struct Codex;
@@ -59,7 +61,7 @@ impl AgentHook for Codex {
         Output {
             stdout: None,
             stderr: Some(super::agent::neutral(&note)),
-            code: 0,
+            code: exit::OK,
         }
     }
 }

@@ -9,7 +9,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::agent::{neutral, Agent, AgentHook, Event, EventKind, Output, EXIT_BLOCK};
+use super::agent::{neutral, Agent, AgentHook, Event, EventKind, Output};
+use crate::fail::exit;
 
 pub struct Gemini;
 
@@ -78,7 +79,7 @@ impl AgentHook for Gemini {
         Output {
             stdout: Some(json!({"decision": "ask", "systemMessage": neutral(&note)}).to_string()),
             stderr: None,
-            code: 0,
+            code: exit::OK,
         }
     }
 
@@ -93,7 +94,7 @@ impl AgentHook for Gemini {
         Output {
             stdout: Some(json!({"decision": "deny", "reason": reason}).to_string()),
             stderr: Some(reason),
-            code: EXIT_BLOCK,
+            code: exit::HOOK_BLOCK,
         }
     }
 }

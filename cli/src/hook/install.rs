@@ -391,7 +391,7 @@ pub fn run(agent: Agent, args: &SetupArgs, socket: &Path, flags: &[String]) -> E
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "askbus: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(crate::fail::exit::FAILURE)
         }
     }
 }

@@ -34,7 +34,7 @@ use askbus::protocol::{
     PROTOCOL_VERSION,
 };
 
-pub use agent::{Agent, EXIT_BLOCK};
+pub use agent::Agent;
 use agent::{AgentHook, Event, Output, Request, Verdict};
 pub(crate) use details::root_commands;
 

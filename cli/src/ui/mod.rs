@@ -54,7 +54,7 @@ pub async fn run(socket: &Path, filter: SubscribeFilter) -> Result<ExitCode> {
             "askbus ui: standard output is not a terminal, and the dialog needs one.\n\
              For scripts, use `askbus pending` to list questions and `askbus answer` to answer."
         );
-        return Ok(ExitCode::from(2));
+        return Ok(ExitCode::from(crate::fail::exit::NOT_A_TERMINAL));
     }
     // Keys come from the terminal itself (crossterm opens /dev/tty when stdin is not one), so
     // `askbus ask … | askbus ui` works; what arrives on the pipe (the asking side's answer)
