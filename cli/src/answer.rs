@@ -58,7 +58,7 @@ enum Pending {
 }
 
 fn usage(e: anyhow::Error) -> anyhow::Error {
-    Failure::new(crate::ask::exit::USAGE, e).into()
+    Failure::new(crate::fail::exit::USAGE, e).into()
 }
 
 pub async fn run(socket: &Path, id: &str, what: What, any_project: bool) -> Result<ExitCode> {
@@ -179,7 +179,7 @@ pub async fn run(socket: &Path, id: &str, what: What, any_project: bool) -> Resu
             }
             Some(UiEvent::Error(e)) if e.correlation_id.as_deref() == Some(id) => {
                 eprintln!("askbus: {}: {}", e.code, term::sanitize_lines(&e.message));
-                return Ok(ExitCode::FAILURE);
+                return Ok(ExitCode::from(crate::fail::exit::FAILURE));
             }
             Some(_) => continue,
             None => bail!("askbusd closed the connection before acknowledging the answer"),

@@ -13,37 +13,8 @@ use serde_json::Value;
 use askbus::client::{new_correlation_id, Ask, ClientError, Connection, Producer};
 use askbus::protocol::{NoUiPolicy, Outcome, ProducerResponse, RequestContext, ServerFrame};
 
-use crate::fail::Failure;
+use crate::fail::{exit, Failure};
 use crate::term;
-
-/// Exit statuses of `askbus ask`, documented in its help and the README. 0–6 are how the
-/// question ended; 7 and up are failures, so a script never mistakes a crash for a person's
-/// answer.
-pub mod exit {
-    pub const DISMISSED: u8 = 1;
-    pub const TIMEOUT: u8 = 2;
-    pub const NO_UI: u8 = 3;
-    pub const REJECTED: u8 = 4;
-    pub const UNREACHABLE: u8 = 5;
-    pub const ENDED: u8 = 6;
-    /// The connection to askbusd broke before the answer came (it crashed or was killed).
-    pub const LOST: u8 = 7;
-    /// askbusd sent something this client cannot read.
-    pub const PROTOCOL: u8 = 8;
-    /// The questions file cannot be read, or is not JSON.
-    pub const BAD_FILE: u8 = 9;
-    /// Anything else (writing the answer failed, no signal handler…).
-    pub const INTERNAL: u8 = 70;
-    /// The command line is wrong (sysexits' EX_USAGE; every askbus command uses it).
-    pub const USAGE: u8 = 64;
-}
-
-/// The help text's and the README's table of exit statuses (one source, tested against both).
-pub const EXIT_STATUS_HELP: &str = "Exit status: 0 answered, 1 dismissed, 2 timeout, 3 no-ui, \
-4 rejected by askbusd (invalid questions or a limit; its message on stderr), 5 askbusd is \
-unreachable, 6 withdrawn (Ctrl-C) or askbusd shut down, 7 the connection to askbusd was lost \
-before the answer, 8 protocol error (askbusd sent something unreadable), 9 the questions file \
-cannot be read or is not JSON, 64 usage error, 70 internal error.";
 
 pub fn read_questions(file: Option<PathBuf>) -> Result<Value> {
     let text =
@@ -158,7 +129,7 @@ pub async fn run(
         print_response(&response);
     }
     Ok(ExitCode::from(match response.reason {
-        Outcome::Answered => 0,
+        Outcome::Answered => exit::OK,
         Outcome::Dismissed => exit::DISMISSED,
         Outcome::Timeout => exit::TIMEOUT,
         Outcome::NoUi => exit::NO_UI,

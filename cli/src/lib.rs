@@ -13,6 +13,8 @@ use clap::{FromArgMatches, Parser, Subcommand};
 
 use askbus::protocol::NoUiPolicy;
 
+use fail::exit;
+
 /// Every command's standard output goes through [`stdout_write`]: these shadow the standard
 /// macros for the whole crate (declared before its modules), so no command can panic on a
 /// reader that went away.
@@ -80,7 +82,7 @@ enum Command {
     /// examples/). Answered, it prints the answers as the person reads them
     /// (`--json`: the whole response, with what the model is handed in `result.llmContent`).
     /// On a terminal it says on stderr how long it waits and whether a UI is connected.
-    #[command(after_help = ask::EXIT_STATUS_HELP)]
+    #[command(after_help = fail::EXIT_STATUS_HELP)]
     Ask {
         /// Questions file; `-` or nothing reads stdin
         file: Option<PathBuf>,
@@ -369,9 +371,9 @@ pub fn main() -> ExitCode {
                 eprintln!(
                     "askbus hook: the tool call was not approved (fix the hook's command line)"
                 );
-                ExitCode::from(hook::EXIT_BLOCK)
+                ExitCode::from(exit::HOOK_BLOCK)
             } else {
-                ExitCode::from(ask::exit::USAGE)
+                ExitCode::from(exit::USAGE)
             };
         }
     };
@@ -396,7 +398,7 @@ pub fn main() -> ExitCode {
                     return ExitCode::SUCCESS;
                 }
                 eprintln!("askbus policy: {e:#}");
-                ExitCode::FAILURE
+                ExitCode::from(exit::FAILURE)
             });
         }
         Command::Service(args) => {
@@ -405,7 +407,7 @@ pub fn main() -> ExitCode {
                     return ExitCode::SUCCESS;
                 }
                 eprintln!("askbus: {e:#}");
-                ExitCode::FAILURE
+                ExitCode::from(exit::FAILURE)
             })
         }
         command => command,
@@ -421,7 +423,7 @@ pub fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("askbus: cannot start: {e}");
-            return ExitCode::from(ask::exit::INTERNAL);
+            return ExitCode::from(exit::INTERNAL);
         }
     };
     let is_ask = matches!(command, Command::Ask { .. });
@@ -432,7 +434,7 @@ pub fn main() -> ExitCode {
             eprintln!("askbus: {text}");
             // Every failure of `ask` has a status apart from the outcomes 0–6.
             if is_ask && code == 1 {
-                code = ask::exit::INTERNAL;
+                code = exit::INTERNAL;
             }
             ExitCode::from(code)
         }
@@ -514,10 +516,10 @@ pub(crate) fn stdout_write(args: std::fmt::Arguments<'_>, newline: bool) {
     });
     if let Err(e) = written {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
+            std::process::exit(i32::from(exit::OK));
         }
         eprintln!("askbus: cannot write to standard output: {e}");
-        std::process::exit(i32::from(ask::exit::INTERNAL));
+        std::process::exit(i32::from(exit::INTERNAL));
     }
 }
 

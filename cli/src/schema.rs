@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use crate::fail::exit;
 use anyhow::Result;
 use serde_json::{Map, Value};
 
@@ -65,14 +66,14 @@ pub fn run(name: Option<String>, all: bool) -> Result<ExitCode> {
             Ok((_, text)) => out.write_all(text.as_bytes()),
             Err(candidates) if candidates.is_empty() => {
                 eprintln!("askbus schema: no schema named {name:?}; `askbus schema` lists them");
-                return Ok(ExitCode::from(2));
+                return Ok(ExitCode::from(exit::NO_SUCH_SCHEMA));
             }
             Err(candidates) => {
                 eprintln!(
                     "askbus schema: {name:?} could be {}; say which",
                     candidates.join(" or ")
                 );
-                return Ok(ExitCode::from(2));
+                return Ok(ExitCode::from(exit::NO_SUCH_SCHEMA));
             }
         }
     } else {

@@ -40,7 +40,7 @@ pub fn run(file: Option<PathBuf>, json_out: bool) -> Result<ExitCode> {
                     eprintln!("{hint}");
                 }
             }
-            Ok(ExitCode::FAILURE)
+            Ok(ExitCode::from(crate::fail::exit::FAILURE))
         }
     }
 }

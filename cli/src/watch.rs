@@ -83,12 +83,12 @@ async fn feed(socket: &Path, json: bool) -> Result<ExitCode> {
                     e.code,
                     term::sanitize(&e.message)
                 );
-                return Ok(ExitCode::FAILURE);
+                return Ok(ExitCode::from(crate::fail::exit::FAILURE));
             }
             // Another uid's daemon on the socket: reconnecting will not make it ours.
             Err(e) => {
                 eprintln!("askbus watch: {}", term::sanitize(&e.to_string()));
-                return Ok(ExitCode::FAILURE);
+                return Ok(ExitCode::from(crate::fail::exit::FAILURE));
             }
         }
     }

@@ -568,3 +568,94 @@ fn a_reason_typed_with_escapes_reaches_gemini_inert_on_stdout_too() {
         e.stderr
     );
 }
+
+/// The settings file's askbus command under `event`.
+fn installed_command(settings: &std::path::Path, event: &str) -> String {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(settings).unwrap()).unwrap();
+    v["hooks"][event][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no command under {event}: {v}"))
+        .to_owned()
+}
+
+#[test]
+fn install_keeps_the_hooks_flags_in_the_command_it_writes_and_a_backup_per_change() {
+    let d = Daemon::start();
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.json");
+    std::fs::write(&settings, "{\"model\": \"opus\"}\n").unwrap();
+    let setup = |args: &[&str]| {
+        let out = d
+            .cli()
+            .arg("hook")
+            .args(args)
+            .arg("--settings")
+            .arg(&settings)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{args:?}: {said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        said
+    };
+    // Three changes back to back (well inside one second): each keeps its own backup.
+    setup(&["claude", "--fallback", "ask", "--install"]);
+    let command = installed_command(&settings, "PreToolUse");
+    assert!(
+        command.ends_with(" hook claude --fallback ask"),
+        "the installed command keeps --fallback ask: {command}"
+    );
+    setup(&[
+        "claude",
+        "--install",
+        "--no-ui",
+        "wait",
+        "--timeout-ms",
+        "1500",
+    ]);
+    let waits = installed_command(&settings, "PreToolUse");
+    assert!(
+        waits.ends_with(" hook claude --timeout-ms 1500 --no-ui wait"),
+        "{waits}"
+    );
+    setup(&["claude", "--uninstall"]);
+    let mut backups: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("settings.json.askbus-backup-"))
+        .collect();
+    backups.sort();
+    assert_eq!(backups.len(), 3, "one backup per change: {backups:?}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(&backups[0])).unwrap(),
+        "{\"model\": \"opus\"}\n",
+        "the first backup is the file as it was"
+    );
+
+    // What was installed runs as written: with --fallback ask, a dismissal in the UI hands
+    // the call back to Claude Code's prompt instead of denying it.
+    setup(&["claude", "--fallback", "ask", "--install"]);
+    let command = installed_command(&settings, "PreToolUse");
+    let rt = rt();
+    let (mut ui, _) = rt.block_on(d.ui());
+    // The agent runs it with the environment it was given (the socket in ASKBUS_SOCKET here,
+    // as `d.cli()` set it for --install).
+    let child = spawn_with_stdin(
+        std::process::Command::new("/bin/sh")
+            .args(["-c", &command])
+            .env("ASKBUS_SOCKET", &d.socket),
+        &claude_pre_tool_use("ls"),
+    );
+    let req = rt.block_on(approval(&mut ui));
+    rt.block_on(ui.send(json!({"type": "tool-confirmation-response",
+                               "correlationId": req["correlationId"], "dismissed": true})));
+    let e = ended(child.wait_with_output().unwrap());
+    assert_eq!(e.code, 0, "{}", e.stderr);
+    assert_eq!(
+        e.stdout.unwrap()["hookSpecificOutput"]["permissionDecision"],
+        "ask"
+    );
+}

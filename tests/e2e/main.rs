@@ -42,6 +42,7 @@ mod store;
 mod store_history;
 mod systemd;
 mod ui_approvals;
+mod ui_federation;
 mod ui_pty;
 mod version;
 mod web_http;

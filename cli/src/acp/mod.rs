@@ -120,7 +120,7 @@ pub fn main(args: AcpArgs, socket: PathBuf) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("askbus acp: cannot start: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(crate::fail::exit::FAILURE);
         }
     };
     let (program, rest) = args.command.split_first().expect("clap requires AGENT");
@@ -151,7 +151,7 @@ pub fn main(args: AcpArgs, socket: PathBuf) -> ExitCode {
         std::io::stdout().as_fd().try_clone_to_owned(),
     ) else {
         eprintln!("askbus acp: cannot use stdin and stdout");
-        return ExitCode::from(1);
+        return ExitCode::from(crate::fail::exit::FAILURE);
     };
     let agent_command = Path::new(program)
         .file_name()
@@ -365,5 +365,5 @@ fn exit_like(status: std::process::ExitStatus) -> ExitCode {
         }
         return ExitCode::from(128u8.wrapping_add(sig as u8));
     }
-    ExitCode::from(1)
+    ExitCode::from(crate::fail::exit::FAILURE)
 }

@@ -149,7 +149,7 @@ pub fn main(args: Args, socket: Option<PathBuf>) -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("askbus bench: {e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(crate::fail::exit::FAILURE)
         }
     }
 }
@@ -167,7 +167,7 @@ pub fn relay_main(socket: Option<PathBuf>) -> ExitCode {
     };
     result.unwrap_or_else(|e| {
         eprintln!("askbus bench-relay: {e:#}");
-        ExitCode::FAILURE
+        ExitCode::from(crate::fail::exit::FAILURE)
     })
 }
 

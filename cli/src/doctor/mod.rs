@@ -131,7 +131,7 @@ pub async fn run(socket: &Path, args: Args) -> Result<ExitCode> {
         );
     }
     Ok(if failed {
-        ExitCode::FAILURE
+        ExitCode::from(crate::fail::exit::FAILURE)
     } else {
         ExitCode::SUCCESS
     })

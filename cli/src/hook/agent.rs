@@ -13,6 +13,8 @@ use serde_json::{json, Map, Value};
 
 use askbus::protocol::ToolOutcome;
 
+use crate::fail::exit;
+
 use super::details::{self, ToolCall};
 use super::{claude, codex, gemini};
 
@@ -96,10 +98,33 @@ pub enum InputError {
     },
 }
 
-/// One agent's hook contract. The defaults are the common case (an approval of the tool call,
-/// blocked with exit 2 and the reason on stderr); each agent overrides what differs.
+/// One agent's hook contract: how its stdin payload is read (`event`, `mcp`,
+/// `takes_suggestions`, parsed by [`parse`]), what is asked for it (`request`), how the
+/// decision is written back (`allow`, `answered`, `hand_back`, `block`), and where and how the
+/// hook goes into its settings for --install (`settings_file`, `install_event`, `entry`,
+/// `installed_timeout_ms`, `next_steps`). The defaults are the common case (an approval of the
+/// tool call, blocked with exit 2 and the reason on stderr); each agent overrides what differs.
 pub trait AgentHook: Sync {
     fn agent(&self) -> Agent;
+
+    /// The agent's user settings file, relative to `$HOME`: where --install writes by default.
+    fn settings_file(&self) -> &'static str;
+
+    /// The hook event askbus's settings entry goes under.
+    fn install_event(&self) -> &'static str;
+
+    /// askbus's matcher group in the settings, running `command` (`waiting` is the line the
+    /// agent shows while the hook waits).
+    fn entry(&self, command: &str, waiting: &str) -> Value;
+
+    /// The `--timeout-ms` an installed hook runs with when none is given: the agent's
+    /// default is not always right for the timeout its settings entry sets.
+    fn installed_timeout_ms(&self) -> Option<u64> {
+        None
+    }
+
+    /// What to do after installing.
+    fn next_steps(&self) -> &'static str;
 
     /// The name UIs show as the request's `context.agent`.
     fn context_name(&self) -> &'static str;
@@ -163,7 +188,7 @@ pub trait AgentHook: Sync {
         Output {
             stdout: None,
             stderr: Some(neutral(&reason)),
-            code: EXIT_BLOCK,
+            code: exit::HOOK_BLOCK,
         }
     }
 }
@@ -299,9 +324,6 @@ pub struct Output {
     pub code: u8,
 }
 
-/// The exit code that blocks the tool call in every agent.
-pub const EXIT_BLOCK: u8 = 2;
-
 pub fn render(hook: &dyn AgentHook, event: Option<&Event>, verdict: Verdict) -> Output {
     match verdict {
         Verdict::Allow { always } => ok(hook.allow(event, always)),
@@ -330,7 +352,7 @@ pub fn ok(stdout: Value) -> Output {
     Output {
         stdout: Some(stdout.to_string()),
         stderr: None,
-        code: 0,
+        code: exit::OK,
     }
 }
 

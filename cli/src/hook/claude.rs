@@ -8,6 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::fail::exit;
+
 use super::agent::{approval, neutral, ok, Agent, AgentHook, Event, EventKind, Output, Request};
 
 pub struct Claude;
@@ -15,6 +17,27 @@ pub struct Claude;
 impl AgentHook for Claude {
     fn agent(&self) -> Agent {
         Agent::Claude
+    }
+
+    fn settings_file(&self) -> &'static str {
+        ".claude/settings.json"
+    }
+
+    fn install_event(&self) -> &'static str {
+        "PreToolUse"
+    }
+
+    /// Commands, file changes, fetches, and Claude Code's own questions; the timeout in
+    /// seconds; `statusMessage` shown while the hook runs.
+    fn entry(&self, command: &str, waiting: &str) -> Value {
+        json!({"matcher": "Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch|AskUserQuestion",
+               "hooks": [{"type": "command", "command": command, "timeout": 600,
+                          "statusMessage": waiting}]})
+    }
+
+    fn next_steps(&self) -> &'static str {
+        "Next: open a UI (`askbus ui`, or `askbus notify` for your phone). With no UI open, \
+         Claude Code asks in its own terminal as before."
     }
 
     fn context_name(&self) -> &'static str {
@@ -119,7 +142,7 @@ impl AgentHook for Claude {
             _ => Output {
                 stdout: None,
                 stderr: Some(note),
-                code: 0,
+                code: exit::OK,
             },
         }
     }

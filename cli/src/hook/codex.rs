@@ -5,6 +5,8 @@
 
 use serde_json::{json, Value};
 
+use crate::fail::exit;
+
 use super::agent::{Agent, AgentHook, Event, EventKind, Output};
 
 pub struct Codex;
@@ -12,6 +14,25 @@ pub struct Codex;
 impl AgentHook for Codex {
     fn agent(&self) -> Agent {
         Agent::Codex
+    }
+
+    fn settings_file(&self) -> &'static str {
+        ".codex/hooks.json"
+    }
+
+    fn install_event(&self) -> &'static str {
+        "PermissionRequest"
+    }
+
+    /// Every permission request (no matcher); the timeout in seconds.
+    fn entry(&self, command: &str, waiting: &str) -> Value {
+        json!({"hooks": [{"type": "command", "command": command, "timeout": 600,
+                          "statusMessage": waiting}]})
+    }
+
+    fn next_steps(&self) -> &'static str {
+        "Next: trust the new hook in Codex (/hooks), then open a UI (`askbus ui`, or \
+         `askbus notify` for your phone). With no UI open, Codex asks as before."
     }
 
     fn context_name(&self) -> &'static str {
@@ -40,7 +61,7 @@ impl AgentHook for Codex {
         Output {
             stdout: None,
             stderr: Some(super::agent::neutral(&note)),
-            code: 0,
+            code: exit::OK,
         }
     }
 }

@@ -9,13 +9,42 @@
 
 use serde_json::{json, Map, Value};
 
-use super::agent::{neutral, Agent, AgentHook, Event, EventKind, Output, EXIT_BLOCK};
+use super::agent::{neutral, Agent, AgentHook, Event, EventKind, Output};
+use crate::fail::exit;
 
 pub struct Gemini;
 
 impl AgentHook for Gemini {
     fn agent(&self) -> Agent {
         Agent::Gemini
+    }
+
+    fn settings_file(&self) -> &'static str {
+        ".gemini/settings.json"
+    }
+
+    fn install_event(&self) -> &'static str {
+        "BeforeTool"
+    }
+
+    /// Every tool but askbus's own MCP tool (asking a question needs no approval); the hook's
+    /// timeout (ms) above the hook's own --timeout-ms. Gemini CLI shows the hook's `name`
+    /// while it runs ("Executing Hook: …").
+    fn entry(&self, command: &str, waiting: &str) -> Value {
+        json!({"matcher": "^(?!mcp_askbus_).*", "hooks": [
+            {"type": "command", "name": waiting, "command": command, "timeout": 600000}]})
+    }
+
+    /// Gemini CLI runs the tool when its hook timeout fires: the entry sets 600 s, and the
+    /// hook's own wait is under it (its 55 s default is for Gemini's 60 s default).
+    fn installed_timeout_ms(&self) -> Option<u64> {
+        Some(590_000)
+    }
+
+    fn next_steps(&self) -> &'static str {
+        "Next: open a UI (`askbus ui`, or `askbus notify` for your phone). With no UI open, \
+         Gemini CLI asks in its own terminal as before (a headless run is denied). For a run \
+         decided only through askbus: gemini --approval-mode yolo."
     }
 
     fn context_name(&self) -> &'static str {
@@ -50,7 +79,7 @@ impl AgentHook for Gemini {
         Output {
             stdout: Some(json!({"decision": "ask", "systemMessage": neutral(&note)}).to_string()),
             stderr: None,
-            code: 0,
+            code: exit::OK,
         }
     }
 
@@ -65,7 +94,7 @@ impl AgentHook for Gemini {
         Output {
             stdout: Some(json!({"decision": "deny", "reason": reason}).to_string()),
             stderr: Some(reason),
-            code: EXIT_BLOCK,
+            code: exit::HOOK_BLOCK,
         }
     }
 }

@@ -81,25 +81,19 @@ pub fn default_settings(agent: Agent) -> Result<PathBuf, SetupError> {
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)
         .ok_or(SetupError::NoHome)?;
-    Ok(match agent {
-        Agent::Gemini => home.join(".gemini/settings.json"),
-        Agent::Claude => home.join(".claude/settings.json"),
-        Agent::Codex => home.join(".codex/hooks.json"),
-    })
+    Ok(home.join(agent.hook().settings_file()))
 }
 
 /// The hook event askbus's entry goes under.
 pub fn event_key(agent: Agent) -> &'static str {
-    match agent {
-        Agent::Gemini => "BeforeTool",
-        Agent::Claude => "PreToolUse",
-        Agent::Codex => "PermissionRequest",
-    }
+    agent.hook().install_event()
 }
 
 /// The command line an agent's settings run: `askbus` when that is this program on PATH, else
-/// this program's absolute path; `--socket` when this one was not the default.
-pub fn command_line(agent: Agent, socket: &Path) -> String {
+/// this program's absolute path; `--socket` when this one was not the default; then `hook
+/// AGENT` and `flags`, the hook's own options as --install was given them (`--fallback ask`,
+/// say), each word quoted for the shell.
+pub fn command_line(agent: Agent, socket: &Path, flags: &[String]) -> String {
     let exe = std::env::current_exe()
         .ok()
         .and_then(|p| p.canonicalize().ok());
@@ -116,9 +110,9 @@ pub fn command_line(agent: Agent, socket: &Path) -> String {
     }
     cmd.push_str(" hook ");
     cmd.push_str(agent.name());
-    if agent == Agent::Gemini {
-        // Gemini CLI runs the tool when its hook timeout fires: the hook's own is under it.
-        cmd.push_str(" --timeout-ms 590000");
+    for flag in flags {
+        cmd.push(' ');
+        cmd.push_str(&shell_quote(flag));
     }
     cmd
 }
@@ -194,25 +188,12 @@ pub fn installed(agent: Agent) -> Installed {
 
 /// askbus's matcher group for `agent`, running `command`.
 pub fn entry(agent: Agent, command: &str) -> Value {
-    match agent {
-        // Every tool but askbus's own MCP tool (asking a question needs no approval); the
-        // hook's timeout (ms) above --timeout-ms.
-        Agent::Gemini => json!({"matcher": "^(?!mcp_askbus_).*", "hooks": [
-            {"type": "command", "name": WAITING, "command": command, "timeout": 600000}]}),
-        // Commands, file changes, fetches, and Claude Code's own questions; seconds.
-        Agent::Claude => {
-            json!({"matcher": "Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch|AskUserQuestion",
-            "hooks": [{"type": "command", "command": command, "timeout": 600,
-                       "statusMessage": WAITING}]})
-        }
-        Agent::Codex => json!({"hooks": [{"type": "command", "command": command, "timeout": 600,
-                                          "statusMessage": WAITING}]}),
-    }
+    agent.hook().entry(command, WAITING)
 }
 
 /// The settings entry --print-config shows: `{"hooks": {EVENT: [entry]}}`.
-pub fn config(agent: Agent, socket: &Path) -> Value {
-    json!({"hooks": {event_key(agent): [entry(agent, &command_line(agent, socket))]}})
+pub fn config(agent: Agent, socket: &Path, flags: &[String]) -> Value {
+    json!({"hooks": {event_key(agent): [entry(agent, &command_line(agent, socket, flags))]}})
 }
 
 /// Whether a hook command is askbus's hook for `agent`, whatever path, quoting or flags it
@@ -340,17 +321,7 @@ fn replace(path: &Path, old: &str, text: &str) -> Result<Option<PathBuf>, SetupE
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let backup = dir.join(format!("{name}.askbus-backup-{secs}"));
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&backup)
-            .map_err(write_err(&backup))?;
+        let (backup, mut f) = new_backup(&target, secs, mode)?;
         f.write_all(old.as_bytes()).map_err(write_err(&backup))?;
         Some(backup)
     } else {
@@ -378,6 +349,35 @@ fn replace(path: &Path, old: &str, text: &str) -> Result<Option<PathBuf>, SetupE
     Ok(backup)
 }
 
+/// A new backup file beside `target`, created (never over another): `NAME.askbus-backup-SECS`,
+/// or with `.2`, `.3`, … after it when that name is taken (installed twice in one second).
+fn new_backup(target: &Path, secs: u64, mode: u32) -> Result<(PathBuf, std::fs::File), SetupError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = format!("{name}.askbus-backup-{secs}");
+    for n in 1u32.. {
+        let path = match n {
+            1 => dir.join(&stem),
+            n => dir.join(format!("{stem}.{n}")),
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&path)
+        {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => continue,
+            Err(source) => return Err(SetupError::Write { path, source }),
+        }
+    }
+    unreachable!("the loop returns by its 1000th name")
+}
+
 fn pretty(v: &Value) -> String {
     let mut s = serde_json::to_string_pretty(v).expect("JSON serializes");
     s.push('\n');
@@ -386,20 +386,25 @@ fn pretty(v: &Value) -> String {
 
 /// Runs --install, --uninstall or --print-config. Exit 0 on success, 1 on failure (this is
 /// the person at a terminal, not the agent: usage errors are clap's).
-pub fn run(agent: Agent, args: &SetupArgs, socket: &Path) -> ExitCode {
-    match setup(agent, args, socket) {
+pub fn run(agent: Agent, args: &SetupArgs, socket: &Path, flags: &[String]) -> ExitCode {
+    match setup(agent, args, socket, flags) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "askbus: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(crate::fail::exit::FAILURE)
         }
     }
 }
 
-fn setup(agent: Agent, args: &SetupArgs, socket: &Path) -> Result<(), SetupError> {
+fn setup(
+    agent: Agent,
+    args: &SetupArgs,
+    socket: &Path,
+    flags: &[String],
+) -> Result<(), SetupError> {
     let mut out = std::io::stdout().lock();
     if args.print_config {
-        let _ = write!(out, "{}", pretty(&config(agent, socket)));
+        let _ = write!(out, "{}", pretty(&config(agent, socket, flags)));
         return Ok(());
     }
     let path = match &args.settings {
@@ -408,7 +413,12 @@ fn setup(agent: Agent, args: &SetupArgs, socket: &Path) -> Result<(), SetupError
     };
     let (old_text, mut settings) = read(&path)?;
     if args.install {
-        with(agent, &mut settings, &path, &command_line(agent, socket))?;
+        with(
+            agent,
+            &mut settings,
+            &path,
+            &command_line(agent, socket, flags),
+        )?;
     } else if !without(agent, &mut settings, &path)? {
         let _ = writeln!(
             out,
@@ -457,28 +467,9 @@ fn setup(agent: Agent, args: &SetupArgs, socket: &Path) -> Result<(), SetupError
         let _ = writeln!(out, "the previous file is kept as {}", b.display());
     }
     if args.install {
-        let _ = writeln!(out, "{}", next_steps(agent));
+        let _ = writeln!(out, "{}", agent.hook().next_steps());
     }
     Ok(())
-}
-
-/// What to do after installing, per agent.
-fn next_steps(agent: Agent) -> &'static str {
-    match agent {
-        Agent::Gemini => {
-            "Next: open a UI (`askbus ui`, or `askbus notify` for your phone). With \
-            no UI open, Gemini CLI asks in its own terminal as before (a headless run is denied). \
-            For a run decided only through askbus: gemini --approval-mode yolo."
-        }
-        Agent::Claude => {
-            "Next: open a UI (`askbus ui`, or `askbus notify` for your phone). With \
-            no UI open, Claude Code asks in its own terminal as before."
-        }
-        Agent::Codex => {
-            "Next: trust the new hook in Codex (/hooks), then open a UI (`askbus ui`, \
-            or `askbus notify` for your phone). With no UI open, Codex asks as before."
-        }
-    }
 }
 
 #[cfg(test)]
@@ -527,5 +518,47 @@ mod tests {
         assert_eq!(empty, json!({}));
         let mut bad = json!({"hooks": []});
         assert!(with(Agent::Gemini, &mut bad, p, "askbus hook gemini").is_err());
+    }
+
+    #[test]
+    fn backups_in_one_second_never_collide() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("settings.json");
+        let names: Vec<PathBuf> = (0..3)
+            .map(|_| new_backup(&target, 1_700_000_000, 0o600).unwrap().0)
+            .collect();
+        let file = |p: &PathBuf| p.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(
+            names.iter().map(file).collect::<Vec<_>>(),
+            [
+                "settings.json.askbus-backup-1700000000",
+                "settings.json.askbus-backup-1700000000.2",
+                "settings.json.askbus-backup-1700000000.3",
+            ]
+        );
+        // And through the whole write: two changes in a row keep two backups.
+        std::fs::write(&target, "{}").unwrap();
+        let first = replace(&target, "{}", "{\"a\": 1}").unwrap().unwrap();
+        let second = replace(&target, "{\"a\": 1}", "{\"a\": 2}")
+            .unwrap()
+            .unwrap();
+        assert_ne!(first, second);
+        assert_eq!(std::fs::read_to_string(&second).unwrap(), "{\"a\": 1}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "{\"a\": 2}");
+    }
+
+    #[test]
+    fn the_command_line_carries_the_flags_quoted() {
+        let socket = askbus::client::default_socket_path();
+        let flags = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let c = command_line(Agent::Claude, &socket, &flags(&["--fallback", "ask"]));
+        assert!(c.ends_with(" hook claude --fallback ask"), "{c}");
+        let c = command_line(Agent::Codex, &socket, &flags(&["--client", "my agent's"]));
+        assert!(
+            c.ends_with(r#" hook codex --client 'my agent'\''s'"#),
+            "{c}"
+        );
+        let c = command_line(Agent::Gemini, Path::new("/run/x y.sock"), &[]);
+        assert!(c.contains(" --socket '/run/x y.sock' hook gemini"), "{c}");
     }
 }

@@ -4,9 +4,9 @@
 //!
 //! `agent` owns what every agent's hook contract shares and the `AgentHook` trait, which
 //! `gemini`, `claude` and `codex` implement; `details` owns what the person is shown for a
-//! tool call; `install` writes the hook into an agent's settings. This file reads the input,
-//! does the one exchange with the daemon and turns how it ended into a verdict. It **fails
-//! closed**: only a person's explicit, consistent approval of an outcome that was offered
+//! tool call; `ask` asks through askbusd and turns how it ended into a verdict; `install`
+//! writes the hook into an agent's settings. This file holds the flags, reads the input, and
+//! decides with the flags whether an undecided call is handed back. It **fails closed**: only a person's explicit, consistent approval of an outcome that was offered
 //! allows. When no UI would see the call (none connected, askbusd not running) it is handed
 //! back to the agent's own prompt at once (`--no-ui ask`, the default), so an agent never
 //! waits in silence; an unreachable daemon, a timeout, a dismissal, a refusal, a contradictory
@@ -14,6 +14,7 @@
 //! hands the decision back. It never exits with a code an agent reads as "carry on".
 
 mod agent;
+mod ask;
 mod claude;
 mod codex;
 mod details;
@@ -21,21 +22,13 @@ mod gemini;
 pub mod install;
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
-use bytes::Bytes;
 use clap::{Args, ValueEnum};
-use serde_json::{Map, Value};
 
-use askbus::client::{new_correlation_id, ClientError, Connection};
-use askbus::protocol::{
-    ApprovalResponse, ClientFrame, NoUiPolicy, Outcome, ProducerResponse, ServerFrame, ToolOutcome,
-    PROTOCOL_VERSION,
-};
-
-pub use agent::{Agent, EXIT_BLOCK};
-use agent::{AgentHook, Event, Output, Request, Verdict};
+pub use agent::Agent;
+use agent::{Output, Verdict};
 pub(crate) use details::root_commands;
 
 /// Whether this process's command line is `askbus [--socket PATH] hook …`, for the usage
@@ -78,10 +71,41 @@ pub struct HookArgs {
     #[arg(long, value_name = "WHAT", default_value = "deny")]
     fallback: Fallback,
     /// Name announced to the UIs as the producer
-    #[arg(long, value_name = "NAME", default_value = concat!("askbus-hook/", env!("CARGO_PKG_VERSION")))]
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_CLIENT)]
     client: String,
     #[command(flatten)]
     setup: install::SetupArgs,
+}
+
+/// The producer name a hook announces unless --client says otherwise.
+const DEFAULT_CLIENT: &str = concat!("askbus-hook/", env!("CARGO_PKG_VERSION"));
+
+impl HookArgs {
+    /// The hook's own options as the command line --install writes must repeat them: those
+    /// given that differ from the defaults, and the timeout the agent's entry needs.
+    fn installed_flags(&self) -> Vec<String> {
+        let mut flags = Vec::new();
+        let mut push = |name: &str, value: String| {
+            flags.push(name.to_owned());
+            flags.push(value);
+        };
+        let timeout = self
+            .timeout_ms
+            .or_else(|| self.agent.hook().installed_timeout_ms());
+        if let Some(ms) = timeout {
+            push("--timeout-ms", ms.to_string());
+        }
+        if self.no_ui != NoUi::Ask {
+            push("--no-ui", value_name(self.no_ui));
+        }
+        if self.fallback != Fallback::Deny {
+            push("--fallback", value_name(self.fallback));
+        }
+        if self.client != DEFAULT_CLIENT {
+            push("--client", self.client.clone());
+        }
+        flags
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -90,6 +114,13 @@ pub enum Fallback {
     Deny,
     /// Let the agent ask in its own terminal (or approval prompt)
     Ask,
+}
+
+/// A value as the command line spells it (`ask`, `reject`, …).
+fn value_name(v: impl ValueEnum) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_owned())
+        .unwrap_or_default()
 }
 
 /// What a call gets when no UI would see it.
@@ -118,7 +149,7 @@ enum Cause {
 /// fails, every error is a verdict.
 pub async fn run(socket: &Path, args: HookArgs) -> ExitCode {
     if args.setup.any() {
-        return install::run(args.agent, &args.setup, socket);
+        return install::run(args.agent, &args.setup, socket, &args.installed_flags());
     }
     let hook = args.agent.hook();
     let mut input = Vec::new();
@@ -147,7 +178,7 @@ pub async fn run(socket: &Path, args: HookArgs) -> ExitCode {
             },
         ),
         Ok(event) => {
-            let (verdict, cause) = decide(socket, &args, hook, &event).await;
+            let (verdict, cause) = ask::decide(socket, &args, hook, &event).await;
             let verdict = match verdict {
                 Verdict::Undecided { why, .. } => Verdict::Undecided {
                     why,
@@ -183,229 +214,6 @@ fn write(output: &Output) {
     }
 }
 
-/// Asks and waits; how it ended, as a verdict (before the flags decide on handing it back),
-/// and why nobody decided if nobody did.
-async fn decide(
-    socket: &Path,
-    args: &HookArgs,
-    hook: &dyn AgentHook,
-    event: &Event,
-) -> (Verdict, Cause) {
-    let request = hook.request(event);
-    let id = new_correlation_id();
-    let timeout_ms = args.timeout_ms.unwrap_or_else(|| hook.default_timeout_ms());
-    let mut frame = Map::new();
-    let (title, expect) = match request {
-        Request::Approval {
-            fields,
-            title,
-            offered,
-        } => {
-            frame.insert("type".into(), "tool-confirmation-request".into());
-            frame.insert("correlationId".into(), id.clone().into());
-            frame.extend(fields);
-            (title, Expect::Approval(offered))
-        }
-        Request::Questions {
-            questions,
-            title,
-            count,
-        } => {
-            frame.insert("type".into(), "ask-user-request".into());
-            frame.insert("correlationId".into(), id.clone().into());
-            frame.insert("questions".into(), questions);
-            (title, Expect::Answers(count))
-        }
-    };
-    frame.insert("timeoutMs".into(), timeout_ms.into());
-    let no_ui = match args.no_ui {
-        NoUi::Ask | NoUi::Reject => NoUiPolicy::Reject,
-        NoUi::Wait => NoUiPolicy::Wait,
-    };
-    frame.insert("noUi".into(), no_ui.as_str().into());
-    frame.insert(
-        "context".into(),
-        Value::Object(context(hook, event, &title)),
-    );
-    let payload = Bytes::from(serde_json::to_vec(&Value::Object(frame)).expect("JSON serializes"));
-    let undecided = |why: String, cause| {
-        (
-            Verdict::Undecided {
-                why,
-                hand_back: false,
-            },
-            cause,
-        )
-    };
-    match exchange(socket, &args.client, payload, &id).await {
-        Ok(Ended::Approval(r)) => match expect {
-            Expect::Approval(offered) => approval_verdict(r, &offered),
-            Expect::Answers(_) => undecided(
-                contradictory("an approval's reply".into()),
-                Cause::Contradictory,
-            ),
-        },
-        Ok(Ended::Question(r)) => match expect {
-            Expect::Answers(count) => question_verdict(r, count),
-            Expect::Approval(_) => undecided(
-                contradictory("a question's reply".into()),
-                Cause::Contradictory,
-            ),
-        },
-        Ok(Ended::Refused { code, message }) => undecided(
-            format!(
-                "askbusd refused the request ({code}: {message}), so the tool call was not \
-                 approved."
-            ),
-            Cause::Other,
-        ),
-        Err(e @ ExchangeError::Unreachable { .. }) => undecided(
-            format!("{e}, so the tool call was not approved."),
-            Cause::NoUi,
-        ),
-        Err(e) => undecided(
-            format!("{e}, so the tool call was not approved."),
-            Cause::Other,
-        ),
-    }
-}
-
-/// What a reply must be to decide the request: an approval of one of the outcomes offered,
-/// or answers to at most this many questions.
-enum Expect {
-    Approval(Vec<ToolOutcome>),
-    Answers(usize),
-}
-
-fn contradictory(what: String) -> String {
-    format!("askbusd sent {what} that contradicts the request, so the tool call was not approved.")
-}
-
-fn approval_verdict(r: ApprovalResponse, offered: &[ToolOutcome]) -> (Verdict, Cause) {
-    let proceeds = !matches!(
-        r.outcome,
-        ToolOutcome::Cancel | ToolOutcome::ModifyWithEditor
-    );
-    match r.reason {
-        // Only a consistent approval of an outcome the request offered allows.
-        Outcome::Answered if r.confirmed && proceeds && offered.contains(&r.outcome) => (
-            Verdict::Allow {
-                always: r.outcome != ToolOutcome::ProceedOnce,
-            },
-            Cause::Other,
-        ),
-        Outcome::Answered if r.confirmed => (
-            Verdict::Undecided {
-                why: contradictory(format!(
-                    "an approval with outcome {:?}{}",
-                    r.outcome.as_str(),
-                    if proceeds {
-                        ", which was not offered,"
-                    } else {
-                        ""
-                    }
-                )),
-                hand_back: false,
-            },
-            Cause::Contradictory,
-        ),
-        Outcome::Answered => (
-            Verdict::Deny {
-                reason: match r.message.as_deref().map(str::trim) {
-                    Some(m) if !m.is_empty() => format!("The user denied this tool call: {m}"),
-                    _ => "The user denied this tool call.".to_owned(),
-                },
-            },
-            Cause::Other,
-        ),
-        // The daemon words every other ending for the agent.
-        reason => (
-            Verdict::Undecided {
-                why: r.message.unwrap_or_else(|| {
-                    format!(
-                        "The approval ended ({}), so the tool call was not approved.",
-                        reason.as_str()
-                    )
-                }),
-                hand_back: false,
-            },
-            if reason == Outcome::NoUi {
-                Cause::NoUi
-            } else {
-                Cause::Other
-            },
-        ),
-    }
-}
-
-fn question_verdict(r: ProducerResponse, count: usize) -> (Verdict, Cause) {
-    let in_range = r.answers.keys().all(|i| *i < count);
-    match r.reason {
-        Outcome::Answered if !r.cancelled && in_range => (
-            Verdict::Answers(
-                r.answers
-                    .iter()
-                    .map(|(i, a)| (i.to_string(), Value::String(a.clone())))
-                    .collect(),
-            ),
-            Cause::Other,
-        ),
-        Outcome::Answered if !r.cancelled => (
-            Verdict::Undecided {
-                why: contradictory("answers to questions it did not ask".into()),
-                hand_back: false,
-            },
-            Cause::Contradictory,
-        ),
-        // The reference's text for how it ended (dismissed, timeout, …), which tells the model
-        // to carry on without an answer.
-        reason => (
-            Verdict::Undecided {
-                why: r.result.llm_content,
-                hand_back: false,
-            },
-            if reason == Outcome::NoUi {
-                Cause::NoUi
-            } else {
-                Cause::Other
-            },
-        ),
-    }
-}
-
-/// The request's `context`: which agent, its session, the project and cwd, and a title.
-/// Each value is made one line and cut to what askbusd accepts.
-fn context(hook: &dyn AgentHook, event: &Event, title: &str) -> Map<String, Value> {
-    // $ASKBUS_PROJECT names it as `askbus ask --project` does; else the project directory the
-    // agent gives its hooks, else the cwd, by its last component.
-    let project = std::env::var("ASKBUS_PROJECT")
-        .ok()
-        .filter(|p| !p.trim().is_empty())
-        .or_else(|| {
-            ["GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"]
-                .iter()
-                .find_map(std::env::var_os)
-                .map(PathBuf::from)
-                .unwrap_or_else(|| event.cwd.clone())
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-        });
-    let cwd = event.cwd.to_string_lossy().into_owned();
-    let mut ctx = Map::new();
-    for (name, value, max) in [
-        ("agent", Some(hook.context_name().to_owned()), 256),
-        ("session", event.session.clone(), 256),
-        ("project", project, 128),
-        ("cwd", Some(cwd), 4096),
-        ("title", Some(title.to_owned()), 256),
-    ] {
-        if let Some(v) = value.map(|v| one_line(&v, max)).filter(|v| !v.is_empty()) {
-            ctx.insert(name.into(), v.into());
-        }
-    }
-    ctx
-}
-
 /// `s` on one line (controls as spaces, trimmed), at most `max` characters (the last one `…`
 /// when cut).
 pub(crate) fn one_line(s: &str, max: usize) -> String {
@@ -420,82 +228,49 @@ pub(crate) fn one_line(s: &str, max: usize) -> String {
     }
 }
 
-/// How the exchange ended when the daemon had its say.
-#[derive(Debug)]
-enum Ended {
-    Approval(ApprovalResponse),
-    Question(ProducerResponse),
-    Refused { code: String, message: String },
-}
-
-/// Why the daemon never said how the request ended.
-#[derive(Debug, thiserror::Error)]
-enum ExchangeError {
-    #[error("askbus cannot reach askbusd at {}: {source}", path.display())]
-    Unreachable {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("askbus lost its connection to askbusd at {} before anyone decided ({source})", path.display())]
-    Lost { path: PathBuf, source: ClientError },
-}
-
-/// One connection, `hello` and the request written back to back (no round trip before the
-/// request is on the socket), then the wait for the request's one terminal frame.
-async fn exchange(
-    socket: &Path,
-    client: &str,
-    request: Bytes,
-    id: &str,
-) -> Result<Ended, ExchangeError> {
-    let lost = |source| ExchangeError::Lost {
-        path: socket.to_owned(),
-        source,
-    };
-    let mut conn = Connection::connect(socket).await.map_err(|e| match e {
-        ClientError::Connect { path, source } => ExchangeError::Unreachable { path, source },
-        other => lost(other),
-    })?;
-    let refused = |e: askbus::protocol::ErrorFrame| Ended::Refused {
-        code: e.code.to_string(),
-        message: e.message,
-    };
-    let hello = ClientFrame::Hello {
-        via: None,
-        protocol: PROTOCOL_VERSION,
-        client: Some(client),
-    };
-    match conn.send(&hello).await {
-        Ok(()) => {}
-        Err(ClientError::Rejected(e)) => return Ok(refused(e)),
-        Err(e) => return Err(lost(e)),
-    }
-    match conn.send_raw(request).await {
-        Ok(()) => {}
-        Err(ClientError::Rejected(e)) => return Ok(refused(e)),
-        Err(e) => return Err(lost(e)),
-    }
-    loop {
-        match conn.recv().await.map_err(lost)? {
-            Some(ServerFrame::ToolConfirmationResponse(r)) if r.correlation_id == id => {
-                return Ok(Ended::Approval(r))
-            }
-            Some(ServerFrame::AskUserResponse(r)) if r.correlation_id == id => {
-                return Ok(Ended::Question(r))
-            }
-            // An error without an id is about the connection (hello), so about this request.
-            Some(ServerFrame::Error(e)) if e.correlation_id.as_deref().is_none_or(|c| c == id) => {
-                return Ok(refused(e))
-            }
-            Some(_) => continue,
-            None => return Err(lost(ClientError::Closed)),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        hook: HookArgs,
+    }
+
+    fn installed(args: &[&str]) -> Vec<String> {
+        use clap::Parser;
+        let cli = Cli::try_parse_from(std::iter::once("hook").chain(args.iter().copied())).unwrap();
+        cli.hook.installed_flags()
+    }
+
+    #[test]
+    fn install_repeats_the_flags_given_and_the_timeout_the_agent_needs() {
+        assert_eq!(
+            installed(&["claude", "--fallback", "ask", "--install"]),
+            ["--fallback", "ask"]
+        );
+        assert!(installed(&["claude", "--install"]).is_empty());
+        assert_eq!(
+            installed(&["gemini", "--install"]),
+            ["--timeout-ms", "590000"]
+        );
+        assert_eq!(
+            installed(&[
+                "gemini",
+                "--print-config",
+                "--timeout-ms",
+                "1000",
+                "--no-ui",
+                "wait",
+                "--fallback",
+                "deny",
+                "--client",
+                "x/1"
+            ]),
+            ["--timeout-ms", "1000", "--no-ui", "wait", "--client", "x/1"]
+        );
+    }
 
     #[test]
     fn one_line_values() {

@@ -14,6 +14,8 @@ use askbus_policy::question::{self, answer, Question};
 use askbus_policy::safety::Place;
 use askbus_policy::tiers;
 
+use crate::fail::exit;
+
 mod explain;
 
 /// `askbus policy …`.
@@ -122,9 +124,6 @@ pub struct TestArgs {
     args_json: String,
 }
 
-/// sysexits' EX_USAGE.
-const USAGE: u8 = 64;
-
 /// The calling user's place: the current directory as the workspace, `$HOME`.
 fn place() -> Result<Place> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
@@ -163,7 +162,7 @@ pub fn daemon_tiers(defaults: bool) -> Loaded {
 
 fn usage(msg: &str) -> ExitCode {
     eprintln!("askbus policy: {msg}");
-    ExitCode::from(USAGE)
+    ExitCode::from(exit::USAGE)
 }
 
 fn test(a: TestArgs) -> Result<ExitCode> {
@@ -237,7 +236,7 @@ fn answer_loaded(q: &Question, loaded: Loaded, place: Place) -> question::Answer
                 serde_json::to_string(&e.0).unwrap_or_default()
             ));
             question::Answer {
-                exit: 65,
+                exit: exit::BAD_RULES.into(),
                 json: format!("{{\"errors\":[{}]}}", all.join(",")),
                 text: format!("error: the policy engine refuses these rules: {}\n", e.0),
             }
@@ -256,7 +255,7 @@ fn answer_loaded(q: &Question, loaded: Loaded, place: Place) -> question::Answer
                 .as_ref()
                 .map_or("null".to_string(), |m| question::rule_json(&engine, m));
             question::Answer {
-                exit: 0,
+                exit: exit::OK.into(),
                 json: format!(
                     "{{\"decision\":\"{}\",\"rule\":{rule},\"errors\":[{}]}}",
                     out.decision.as_str(),

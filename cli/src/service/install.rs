@@ -178,7 +178,7 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode> {
              container, or an SSH session without lingering). Run `askbusd` yourself, or \
              `loginctl enable-linger $USER`, log in again and rerun this command."
         );
-        return Ok(ExitCode::FAILURE);
+        return Ok(ExitCode::from(crate::fail::exit::FAILURE));
     }
     if layout.manager_running() {
         let socket = match scope {

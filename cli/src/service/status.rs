@@ -162,6 +162,6 @@ pub(super) fn status(scope: Scope) -> Result<ExitCode> {
     Ok(if installed {
         ExitCode::SUCCESS
     } else {
-        ExitCode::FAILURE
+        ExitCode::from(crate::fail::exit::FAILURE)
     })
 }

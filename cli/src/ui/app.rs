@@ -1,18 +1,20 @@
 //! The UI's state: the pending requests (oldest first) with a dialog each, which one is in
-//! view, the connection's state, and the one-line notice. It turns bus events and keys into
-//! state changes and into the frames to send; it does no I/O and no drawing.
+//! view, the connection's state, and the notice. It turns what the subscription reports
+//! (connected, an event, down) and keys into state changes and into the frames to send; it
+//! does no I/O and no drawing.
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use askbus::client::UiEvent;
 use askbus::protocol::{
-    ErrorFrame, Outcome as AckOutcome, ToolOutcome, UiApproval, UiRequest, WithdrawReason,
+    ErrorCode, ErrorFrame, Outcome as AckOutcome, ToolOutcome, UiApproval, UiRequest,
+    WithdrawReason,
 };
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::approval::{self, Decision};
 use super::dialog::{Dialog, Outcome};
-pub use super::entry::{Action, Ask, BusUpdate, Conn, Entry, Tone, View};
+pub use super::entry::{Action, Ask, Conn, Entry, Tone, View};
 use super::entry::{Notice, NOTICE_FOR};
 use super::scroll::Move;
 
@@ -26,8 +28,10 @@ pub struct App {
     pub notice: Option<Notice>,
     /// Requests the current subscription's replay has still to deliver, and those it did.
     replay: Option<(u64, HashSet<String>)>,
-    /// Who asked each request this UI answered and awaits an ack for.
-    sent: HashMap<String, String>,
+    /// The requests this UI answered and awaits an ack for, kept aside: one whose answer the
+    /// daemon refuses while the request stays pending (its origin node unreachable, say) comes
+    /// back on screen as the person left it, to try again.
+    sent: HashMap<String, Entry>,
     /// Bytes that came on standard input (a pipe), kept to print on quitting.
     pub piped: Option<usize>,
 }
@@ -75,56 +79,59 @@ impl App {
         });
     }
 
-    pub fn on_bus(&mut self, update: BusUpdate, now: Instant) {
-        match update {
-            BusUpdate::Connecting => {
-                if !matches!(self.conn, Conn::Down { .. }) {
-                    self.conn = Conn::Connecting;
-                }
+    /// Subscribed (again): `pending` requests are about to be replayed.
+    pub fn on_connected(&mut self, pending: u64) {
+        let reconnected = matches!(self.conn, Conn::Down { .. });
+        self.conn = Conn::Connected;
+        self.replay = Some((pending, HashSet::new()));
+        if reconnected {
+            self.notice(Tone::Good, "Reconnected to askbusd");
+        }
+        if pending == 0 {
+            self.finish_replay();
+        }
+    }
+
+    /// The connection is gone (or could not be made); the next attempt is in `retry_in`.
+    pub fn on_down(&mut self, error: String, retry_in: Duration, now: Instant) {
+        if !matches!(self.conn, Conn::Down { .. }) {
+            for e in &mut self.entries {
+                e.stale = true;
             }
-            BusUpdate::Connected { pending } => {
-                let reconnected = matches!(self.conn, Conn::Down { .. });
-                self.conn = Conn::Connected;
-                self.replay = Some((pending, HashSet::new()));
-                if reconnected {
-                    self.notice(Tone::Good, "Reconnected to askbusd");
-                }
-                if pending == 0 {
-                    self.finish_replay();
-                }
+            // The status bar now says disconnected; good news of the old connection
+            // ("Reconnected", "Sending…") would contradict it. Warnings stay (why a
+            // dialog just closed, say).
+            if self
+                .notice
+                .as_ref()
+                .is_some_and(|n| matches!(n.tone, Tone::Good | Tone::Info))
+            {
+                self.notice = None;
             }
-            BusUpdate::Down { error, retry_in } => {
-                if !matches!(self.conn, Conn::Down { .. }) {
-                    for e in &mut self.entries {
-                        e.stale = true;
-                    }
-                    // The status bar now says disconnected; good news of the old connection
-                    // ("Reconnected", "Sending…") would contradict it. Warnings stay (why a
-                    // dialog just closed, say).
-                    if self
-                        .notice
-                        .as_ref()
-                        .is_some_and(|n| matches!(n.tone, Tone::Good | Tone::Info))
-                    {
-                        self.notice = None;
-                    }
-                }
-                self.replay = None;
-                self.conn = Conn::Down {
-                    error,
-                    retry_at: now + retry_in,
-                };
-            }
-            BusUpdate::Event(UiEvent::Request(r)) => self.on_request(r, now),
-            BusUpdate::Event(UiEvent::Withdrawn {
+        }
+        self.replay = None;
+        // Acks and errors come on the connection the answer went on: none will come now.
+        // What is still pending comes back with the next subscription's replay.
+        self.sent.clear();
+        self.conn = Conn::Down {
+            error,
+            retry_at: now + retry_in,
+        };
+    }
+
+    /// What the daemon sent this UI.
+    pub fn on_event(&mut self, event: UiEvent, now: Instant) {
+        match event {
+            UiEvent::Request(r) => self.on_request(r, now),
+            UiEvent::Withdrawn {
                 correlation_id,
                 reason,
-            }) => self.on_withdrawn(&correlation_id, reason),
-            BusUpdate::Event(UiEvent::Ack {
+            } => self.on_withdrawn(&correlation_id, reason),
+            UiEvent::Ack {
                 correlation_id,
                 outcome,
-            }) => {
-                let whom = self.sent.remove(&correlation_id).unwrap_or_default();
+            } => {
+                let whom = self.sent_to(&correlation_id);
                 match outcome {
                     AckOutcome::Dismissed => {
                         self.notice(Tone::Info, format!("Dismissed; {whom} was told"))
@@ -132,14 +139,14 @@ impl App {
                     _ => self.notice(Tone::Good, format!("✓ Answer delivered to {whom}")),
                 }
             }
-            BusUpdate::Event(UiEvent::Error(e)) => self.on_error(e),
-            BusUpdate::Event(UiEvent::Approval(a)) => self.on_approval(a, now),
-            BusUpdate::Event(UiEvent::ApprovalWithdrawn {
+            UiEvent::Error(e) => self.on_error(e),
+            UiEvent::Approval(a) => self.on_approval(a, now),
+            UiEvent::ApprovalWithdrawn {
                 correlation_id,
                 reason,
-            }) => self.on_withdrawn(&correlation_id, reason),
-            BusUpdate::Event(UiEvent::ApprovalAck(ack)) => {
-                let whom = self.sent.remove(&ack.correlation_id).unwrap_or_default();
+            } => self.on_withdrawn(&correlation_id, reason),
+            UiEvent::ApprovalAck(ack) => {
+                let whom = self.sent_to(&ack.correlation_id);
                 match (ack.reason, ack.outcome) {
                     (AckOutcome::Dismissed, _) => self.notice(
                         Tone::Info,
@@ -294,18 +301,54 @@ impl App {
     }
 
     fn on_error(&mut self, e: ErrorFrame) {
-        let whom = e
+        let sent = e
             .correlation_id
             .as_ref()
             .and_then(|id| self.sent.remove(id));
-        let text = match (whom, e.code.as_str()) {
-            (Some(whom), "not-pending") => {
-                format!("✗ Not delivered: {whom}'s request was already answered or gone")
-            }
-            (Some(whom), _) => format!("✗ Not delivered to {whom}: {}", e.message),
-            (None, _) => format!("askbusd: {}: {}", e.code, e.message),
+        let Some(entry) = sent else {
+            self.notice(Tone::Bad, format!("askbusd: {}: {}", e.code, e.message));
+            return;
         };
-        self.notice(Tone::Bad, text);
+        let whom = entry.who();
+        if e.code.known() == Some(ErrorCode::NotPending) {
+            self.notice(
+                Tone::Bad,
+                format!("✗ Not delivered: {whom}'s request was already answered or gone"),
+            );
+            return;
+        }
+        // Refused, yet still pending (an origin node out of reach, a limit): the request
+        // comes back as the person left it, to try again.
+        self.notice(
+            Tone::Bad,
+            format!(
+                "✗ Not delivered to {whom}: {} (kept here to try again)",
+                e.message
+            ),
+        );
+        self.restore(entry);
+    }
+
+    /// A request whose answer did not get through, back in the list; open again when the
+    /// person is not in another dialog.
+    fn restore(&mut self, mut entry: Entry) {
+        // While disconnected, the next replay says whether it is still pending.
+        entry.stale = matches!(self.conn, Conn::Down { .. });
+        let id = entry.id().to_owned();
+        self.insert(entry);
+        if self.view == View::List {
+            self.view = View::Dialog(id.clone());
+        }
+        if let Some(pos) = self.entries.iter().position(|e| e.id() == id) {
+            if self.view == View::Dialog(id) {
+                self.list_cursor = pos;
+            }
+        }
+    }
+
+    /// Who asked the request sent as `id`, now that its ack came ("" if unknown).
+    fn sent_to(&mut self, id: &str) -> String {
+        self.sent.remove(id).map(|e| e.who()).unwrap_or_default()
     }
 
     /// Standard input was a pipe and it ended with `bytes` of text (the asking side's output
@@ -316,8 +359,16 @@ impl App {
 
     /// A send failed at the socket: the daemon never had the answer.
     pub fn on_send_failed(&mut self, id: &str, error: &str) {
-        let whom = self.sent.remove(id).unwrap_or_default();
-        self.notice(Tone::Bad, format!("✗ Not delivered to {whom}: {error}"));
+        match self.sent.remove(id) {
+            Some(entry) => {
+                self.notice(
+                    Tone::Bad,
+                    format!("✗ Not delivered to {}: {error} (kept here)", entry.who()),
+                );
+                self.restore(entry);
+            }
+            None => self.notice(Tone::Bad, format!("✗ Not delivered: {error}")),
+        }
     }
 
     /// The dialog in view went away: show the next one if it is the only one left.
@@ -395,8 +446,10 @@ impl App {
             );
             return None;
         }
-        self.entries.retain(|e| e.id() != id);
-        self.sent.insert(id, whom.clone());
+        if let Some(pos) = self.entries.iter().position(|e| e.id() == id) {
+            let entry = self.entries.remove(pos);
+            self.sent.insert(id, entry);
+        }
         self.notice(Tone::Info, format!("Sending to {whom}…"));
         self.after_close();
         Some(action)

@@ -1,12 +1,11 @@
 //! The pieces of the UI's state and what flows in and out of it: a pending request with the
-//! person's progress on it, the connection's state, the view, the notice line, the frames to
-//! send and the bus updates that arrive.
+//! person's progress on it, the connection's state, the view, the notice line and the frames
+//! to send.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use askbus::client::UiEvent;
 use askbus::protocol::{ProducerInfo, RequestContext, ToolOutcome, UiApproval, UiRequest};
 use ratatui::text::Line;
 
@@ -204,19 +203,4 @@ pub enum Action {
         id: String,
     },
     Quit,
-}
-
-/// What the connection task reports, less the answer sender (which the I/O loop keeps).
-#[derive(Debug, Clone)]
-pub enum BusUpdate {
-    Connecting,
-    /// Subscribed; `pending` requests are about to be replayed.
-    Connected {
-        pending: u64,
-    },
-    Event(UiEvent),
-    Down {
-        error: String,
-        retry_in: Duration,
-    },
 }

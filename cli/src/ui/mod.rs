@@ -11,12 +11,11 @@
 //! - [`app`]: every request and the transitions bus events and keys make;
 //! - [`render`]: drawing with ratatui (the frame, the list, a question's dialog);
 //! - [`scroll`]: what part of a tall dialog is shown, and the keys that scroll it;
-//! - [`conn`]: the subscription, reconnecting with backoff;
-//! - this file: the terminal and the loop joining keys, bus events and the clock.
+//! - this file: the terminal and the loop joining keys, the subscription (the client crate's
+//!   [`UiSubscription`], which reconnects with backoff) and the clock.
 
 mod app;
 mod approval;
-mod conn;
 mod dialog;
 pub(crate) mod encode;
 mod entry;
@@ -42,7 +41,8 @@ use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
 use tokio::signal::unix::{signal, SignalKind};
 
-use app::{Action, App, BusUpdate};
+use app::{Action, App};
+use askbus::client::{ClientError, UiSubscription, UiUpdate, Update};
 use askbus::protocol::{Decision, SubscribeFilter};
 
 /// The name this UI announces to the daemon.
@@ -54,7 +54,7 @@ pub async fn run(socket: &Path, filter: SubscribeFilter) -> Result<ExitCode> {
             "askbus ui: standard output is not a terminal, and the dialog needs one.\n\
              For scripts, use `askbus pending` to list questions and `askbus answer` to answer."
         );
-        return Ok(ExitCode::from(2));
+        return Ok(ExitCode::from(crate::fail::exit::NOT_A_TERMINAL));
     }
     // Keys come from the terminal itself (crossterm opens /dev/tty when stdin is not one), so
     // `askbus ask … | askbus ui` works; what arrives on the pipe (the asking side's answer)
@@ -113,10 +113,15 @@ async fn event_loop(
     piped: Option<&PipedInput>,
 ) -> Result<()> {
     let mut pipe_ended = piped.map(|p| p.ended.clone());
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let label = crate::context::describe_filter(&filter);
-    let conn = tokio::spawn(conn::run(socket.to_owned(), CLIENT.to_owned(), filter, tx));
-    let _abort = AbortOnDrop(conn);
+    // A person watches this screen: refusals are shown and retried too, as they may fix them.
+    let sub = UiSubscription::new(socket, Some(CLIENT))
+        .via("tui")
+        .filtered(filter)
+        .persistent();
+    // The subscription's next update, polled to its end across the loop's turns (a key or
+    // the clock never cuts a connection attempt short).
+    let mut next = Box::pin(next_update(sub));
     let mut keys = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -130,21 +135,26 @@ async fn event_loop(
     loop {
         terminal.draw(|f| render::draw(f, &app, Instant::now(), &socket_text))?;
         tokio::select! {
-            msg = rx.recv() => {
-                let Some(msg) = msg else { break };
-                let update = match msg {
-                    conn::Msg::Connecting => BusUpdate::Connecting,
-                    conn::Msg::Connected { pending, answerer: a } => {
+            (update, sub) = &mut next => {
+                next.set(next_update(sub));
+                let now = Instant::now();
+                match update {
+                    Ok(Update::Connected((pending, a))) => {
                         answerer = Some(a);
-                        BusUpdate::Connected { pending }
+                        app.on_connected(pending);
                     }
-                    conn::Msg::Event(e) => BusUpdate::Event(e),
-                    conn::Msg::Down { error, retry_in } => {
+                    Ok(Update::Event(e)) => app.on_event(e, now),
+                    Ok(Update::Down { error, retry_in }) => {
                         answerer = None;
-                        BusUpdate::Down { error, retry_in }
+                        app.on_down(error.to_string(), retry_in, now);
                     }
-                };
-                app.on_bus(update, Instant::now());
+                    // A persistent subscription reports refusals as `Down`; this is never
+                    // reached, and would mean the next attempt comes at once.
+                    Err(e) => {
+                        answerer = None;
+                        app.on_down(e.to_string(), Duration::ZERO, now);
+                    }
+                }
             }
             event = keys.next() => {
                 let action = match event {
@@ -201,12 +211,10 @@ async fn event_loop(
     Ok(())
 }
 
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+/// The subscription's next update, and the subscription back for the one after.
+async fn next_update(mut sub: UiSubscription) -> (Result<UiUpdate, ClientError>, UiSubscription) {
+    let update = sub.next().await;
+    (update, sub)
 }
 
 /// Raw mode and the alternate screen for as long as it lives, restored on drop and on panic.

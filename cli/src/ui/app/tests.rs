@@ -33,12 +33,12 @@ fn key(code: KeyCode) -> KeyEvent {
 
 fn connected(pending: u64) -> App {
     let mut app = App::new();
-    app.on_bus(BusUpdate::Connected { pending }, Instant::now());
+    app.on_connected(pending);
     app
 }
 
 fn arrive(app: &mut App, id: &str) {
-    app.on_bus(BusUpdate::Event(UiEvent::Request(req(id))), Instant::now());
+    app.on_event(UiEvent::Request(req(id)), Instant::now());
 }
 
 #[test]
@@ -71,11 +71,11 @@ fn answering_sends_and_moves_on() {
     // Two left: the list, oldest first.
     assert_eq!(app.view, View::List);
     assert_eq!(app.entries[0].id(), "b");
-    app.on_bus(
-        BusUpdate::Event(UiEvent::Ack {
+    app.on_event(
+        UiEvent::Ack {
             correlation_id: "a".into(),
             outcome: AckOutcome::Answered,
-        }),
+        },
         Instant::now(),
     );
     assert!(app.notice.as_ref().unwrap().text.contains("agent-a"));
@@ -93,11 +93,11 @@ fn answering_sends_and_moves_on() {
 fn withdrawal_on_screen_closes_with_the_reason() {
     let mut app = connected(0);
     arrive(&mut app, "a");
-    app.on_bus(
-        BusUpdate::Event(UiEvent::Withdrawn {
+    app.on_event(
+        UiEvent::Withdrawn {
             correlation_id: "a".into(),
             reason: WithdrawReason::Timeout,
-        }),
+        },
         Instant::now(),
     );
     assert_eq!(app.view, View::List);
@@ -113,13 +113,7 @@ fn withdrawal_on_screen_closes_with_the_reason() {
 fn nothing_is_sent_while_disconnected() {
     let mut app = connected(0);
     arrive(&mut app, "a");
-    app.on_bus(
-        BusUpdate::Down {
-            error: "gone".into(),
-            retry_in: Duration::from_secs(1),
-        },
-        Instant::now(),
-    );
+    app.on_down("gone".into(), Duration::from_secs(1), Instant::now());
     assert_eq!(app.on_key(key(KeyCode::Char('1'))), None);
     assert_eq!(app.view, View::Dialog("a".into()));
 }
@@ -130,15 +124,9 @@ fn replay_keeps_what_survived_and_drops_the_rest() {
     arrive(&mut app, "a");
     arrive(&mut app, "b");
     app.on_key(key(KeyCode::Char('z')));
-    app.on_bus(
-        BusUpdate::Down {
-            error: "gone".into(),
-            retry_in: Duration::from_secs(1),
-        },
-        Instant::now(),
-    );
+    app.on_down("gone".into(), Duration::from_secs(1), Instant::now());
     assert!(app.entries.iter().all(|e| e.stale));
-    app.on_bus(BusUpdate::Connected { pending: 2 }, Instant::now());
+    app.on_connected(2);
     arrive(&mut app, "b");
     arrive(&mut app, "c");
     // "a" was open and is gone; "b" and "c" remain, so the list shows.
@@ -153,14 +141,8 @@ fn replay_of_the_open_request_keeps_its_typing() {
     let mut app = connected(0);
     arrive(&mut app, "a");
     app.on_key(key(KeyCode::Char('z')));
-    app.on_bus(
-        BusUpdate::Down {
-            error: "gone".into(),
-            retry_in: Duration::ZERO,
-        },
-        Instant::now(),
-    );
-    app.on_bus(BusUpdate::Connected { pending: 1 }, Instant::now());
+    app.on_down("gone".into(), Duration::ZERO, Instant::now());
+    app.on_connected(1);
     arrive(&mut app, "a");
     assert_eq!(app.view, View::Dialog("a".into()));
     assert_eq!(answer0(&app).as_deref(), Some("z"));
@@ -188,12 +170,12 @@ fn a_losing_answer_says_so() {
     let mut app = connected(0);
     arrive(&mut app, "a");
     app.on_key(key(KeyCode::Char('1')));
-    app.on_bus(
-        BusUpdate::Event(UiEvent::Error(ErrorFrame {
+    app.on_event(
+        UiEvent::Error(ErrorFrame {
             code: "not-pending".into(),
             message: "x".into(),
             correlation_id: Some("a".into()),
-        })),
+        }),
         Instant::now(),
     );
     let n = app.notice.unwrap();
@@ -214,8 +196,8 @@ fn approval(id: &str, outcomes: &[&str]) -> Box<askbus::protocol::UiApproval> {
 }
 
 fn arrive_approval(app: &mut App, id: &str) {
-    app.on_bus(
-        BusUpdate::Event(UiEvent::Approval(approval(id, &["proceed_once", "cancel"]))),
+    app.on_event(
+        UiEvent::Approval(approval(id, &["proceed_once", "cancel"])),
         Instant::now(),
     );
 }
@@ -230,14 +212,8 @@ fn approvals_decide_with_a_reason_and_count_in_the_replay() {
         app.on_key(key(KeyCode::Char(c)));
     }
     // A reconnect whose replay brings both back keeps the typed reason.
-    app.on_bus(
-        BusUpdate::Down {
-            error: "gone".into(),
-            retry_in: Duration::ZERO,
-        },
-        Instant::now(),
-    );
-    app.on_bus(BusUpdate::Connected { pending: 2 }, Instant::now());
+    app.on_down("gone".into(), Duration::ZERO, Instant::now());
+    app.on_connected(2);
     arrive(&mut app, "q");
     arrive_approval(&mut app, "a");
     assert_eq!(app.entries.len(), 2);
@@ -250,13 +226,13 @@ fn approvals_decide_with_a_reason_and_count_in_the_replay() {
             message: Some("nope".into())
         })
     );
-    app.on_bus(
-        BusUpdate::Event(UiEvent::ApprovalAck(askbus::protocol::ApprovalAck {
+    app.on_event(
+        UiEvent::ApprovalAck(askbus::protocol::ApprovalAck {
             correlation_id: "a".into(),
             reason: AckOutcome::Answered,
             confirmed: false,
             outcome: ToolOutcome::Cancel,
-        })),
+        }),
         Instant::now(),
     );
     assert_eq!(
@@ -267,11 +243,11 @@ fn approvals_decide_with_a_reason_and_count_in_the_replay() {
     assert_eq!(app.view, View::Dialog("q".into()));
     arrive_approval(&mut app, "b");
     assert_eq!(app.view, View::Dialog("q".into()));
-    app.on_bus(
-        BusUpdate::Event(UiEvent::ApprovalWithdrawn {
+    app.on_event(
+        UiEvent::ApprovalWithdrawn {
             correlation_id: "b".into(),
             reason: WithdrawReason::Timeout,
-        }),
+        },
         Instant::now(),
     );
     assert_eq!(
@@ -284,19 +260,93 @@ fn approvals_decide_with_a_reason_and_count_in_the_replay() {
 fn an_approval_is_never_sent_while_disconnected_and_esc_dismisses() {
     let mut app = connected(0);
     arrive_approval(&mut app, "a");
-    app.on_bus(
-        BusUpdate::Down {
-            error: "gone".into(),
-            retry_in: Duration::from_secs(1),
-        },
-        Instant::now(),
-    );
+    app.on_down("gone".into(), Duration::from_secs(1), Instant::now());
     assert_eq!(app.on_key(key(KeyCode::Char('1'))), None);
     assert_eq!(app.view, View::Dialog("a".into()));
-    app.on_bus(BusUpdate::Connected { pending: 1 }, Instant::now());
+    app.on_connected(1);
     arrive_approval(&mut app, "a");
     assert_eq!(
         app.on_key(key(KeyCode::Esc)),
         Some(Action::DismissApproval { id: "a".into() })
     );
+}
+
+fn origin_unreachable(id: &str) -> UiEvent {
+    UiEvent::Error(ErrorFrame {
+        code: "origin-unreachable".into(),
+        message: "the answer was not delivered (this node is not connected to NATS); the \
+                  question is still pending"
+            .into(),
+        correlation_id: Some(id.into()),
+    })
+}
+
+#[test]
+fn an_answer_refused_while_still_pending_brings_the_request_back_as_it_was_left() {
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    // Pick B, then Enter sends it.
+    app.on_key(key(KeyCode::Down));
+    let sent = app.on_key(key(KeyCode::Enter));
+    assert!(
+        matches!(sent, Some(Action::Answer { ref id, .. }) if id == "a"),
+        "{sent:?}"
+    );
+    assert!(app.entries.is_empty());
+    app.on_event(origin_unreachable("a"), Instant::now());
+    // Back and open again, with the choice the person made.
+    assert_eq!(app.entries.len(), 1);
+    assert_eq!(app.view, View::Dialog("a".into()));
+    let n = app.notice.clone().unwrap();
+    assert_eq!(n.tone, Tone::Bad);
+    assert!(
+        n.text.contains("still pending") && n.text.contains("agent-a"),
+        "{}",
+        n.text
+    );
+    assert!(!app.entries.iter().any(|e| e.stale));
+    // Retrying sends the same answer again.
+    let again = app.on_key(key(KeyCode::Enter));
+    assert_eq!(again, sent);
+    // A refusal that says it is gone does not bring it back.
+    app.on_event(
+        UiEvent::Error(ErrorFrame {
+            code: "not-pending".into(),
+            message: "x".into(),
+            correlation_id: Some("a".into()),
+        }),
+        Instant::now(),
+    );
+    assert!(app.entries.is_empty());
+
+    // With another request opened meanwhile, it comes back to the list (after its project's
+    // others, as a new one would), and the dialog in view stays.
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    arrive(&mut app, "b");
+    app.on_key(key(KeyCode::Char('1')));
+    assert_eq!(app.view, View::Dialog("b".into()));
+    app.on_event(origin_unreachable("a"), Instant::now());
+    assert_eq!(app.view, View::Dialog("b".into()));
+    let ids: Vec<&str> = app.entries.iter().map(|e| e.id()).collect();
+    assert_eq!(ids, ["b", "a"]);
+}
+
+#[test]
+fn a_send_that_failed_at_the_socket_keeps_the_request_for_the_replay_to_confirm() {
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    let sent = app.on_key(key(KeyCode::Char('1')));
+    assert!(sent.is_some());
+    app.on_down("gone".into(), Duration::from_secs(1), Instant::now());
+    app.on_send_failed("a", "broken pipe");
+    // Nothing to restore: a lost connection's acks never come, the replay brings it back.
+    assert!(app.entries.is_empty());
+    assert!(app.notice.as_ref().unwrap().text.contains("broken pipe"));
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    app.on_key(key(KeyCode::Char('1')));
+    app.on_send_failed("a", "broken pipe");
+    assert_eq!(app.entries.len(), 1);
+    assert_eq!(app.view, View::Dialog("a".into()));
 }

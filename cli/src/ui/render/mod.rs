@@ -1,8 +1,9 @@
 //! Drawing the UI with ratatui: a status bar, then the pending list or one request's dialog
-//! (laid out as Gemini CLI's AskUserDialog lays it out), then a notice line. Reads the state,
-//! never changes it; everything fits in an 80×24 terminal and scrolls to the focused row.
+//! (laid out as Gemini CLI's AskUserDialog lays it out), then the notice, wrapped. Reads the
+//! state, never changes it; everything fits in an 80×24 terminal and scrolls to the focused
+//! row.
 //!
-//! - this file: the frame (status bar, notice line), the scrolled body with its markers and
+//! - this file: the frame (status bar, notice rows), the scrolled body with its markers and
 //!   hint line, shared by every view;
 //! - [`list`]: the waiting list, grouped by project;
 //! - [`question`]: a question's dialog (tabs, choices, text fields, the review);
@@ -46,18 +47,19 @@ pub fn draw(frame: &mut Frame, app: &App, now: Instant, socket: &str) {
         return;
     }
     let top = Rect { height: 1, ..area };
+    let notice = notice_lines(app, now, area);
     let bottom = Rect {
-        y: area.bottom() - 1,
-        height: 1,
+        y: area.bottom() - notice.height,
+        height: notice.height,
         ..area
     };
     let main = Rect {
         y: area.y + 1,
-        height: area.height - 2,
+        height: area.height - 1 - notice.height,
         ..area
     };
     status_bar(frame, app, now, top);
-    notice_bar(frame, app, now, bottom);
+    notice_bar(frame, notice, bottom);
     match app.open_entry() {
         Some(entry) => match &entry.ask {
             Ask::Question { dialog, .. } => question::dialog(frame, entry, dialog, now, main),
@@ -137,7 +139,16 @@ fn status_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-fn notice_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
+/// The notice, wrapped to the width (never cut while it fits in a third of the screen), and
+/// the reminder of the other requests beside its first row.
+struct NoticeLines {
+    rows: Vec<String>,
+    tone: Tone,
+    right: String,
+    height: u16,
+}
+
+fn notice_lines(app: &App, now: Instant, area: Rect) -> NoticeLines {
     let width = area.width as usize;
     let notice = app.notice.as_ref().filter(|n| n.live(now));
     let others = match app.view {
@@ -152,28 +163,59 @@ fn notice_bar(frame: &mut Frame, app: &App, now: Instant, area: Rect) {
             right = format!("+{others} · Ctrl+L ");
         }
     }
-    let mut spans = Vec::new();
-    if let Some(n) = notice {
-        let color = match n.tone {
-            Tone::Info => Color::Reset,
-            Tone::Good => GOOD,
-            Tone::Warn => WARN,
-            Tone::Bad => BAD,
+    let Some(n) = notice else {
+        return NoticeLines {
+            rows: Vec::new(),
+            tone: Tone::Info,
+            right,
+            height: 1,
         };
-        let room = width.saturating_sub(right.width() + 2);
-        spans.push(Span::styled(
-            format!(" {}", truncate(&n.text, room)),
-            Style::new().fg(color),
-        ));
+    };
+    let room = width.saturating_sub(right.width() + 2);
+    let mut rows = wrap(&n.text, room);
+    // The dialog keeps two thirds of the screen at least; a notice taller than the rest
+    // (a pasted essay of an error) ends in "…".
+    let most = ((area.height as usize).saturating_sub(1) / 3).max(1);
+    if rows.len() > most {
+        rows.truncate(most);
+        let last = rows.pop().unwrap_or_default();
+        rows.push(truncate(&format!("{last} …"), room));
     }
-    if !right.is_empty() {
-        let used: usize = spans.iter().map(|s| s.content.width()).sum();
-        spans.push(Span::raw(
-            " ".repeat(width.saturating_sub(used + right.width())),
-        ));
-        spans.push(Span::styled(right, Style::new().fg(ACCENT)));
+    NoticeLines {
+        height: rows.len().max(1) as u16,
+        rows,
+        tone: n.tone,
+        right,
     }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn notice_bar(frame: &mut Frame, notice: NoticeLines, area: Rect) {
+    let width = area.width as usize;
+    let color = match notice.tone {
+        Tone::Info => Color::Reset,
+        Tone::Good => GOOD,
+        Tone::Warn => WARN,
+        Tone::Bad => BAD,
+    };
+    let mut lines = Vec::new();
+    for (i, row) in notice.rows.iter().enumerate() {
+        let mut spans = vec![Span::styled(format!(" {row}"), Style::new().fg(color))];
+        if i == 0 && !notice.right.is_empty() {
+            let used = 1 + row.width();
+            spans.push(Span::raw(
+                " ".repeat(width.saturating_sub(used + notice.right.width())),
+            ));
+            spans.push(Span::styled(notice.right.clone(), Style::new().fg(ACCENT)));
+        }
+        lines.push(Line::from(spans));
+    }
+    if lines.is_empty() && !notice.right.is_empty() {
+        lines.push(Line::from(vec![
+            Span::raw(" ".repeat(width.saturating_sub(notice.right.width()))),
+            Span::styled(notice.right, Style::new().fg(ACCENT)),
+        ]));
+    }
+    frame.render_widget(Paragraph::new(lines), area);
 }
 
 /// The top of `area` tall enough for a bordered box of `body_lines`, a blank row and the hint

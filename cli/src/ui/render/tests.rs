@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::ui::app::App;
-use crate::ui::app::BusUpdate;
 use askbus::client::UiEvent;
 use askbus::protocol::{ProducerInfo, UiRequest};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -15,9 +14,9 @@ use std::time::Duration;
 fn app_with(questions: serde_json::Value) -> App {
     let mut app = App::new();
     let now = Instant::now();
-    app.on_bus(BusUpdate::Connected { pending: 0 }, now);
-    app.on_bus(
-        BusUpdate::Event(UiEvent::Request(UiRequest {
+    app.on_connected(0);
+    app.on_event(
+        UiEvent::Request(UiRequest {
             correlation_id: "c".into(),
             questions,
             timeout_ms: 90_000,
@@ -28,7 +27,7 @@ fn app_with(questions: serde_json::Value) -> App {
             },
             context: None,
             node: None,
-        })),
+        }),
         now,
     );
     app
@@ -152,9 +151,9 @@ fn up_on_the_first_row_scrolls_back_to_the_header_before_wrapping() {
 fn the_title_cuts_the_name_not_the_countdown() {
     let mut app = App::new();
     let now = Instant::now();
-    app.on_bus(BusUpdate::Connected { pending: 0 }, now);
-    app.on_bus(
-        BusUpdate::Event(UiEvent::Request(UiRequest {
+    app.on_connected(0);
+    app.on_event(
+        UiEvent::Request(UiRequest {
             correlation_id: "c".into(),
             questions: json!([{"question": "Q?", "header": "H", "type": "yesno"}]),
             timeout_ms: 598_000,
@@ -165,7 +164,7 @@ fn the_title_cuts_the_name_not_the_countdown() {
             },
             context: None,
             node: None,
-        })),
+        }),
         now,
     );
     for w in [60, 40, 30] {
@@ -188,27 +187,15 @@ fn the_title_cuts_the_name_not_the_countdown() {
 fn notices_expire_and_reconnected_never_shows_under_disconnected() {
     let mut app = App::new();
     let now = Instant::now();
-    app.on_bus(BusUpdate::Connected { pending: 0 }, now);
-    app.on_bus(
-        BusUpdate::Down {
-            error: "gone".into(),
-            retry_in: Duration::from_secs(5),
-        },
-        now,
-    );
-    app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+    app.on_connected(0);
+    app.on_down("gone".into(), Duration::from_secs(5), now);
+    app.on_connected(0);
     assert!(text(&app, 80, 24).contains("Reconnected"));
-    app.on_bus(
-        BusUpdate::Down {
-            error: "gone again".into(),
-            retry_in: Duration::from_secs(5),
-        },
-        now,
-    );
+    app.on_down("gone again".into(), Duration::from_secs(5), now);
     let down = text(&app, 80, 24);
     assert!(down.contains("✗ disconnected"), "{down}");
     assert!(!down.contains("Reconnected"), "{down}");
-    app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+    app.on_connected(0);
     let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
     t.draw(|f| draw(f, &app, Instant::now() + Duration::from_secs(60), "/s"))
         .unwrap();
@@ -238,9 +225,9 @@ fn escapes_in_bus_text_never_reach_a_cell() {
     let evil = "\x1b]52;c;cHduZWQ=\x07\x1b]0;title\x07\x1b[2J\u{9b}2J\u{202E}rlo";
     let mut app = App::new();
     let now = Instant::now();
-    app.on_bus(BusUpdate::Connected { pending: 0 }, now);
-    app.on_bus(
-        BusUpdate::Event(UiEvent::Request(UiRequest {
+    app.on_connected(0);
+    app.on_event(
+        UiEvent::Request(UiRequest {
             correlation_id: format!("id{evil}"),
             questions: json!([
                 {"question": format!("Q {evil}\nline2"), "header": format!("H{evil}"),
@@ -262,7 +249,7 @@ fn escapes_in_bus_text_never_reach_a_cell() {
                 ..Default::default()
             })),
             node: None,
-        })),
+        }),
         now,
     );
     // A lone request opens at once.
@@ -291,9 +278,9 @@ fn escapes_in_bus_text_never_reach_a_cell() {
 fn app_with_approval(frame: serde_json::Value) -> App {
     let mut app = App::new();
     let now = Instant::now();
-    app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+    app.on_connected(0);
     let a: askbus::protocol::UiApproval = serde_json::from_value(frame).unwrap();
-    app.on_bus(BusUpdate::Event(UiEvent::Approval(Box::new(a))), now);
+    app.on_event(UiEvent::Approval(Box::new(a)), now);
     app
 }
 
@@ -309,10 +296,10 @@ fn approval_frame(details: serde_json::Value, outcomes: serde_json::Value) -> se
 fn narrow_screens_keep_the_countdown_and_the_escape_hint() {
     let mut app = App::new();
     let now = Instant::now();
-    app.on_bus(BusUpdate::Connected { pending: 0 }, now);
+    app.on_connected(0);
     for id in ["a", "b"] {
-        app.on_bus(
-            BusUpdate::Event(UiEvent::Request(UiRequest {
+        app.on_event(
+            UiEvent::Request(UiRequest {
                 correlation_id: id.into(),
                 questions: json!([{"question": "Q?", "header": "H", "type": "yesno"}]),
                 timeout_ms: 598_000,
@@ -323,7 +310,7 @@ fn narrow_screens_keep_the_countdown_and_the_escape_hint() {
                 },
                 context: None,
                 node: None,
-            })),
+            }),
             now,
         );
     }
@@ -339,13 +326,7 @@ fn narrow_screens_keep_the_countdown_and_the_escape_hint() {
             "{list}"
         );
     }
-    app.on_bus(
-        BusUpdate::Down {
-            error: "gone".into(),
-            retry_in: Duration::from_secs(5),
-        },
-        now,
-    );
+    app.on_down("gone".into(), Duration::from_secs(5), now);
     let down = text(&app, 40, 16);
     let status = down.lines().next().unwrap();
     assert!(status.contains("✗ offline · retry in "), "{status}");
@@ -392,11 +373,11 @@ fn an_approval_at_40_columns_keeps_the_command_and_every_button() {
 }
 
 #[test]
-fn a_long_notice_is_cut_visibly_and_keeps_room_for_the_reminder() {
+fn a_long_notice_wraps_whole_beside_the_reminder_and_only_an_enormous_one_is_cut() {
     let mut app = app_with(long_multiselect());
     let now = Instant::now();
-    app.on_bus(
-        BusUpdate::Event(UiEvent::Request(UiRequest {
+    app.on_event(
+        UiEvent::Request(UiRequest {
             correlation_id: "d".into(),
             questions: json!([{"question": "Q?", "header": "H", "type": "yesno"}]),
             timeout_ms: 90_000,
@@ -407,23 +388,59 @@ fn a_long_notice_is_cut_visibly_and_keeps_room_for_the_reminder() {
             },
             context: None,
             node: None,
-        })),
+        }),
         now,
     );
-    app.on_bus(
-        BusUpdate::Event(UiEvent::Error(askbus::protocol::ErrorFrame {
+    app.on_event(
+        UiEvent::Error(askbus::protocol::ErrorFrame {
             code: "internal".into(),
             message: "a long explanation of what went wrong, longer than any narrow line".into(),
             correlation_id: None,
-        })),
+        }),
         now,
     );
     for w in [40u16, 80] {
         let screen = text(&app, w, 20);
-        let bottom = screen.lines().last().unwrap();
-        assert!(bottom.contains('…'), "{w}: {bottom}");
-        assert!(bottom.contains("Ctrl+L"), "{w}: {bottom}");
+        let rows: Vec<&str> = screen.lines().collect();
+        // The notice's rows are the last ones, the reminder beside the first of them.
+        let first = rows
+            .iter()
+            .position(|r| r.contains("askbusd: internal"))
+            .unwrap_or_else(|| panic!("{w}: {screen}"));
+        assert!(rows[first].contains("Ctrl+L"), "{w}: {screen}");
+        let notice: Vec<&str> = rows[first..]
+            .iter()
+            .map(|r| r.split("  ").next().unwrap().trim())
+            .collect();
+        assert_eq!(
+            notice.join(" "),
+            "askbusd: internal: a long explanation of what went wrong, longer than any narrow line",
+            "{w}: {screen}"
+        );
+        assert!(!notice.concat().contains('…'), "{w}: {screen}");
+        // The dialog is still drawn above it.
+        assert!(screen.contains("Line three."), "{w}: {screen}");
     }
+    app.on_event(
+        UiEvent::Error(askbus::protocol::ErrorFrame {
+            code: "internal".into(),
+            message: "word ".repeat(400),
+            correlation_id: None,
+        }),
+        now,
+    );
+    let screen = text(&app, 80, 24);
+    let rows: Vec<&str> = screen.lines().collect();
+    let first = rows
+        .iter()
+        .position(|r| r.contains("askbusd: internal"))
+        .unwrap();
+    assert_eq!(
+        rows.len() - first,
+        23 / 3,
+        "a third of the screen at most:\n{screen}"
+    );
+    assert!(rows.last().unwrap().contains('…'), "{screen}");
 }
 
 #[test]
