@@ -16,7 +16,7 @@ use crate::protocol::{
 
 /// The federation protocol version this node speaks: every message carries it as `"v"`, and
 /// a message of another version is refused (logged once per node), never half-read.
-pub const VERSION: u64 = super::link::PROTOCOL;
+pub const VERSION: u64 = crate::federation::link::PROTOCOL;
 
 /// The envelope every message on `P.q.<node>` starts with: the version, the origin's epoch
 /// (its start, Unix ms: a restart is a new epoch) and its sequence number (shares and ends
