@@ -2,7 +2,8 @@
 //! Gemini CLI's `ask-user-request` / `ask-user-response` messages (and tool confirmations)
 //! between agent processes (producers) and UI frontends (subscribers) over a Unix socket, and
 //! owns everything the daemon does with them: the pending table, routing and deadlines, the
-//! connections, the store, policy decisions, federation over NATS, telemetry and metrics. It
+//! connections, the store, policy decisions, federation over NATS (the `federation` cargo
+//! feature, on by default: its task and async-nats), telemetry and metrics. It
 //! depends on the client crate `askbus` (the protocol) and never on the `askbus` command; the
 //! binary `askbusd` (the root package) reads the command line and runs [`server::Daemon`].
 //!

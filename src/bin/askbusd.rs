@@ -134,23 +134,22 @@ fn main() -> ExitCode {
             }
         }
         // The federation's credential and TLS files are read as a start would read them.
-        let federation = match args.settings() {
-            Ok((s, _)) => s.daemon.federation,
-            Err(_) => None,
-        };
-        if let Some(f) = federation {
-            let rt = tokio::runtime::Builder::new_current_thread().build();
-            let checked = rt.map_err(anyhow::Error::from).and_then(|rt| {
-                rt.block_on(f.connect_options())
-                    .map(drop)
-                    .map_err(anyhow::Error::from)
-            });
-            if let Err(e) = checked {
-                eprintln!("askbusd: {e}");
-                return ExitCode::FAILURE;
-            }
-            for warning in f.transport_warnings() {
-                eprintln!("askbusd: warning: federation: {warning}");
+        #[cfg(feature = "federation")]
+        if let Ok((s, _)) = args.settings() {
+            if let Some(f) = s.daemon.federation {
+                let rt = tokio::runtime::Builder::new_current_thread().build();
+                let checked = rt.map_err(anyhow::Error::from).and_then(|rt| {
+                    rt.block_on(f.connect_options())
+                        .map(drop)
+                        .map_err(anyhow::Error::from)
+                });
+                if let Err(e) = checked {
+                    eprintln!("askbusd: {e}");
+                    return ExitCode::FAILURE;
+                }
+                for warning in f.transport_warnings() {
+                    eprintln!("askbusd: warning: federation: {warning}");
+                }
             }
         }
         return match args.settings() {
@@ -241,6 +240,9 @@ fn run(args: Args) -> Result<()> {
         }
         let stop = tokio_util::sync::CancellationToken::new();
         let stop_federation = tokio_util::sync::CancellationToken::new();
+        // Without the `federation` feature the config cannot name NATS servers (it is refused
+        // as it is read), so there is never a task to start.
+        #[cfg(feature = "federation")]
         let federation = match settings.daemon.federation.clone() {
             Some(f) => {
                 tracing::info!(node = %f.node, servers = ?f.servers, prefix = %f.prefix, "federating through NATS");
@@ -252,6 +254,8 @@ fn run(args: Args) -> Result<()> {
             }
             None => None,
         };
+        #[cfg(not(feature = "federation"))]
+        let federation: Option<tokio::task::JoinHandle<()>> = None;
         systemd::ready(&systemd::status_line(control.hub()));
         let mut helpers = vec![tokio::spawn(systemd::keep_status(
             control.hub().clone(),

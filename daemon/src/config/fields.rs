@@ -149,8 +149,7 @@ pub(super) fn nats_servers<'de, D: Deserializer<'de>>(
         Servers::Many(v) => v,
     };
     for s in &list {
-        s.parse::<async_nats::ServerAddr>()
-            .map_err(|e| de::Error::custom(format!("bad NATS URL {s:?}: {e}")))?;
+        federation_config::check_server(s).map_err(de::Error::custom)?;
     }
     Ok(Some(list))
 }

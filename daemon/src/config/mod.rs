@@ -223,8 +223,7 @@ fn path_arg(s: &str) -> Result<Telemetry, String> {
 fn nats_arg(s: &str) -> Result<Vec<String>, String> {
     let list = split_servers(s);
     for url in &list {
-        url.parse::<async_nats::ServerAddr>()
-            .map_err(|e| format!("bad NATS URL {url:?}: {e}"))?;
+        federation_config::check_server(url)?;
     }
     Ok(list)
 }

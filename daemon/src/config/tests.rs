@@ -250,7 +250,9 @@ fn every_key_is_a_flag_and_every_flag_a_key() {
     assert_eq!(flags, keys_with_flags);
 }
 
-/// A flag is read as its key is: the same bounds and the same checks.
+/// A flag is read as its key is: the same bounds and the same checks. (It names NATS servers,
+/// which only a daemon with federation takes.)
+#[cfg(feature = "federation")]
 #[test]
 fn a_flag_takes_what_its_key_takes() {
     use clap::{Args as _, FromArgMatches as _};
@@ -301,4 +303,28 @@ resume_grace = "90s"
         assert!(flags(bad).is_err(), "flag {bad:?} accepted");
         parse_err(&format!("{key} = {value}"));
     }
+}
+
+/// A daemon built without the `federation` feature links no NATS client: a config that asks
+/// for federation, in the file or on the command line, is refused with the reason, not run as
+/// a daemon that silently shares nothing.
+#[cfg(not(feature = "federation"))]
+#[test]
+fn nats_is_refused_without_the_federation_feature() {
+    use clap::{Args as _, FromArgMatches as _};
+    let err = parse_err("nats = \"nats://127.0.0.1:4222\"\n").to_string();
+    assert!(err.contains("built without federation"), "{err}");
+    assert!(err.starts_with("t.toml:1:"), "{err}");
+    // The negations the flags conflict with are the binary's.
+    let cmd = Options::augment_args(clap::Command::new("t").no_binary_name(true))
+        .arg(clap::Arg::new("no_telemetry").long("no-telemetry"))
+        .arg(clap::Arg::new("no_store").long("no-store"));
+    let err = cmd
+        .try_get_matches_from(["--nats", "nats://127.0.0.1:4222"])
+        .and_then(|m| Options::from_arg_matches(&m))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("built without federation"), "{err}");
+    // Without nats the rest of [federation] is inert, as in a federating build.
+    parse_ok("node = \"n-1\"\n");
 }

@@ -1,6 +1,7 @@
 //! Federation settings, resolved: the NATS servers and credentials, this node's name, the
 //! subject prefix, and which questions are shared and shown. Turned into async-nats connect
-//! options here, so `--check-config` reads the credential and TLS files as a start would.
+//! options here, so `--check-config` reads the credential and TLS files as a start would
+//! (with the `federation` cargo feature; without it, [`check_server`] refuses every server).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -74,7 +75,31 @@ pub fn valid_prefix(prefix: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+/// Checks a NATS server URL as `nats` (the file's key or `--nats`) gives it. A daemon built
+/// without the `federation` cargo feature links no NATS client, so it refuses every URL: a
+/// config that asks for federation fails at once (and in `--check-config`), not silently.
+pub fn check_server(url: &str) -> Result<(), String> {
+    #[cfg(feature = "federation")]
+    {
+        url.parse::<async_nats::ServerAddr>()
+            .map(drop)
+            .map_err(|e| format!("bad NATS URL {url:?}: {e}"))
+    }
+    #[cfg(not(feature = "federation"))]
+    {
+        Err(format!(
+            "{NO_FEDERATION}; remove nats ({url:?}) from the config and flags, or build askbusd with it"
+        ))
+    }
+}
+
+/// Why a daemon built without federation refuses `nats`.
+#[cfg(not(feature = "federation"))]
+pub const NO_FEDERATION: &str =
+    "this askbusd was built without federation (the `federation` cargo feature)";
+
 /// A node's reply inbox prefix: `_INBOX_<node>` (a node may subscribe only to its own).
+#[cfg(feature = "federation")]
 pub fn inbox_prefix(node: &str) -> String {
     format!("_INBOX_{node}")
 }
@@ -174,6 +199,7 @@ impl FederationConfig {
     }
 
     /// The connect options, with credentials and TLS read from their files.
+    #[cfg(feature = "federation")]
     pub async fn connect_options(&self) -> Result<async_nats::ConnectOptions, FederationError> {
         if self.require_tls {
             if let Some(w) = self.transport_warnings().into_iter().next() {
@@ -236,8 +262,7 @@ impl FederationConfig {
             }
         }
         for s in &self.servers {
-            s.parse::<async_nats::ServerAddr>()
-                .map_err(|e| FederationError::Invalid(format!("bad NATS URL {s:?}: {e}")))?;
+            check_server(s).map_err(FederationError::Invalid)?;
         }
         Ok(o.name(format!("askbusd {}", self.node))
             // Replies to this node's requests come to an inbox only it may subscribe to, and

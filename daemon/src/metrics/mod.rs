@@ -1,28 +1,24 @@
-//! Prometheus metrics: the registry (metrics-exporter-prometheus, rendering the text
-//! exposition format) and where it is served ([`MetricsListen`]); the `/metrics` HTTP endpoint
-//! itself is `server::metrics`, which reads the hub (the hub owns this registry, so the
-//! registry must not know the hub). Counters and gauges are read at scrape time from the same counters the
-//! `stats` frame reports, so the two never disagree; only the latency histograms are fed as
-//! answers happen. The `askbus_requests_*` families and `askbus_answer_latency_seconds` count
-//! every request; `askbus_approval*` count approvals (tool confirmations) alone, so questions
-//! are the difference.
+//! Prometheus metrics: the registry (the two latency histograms, and the text exposition
+//! format written by hand) and where it is served ([`MetricsListen`]); the `/metrics` HTTP
+//! endpoint itself is `server::metrics`, which reads the hub (the hub owns this registry, so the
+//! registry must not know the hub). Counters and gauges are read at scrape time from the same
+//! counters the `stats` frame reports, so the two never disagree; only the latency histograms
+//! are fed as answers happen. The `askbus_requests_*` families and
+//! `askbus_answer_latency_seconds` count every request; `askbus_approval*` count approvals
+//! (tool confirmations) alone, so questions are the difference.
+//!
+//! No metrics library: every family is known here and read at scrape time, so a recorder, its
+//! registry and a facade (metrics + metrics-exporter-prometheus, ~15 crates) would only stand
+//! between these counters and the ~100 lines of text they become.
 
 mod federation;
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-
-use metrics::{
-    counter, describe_counter, describe_gauge, describe_histogram, gauge, Key, Level, Metadata,
-    Recorder,
-};
-use metrics_exporter_prometheus::{
-    Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
-};
 
 pub use federation::FedSummary;
 
@@ -32,76 +28,116 @@ use crate::telemetry::Counters;
 const LATENCY: &str = "askbus_answer_latency_seconds";
 const APPROVAL_LATENCY: &str = "askbus_approval_latency_seconds";
 
-/// Observations the histogram may hold before they are folded into its buckets. The exporter
-/// keeps every sample (24 bytes each) until a scrape or an upkeep drains them, and without
-/// `--metrics-listen` nothing ever scrapes: a daemon that ran long would grow without bound.
-const UPKEEP_EVERY: u64 = 1024;
-
-/// Bucket bounds for the time a person takes to answer: seconds to an hour.
-const LATENCY_BUCKETS: [f64; 12] = [
-    0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0,
+/// Bucket bounds for the time a person takes to answer, in ms: 0.1 s to an hour.
+const LATENCY_BUCKETS_MS: [u64; 12] = [
+    100, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000, 900_000, 1_800_000, 3_600_000,
 ];
 
+/// A histogram of latencies in ms: one count per bucket (not cumulative; the exposition adds
+/// them up), the count and the sum. Observations are whole ms, so the sum is exact.
+#[derive(Debug, Default)]
+struct Histogram {
+    buckets: [AtomicU64; LATENCY_BUCKETS_MS.len()],
+    count: AtomicU64,
+    sum_ms: AtomicU64,
+}
+
+impl Histogram {
+    fn observe(&self, ms: u64) {
+        // Prometheus buckets are `le`: an observation on a bound counts in that bound's bucket.
+        if let Some(i) = LATENCY_BUCKETS_MS.iter().position(|&le| ms <= le) {
+            self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+        self.sum_ms.fetch_add(ms, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn write(&self, out: &mut Exposition, name: &str, help: &str) {
+        out.family(name, help, "histogram");
+        // The count is read first: a scrape racing an observation may show it in a bucket
+        // but not yet in the count, never a count larger than `+Inf`.
+        let count = self.count.load(Ordering::Relaxed);
+        let mut cumulative = 0;
+        for (le, n) in LATENCY_BUCKETS_MS.iter().zip(&self.buckets) {
+            cumulative += n.load(Ordering::Relaxed);
+            let le = *le as f64 / 1000.0;
+            let _ = writeln!(out.0, "{name}_bucket{{le=\"{le}\"}} {cumulative}");
+        }
+        let inf = cumulative.max(count);
+        let _ = writeln!(out.0, "{name}_bucket{{le=\"+Inf\"}} {inf}");
+        let sum = self.sum_ms.load(Ordering::Relaxed) as f64 / 1000.0;
+        let _ = writeln!(out.0, "{name}_sum {sum}");
+        let _ = writeln!(out.0, "{name}_count {inf}");
+    }
+}
+
+/// The text exposition format (version 0.0.4) being written: a family is its HELP and TYPE
+/// lines, then its samples, then a blank line.
+struct Exposition(String);
+
+impl Exposition {
+    fn family(&mut self, name: &str, help: &str, kind: &str) {
+        if !self.0.is_empty() {
+            self.0.push('\n');
+        }
+        let _ = writeln!(self.0, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    }
+
+    /// One sample: `labels` are (name, value) pairs, values escaped as the format requires.
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl fmt::Display) {
+        self.0.push_str(name);
+        if !labels.is_empty() {
+            self.0.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.0.push(',');
+                }
+                self.0.push_str(k);
+                self.0.push_str("=\"");
+                for c in v.chars() {
+                    match c {
+                        '\\' => self.0.push_str("\\\\"),
+                        '"' => self.0.push_str("\\\""),
+                        '\n' => self.0.push_str("\\n"),
+                        c => self.0.push(c),
+                    }
+                }
+                self.0.push('"');
+            }
+            self.0.push('}');
+        }
+        let _ = writeln!(self.0, " {value}");
+    }
+
+    /// A family of one unlabelled sample.
+    fn single(&mut self, name: &str, help: &str, kind: &str, value: impl fmt::Display) {
+        self.family(name, help, kind);
+        self.sample(name, &[], value);
+    }
+}
+
 /// The daemon's Prometheus registry.
+#[derive(Debug, Default)]
 pub struct Metrics {
-    recorder: PrometheusRecorder,
-    handle: PrometheusHandle,
-    latency: metrics::Histogram,
-    approval_latency: metrics::Histogram,
-    /// Observations since the last upkeep.
-    unkept: AtomicU64,
-}
-
-impl fmt::Debug for Metrics {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Metrics").finish_non_exhaustive()
-    }
-}
-
-impl Default for Metrics {
-    fn default() -> Self {
-        Metrics::new()
-    }
+    latency: Histogram,
+    approval_latency: Histogram,
 }
 
 impl Metrics {
     pub fn new() -> Metrics {
-        let recorder = PrometheusBuilder::new()
-            .set_buckets_for_metric(Matcher::Full(LATENCY.to_owned()), &LATENCY_BUCKETS)
-            .expect("static buckets are valid")
-            .set_buckets_for_metric(Matcher::Full(APPROVAL_LATENCY.to_owned()), &LATENCY_BUCKETS)
-            .expect("static buckets are valid")
-            .build_recorder();
-        let handle = recorder.handle();
-        metrics::with_local_recorder(&recorder, describe);
-        static METADATA: Metadata<'static> =
-            Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
-        let latency = recorder.register_histogram(&Key::from_static_name(LATENCY), &METADATA);
-        let approval_latency =
-            recorder.register_histogram(&Key::from_static_name(APPROVAL_LATENCY), &METADATA);
-        Metrics {
-            recorder,
-            handle,
-            latency,
-            approval_latency,
-            unkept: AtomicU64::new(0),
-        }
+        Metrics::default()
     }
 
     /// A UI answered or dismissed a request (`approval`: an approval) this long after it was
     /// accepted.
     pub fn observe_answer_latency_ms(&self, ms: u64, approval: bool) {
-        self.latency.record(ms as f64 / 1000.0);
+        self.latency.observe(ms);
         if approval {
-            self.approval_latency.record(ms as f64 / 1000.0);
-        }
-        if self.unkept.fetch_add(1, Ordering::Relaxed) + 1 >= UPKEEP_EVERY {
-            self.unkept.store(0, Ordering::Relaxed);
-            self.handle.run_upkeep();
+            self.approval_latency.observe(ms);
         }
     }
 
-    /// The text exposition of every metric, as of now; with `fed`, the federation gauges too.
+    /// The text exposition of every metric, as of now.
     pub fn render(
         &self,
         snap: &Snapshot,
@@ -110,133 +146,176 @@ impl Metrics {
         fed: Option<&FedSummary>,
     ) -> String {
         let get = Counters::get;
-        metrics::with_local_recorder(&self.recorder, || {
-            let s = &snap.stats;
-            for (end, n) in s.ends() {
-                counter!("askbus_requests_total", "outcome" => end.as_str()).absolute(n);
-            }
-            counter!("askbus_requests_accepted_total").absolute(s.accepted);
-            let a = &s.approvals;
-            for (end, n) in a.ends() {
-                counter!("askbus_approvals_total", "outcome" => end.as_str()).absolute(n);
-            }
-            counter!("askbus_approvals_accepted_total").absolute(a.accepted);
-            for (decision, n) in a.decisions() {
-                counter!("askbus_approval_decisions_total", "decision" => decision.as_str())
-                    .absolute(n);
-            }
-            counter!("askbus_approvals_confirmed_total").absolute(a.confirmed);
-            for (decision, n) in ["allow", "deny"].iter().zip(snap.policy_decisions) {
-                counter!("askbus_policy_decisions_total", "decision" => *decision).absolute(n);
-            }
-            for (sink, result, n) in s.notify.iter() {
-                counter!("askbus_notifications_total", "sink" => sink.to_owned(), "result" => result.as_str())
-                    .absolute(n);
-            }
-            gauge!("askbus_pending").set(snap.pending as f64);
-            let r = snap.roles;
-            for (role, n) in [
-                ("producer", r.producer),
-                ("ui", r.ui),
-                ("watcher", r.watcher),
-                ("idle", r.idle),
-            ] {
-                gauge!("askbus_connections", "role" => role).set(n as f64);
-            }
-            counter!("askbus_connections_accepted_total").absolute(get(&c.connections_total));
-            counter!("askbus_connections_refused_total").absolute(get(&c.connections_refused));
-            counter!("askbus_frames_received_total").absolute(get(&c.frames_in));
-            counter!("askbus_frames_sent_total").absolute(get(&c.frames_out));
-            // Every code, zeros too: a rate over a code never starts with a gap.
-            for (code, n) in c.errors() {
-                counter!("askbus_errors_total", "code" => code.as_str()).absolute(n);
-            }
-            counter!("askbus_queue_overflows_total").absolute(get(&c.queue_overflows));
-            counter!("askbus_telemetry_lines_total").absolute(get(&c.telemetry_lines));
-            counter!("askbus_telemetry_errors_total").absolute(get(&c.telemetry_errors));
-            gauge!("askbus_uptime_seconds").set(uptime.as_secs_f64());
-            gauge!("askbus_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
-        });
-        let mut text = self.handle.render();
-        if let Some(f) = fed {
-            federation::render(&mut text, f);
+        let mut out = Exposition(String::with_capacity(8 * 1024));
+        let s = &snap.stats;
+        let a = &s.approvals;
+        out.family(
+            "askbus_requests_total",
+            "Requests that ended, by outcome (rejected: refused before becoming pending)",
+            "counter",
+        );
+        for (end, n) in s.ends() {
+            out.sample("askbus_requests_total", &[("outcome", end.as_str())], n);
         }
-        text
+        out.single(
+            "askbus_requests_accepted_total",
+            "Requests that passed validation and the limits and became pending",
+            "counter",
+            s.accepted,
+        );
+        out.family(
+            "askbus_approvals_total",
+            "Approvals (tool confirmations) that ended, by outcome; included in askbus_requests_total",
+            "counter",
+        );
+        for (end, n) in a.ends() {
+            out.sample("askbus_approvals_total", &[("outcome", end.as_str())], n);
+        }
+        out.single(
+            "askbus_approvals_accepted_total",
+            "Approvals accepted as pending; included in askbus_requests_accepted_total",
+            "counter",
+            a.accepted,
+        );
+        out.family(
+            "askbus_approval_decisions_total",
+            "What UIs chose for answered approvals, by ToolConfirmationOutcome",
+            "counter",
+        );
+        for (decision, n) in a.decisions() {
+            let labels = [("decision", decision.as_str())];
+            out.sample("askbus_approval_decisions_total", &labels, n);
+        }
+        out.single(
+            "askbus_approvals_confirmed_total",
+            "Approvals whose producer was told confirmed: true",
+            "counter",
+            a.confirmed,
+        );
+        out.family(
+            "askbus_policy_decisions_total",
+            "Approvals the policy rules decided without a person, by decision (allow, deny)",
+            "counter",
+        );
+        for (decision, n) in ["allow", "deny"].into_iter().zip(snap.policy_decisions) {
+            out.sample(
+                "askbus_policy_decisions_total",
+                &[("decision", decision)],
+                n,
+            );
+        }
+        // Sinks are known only once a notifier reports: no samples, no family.
+        for (i, (sink, result, n)) in s.notify.iter().enumerate() {
+            if i == 0 {
+                out.family(
+                    "askbus_notifications_total",
+                    "Notifiers' deliveries (askbus notify's notify-report), by sink and result: sent, failed, answered (from a notification)",
+                    "counter",
+                );
+            }
+            let labels = [("sink", sink), ("result", result.as_str())];
+            out.sample("askbus_notifications_total", &labels, n);
+        }
+        out.single(
+            "askbus_pending",
+            "Requests pending now",
+            "gauge",
+            snap.pending,
+        );
+        out.family(
+            "askbus_connections",
+            "Connections served now, by role (ui, watcher, producer, or idle: none yet)",
+            "gauge",
+        );
+        let r = snap.roles;
+        for (role, n) in [
+            ("producer", r.producer),
+            ("ui", r.ui),
+            ("watcher", r.watcher),
+            ("idle", r.idle),
+        ] {
+            out.sample("askbus_connections", &[("role", role)], n);
+        }
+        for (name, help, n) in [
+            (
+                "askbus_connections_accepted_total",
+                "Connections accepted on the socket (including those then refused)",
+                &c.connections_total,
+            ),
+            (
+                "askbus_connections_refused_total",
+                "Connections refused: uid not allowed, or a connection limit reached",
+                &c.connections_refused,
+            ),
+            (
+                "askbus_frames_received_total",
+                "Frames read from peers",
+                &c.frames_in,
+            ),
+            (
+                "askbus_frames_sent_total",
+                "Frames written to peers",
+                &c.frames_out,
+            ),
+        ] {
+            out.single(name, help, "counter", get(n));
+        }
+        // Every code, zeros too: a rate over a code never starts with a gap.
+        out.family(
+            "askbus_errors_total",
+            "Error frames sent, by code",
+            "counter",
+        );
+        for (code, n) in c.errors() {
+            out.sample("askbus_errors_total", &[("code", code.as_str())], n);
+        }
+        for (name, help, n) in [
+            (
+                "askbus_queue_overflows_total",
+                "Peers disconnected because they did not read what was queued for them",
+                &c.queue_overflows,
+            ),
+            (
+                "askbus_telemetry_lines_total",
+                "Telemetry lines written (one per request)",
+                &c.telemetry_lines,
+            ),
+            (
+                "askbus_telemetry_errors_total",
+                "Telemetry writes that failed",
+                &c.telemetry_errors,
+            ),
+        ] {
+            out.single(name, help, "counter", get(n));
+        }
+        out.single(
+            "askbus_uptime_seconds",
+            "Seconds since the daemon started",
+            "gauge",
+            uptime.as_secs_f64(),
+        );
+        out.family(
+            "askbus_build_info",
+            "The daemon's version (always 1)",
+            "gauge",
+        );
+        let version = [("version", env!("CARGO_PKG_VERSION"))];
+        out.sample("askbus_build_info", &version, 1);
+        self.latency.write(
+            &mut out,
+            LATENCY,
+            "Time from a request's acceptance to a UI's answer or dismissal",
+        );
+        self.approval_latency.write(
+            &mut out,
+            APPROVAL_LATENCY,
+            "Time from an approval's acceptance to a UI's decision or dismissal; included in askbus_answer_latency_seconds",
+        );
+        if let Some(f) = fed {
+            federation::render(&mut out.0, f);
+        }
+        out.0
     }
-}
-
-fn describe() {
-    describe_counter!(
-        "askbus_requests_total",
-        "Requests that ended, by outcome (rejected: refused before becoming pending)"
-    );
-    describe_counter!(
-        "askbus_notifications_total",
-        "Notifiers' deliveries (askbus notify's notify-report), by sink and result: sent, failed, answered (from a notification)"
-    );
-    describe_counter!(
-        "askbus_requests_accepted_total",
-        "Requests that passed validation and the limits and became pending"
-    );
-    describe_gauge!("askbus_pending", "Requests pending now");
-    describe_counter!(
-        "askbus_approvals_total",
-        "Approvals (tool confirmations) that ended, by outcome; included in askbus_requests_total"
-    );
-    describe_counter!(
-        "askbus_approvals_accepted_total",
-        "Approvals accepted as pending; included in askbus_requests_accepted_total"
-    );
-    describe_counter!(
-        "askbus_approval_decisions_total",
-        "What UIs chose for answered approvals, by ToolConfirmationOutcome"
-    );
-    describe_counter!(
-        "askbus_policy_decisions_total",
-        "Approvals the policy rules decided without a person, by decision (allow, deny)"
-    );
-    describe_counter!(
-        "askbus_approvals_confirmed_total",
-        "Approvals whose producer was told confirmed: true"
-    );
-    describe_histogram!(
-        APPROVAL_LATENCY,
-        metrics::Unit::Seconds,
-        "Time from an approval's acceptance to a UI's decision or dismissal; included in askbus_answer_latency_seconds"
-    );
-    describe_gauge!(
-        "askbus_connections",
-        "Connections served now, by role (ui, watcher, producer, or idle: none yet)"
-    );
-    describe_counter!(
-        "askbus_connections_accepted_total",
-        "Connections accepted on the socket (including those then refused)"
-    );
-    describe_counter!(
-        "askbus_connections_refused_total",
-        "Connections refused: uid not allowed, or a connection limit reached"
-    );
-    describe_histogram!(
-        LATENCY,
-        "Time from a request's acceptance to a UI's answer or dismissal"
-    );
-    describe_counter!("askbus_frames_received_total", "Frames read from peers");
-    describe_counter!("askbus_frames_sent_total", "Frames written to peers");
-    describe_counter!("askbus_errors_total", "Error frames sent, by code");
-    describe_counter!(
-        "askbus_queue_overflows_total",
-        "Peers disconnected because they did not read what was queued for them"
-    );
-    describe_counter!(
-        "askbus_telemetry_lines_total",
-        "Telemetry lines written (one per request)"
-    );
-    describe_counter!(
-        "askbus_telemetry_errors_total",
-        "Telemetry writes that failed"
-    );
-    describe_gauge!("askbus_uptime_seconds", "Seconds since the daemon started");
-    describe_gauge!("askbus_build_info", "The daemon's version (always 1)");
 }
 
 /// Where `/metrics` is served.
@@ -281,23 +360,63 @@ mod tests {
     use super::*;
 
     #[test]
-    fn latency_samples_folded_into_buckets_between_scrapes_are_all_counted() {
+    fn latency_buckets_are_cumulative_and_bounds_inclusive() {
         let metrics = Metrics::new();
         let snap = crate::broker::Broker::new(crate::broker::Limits::default()).snapshot();
-        // Several upkeeps' worth, half fast (100 ms) and half slow (3 s).
-        let n = 3 * UPKEEP_EVERY + 8;
+        // Half on the 0.1 s bound (counted in it), half at 3 s; one past the last bound.
+        let n = 3000;
         for i in 0..n {
-            metrics.observe_answer_latency_ms(if i % 2 == 0 { 100 } else { 3000 }, false);
+            metrics.observe_answer_latency_ms(if i % 2 == 0 { 100 } else { 3000 }, i == 0);
         }
+        metrics.observe_answer_latency_ms(3_600_001, false);
         let text = metrics.render(&snap, &Counters::default(), Duration::ZERO, None);
         for line in [
             format!("{LATENCY}_bucket{{le=\"0.1\"}} {}", n / 2),
             format!("{LATENCY}_bucket{{le=\"2.5\"}} {}", n / 2),
             format!("{LATENCY}_bucket{{le=\"5\"}} {n}"),
-            format!("{LATENCY}_count {n}"),
+            format!("{LATENCY}_bucket{{le=\"3600\"}} {n}"),
+            format!("{LATENCY}_bucket{{le=\"+Inf\"}} {}", n + 1),
+            format!("{LATENCY}_count {}", n + 1),
+            format!(
+                "{LATENCY}_sum {}",
+                (n / 2 * 3100 + 3_600_001) as f64 / 1000.0
+            ),
+            format!("{APPROVAL_LATENCY}_bucket{{le=\"0.1\"}} 1"),
+            format!("{APPROVAL_LATENCY}_count 1"),
+            format!("{APPROVAL_LATENCY}_sum 0.1"),
         ] {
             assert!(text.lines().any(|l| l == line), "no {line:?} in\n{text}");
         }
+    }
+
+    #[test]
+    fn every_family_has_help_and_type_and_label_values_are_escaped() {
+        let mut out = Exposition(String::new());
+        out.family("x_total", "X", "counter");
+        out.sample("x_total", &[("sink", "a\\b\"c\nd"), ("result", "sent")], 2);
+        assert_eq!(
+            out.0,
+            "# HELP x_total X\n# TYPE x_total counter\nx_total{sink=\"a\\\\b\\\"c\\nd\",result=\"sent\"} 2\n"
+        );
+        let snap = crate::broker::Broker::new(crate::broker::Limits::default()).snapshot();
+        let text = Metrics::new().render(&snap, &Counters::default(), Duration::ZERO, None);
+        let mut families = std::collections::BTreeSet::new();
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let name = rest.split(' ').next().unwrap();
+                assert!(families.insert(name.to_owned()), "{name} twice");
+                let help = format!("# HELP {name} ");
+                assert!(text.contains(&help), "no HELP for {name}");
+            } else if !line.starts_with('#') {
+                let name = line.split(['{', ' ']).next().unwrap();
+                let family = ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .find_map(|s| name.strip_suffix(s).filter(|f| families.contains(*f)))
+                    .unwrap_or(name);
+                assert!(families.contains(family), "{line}: no TYPE before it");
+            }
+        }
+        assert_eq!(families.len(), 21, "{families:?}");
     }
 
     #[test]
