@@ -117,7 +117,11 @@ part_rust() {
   tar xzf "$crate" -C "$WORK/rust"
   export CARGO_TARGET_DIR="$ROOT/target/package-test"
   step "rust: the packaged crate's own tests, outside the workspace"
+  # As a dependent builds it (no fast paths), then with the daemon's `fast` paths and their
+  # equivalence tests (the workspace turns the feature on through a path dev-dependency, which
+  # `cargo package` drops).
   cargo test --quiet --manifest-path "$WORK/rust/askbus-$VERSION/Cargo.toml"
+  cargo test --quiet --manifest-path "$WORK/rust/askbus-$VERSION/Cargo.toml" --features fast
   step "rust: a project depending on the packaged crate asks and answers"
   mkdir -p "$WORK/rust/smoke/src"
   cat >"$WORK/rust/smoke/Cargo.toml" <<EOF

@@ -7,6 +7,10 @@
 //! - the fast encoders of approval frames (`UiApprovalRef::encode`, `approval_ack`,
 //!   `approval_withdrawn`, `approval_response`) against `encode` of the same `ServerFrame`.
 
+// The daemon's fast paths exist only with the `fast` feature (`cargo test -p askbus` turns it
+// on through the crate's own dev-dependency; the packaged crate's tests, with `--features fast`).
+#![cfg(feature = "fast")]
+
 use askbus::approvals::{self, fast};
 use askbus::protocol::canonical::is_canonical;
 use askbus::protocol::parse::{self, reference};

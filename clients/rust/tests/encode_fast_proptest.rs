@@ -2,6 +2,10 @@
 //! (`encode` of the same `ServerFrame`, the serde derive) on arbitrary values: every string
 //! any Unicode, answers at any index, every outcome and reason.
 
+// The daemon's fast paths exist only with the `fast` feature (`cargo test -p askbus` turns it
+// on through the crate's own dev-dependency; the packaged crate's tests, with `--features fast`).
+#![cfg(feature = "fast")]
+
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 

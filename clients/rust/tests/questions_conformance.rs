@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use askbus::protocol::RequestQuestions;
+#[cfg(feature = "fast")]
 use askbus::questions::fast::{check_request, normalize as normalize_plain};
 use askbus::questions::{answered_result, check, dismissed_result, meta, normalize, validate};
 use serde_json::Value;
@@ -59,6 +60,7 @@ fn validation_agrees_with_reference() {
 
 /// The daemon's fast path must say exactly what the reference says wherever it
 /// speaks, and must speak for most of the valid cases (else it is not worth having).
+#[cfg(feature = "fast")]
 #[test]
 fn fast_path_agrees_with_the_reference() {
     let cases = load("ask_user_reference_cases.json");
