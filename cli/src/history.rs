@@ -75,12 +75,7 @@ pub async fn run(args: Args, socket: &std::path::Path) -> Result<()> {
     if args.daemon || !readable {
         return from_daemon(args, socket).await;
     }
-    let conn = Connection::open_with_flags(
-        &path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .with_context(|| format!("cannot open the store {}", path.display()))?;
-    conn.busy_timeout(Duration::from_secs(5))?;
+    let conn = open_store(&path)?;
     if verifying {
         return match verify(&conn).with_context(|| format!("cannot read {}", path.display()))? {
             Ok(n) => {
@@ -119,6 +114,17 @@ pub async fn run(args: Args, socket: &std::path::Path) -> Result<()> {
     print(&args, &records)
 }
 
+/// The store file, read-only: the daemon may be writing it (WAL), so a busy moment waits.
+fn open_store(path: &std::path::Path) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .with_context(|| format!("cannot open the store {}", path.display()))?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    Ok(conn)
+}
+
 /// One request's record, found as `askbus history ID` finds it: in the store file when it is
 /// ours to read, else (or with `daemon`) from the daemon, which shows a user only their own.
 pub async fn one(
@@ -141,12 +147,7 @@ pub async fn one(
             .next()
             .with_context(|| format!("no record of {id:?} that you may see"));
     }
-    let conn = Connection::open_with_flags(
-        &path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .with_context(|| format!("cannot open the store {}", path.display()))?;
-    conn.busy_timeout(Duration::from_secs(5))?;
+    let conn = open_store(&path)?;
     let q = HistoryQuery {
         id: Some(id.to_owned()),
         limit: Some(1),
