@@ -41,16 +41,18 @@ async fn producer(d: &Daemon) -> Raw {
 }
 
 fn start(config_home: &Path, admin: &Path) -> Daemon {
+    start_with(config_home, admin, &[])
+}
+
+fn start_with(config_home: &Path, admin: &Path, extra: &[&str]) -> Daemon {
     let metrics = config_home.join("metrics.sock");
+    let (admin, metrics) = (admin.display().to_string(), metrics.display().to_string());
+    let mut args = vec!["--policy-admin-dir", &admin, "--metrics-listen", &metrics];
+    args.extend_from_slice(extra);
     Daemon::builder()
         .env("ASKBUS_POLICIES", "on")
         .env("XDG_CONFIG_HOME", config_home)
-        .args(&[
-            "--policy-admin-dir",
-            &admin.display().to_string(),
-            "--metrics-listen",
-            &metrics.display().to_string(),
-        ])
+        .args(&args)
         .start()
 }
 
@@ -452,16 +454,11 @@ async fn explain_names_the_rule_the_person_or_that_nobody_decided() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("mine.toml"), RULES).unwrap();
     let db = home.path().join("askbus.db");
-    let d = Daemon::builder()
-        .env("ASKBUS_POLICIES", "on")
-        .env("XDG_CONFIG_HOME", home.path())
-        .args(&[
-            "--policy-admin-dir",
-            &admin.path().display().to_string(),
-            "--store",
-            &db.display().to_string(),
-        ])
-        .start();
+    let d = start_with(
+        home.path(),
+        admin.path(),
+        &["--store", &db.display().to_string()],
+    );
     let mut p = producer(&d).await;
 
     // A rule allows; a rule denies.

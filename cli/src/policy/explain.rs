@@ -85,12 +85,7 @@ fn decide_now(r: &HistoryRecord, defaults: bool) -> Now {
         // with the shared tiers alone.
         move |uid| (uid == own_uid).then(tiers::own_user_dir),
     );
-    let ctx = |k: &str| {
-        r.context
-            .as_ref()
-            .and_then(|c| c.get(k))
-            .and_then(Value::as_str)
-    };
+    let ctx = |k: &str| context(r, k);
     let tool_call = call.to_string();
     let verdict = set.decide(&Approval {
         uid: r.producer.uid,
@@ -107,6 +102,11 @@ fn decide_now(r: &HistoryRecord, defaults: bool) -> Now {
         },
         None => Now::AskUser,
     }
+}
+
+/// A field of the request's context, as the producer gave it.
+fn context<'a>(r: &'a HistoryRecord, key: &str) -> Option<&'a str> {
+    r.context.as_ref()?.get(key)?.as_str()
 }
 
 /// How the request was decided, from its record: the one line a person reads first.
@@ -217,20 +217,14 @@ fn what(r: &HistoryRecord) -> String {
 }
 
 fn text(r: &HistoryRecord, now: &Now) -> String {
-    let ctx = |k: &str| {
-        r.context
-            .as_ref()
-            .and_then(|c| c[k].as_str())
-            .unwrap_or("-")
-            .to_owned()
-    };
+    let ctx = |k: &str| context(r, k).unwrap_or("-");
     format!(
         "{} ({}, asked {} by {} in {})\n  what   {}\n  then   {}\n  now    {}\n",
         sanitize(&r.correlation_id),
         r.kind,
         r.asked_at,
-        sanitize(&ctx("agent")),
-        sanitize(&ctx("project")),
+        sanitize(ctx("agent")),
+        sanitize(ctx("project")),
         sanitize(&what(r)),
         sanitize(&then_line(r)),
         sanitize(&now_line(now)),
