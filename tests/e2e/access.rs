@@ -22,8 +22,9 @@ const STRANGER: u32 = 61009;
 /// The CLI and the questions file, copied where every uid can reach them: the checkout (and
 /// its target/) may sit under a directory other uids cannot traverse (a 0700 home), and the
 /// children run as those uids.
+/// A static is never dropped, so the copy lives in `/tmp/askbus-access-<pid>` and each run
+/// first removes the copies of test processes that are gone (a copy is as big as the CLI).
 struct Reachable {
-    _dir: tempfile::TempDir,
     cli: std::path::PathBuf,
     questions: String,
 }
@@ -31,15 +32,26 @@ struct Reachable {
 fn reachable() -> &'static Reachable {
     static R: std::sync::OnceLock<Reachable> = std::sync::OnceLock::new();
     R.get_or_init(|| {
-        let dir = tempfile::Builder::new()
-            .prefix("askbus-access-")
-            .tempdir_in("/tmp")
-            .expect("a temp dir under /tmp");
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-        let cli = dir.path().join("askbus");
+        for entry in std::fs::read_dir("/tmp").into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("askbus-access-")) else {
+                continue;
+            };
+            let alive = rest
+                .parse::<u32>()
+                .is_ok_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
+            if !alive {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let dir = std::path::PathBuf::from(format!("/tmp/askbus-access-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).expect("a dir under /tmp");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let cli = dir.join("askbus");
         std::fs::copy(common::cli_bin(), &cli).expect("copy the CLI");
         std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let questions = dir.path().join("database.json");
+        let questions = dir.join("database.json");
         std::fs::copy(
             concat!(env!("CARGO_MANIFEST_DIR"), "/examples/database.json"),
             &questions,
@@ -47,7 +59,6 @@ fn reachable() -> &'static Reachable {
         .unwrap();
         std::fs::set_permissions(&questions, std::fs::Permissions::from_mode(0o644)).unwrap();
         Reachable {
-            _dir: dir,
             cli,
             questions: questions.to_str().unwrap().to_owned(),
         }
