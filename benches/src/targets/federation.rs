@@ -20,11 +20,11 @@ use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
 use super::{print_table, row, stats, Bound, Report, SETTLE};
-use crate::bench::load::{self, histogram, Stop};
-use crate::bench::report::{median, Latency};
-use crate::bench::spawn::{Kind, Target, TempDir};
-use crate::bench::wire::{write_cid, Extra, Request, RequestKind};
-use crate::bench::{client_runtime, daemon_kind, next_to_me, proc, workload};
+use crate::load::{self, histogram, Stop};
+use crate::report::{median, Latency};
+use crate::spawn::{Kind, Target, TempDir};
+use crate::wire::{write_cid, Extra, Request, RequestKind};
+use crate::{client_runtime, daemon_kind, next_to_me, proc, workload};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

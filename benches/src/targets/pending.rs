@@ -9,10 +9,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
 
 use super::{count, stats, Counts, PENDING_FRAME, SETTLE};
-use crate::bench::load::{self, Reader};
-use crate::bench::spawn::{Kind, Target};
-use crate::bench::wire::{write_cid, Extra, Peek, Request};
-use crate::bench::{client_runtime, proc};
+use crate::load::{self, Reader};
+use crate::spawn::{Kind, Target};
+use crate::wire::{write_cid, Extra, Peek, Request};
+use crate::{client_runtime, proc};
 
 pub(super) struct Pending {
     pub(super) before_kib: u64,
