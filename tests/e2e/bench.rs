@@ -405,7 +405,7 @@ fn targets_quick() {
     ]);
     assert_eq!(t["quick"], true);
     let rows = t["rows"].as_array().expect("rows");
-    assert_eq!(rows.len(), 11, "one row per target: {t}");
+    assert_eq!(rows.len(), 17, "one row per target: {t}");
     let mut met = 0;
     for r in rows {
         assert!(r["what"].as_str().is_some_and(|w| !w.is_empty()), "{r}");
@@ -453,6 +453,26 @@ fn targets_quick() {
         &rows[5]["detail"]["rss_each_kib"],
         "RSS per pending question",
     );
+    // The store's rows: ratios of positive figures, a restart, a history query that found
+    // records, the daemon's memory, JetStream's side.
+    for i in [11, 12, 13, 14, 16] {
+        positive(&rows[i]["measured"], rows[i]["what"].as_str().unwrap());
+    }
+    positive(&rows[11]["detail"]["store_per_s"], "store throughput");
+    positive(&rows[11]["detail"]["no_store_per_s"], "no-store throughput");
+    positive(&rows[12]["detail"]["store_us"], "store p50");
+    positive(&rows[13]["detail"]["rss_after_kib"], "RSS after a restart");
+    assert!(
+        rows[14]["detail"]["records_answered"]
+            .as_u64()
+            .is_some_and(|n| n > 0),
+        "{}",
+        rows[14]
+    );
+    positive(&rows[14]["detail"]["direct_ms"], "history on the file");
+    assert!(rows[15]["measured"].as_f64().is_some_and(f64::is_finite));
+    positive(&rows[15]["detail"]["rss_kib"], "RSS with history");
+    positive(&rows[16]["detail"]["jetstream_us"], "JetStream p50");
 }
 
 /// `askbus bench federation` on a real nats-server (`$NATS_SERVER` or `nats-server` on the

@@ -232,7 +232,7 @@ impl Cpu {
 }
 
 /// A nats-server of the bench's own, killed when dropped.
-struct NatsServer {
+pub(super) struct NatsServer {
     child: Child,
     port: u16,
     /// The JetStream store; removed after the server is gone (fields drop after `drop`).
@@ -240,7 +240,7 @@ struct NatsServer {
 }
 
 impl NatsServer {
-    fn start(bin: &Path) -> Result<NatsServer> {
+    pub(super) fn start(bin: &Path) -> Result<NatsServer> {
         let dir = TempDir::new()?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
@@ -277,7 +277,7 @@ impl NatsServer {
         Ok(s)
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         format!("nats://127.0.0.1:{}", self.port)
     }
 }

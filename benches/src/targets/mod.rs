@@ -4,8 +4,11 @@
 //! machines are too noisy for absolute times; the memory and CPU figures come from /proc.
 //! Each family of targets that needs its own workload has a file: `idle` (RSS per idle
 //! connection), `pending` (RSS per pending question, idle wakeups, expiry cost), `fanout`
-//! (one question to many UIs) and `startup` (start to ready). The approval row compares
-//! askbusd with itself: an approval's round trip against a question's of the same size.
+//! (one question to many UIs), `startup` (start to ready), `store` (askbusd with its store
+//! against itself without, a restart with many pending, the durable round trip against
+//! JetStream's) and `history` (a query over a million records, memory against history). The
+//! approval row compares askbusd with itself: an approval's round trip against a question's of
+//! the same size.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,9 +24,11 @@ use super::report::{median, Baseline};
 use super::wire::write_frame;
 mod fanout;
 mod federation;
+mod history;
 mod idle;
 mod pending;
 mod startup;
+mod store;
 
 use fanout::fanout;
 pub use federation::{run as federation, Args as FederationArgs};
@@ -54,6 +59,10 @@ pub struct Args {
     /// Measure only these groups of targets (comma-separated) [default: all]
     #[arg(long, value_name = "GROUP", value_delimiter = ',')]
     only: Vec<Group>,
+    /// The nats-server the store group's JetStream side runs on [default: $NATS_SERVER, else
+    /// nats-server on PATH]
+    #[arg(long, value_name = "PATH")]
+    nats_server: Option<PathBuf>,
 }
 
 /// The targets, in groups that are measured together.
@@ -75,6 +84,9 @@ enum Group {
     Start,
     /// An approval's sequential round trip against a question's
     Approval,
+    /// The store: on vs --no-store, a restart with many pending, history over a million
+    /// records, the durable round trip against JetStream's
+    Store,
 }
 
 /// How much of everything to do.
@@ -93,6 +105,8 @@ struct Counts {
     fanout_reps: usize,
     fanout_warmup: usize,
     starts: usize,
+    /// Records in the store the history query reads.
+    history: usize,
 }
 
 const FULL: Counts = Counts {
@@ -108,6 +122,7 @@ const FULL: Counts = Counts {
     fanout_reps: 200,
     fanout_warmup: 20,
     starts: 20,
+    history: 1_000_000,
 };
 
 const QUICK: Counts = Counts {
@@ -123,6 +138,7 @@ const QUICK: Counts = Counts {
     fanout_reps: 20,
     fanout_warmup: 3,
     starts: 3,
+    history: 20_000,
 };
 
 /// Size of one pending question in rows 6 and 7.
@@ -152,13 +168,15 @@ struct Report {
     missed: usize,
 }
 
-/// At most (`Le`), less than (`Lt`), at least (`Ge`) or exactly (`Eq`) a bound.
+/// At most (`Le`), less than (`Lt`), at least (`Ge`) or exactly (`Eq`) a bound, or no bound
+/// (`Report`: a figure to give, met when it is one).
 #[derive(Clone, Copy)]
 enum Bound {
     Le(f64),
     Lt(f64),
     Ge(f64),
     Eq(f64),
+    Report,
 }
 
 impl Bound {
@@ -169,6 +187,7 @@ impl Bound {
                 Bound::Lt(b) => v < b,
                 Bound::Ge(b) => v >= b,
                 Bound::Eq(b) => v == b,
+                Bound::Report => true,
             }
     }
 
@@ -178,6 +197,7 @@ impl Bound {
             Bound::Lt(b) => ("<", b),
             Bound::Ge(b) => ("≥", b),
             Bound::Eq(b) => ("=", b),
+            Bound::Report => return "(reported)".into(),
         };
         format!("{op} {b} {unit}")
     }
@@ -377,6 +397,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         ));
     }
 
+    // 12–17: the store.
+    if wanted(Group::Store) {
+        store_rows(&a, c, &bin, &seq, &conc, &mut rows)?;
+    }
+
     let met = rows.iter().filter(|r| r.met).count();
     let report = Report {
         quick: a.quick,
@@ -416,6 +441,93 @@ fn print_table(r: &Report) {
         );
     }
     println!("{} met, {} missed", r.met, r.missed);
+}
+
+/// The store's rows: on vs `--no-store` (throughput, sequential p50), a restart with
+/// `c.pending` pending, a history query over `c.history` records and the RSS beside it, the
+/// durable round trip against JetStream's.
+fn store_rows(
+    a: &Args,
+    c: &Counts,
+    bin: &std::path::Path,
+    seq: &Spec,
+    conc: &Spec,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
+    let t = store::on_off(conc, bin, a.rounds, |r| r.requests_per_s)?;
+    rows.push(row(
+        "throughput, 64 in flight, store on vs --no-store",
+        Bound::Ge(0.8),
+        t.on / t.off,
+        "×",
+        json!({"store_per_s": t.on, "no_store_per_s": t.off}),
+    ));
+    let l = store::on_off(seq, bin, a.rounds, |r| r.latency_us.p50)?;
+    rows.push(row(
+        "sequential round trip p50, store on vs --no-store",
+        Bound::Le(1.25),
+        l.on / l.off,
+        "×",
+        json!({"store_us": l.on, "no_store_us": l.off}),
+    ));
+    let r = store::restart(bin, c, a.client_threads as usize)?;
+    rows.push(row(
+        format!(
+            "restart with {} pending: start to ready to answer",
+            c.pending
+        ),
+        Bound::Le(2000.0),
+        r.ready_ms,
+        "ms",
+        json!({
+            "accepting_ms": r.accepting_ms,
+            "rss_before_kib": r.rss_before_kib,
+            "rss_after_kib": r.rss_after_kib,
+            "store_bytes": r.store_bytes,
+        }),
+    ));
+    let h = history::history(bin, c.history)?;
+    rows.push(row(
+        format!(
+            "history query over {} records, one project and one day (the socket's frame)",
+            h.records
+        ),
+        Bound::Le(50.0),
+        h.socket_ms,
+        "ms",
+        json!({
+            "direct_ms": h.direct_ms,
+            "records_answered": h.answered,
+            "fill_s": h.fill_s,
+            "store_mib": h.store_mib,
+        }),
+    ));
+    // SQLite's page caches are bounded (2 MiB for each of the daemon's two connections);
+    // history kept in memory would cost about a KiB a record.
+    rows.push(row(
+        format!(
+            "daemon RSS with {} records of history beyond an empty store's",
+            h.records
+        ),
+        Bound::Le(8.0),
+        (h.rss_kib as f64 - h.rss_empty_kib as f64) / 1024.0,
+        "MiB",
+        json!({
+            "rss_kib": h.rss_kib,
+            "rss_empty_store_kib": h.rss_empty_kib,
+            "start_to_ready_ms": h.ready_ms,
+        }),
+    ));
+    let nats = store::nats_server(a.nats_server.as_deref());
+    let (askbus_us, js_us) = store::against_jetstream(seq, bin, &nats, a.rounds)?;
+    rows.push(row(
+        "durable round trip p50 vs JetStream's (persisted publish + ack, consumer ack)",
+        Bound::Report,
+        askbus_us / js_us,
+        "×",
+        json!({"askbus_us": askbus_us, "jetstream_us": js_us}),
+    ));
+    Ok(())
 }
 
 /// askbusd and the relay, A B A B.
