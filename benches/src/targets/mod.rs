@@ -399,7 +399,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
 
     // 12–17: the store.
     if wanted(Group::Store) {
-        store_rows(&a, c, &bin, &seq, &conc, &mut rows)?;
+        store::rows(&a, c, &bin, &seq, &conc, &mut rows)?;
     }
 
     let met = rows.iter().filter(|r| r.met).count();
@@ -441,93 +441,6 @@ fn print_table(r: &Report) {
         );
     }
     println!("{} met, {} missed", r.met, r.missed);
-}
-
-/// The store's rows: on vs `--no-store` (throughput, sequential p50), a restart with
-/// `c.pending` pending, a history query over `c.history` records and the RSS beside it, the
-/// durable round trip against JetStream's.
-fn store_rows(
-    a: &Args,
-    c: &Counts,
-    bin: &std::path::Path,
-    seq: &Spec,
-    conc: &Spec,
-    rows: &mut Vec<Row>,
-) -> Result<()> {
-    let t = store::on_off(conc, bin, a.rounds, |r| r.requests_per_s)?;
-    rows.push(row(
-        "throughput, 64 in flight, store on vs --no-store",
-        Bound::Ge(0.8),
-        t.on / t.off,
-        "×",
-        json!({"store_per_s": t.on, "no_store_per_s": t.off}),
-    ));
-    let l = store::on_off(seq, bin, a.rounds, |r| r.latency_us.p50)?;
-    rows.push(row(
-        "sequential round trip p50, store on vs --no-store",
-        Bound::Le(1.25),
-        l.on / l.off,
-        "×",
-        json!({"store_us": l.on, "no_store_us": l.off}),
-    ));
-    let r = store::restart(bin, c, a.client_threads as usize)?;
-    rows.push(row(
-        format!(
-            "restart with {} pending: start to ready to answer",
-            c.pending
-        ),
-        Bound::Le(2000.0),
-        r.ready_ms,
-        "ms",
-        json!({
-            "accepting_ms": r.accepting_ms,
-            "rss_before_kib": r.rss_before_kib,
-            "rss_after_kib": r.rss_after_kib,
-            "store_bytes": r.store_bytes,
-        }),
-    ));
-    let h = history::history(bin, c.history)?;
-    rows.push(row(
-        format!(
-            "history query over {} records, one project and one day (the socket's frame)",
-            h.records
-        ),
-        Bound::Le(50.0),
-        h.socket_ms,
-        "ms",
-        json!({
-            "direct_ms": h.direct_ms,
-            "records_answered": h.answered,
-            "fill_s": h.fill_s,
-            "store_mib": h.store_mib,
-        }),
-    ));
-    // SQLite's page caches are bounded (2 MiB for each of the daemon's two connections);
-    // history kept in memory would cost about a KiB a record.
-    rows.push(row(
-        format!(
-            "daemon RSS with {} records of history beyond an empty store's",
-            h.records
-        ),
-        Bound::Le(8.0),
-        (h.rss_kib as f64 - h.rss_empty_kib as f64) / 1024.0,
-        "MiB",
-        json!({
-            "rss_kib": h.rss_kib,
-            "rss_empty_store_kib": h.rss_empty_kib,
-            "start_to_ready_ms": h.ready_ms,
-        }),
-    ));
-    let nats = store::nats_server(a.nats_server.as_deref());
-    let (askbus_us, js_us) = store::against_jetstream(seq, bin, &nats, a.rounds)?;
-    rows.push(row(
-        "durable round trip p50 vs JetStream's (persisted publish + ack, consumer ack)",
-        Bound::Report,
-        askbus_us / js_us,
-        "×",
-        json!({"askbus_us": askbus_us, "jetstream_us": js_us}),
-    ));
-    Ok(())
 }
 
 /// askbusd and the relay, A B A B.
