@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --bins
+# Every package's binaries: askbusd and askbus, and askbus-bench, which `askbus bench` (and
+# tests/e2e/bench.rs) runs from beside askbus.
+cargo build --workspace --bins
 export ASKBUS_DAEMON="$PWD/target/debug/askbusd"
 export ASKBUS_CLI="$PWD/target/debug/askbus"
 

@@ -286,23 +286,25 @@ enum Command {
     },
     /// Measure askbusd: round-trip latency and requests/s, side by side with a baseline relay.
     ///
-    /// Starts askbusd (or the relay) itself unless --socket names a running daemon; producers
-    /// and auto-answering UIs speak raw frames. `askbus bench targets` checks every target.
-    Bench(bench::Args),
+    /// Runs `askbus-bench` (next to this executable, else on PATH; `cargo build -p
+    /// askbus-bench`), passing every argument on: `askbus bench --help` is its help. Starts
+    /// askbusd (or the relay) itself unless --socket names a running daemon. `askbus bench
+    /// targets` checks every target.
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// The arguments of askbus-bench
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Policy rules: ask the engine (`test`), list the rules in force, add or remove your own.
     ///
     /// Rules are Gemini CLI's TOML policy language, decided exactly as its policy engine
     /// decides; askbusd checks every approval against them before a person is asked.
     Policy(policy::PolicyArgs),
-    /// The baseline relay `askbus bench --baseline` starts (for the bench only).
-    #[command(hide = true)]
-    BenchRelay,
-    /// The stand-in ACP agent `askbus bench acp` starts (for the bench only).
-    #[command(hide = true)]
-    BenchAcpAgent {
-        #[arg(long, default_value_t = 2048)]
-        size: usize,
-    },
 }
 
 /// Subcommands that never reach the daemon: `--socket` is not offered on them.
@@ -377,12 +379,10 @@ pub fn main() -> ExitCode {
             };
         }
     };
-    // The bench builds its own runtimes (a multi-threaded relay, a client sized by its flags),
-    // and to it --socket means "a running daemon", not the default path.
+    // The bench is a binary of its own; to it --socket means "a running daemon", not the
+    // default path.
     let command = match cli.command {
-        Command::Bench(args) => return bench::main(args, cli.socket),
-        Command::BenchRelay => return bench::relay_main(cli.socket),
-        Command::BenchAcpAgent { size } => return bench::acp_agent_main(size),
+        Command::Bench { args } => return bench::exec(cli.socket, args),
         Command::Acp(args) => {
             let socket = cli
                 .socket
@@ -490,12 +490,7 @@ async fn run(command: Command, socket: PathBuf) -> Result<ExitCode> {
         Command::Web(args) => web::run(args, socket).await,
         Command::Notify(args) => notify::run(&socket, args).await,
         Command::Chat(args) => chat::run(&socket, args).await,
-        Command::Bench(_)
-        | Command::BenchRelay
-        | Command::BenchAcpAgent { .. }
-        | Command::Service(_)
-        | Command::Policy(_)
-        | Command::Acp(_) => {
+        Command::Bench { .. } | Command::Service(_) | Command::Policy(_) | Command::Acp(_) => {
             unreachable!("dispatched before the runtime")
         }
     }

@@ -1,6 +1,7 @@
-//! `askbus bench`, the baseline relay and `askbus bench targets`, in short runs: they work,
-//! their JSON parses, the counts add up and every figure is sane (positive, finite). No
-//! timing is asserted: these machines are too noisy for that.
+//! `askbus bench` (which runs the `askbus-bench` binary beside it), the baseline relay and
+//! `askbus bench targets`, in short runs: they work, their JSON parses, the counts add up and
+//! every figure is sane (positive, finite). No timing is asserted: these machines are too
+//! noisy for that.
 
 use crate::harness as common;
 
@@ -13,7 +14,23 @@ use serde_json::Value;
 /// Runs `askbus ARGS` (with `--daemon` pointing at the askbusd under test when the bench
 /// starts one) and parses its one JSON object.
 fn bench_json(args: &[&str]) -> Value {
+    common::bench_bin();
     bench_json_of(Path::new(common::cli_bin()), args)
+}
+
+/// `askbus`, with `askbus-bench` beside it (or a clear failure saying how to build it).
+fn askbus() -> Command {
+    common::bench_bin();
+    Command::new(common::cli_bin())
+}
+
+/// Puts a link to (or a copy of) `bin` in `dir` under its own name.
+fn place(bin: &Path, dir: &Path) -> std::path::PathBuf {
+    let to = dir.join(bin.file_name().expect("a file name"));
+    if std::fs::hard_link(bin, &to).is_err() {
+        std::fs::copy(bin, &to).expect("copy the binary");
+    }
+    to
 }
 
 /// [`bench_json`] with the `askbus` at `exe`.
@@ -270,10 +287,8 @@ fn against_a_running_daemon() {
 fn a_running_daemon_is_measured_without_an_askbusd_binary() {
     let d = Daemon::start();
     let alone = tempfile::tempdir().expect("temp dir");
-    let exe = alone.path().join("askbus");
-    if std::fs::hard_link(common::cli_bin(), &exe).is_err() {
-        std::fs::copy(common::cli_bin(), &exe).expect("copy askbus");
-    }
+    let exe = place(Path::new(common::cli_bin()), alone.path());
+    place(&common::bench_bin(), alone.path());
     let socket = d.socket.display().to_string();
     let args = [
         "--socket",
@@ -296,9 +311,46 @@ fn a_running_daemon_is_measured_without_an_askbusd_binary() {
     assert!(err.contains("askbusd"), "{err}");
 }
 
+/// An `askbus` with no `askbus-bench` beside it or on PATH says how to build it; found on
+/// PATH, it is run with the arguments as given (`--socket` before `bench` included).
+#[test]
+fn the_bench_binary_is_found_beside_askbus_or_on_path() {
+    let alone = tempfile::tempdir().expect("temp dir");
+    let exe = place(Path::new(common::cli_bin()), alone.path());
+    let out = Command::new(&exe)
+        .args(["bench", "--requests", "5"])
+        .env("PATH", "/nonexistent")
+        .output()
+        .expect("run askbus");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("askbus-bench") && err.contains("cargo build -p askbus-bench"),
+        "{err}"
+    );
+
+    let on_path = tempfile::tempdir().expect("temp dir");
+    place(&common::bench_bin(), on_path.path());
+    let d = Daemon::start();
+    let socket = d.socket.display().to_string();
+    let out = Command::new(&exe)
+        .args(["--socket", &socket, "bench", "--requests", "20"])
+        .args(["--warmup", "2", "--json"])
+        .env("PATH", on_path.path())
+        .output()
+        .expect("run askbus");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    check_run(&r, "askbusd", 20);
+}
+
 #[test]
 fn human_output() {
-    let out = Command::new(common::cli_bin())
+    let out = askbus()
         .args(["bench", "--daemon", common::daemon_bin()])
         .args(["--requests", "100", "--warmup", "10"])
         .output()
@@ -331,7 +383,7 @@ fn bad_shapes_are_refused() {
         ],
         &["bench", "--size", "20"],
     ] {
-        let out = Command::new(common::cli_bin())
+        let out = askbus()
             .args(args)
             .args(["--daemon", common::daemon_bin()])
             .output()
@@ -353,7 +405,7 @@ fn targets_quick() {
     ]);
     assert_eq!(t["quick"], true);
     let rows = t["rows"].as_array().expect("rows");
-    assert_eq!(rows.len(), 11, "one row per target: {t}");
+    assert_eq!(rows.len(), 17, "one row per target: {t}");
     let mut met = 0;
     for r in rows {
         assert!(r["what"].as_str().is_some_and(|w| !w.is_empty()), "{r}");
@@ -401,6 +453,26 @@ fn targets_quick() {
         &rows[5]["detail"]["rss_each_kib"],
         "RSS per pending question",
     );
+    // The store's rows: ratios of positive figures, a restart, a history query that found
+    // records, the daemon's memory, JetStream's side.
+    for i in [11, 12, 13, 14, 16] {
+        positive(&rows[i]["measured"], rows[i]["what"].as_str().unwrap());
+    }
+    positive(&rows[11]["detail"]["store_per_s"], "store throughput");
+    positive(&rows[11]["detail"]["no_store_per_s"], "no-store throughput");
+    positive(&rows[12]["detail"]["store_us"], "store p50");
+    positive(&rows[13]["detail"]["rss_after_kib"], "RSS after a restart");
+    assert!(
+        rows[14]["detail"]["records_answered"]
+            .as_u64()
+            .is_some_and(|n| n > 0),
+        "{}",
+        rows[14]
+    );
+    positive(&rows[14]["detail"]["direct_ms"], "history on the file");
+    assert!(rows[15]["measured"].as_f64().is_some_and(f64::is_finite));
+    positive(&rows[15]["detail"]["rss_kib"], "RSS with history");
+    positive(&rows[16]["detail"]["jetstream_us"], "JetStream p50");
 }
 
 /// `askbus bench federation` on a real nats-server (`$NATS_SERVER` or `nats-server` on the

@@ -22,6 +22,20 @@ pub fn cli_bin() -> &'static str {
     env!("CARGO_BIN_EXE_askbus")
 }
 
+/// `askbus-bench`, which `askbus bench` runs: a package of its own (the baselines stay out of
+/// what ships), so Cargo does not build it for this test binary. It is looked for where
+/// `askbus bench` looks first, beside `askbus`; `cargo build -p askbus-bench` (or
+/// `--workspace --bins`, as scripts/test.sh does) puts it there.
+pub fn bench_bin() -> PathBuf {
+    let bin = Path::new(cli_bin()).with_file_name("askbus-bench");
+    assert!(
+        bin.is_file(),
+        "no {}: build it first with `cargo build -p askbus-bench` (the same profile as this test)",
+        bin.display()
+    );
+    bin
+}
+
 /// A running daemon in its own temp directory, stopped when dropped.
 pub struct Daemon {
     child: Option<Child>,

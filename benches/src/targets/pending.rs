@@ -9,10 +9,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::unix::OwnedWriteHalf;
 
 use super::{count, stats, Counts, PENDING_FRAME, SETTLE};
-use crate::bench::load::{self, Reader};
-use crate::bench::spawn::{Kind, Target};
-use crate::bench::wire::{write_cid, Extra, Peek, Request};
-use crate::bench::{client_runtime, proc};
+use crate::load::{self, Reader};
+use crate::spawn::{Kind, Target};
+use crate::wire::{write_cid, Extra, Peek, Request};
+use crate::{client_runtime, proc};
 
 pub(super) struct Pending {
     pub(super) before_kib: u64,
@@ -151,7 +151,7 @@ pub(super) fn pending(bin: &std::path::Path, c: &Counts, threads: usize) -> Resu
 }
 
 /// Writes `quota` timed requests in batches, each timing out at `deadline`.
-async fn send_timed(
+pub(super) async fn send_timed(
     mut wr: OwnedWriteHalf,
     p: usize,
     quota: usize,
@@ -176,7 +176,7 @@ async fn send_timed(
 }
 
 /// Reads `quota` responses (the expiries), failing on an error frame.
-async fn read_responses(mut rd: Reader, quota: usize) -> Result<()> {
+pub(super) async fn read_responses(mut rd: Reader, quota: usize) -> Result<()> {
     let mut got = 0;
     while got < quota {
         let f = rd.frame().await?;

@@ -1,4 +1,4 @@
-//! The baseline relay (`askbus bench-relay`): the least a broker with askbus's framing can do.
+//! The baseline relay (`askbus-bench relay`, hidden): the least a broker with askbus's framing can do.
 //! A connection that subscribes is a UI; every other frame is a request, forwarded unchanged
 //! to every UI; a UI's frame goes, unchanged, to the producer of its correlationId. It reads
 //! nothing but a frame's type and correlationId, validates nothing, and keeps no state beyond

@@ -1,5 +1,5 @@
 //! `askbus bench acp`: what `askbus acp` costs an editor, side by side with a direct pipe. A
-//! stand-in agent (`askbus bench-acp-agent`, hidden) writes `session/update` notifications of
+//! stand-in agent (`askbus-bench acp-agent`, hidden) writes `session/update` notifications of
 //! a given size carrying the CLOCK_MONOTONIC time they were written; the bench reads them as
 //! an editor would, once straight from the agent's stdout and once through `askbus acp`,
 //! alternating A B A B. Latency: one notification in flight at a time (the bench asks for the
@@ -85,10 +85,11 @@ struct Side {
 }
 
 fn start(proxy: bool, size: usize, sock: &std::path::Path) -> Result<Side> {
-    let me = std::env::current_exe().context("cannot find the askbus binary")?;
+    let bench = std::env::current_exe().context("cannot find the askbus-bench binary")?;
+    let me = crate::next_to_me("askbus")?;
     let agent = [
-        me.to_string_lossy().into_owned(),
-        "bench-acp-agent".into(),
+        bench.to_string_lossy().into_owned(),
+        "acp-agent".into(),
         "--size".into(),
         size.to_string(),
     ];

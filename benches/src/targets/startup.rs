@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::bench::report::median;
-use crate::bench::spawn::{Kind, Target};
+use crate::report::median;
+use crate::spawn::{Kind, Target};
 
 /// Row 9: spawn askbusd, poll connect() until its socket accepts; median ms of `starts`.
 pub(super) fn start_to_ready(kind: &Kind, starts: usize) -> Result<(f64, Vec<f64>)> {

@@ -9,11 +9,11 @@ use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::mpsc;
 
 use super::Counts;
-use crate::bench::client_runtime;
-use crate::bench::load::{self, Reader};
-use crate::bench::report::median;
-use crate::bench::spawn::{Kind, Target};
-use crate::bench::wire::{cid_seq, write_cid, Extra, Peek, Request, Response};
+use crate::client_runtime;
+use crate::load::{self, Reader};
+use crate::report::median;
+use crate::spawn::{Kind, Target};
+use crate::wire::{cid_seq, write_cid, Extra, Peek, Request, Response};
 
 /// What a fan-out UI saw.
 enum Seen {

@@ -4,8 +4,11 @@
 //! machines are too noisy for absolute times; the memory and CPU figures come from /proc.
 //! Each family of targets that needs its own workload has a file: `idle` (RSS per idle
 //! connection), `pending` (RSS per pending question, idle wakeups, expiry cost), `fanout`
-//! (one question to many UIs) and `startup` (start to ready). The approval row compares
-//! askbusd with itself: an approval's round trip against a question's of the same size.
+//! (one question to many UIs), `startup` (start to ready), `store` (askbusd with its store
+//! against itself without, a restart with many pending, the durable round trip against
+//! JetStream's) and `history` (a query over a million records, memory against history). The
+//! approval row compares askbusd with itself: an approval's round trip against a question's of
+//! the same size.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,9 +24,11 @@ use super::report::{median, Baseline};
 use super::wire::write_frame;
 mod fanout;
 mod federation;
+mod history;
 mod idle;
 mod pending;
 mod startup;
+mod store;
 
 use fanout::fanout;
 pub use federation::{run as federation, Args as FederationArgs};
@@ -54,6 +59,10 @@ pub struct Args {
     /// Measure only these groups of targets (comma-separated) [default: all]
     #[arg(long, value_name = "GROUP", value_delimiter = ',')]
     only: Vec<Group>,
+    /// The nats-server the store group's JetStream side runs on [default: $NATS_SERVER, else
+    /// nats-server on PATH]
+    #[arg(long, value_name = "PATH")]
+    nats_server: Option<PathBuf>,
 }
 
 /// The targets, in groups that are measured together.
@@ -75,6 +84,9 @@ enum Group {
     Start,
     /// An approval's sequential round trip against a question's
     Approval,
+    /// The store: on vs --no-store, a restart with many pending, history over a million
+    /// records, the durable round trip against JetStream's
+    Store,
 }
 
 /// How much of everything to do.
@@ -93,6 +105,8 @@ struct Counts {
     fanout_reps: usize,
     fanout_warmup: usize,
     starts: usize,
+    /// Records in the store the history query reads.
+    history: usize,
 }
 
 const FULL: Counts = Counts {
@@ -108,6 +122,7 @@ const FULL: Counts = Counts {
     fanout_reps: 200,
     fanout_warmup: 20,
     starts: 20,
+    history: 1_000_000,
 };
 
 const QUICK: Counts = Counts {
@@ -123,6 +138,7 @@ const QUICK: Counts = Counts {
     fanout_reps: 20,
     fanout_warmup: 3,
     starts: 3,
+    history: 20_000,
 };
 
 /// Size of one pending question in rows 6 and 7.
@@ -152,13 +168,15 @@ struct Report {
     missed: usize,
 }
 
-/// At most (`Le`), less than (`Lt`), at least (`Ge`) or exactly (`Eq`) a bound.
+/// At most (`Le`), less than (`Lt`), at least (`Ge`) or exactly (`Eq`) a bound, or no bound
+/// (`Report`: a figure to give, met when it is one).
 #[derive(Clone, Copy)]
 enum Bound {
     Le(f64),
     Lt(f64),
     Ge(f64),
     Eq(f64),
+    Report,
 }
 
 impl Bound {
@@ -169,6 +187,7 @@ impl Bound {
                 Bound::Lt(b) => v < b,
                 Bound::Ge(b) => v >= b,
                 Bound::Eq(b) => v == b,
+                Bound::Report => true,
             }
     }
 
@@ -178,6 +197,7 @@ impl Bound {
             Bound::Lt(b) => ("<", b),
             Bound::Ge(b) => ("≥", b),
             Bound::Eq(b) => ("=", b),
+            Bound::Report => return "(reported)".into(),
         };
         format!("{op} {b} {unit}")
     }
@@ -375,6 +395,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "×",
             json!({"approval_us": approval_us, "question_us": question_us}),
         ));
+    }
+
+    // 12–17: the store.
+    if wanted(Group::Store) {
+        store::rows(&a, c, &bin, &seq, &conc, &mut rows)?;
     }
 
     let met = rows.iter().filter(|r| r.met).count();

@@ -20,11 +20,11 @@ use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
 use super::{print_table, row, stats, Bound, Report, SETTLE};
-use crate::bench::load::{self, histogram, Stop};
-use crate::bench::report::{median, Latency};
-use crate::bench::spawn::{Kind, Target, TempDir};
-use crate::bench::wire::{write_cid, Extra, Request, RequestKind};
-use crate::bench::{client_runtime, daemon_kind, next_to_me, proc, workload};
+use crate::load::{self, histogram, Stop};
+use crate::report::{median, Latency};
+use crate::spawn::{Kind, Target, TempDir};
+use crate::wire::{write_cid, Extra, Request, RequestKind};
+use crate::{client_runtime, daemon_kind, next_to_me, proc, workload};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -232,7 +232,7 @@ impl Cpu {
 }
 
 /// A nats-server of the bench's own, killed when dropped.
-struct NatsServer {
+pub(super) struct NatsServer {
     child: Child,
     port: u16,
     /// The JetStream store; removed after the server is gone (fields drop after `drop`).
@@ -240,7 +240,7 @@ struct NatsServer {
 }
 
 impl NatsServer {
-    fn start(bin: &Path) -> Result<NatsServer> {
+    pub(super) fn start(bin: &Path) -> Result<NatsServer> {
         let dir = TempDir::new()?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
@@ -277,7 +277,7 @@ impl NatsServer {
         Ok(s)
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         format!("nats://127.0.0.1:{}", self.port)
     }
 }

@@ -1,7 +1,9 @@
-//! `askbus bench`: a load generator for askbusd (like `nats bench` or `redis-benchmark`), the
+//! askbus-bench: a load generator for askbusd (like `nats bench` or `redis-benchmark`), the
 //! baseline relay it is compared with side by side (`--baseline`, alternating A B A B), and
-//! `askbus bench targets`, which measures every performance target. This file owns the
-//! command line, one run against one target, and the alternation.
+//! `targets`, which measures every performance target. Users reach it as `askbus bench ARGS…`
+//! (the `askbus` command execs this binary); it is a package of its own so the baselines (a
+//! relay, raw NATS, JetStream) stay out of what ships. This file owns the command line, one
+//! run against one target, and the alternation.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use clap::{Subcommand, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 
 mod acp;
 mod load;
@@ -25,10 +27,17 @@ use report::{Baseline, Run, Server};
 use spawn::{Kind, Target};
 use wire::{Extra, Request, RequestKind};
 
+/// The status of a bench that failed (as `askbus`'s own failures).
+const FAILURE: u8 = 1;
+
 /// Measure askbusd: requests/s and round-trip latency with auto-answering UIs.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Parser)]
+#[command(name = "askbus bench", bin_name = "askbus bench", version)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    /// A running daemon to measure instead of one the bench starts
+    #[arg(long, global = true, value_name = "PATH")]
+    socket: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<Sub>,
     #[command(flatten)]
@@ -38,7 +47,7 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 enum Sub {
     /// Measure every performance target (latency and throughput against the relay, memory, CPU,
-    /// fan-out, start-up) and say which are met.
+    /// fan-out, start-up, the store) and say which are met.
     ///
     /// Starts its own daemons and relays; ratios are measured side by side, alternating.
     Targets(targets::Args),
@@ -49,6 +58,15 @@ enum Sub {
     /// Measure what `askbus acp` adds to an editor's stream of session/update notifications:
     /// latency per message and throughput, side by side with a direct pipe.
     Acp(acp::AcpArgs),
+    /// The baseline relay `--baseline` starts (for the bench only).
+    #[command(hide = true)]
+    Relay,
+    /// The stand-in ACP agent `acp` starts (for the bench only).
+    #[command(hide = true)]
+    AcpAgent {
+        #[arg(long, default_value_t = 2048)]
+        size: usize,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -62,10 +80,9 @@ enum Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum TargetArg {
     Askbusd,
-    /// The baseline relay (`askbus bench-relay`)
+    /// The baseline relay (`askbus-bench relay`)
     Relay,
 }
-
 #[derive(Debug, clap::Args)]
 struct RunArgs {
     /// Sequential (latency) or concurrent (throughput)
@@ -120,9 +137,9 @@ struct RunArgs {
     json: bool,
 }
 
-/// `askbus bench`. `socket` is the global `--socket` as given: a running daemon to measure
-/// instead of one the bench starts.
-pub fn main(args: Args, socket: Option<PathBuf>) -> ExitCode {
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let socket = args.socket;
     let result = match args.command {
         Some(Sub::Targets(t)) => {
             if socket.is_some() {
@@ -143,32 +160,20 @@ pub fn main(args: Args, socket: Option<PathBuf>) -> ExitCode {
             }
         }
         Some(Sub::Acp(a)) => acp::run(a),
+        Some(Sub::AcpAgent { size }) => return acp::agent_main(size),
+        Some(Sub::Relay) => match socket {
+            Some(s) => relay::main(&s),
+            None => Err(anyhow::anyhow!("relay needs --socket PATH")),
+        },
         None => run(args.run, socket),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("askbus bench: {e:#}");
-            ExitCode::from(crate::fail::exit::FAILURE)
+            ExitCode::from(FAILURE)
         }
     }
-}
-
-/// `askbus bench-acp-agent` (hidden): the stand-in ACP agent `askbus bench acp` runs.
-pub fn acp_agent_main(size: usize) -> ExitCode {
-    acp::agent_main(size)
-}
-
-/// `askbus bench-relay` (hidden): the baseline relay, started by the bench.
-pub fn relay_main(socket: Option<PathBuf>) -> ExitCode {
-    let result = match socket {
-        Some(s) => relay::main(&s),
-        None => Err(anyhow::anyhow!("bench-relay needs --socket PATH")),
-    };
-    result.unwrap_or_else(|e| {
-        eprintln!("askbus bench-relay: {e:#}");
-        ExitCode::from(crate::fail::exit::FAILURE)
-    })
 }
 
 fn run(a: RunArgs, socket: Option<PathBuf>) -> Result<ExitCode> {
@@ -335,7 +340,12 @@ fn next_to_me(name: &str) -> Result<PathBuf> {
     let me = std::env::current_exe().context("cannot find this executable")?;
     let bin = me.with_file_name(name);
     if !bin.exists() {
-        bail!("no {} (use --daemon PATH)", bin.display());
+        let hint = if name == "askbusd" {
+            "use --daemon PATH"
+        } else {
+            "build it beside askbus-bench"
+        };
+        bail!("no {} ({hint})", bin.display());
     }
     Ok(bin)
 }

@@ -5,10 +5,10 @@ use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 
 use super::{count, stats, SETTLE};
-use crate::bench::load::{self, Reader};
-use crate::bench::spawn::{Kind, Target};
-use crate::bench::wire::{write_frame, Peek};
-use crate::bench::{client_runtime, proc};
+use crate::load::{self, Reader};
+use crate::spawn::{Kind, Target};
+use crate::wire::{write_frame, Peek};
+use crate::{client_runtime, proc};
 
 /// Row 5: RSS per connected, idle producer (each has had a ping answered, so the daemon has
 /// really set it up).

@@ -87,7 +87,7 @@ impl Kind {
             }
             Kind::Relay { exe } => {
                 let mut cmd = Command::new(exe);
-                cmd.arg("bench-relay").arg("--socket").arg(socket);
+                cmd.arg("relay").arg("--socket").arg(socket);
                 Ok(cmd)
             }
         }
