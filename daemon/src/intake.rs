@@ -83,16 +83,16 @@ impl Refused {
     }
 }
 
-impl From<FrameError> for Refused {
-    /// The reference parser marks the errors of a request's own fields with its kind.
-    fn from(err: FrameError) -> Refused {
-        match err.request {
-            Some(kind) => Refused::Request {
+impl From<reference::Refusal> for Refused {
+    /// The reference tells a request refused for its own fields by its kind.
+    fn from(refusal: reference::Refusal) -> Refused {
+        match refusal {
+            reference::Refusal::Request(kind, err) => Refused::Request {
                 kind,
                 context: None,
                 err,
             },
-            None => Refused::Frame(err),
+            reference::Refusal::Frame(err) => Refused::Frame(err),
         }
     }
 }

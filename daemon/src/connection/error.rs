@@ -92,7 +92,7 @@ mod tests {
         for (err, code, message) in cases {
             let frame = err.to_frame_error();
             assert_eq!((frame.code, frame.message.as_str()), (code, message));
-            assert!(frame.correlation_id.is_none() && frame.request.is_none());
+            assert!(frame.correlation_id.is_none());
         }
     }
 }

@@ -192,9 +192,6 @@ pub struct FrameError {
     pub message: String,
     /// The offending frame's correlationId, when it had a usable one.
     pub correlation_id: Option<String>,
-    /// The frame was a request (of this kind): its rejection is logged like any other end of
-    /// a request.
-    pub request: Option<RequestKind>,
 }
 
 impl FrameError {
@@ -203,7 +200,6 @@ impl FrameError {
             code,
             message: message.into(),
             correlation_id: None,
-            request: None,
         }
     }
 

@@ -16,7 +16,7 @@ use super::frames::Inbound;
 /// Parses one frame's payload, as the reference does. Errors carry the code and message the
 /// peer is sent.
 pub fn parse_inbound(payload: &[u8]) -> Result<Inbound, FrameError> {
-    reference::parse(payload)
+    reference::parse(payload).map_err(reference::Refusal::into_error)
 }
 
 #[cfg(test)]

@@ -24,8 +24,42 @@ use queries::{filter_field, parse_history, parse_notify_report};
 use requests::{parse_approval, parse_request};
 use responses::{parse_decision, parse_response};
 
+/// Why the reference refuses a payload. A request whose own fields are invalid is told apart
+/// from any other refused frame by its kind: its refusal is the end of a request, which a
+/// broker counts and logs as one (the daemon's door keeps the distinction in its own type).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// Not a request, or not one whose kind could be read.
+    #[error(transparent)]
+    Frame(FrameError),
+    /// A request of this kind, refused for its own fields.
+    #[error("{1}")]
+    Request(RequestKind, FrameError),
+}
+
+impl Refusal {
+    /// What the peer is told.
+    pub fn error(&self) -> &FrameError {
+        match self {
+            Refusal::Frame(err) | Refusal::Request(_, err) => err,
+        }
+    }
+
+    pub fn into_error(self) -> FrameError {
+        match self {
+            Refusal::Frame(err) | Refusal::Request(_, err) => err,
+        }
+    }
+}
+
+impl From<FrameError> for Refusal {
+    fn from(err: FrameError) -> Refusal {
+        Refusal::Frame(err)
+    }
+}
+
 /// Parses one frame's payload. Errors carry the code and message the peer is sent.
-pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
+pub fn parse(payload: &[u8]) -> Result<Inbound, Refusal> {
     let value: Value = serde_json::from_slice(payload).map_err(|e| {
         let msg = if payload.is_empty() {
             "frame is empty; expected a JSON object".to_owned()
@@ -38,7 +72,8 @@ pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
         return Err(FrameError::new(
             ErrorCode::InvalidFrame,
             format!("frame must be a JSON object, not {}", kind(&value)),
-        ));
+        )
+        .into());
     };
     let ty = match obj.get("type") {
         Some(Value::String(t)) => t.as_str(),
@@ -46,15 +81,28 @@ pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
             return Err(FrameError::new(
                 ErrorCode::InvalidFrame,
                 format!("frame field \"type\" must be a string, not {}", kind(other)),
-            ))
+            )
+            .into())
         }
         None => {
-            return Err(FrameError::new(
-                ErrorCode::InvalidFrame,
-                "frame has no \"type\" field",
-            ))
+            return Err(
+                FrameError::new(ErrorCode::InvalidFrame, "frame has no \"type\" field").into(),
+            )
         }
     };
+    match ty {
+        "ask-user-request" => {
+            parse_request(value).map_err(|e| Refusal::Request(RequestKind::Question, e))
+        }
+        "tool-confirmation-request" => {
+            parse_approval(value).map_err(|e| Refusal::Request(RequestKind::Approval, e))
+        }
+        _ => Ok(other_frame(ty, obj)?),
+    }
+}
+
+/// Every frame but a request, by its `type`.
+fn other_frame(ty: &str, obj: &Map<String, Value>) -> Result<Inbound, FrameError> {
     match ty {
         "hello" => parse_hello(obj),
         "ping" => Ok(Inbound::Ping {
@@ -68,14 +116,6 @@ pub fn parse(payload: &[u8]) -> Result<Inbound, FrameError> {
         }),
         "watch" => Ok(Inbound::Watch {
             client: client_field(obj)?,
-        }),
-        "ask-user-request" => parse_request(value).map_err(|mut e| {
-            e.request = Some(RequestKind::Question);
-            e
-        }),
-        "tool-confirmation-request" => parse_approval(value).map_err(|mut e| {
-            e.request = Some(RequestKind::Approval);
-            e
         }),
         "tool-confirmation-cancel" => {
             let correlation_id =
