@@ -23,6 +23,7 @@ mod client_approvals;
 mod config;
 mod conformance_e2e;
 mod context;
+mod crash_loop;
 mod exhaustion;
 mod federation;
 mod first_half_hour;

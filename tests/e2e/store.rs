@@ -542,3 +542,35 @@ fn a_request_answered_elsewhere_is_recorded_as_a_human_decision_via_the_producer
         assert!(by_acp.contains("\"e1\"") && !by_acp.contains("\"e2\""), "{by_acp}");
     });
 }
+
+/// An answer owed to an away producer survives a second crash: after it, the producer that
+/// resends gets that very answer, and no UI is shown the request again (it was decided once).
+#[test]
+fn an_owed_answer_survives_another_sigkill() {
+    common::rt().block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_in(&dir);
+        let mut d = start(&store, &[]);
+        let mut p = d.connect().await;
+        p.send(choice_request("owed")).await;
+        p.ping().await;
+        d.kill();
+        d.restart();
+        let (mut ui, _) = replayed(&d, 1).await;
+        ui.send(common::answer("owed", json!({"0": "PostgreSQL"})))
+            .await;
+        ui.recv_type("ask-user-ack").await;
+        d.kill();
+        d.restart();
+        let (_ui, none) = replayed(&d, 0).await;
+        assert!(none.is_empty(), "decided once: not shown again");
+        let mut p = d.connect().await;
+        p.send(choice_request("owed")).await;
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(
+            (r["reason"].as_str(), r["answers"]["0"].as_str()),
+            (Some("answered"), Some("PostgreSQL"))
+        );
+        p.ping().await;
+    });
+}
