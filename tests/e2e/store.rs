@@ -574,3 +574,76 @@ fn an_owed_answer_survives_another_sigkill() {
         p.ping().await;
     });
 }
+
+/// A response handed to a connected producer just before a crash may never have left the
+/// daemon (it is committed, then queued): the record says delivered, yet after the restart
+/// the producer resends. It gets that very answer again, and the request is not asked anew
+/// (decided once, one record), with the whole text kept or redacted. A producer that does not
+/// come back leaves the record delivered.
+#[test]
+fn a_response_cut_off_by_a_crash_is_given_to_the_resend_not_asked_again() {
+    for text in ["keep", "redact"] {
+        common::rt().block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let store = store_in(&dir);
+            let mut d = start(&store, &["--history-text", text, "--resume-grace", "1s"]);
+            let (mut ui, _) = d.ui().await;
+            let mut p = d.connect().await;
+            for id in ["cut", "kept"] {
+                p.send(choice_request(id)).await;
+                ui.recv_type("ask-user-request").await;
+                ui.send(common::answer(id, json!({"0": "PostgreSQL"})))
+                    .await;
+                ui.recv_type("ask-user-ack").await;
+                // As far as the producer knows, this frame was lost with the daemon.
+                p.recv_type("ask-user-response").await;
+            }
+            d.kill();
+            d.restart();
+            let (mut ui, none) = replayed(&d, 0).await;
+            assert!(none.is_empty());
+            let mut p = d.connect().await;
+            p.send(choice_request("cut")).await;
+            let r = p.recv_type("ask-user-response").await;
+            assert_eq!(
+                (r["reason"].as_str(), r["answers"]["0"].as_str()),
+                (Some("answered"), Some("PostgreSQL")),
+                "{text}: {r}"
+            );
+            p.ping().await;
+            ui.ping().await;
+            // "kept" never comes back: after the grace its id is free for another request
+            // (reserved until then), its record delivered.
+            let other = json!({"type": "ask-user-request", "correlationId": "kept",
+                "questions": [{"question": "Something else?", "header": "Else", "type": "text"}]});
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let mut again = d.connect().await;
+                again.send(other.clone()).await;
+                again.send(json!({"type": "ping", "id": "x"})).await;
+                let f = again.recv().await;
+                if f["type"] == "pong" {
+                    break;
+                }
+                assert_eq!(f["code"], "duplicate-correlation-id", "{f}");
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the id was never freed"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            assert_eq!(
+                ui.recv_type("ask-user-request").await["correlationId"],
+                "kept"
+            );
+            let rows = sql(
+                &store,
+                "SELECT correlation_id, reason, delivery FROM requests ORDER BY seq",
+            );
+            assert_eq!(
+                rows, "cut|answered|delivered\nkept|answered|delivered\nkept||pending",
+                "{text}"
+            );
+        });
+    }
+}
