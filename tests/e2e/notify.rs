@@ -1059,3 +1059,64 @@ fn button_labels_titles_and_bodies_are_neutralized_on_desktop_and_phone() {
         }
     });
 }
+
+/// A daemon restart does not push a restored request to the phone again (issue 28): askbusd
+/// is SIGKILLed with a request pending on its store and started again; the notifier
+/// reconnects and is replayed that request, which it already pushed, and pushes only what is
+/// new (each push names its question; two later requests are pushed in the order they were
+/// asked, after the replay, so a second push of the first would have come before them).
+#[test]
+fn a_restored_request_is_not_pushed_again_after_a_daemon_restart() {
+    let state = tempfile::tempdir().unwrap();
+    let store = state.path().join("askbus.db");
+    let mut d = Daemon::start_with(&["--store", store.to_str().unwrap()]);
+    let ask = |id: &str| {
+        json!({"type": "ask-user-request", "correlationId": id,
+            "questions": [{"question": format!("Deploy {id}?"), "header": "Deploy", "type": "yesno"}]})
+    };
+    let rt = common::rt();
+    let (mut rx, _n) = rt.block_on(async {
+        let (base, mut rx) = http_server(vec![]).await;
+        let topic = format!("{base}/askbus-test");
+        let n = push_notifier(&d, &["--ntfy", &topic, "--push-after", "0"], &[]);
+        let mut p = d.connect().await;
+        p.send(ask("r1")).await;
+        assert_eq!(next_http(&mut rx).await.body["message"], "Deploy r1?");
+        (rx, n)
+    });
+    d.kill();
+    d.restart();
+    rt.block_on(async {
+        // Its producer re-attaches; the notifier is replayed r1 whenever it reconnects.
+        let mut p = d.connect().await;
+        p.send(ask("r1")).await;
+        let (mut ui, pending) = d.ui().await;
+        assert_eq!(pending, 1, "r1 is pending again");
+        ui.recv_type("ask-user-request").await;
+        // Once the notifier is back (it subscribed: two UIs), two new requests.
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let mut c = d.connect().await;
+            c.send(json!({"type": "stats"})).await;
+            if c.recv_type("stats").await["uis"] == 2 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the notifier never came back"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        p.send(ask("r2")).await;
+        p.send(ask("r3")).await;
+        let pushed: Vec<Value> = vec![
+            next_http(&mut rx).await.body["message"].clone(),
+            next_http(&mut rx).await.body["message"].clone(),
+        ];
+        assert_eq!(
+            pushed,
+            [json!("Deploy r2?"), json!("Deploy r3?")],
+            "r1 pushed again?"
+        );
+    });
+}
