@@ -289,30 +289,39 @@ fn a_corrupt_or_newer_store_stops_the_daemon_and_is_left_as_it_was() {
 }
 
 #[test]
-fn a_store_of_the_previous_schema_is_migrated_and_its_requests_restored() {
-    common::rt().block_on(async {
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("askbus.db");
-        // A version-1 store with one pending question, as the previous schema wrote it.
-        let deadline = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis()
-            + 600_000;
-        let q = r#"[{"question":"Which database?","header":"Database","type":"choice","options":[{"label":"SQLite","description":"A file"},{"label":"PostgreSQL","description":"A server"}]}]"#;
-        sql(
-            &store,
-            &format!(
-                "{} PRAGMA user_version = 1; INSERT INTO requests (correlation_id, kind, uid, asked_at, deadline_at, timeout_ms, shown_sha256, body) VALUES ('old', 'question', {}, 1, {deadline}, 600000, 'x', '{q}');",
-                askbusd::store::schema::V1,
-                unsafe { libc::geteuid() }
-            ),
-        );
-        let d = start(&store, &[]);
-        assert_eq!(sql(&store, "PRAGMA user_version"), askbusd::store::schema::VERSION.to_string());
-        let (_ui, got) = replayed(&d, 1).await;
-        assert_eq!(got[0].0, "old");
-    });
+fn a_store_of_every_earlier_schema_is_migrated_and_its_requests_restored() {
+    use askbusd::store::schema::{V1, V2, V3, VERSION};
+    let steps = [V1, V2, V3];
+    assert_eq!(
+        steps.len() as i64,
+        VERSION - 1,
+        "a new schema version: add its step here"
+    );
+    for version in 1..VERSION {
+        common::rt().block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let store = dir.path().join("askbus.db");
+            // A store of this version with one pending question, as that schema wrote it.
+            let deadline = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis()
+                + 600_000;
+            let q = r#"[{"question":"Which database?","header":"Database","type":"choice","options":[{"label":"SQLite","description":"A file"},{"label":"PostgreSQL","description":"A server"}]}]"#;
+            sql(
+                &store,
+                &format!(
+                    "{} PRAGMA user_version = {version}; INSERT INTO requests (correlation_id, kind, uid, asked_at, deadline_at, timeout_ms, shown_sha256, body) VALUES ('old', 'question', {}, 1, {deadline}, 600000, 'x', '{q}');",
+                    steps[..version as usize].concat(),
+                    unsafe { libc::geteuid() }
+                ),
+            );
+            let d = start(&store, &[]);
+            assert_eq!(sql(&store, "PRAGMA user_version"), VERSION.to_string(), "from {version}");
+            let (_ui, got) = replayed(&d, 1).await;
+            assert_eq!(got[0].0, "old", "from {version}");
+        });
+    }
 }
 
 #[test]
