@@ -269,6 +269,8 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         "crash loop: {n} requests, seed {seed} (ASKBUS_CRASH_SEED={seed} replays the kill points)"
     );
     let mut rng = fastrand::Rng::with_seed(seed);
+    // Built (or found built) before anything starts, so its build is not in the run's time.
+    common::clients::node_client();
     let started = Instant::now();
 
     let state = tempfile::tempdir().unwrap();
@@ -312,8 +314,6 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
     // The producers.
     let (done_tx, done_rx) = mpsc::channel();
     let mut scripts: Vec<(String, PathBuf, PathBuf, Vec<usize>)> = Vec::new();
-    // Built (or found built) before any process starts, so its build is not in the run.
-    common::clients::node_client();
     for (lang, range) in [("py", 0..python), ("node", python..python + node)] {
         for s in 0..SCRIPTS {
             let name = format!("{lang}{s}");
@@ -469,16 +469,28 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
     let mut sent: HashMap<(usize, &str), &Value> = HashMap::new();
     let mut acked: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut lost: HashSet<(usize, &str)> = HashSet::new();
+    // Which daemons (1 to KILLS + 1) UIs answered and were acked on.
+    let (mut answered_on, mut acked_on) = (HashSet::new(), HashSet::new());
     for e in &events {
         match e {
-            Ui::Sent { ui, cid, value, .. } => {
+            Ui::Sent {
+                ui,
+                cid,
+                value,
+                gen,
+            } => {
                 sent.insert((*ui, cid), value);
+                answered_on.insert(*gen);
             }
             Ui::Ack {
-                ui, cid, outcome, ..
+                ui,
+                cid,
+                outcome,
+                gen,
             } => {
                 assert_eq!(outcome, "answered", "{cid}");
                 acked.entry(cid).or_default().push(*ui);
+                acked_on.insert(*gen);
             }
             Ui::Lost { ui, cid } => {
                 lost.insert((*ui, cid));
@@ -532,7 +544,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
             .unwrap_or_else(|| panic!("{cid}: an answer no UI sent: {answers}"));
         assert_eq!(
             Some(&answers),
-            sent.get(&(winner, cid.as_str())).as_deref(),
+            sent.get(&(winner, cid.as_str())),
             "{cid}: the answer is not what {name} sent"
         );
         match acked.get(cid.as_str()) {
@@ -632,12 +644,15 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
 
     eprintln!(
         "crash loop: {n} requests ({python} Python, {node} Node, {asks} askbus ask) answered once \
-         each through {KILLS} SIGKILLs in {took:?}; {} acked, {acks_lost} acks lost to a kill \
-         (answer committed, delivered on re-attach), {} losing answers told not-pending; {} UI \
+         each through {KILLS} SIGKILLs in {took:?}; {} acked, {acks_lost} acks cut off by a kill \
+         (the answer committed, and given to the producer after the restart), {} losing answers told not-pending; {} UI \
          answers cut off by kills; askbus ask restarted {ask_restarts} times (no daemon at its \
-         first connection)",
+         first connection); UIs answered on {} of the {} daemons, were acked on {}",
         acked.len(),
         not_pending,
-        lost.len()
+        lost.len(),
+        answered_on.len(),
+        KILLS + 1,
+        acked_on.len()
     );
 }
