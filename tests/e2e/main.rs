@@ -45,6 +45,7 @@ mod systemd;
 mod ui_approvals;
 mod ui_federation;
 mod ui_pty;
+mod ui_store;
 mod version;
 mod web_http;
 mod wire_errors;
