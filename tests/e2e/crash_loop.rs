@@ -48,6 +48,24 @@ const PHASE: Duration = Duration::from_secs(180);
 /// `askbus ask`'s status when no daemon answered its first connection (the question was never
 /// asked: it is started again, as a script would).
 const ASK_UNREACHABLE: i32 = 5;
+/// More restarts of `askbus ask` than this, over a runner's requests, fail the test.
+const MAX_ASK_RESTARTS: usize = 200;
+
+/// The script processes still running, SIGKILLed when the test ends early (a failed
+/// assertion must not leave producers behind).
+#[derive(Default)]
+struct Reaper(Arc<Mutex<HashMap<u32, bool>>>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for (&pid, &done) in self.0.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            if !done {
+                // SAFETY: a pid we spawned and whose waiter has not reaped it.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
+    }
+}
 
 /// What a UI did and was told; one UI's events are in the order they happened.
 #[derive(Debug)]
@@ -214,7 +232,9 @@ fn ask_runner(
                 .args(["--client", &format!("crash-ask/{index}")])
                 .output()
                 .expect("run askbus ask");
-            if out.status.code() == Some(ASK_UNREACHABLE) {
+            // Bounded, so a daemon that never comes back fails the test instead of this loop
+            // running on after it.
+            if out.status.code() == Some(ASK_UNREACHABLE) && restarts < MAX_ASK_RESTARTS {
                 restarts += 1;
                 continue;
             }
@@ -313,6 +333,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
 
     // The producers.
     let (done_tx, done_rx) = mpsc::channel();
+    let reaper = Reaper::default();
     let mut scripts: Vec<(String, PathBuf, PathBuf, Vec<usize>)> = Vec::new();
     for (lang, range) in [("py", 0..python), ("node", python..python + node)] {
         for s in 0..SCRIPTS {
@@ -333,8 +354,11 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
             };
             scripts.push((name.clone(), script.log(), script.stderr(), todo));
             let done = done_tx.clone();
+            let running = reaper.0.clone();
+            running.lock().unwrap().insert(child.id(), false);
             std::thread::spawn(move || {
                 let status = child.wait().expect("wait");
+                running.lock().unwrap().insert(child.id(), true);
                 let _ = done.send(Done::Script(name, status));
             });
         }
