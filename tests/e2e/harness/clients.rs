@@ -13,37 +13,27 @@ pub fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The compiled Node client (a directory holding its `index.js`, ES modules). `clients/node/dist`
-/// when it is newer than every source file (built by `npm test` or `npm run build`); otherwise
-/// compiled once per test run with the client's own `tsc` into a temporary directory, so a
-/// stale build is never what is tested.
+/// The compiled Node client (a directory holding its `index.js`, ES modules):
+/// `clients/node/dist` when it is newer than every source file (built by `npm test` or `npm run
+/// build`); else the one this harness compiles with the client's own `tsc` under cargo's
+/// target/tmp, again only when a source changed. So a stale build is never what is tested.
 pub fn node_client() -> &'static Path {
     static DIST: OnceLock<PathBuf> = OnceLock::new();
     DIST.get_or_init(|| {
         let node = repo().join("clients/node");
         let dist = node.join("dist");
-        let fresh = std::fs::read_dir(node.join("src"))
-            .expect("clients/node/src")
-            .map(|e| e.expect("dir entry").path())
-            .filter(|p| p.extension().is_some_and(|e| e == "ts"))
-            .all(|ts| {
-                let js = dist.join(ts.with_extension("js").file_name().unwrap());
-                let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-                matches!((modified(&ts), modified(&js)), (Some(t), Some(j)) if j >= t)
-            });
-        if fresh {
+        if built_from(&node.join("src"), &dist) {
             return dist;
+        }
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("askbus-node-client");
+        if built_from(&node.join("src"), &out) {
+            return out;
         }
         let tsc = node.join("node_modules/.bin/tsc");
         assert!(
             tsc.exists(),
             "the Node client is not built and cannot be: run `npm ci` in clients/node"
         );
-        let out = tempfile::Builder::new()
-            .prefix("askbus-node-client-")
-            .tempdir()
-            .expect("temp dir")
-            .keep();
         let status = Command::new(&tsc)
             .arg("-p")
             .arg(node.join("tsconfig.json"))
@@ -58,6 +48,19 @@ pub fn node_client() -> &'static Path {
         std::fs::write(out.join("package.json"), r#"{"type":"module"}"#).expect("package.json");
         out
     })
+}
+
+/// Whether every `.ts` file in `src` has a `.js` in `out` at least as new.
+fn built_from(src: &Path, out: &Path) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    std::fs::read_dir(src)
+        .expect("clients/node/src")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ts"))
+        .all(|ts| {
+            let js = out.join(ts.with_extension("js").file_name().unwrap());
+            matches!((modified(&ts), modified(&js)), (Some(t), Some(j)) if j >= t)
+        })
 }
 
 /// What a producer script is given: it asks, under ids `NAME:INDEX`, the questions of the
