@@ -1120,3 +1120,62 @@ fn a_restored_request_is_not_pushed_again_after_a_daemon_restart() {
         );
     });
 }
+
+/// Restarted with askbusd (an upgrade restarts both), a notifier does not push the restored
+/// requests again either: what it pushed is recorded beside the socket
+/// (`askbus-notify.pushed`), and the new process pushes only what is new. The record keeps
+/// only pending requests.
+#[test]
+fn a_notifier_restarted_with_the_daemon_does_not_push_again() {
+    let state = tempfile::tempdir().unwrap();
+    let store = state.path().join("askbus.db");
+    let mut d = Daemon::start_with(&["--store", store.to_str().unwrap()]);
+    let ask = |id: &str| {
+        json!({"type": "ask-user-request", "correlationId": id,
+            "questions": [{"question": format!("Deploy {id}?"), "header": "Deploy", "type": "yesno"}]})
+    };
+    let record = d.socket.with_file_name("askbus-notify.pushed");
+    let rt = common::rt();
+    let (base, mut rx) = rt.block_on(async {
+        let (base, mut rx) = http_server(vec![]).await;
+        let topic = format!("{base}/askbus-test");
+        let n = push_notifier(&d, &["--ntfy", &topic, "--push-after", "0"], &[]);
+        let mut p = d.connect().await;
+        for id in ["r1", "gone"] {
+            p.send(ask(id)).await;
+            assert_eq!(
+                next_http(&mut rx).await.body["message"],
+                format!("Deploy {id}?")
+            );
+        }
+        // "gone" ends while no notifier runs: the next one prunes it from the record.
+        let (mut ui, _) = d.ui().await;
+        ui.recv_type("ask-user-request").await;
+        ui.recv_type("ask-user-request").await;
+        ui.send(common::answer("gone", json!({"0": "Yes"}))).await;
+        ui.recv_type("ask-user-ack").await;
+        drop(n);
+        (base, rx)
+    });
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert!(text.lines().any(|l| l == "r1"), "{text}");
+    d.kill();
+    d.restart();
+    rt.block_on(async {
+        let mut p = d.connect().await;
+        p.send(ask("r1")).await;
+        let topic = format!("{base}/askbus-test");
+        let n = push_notifier(&d, &["--ntfy", &topic, "--push-after", "0"], &[]);
+        n.wait_line("watching");
+        p.send(ask("r2")).await;
+        assert_eq!(
+            next_http(&mut rx).await.body["message"],
+            "Deploy r2?",
+            "r1 pushed again?"
+        );
+        let text = std::fs::read_to_string(&record).unwrap();
+        let mut ids: Vec<&str> = text.lines().collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["r1", "r2"], "only what is pending");
+    });
+}
