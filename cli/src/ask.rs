@@ -66,7 +66,16 @@ pub async fn run(
     }
     let producer = Producer::connect(socket, Some(client))
         .await
-        .map_err(failed)?;
+        .map_err(|e| match e {
+            // Nothing was asked yet: askbusd went away during the handshake (it was killed
+            // or restarted), which is an unreachable daemon, not a lost question.
+            ClientError::Closed | ClientError::Io(_) => Failure::new(
+                exit::UNREACHABLE,
+                anyhow::Error::new(e)
+                    .context("askbusd went away while connecting; nothing was asked"),
+            ),
+            e => failed(e),
+        })?;
     let id = new_correlation_id();
     let request = Ask {
         questions,

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::clients::questions_for;
 use common::{answer, choice_request, Daemon, Raw};
 use serde_json::{json, Value};
 
@@ -287,23 +288,6 @@ async fn wait_stats(socket: &Path, what: &str, ok: impl Fn(&Value) -> bool) -> V
         }
         assert!(Instant::now() < deadline, "never {what}: {s}");
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// The questions producer.py asks for an index (its `questions_for`): one to three, of every
-/// type, so the warm-up exercises the same paths as the chaos.
-fn questions_for(index: usize) -> Value {
-    let choice = json!({"question": format!("Which database for task {index}?"),
-        "header": "Database", "type": "choice",
-        "options": [{"label": "SQLite", "description": "A single file"},
-                    {"label": "PostgreSQL", "description": "A server"}]});
-    let yesno = json!({"question": "Run the migration now?", "header": "Migrate", "type": "yesno"});
-    let text = json!({"question": "Name the new table", "header": "Table", "type": "text",
-        "placeholder": "e.g. accounts"});
-    match index % 3 {
-        0 => json!([choice]),
-        1 => json!([choice, yesno]),
-        _ => json!([text, yesno, choice]),
     }
 }
 

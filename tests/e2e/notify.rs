@@ -1059,3 +1059,123 @@ fn button_labels_titles_and_bodies_are_neutralized_on_desktop_and_phone() {
         }
     });
 }
+
+/// A daemon restart does not push a restored request to the phone again (issue 28): askbusd
+/// is SIGKILLed with a request pending on its store and started again; the notifier
+/// reconnects and is replayed that request, which it already pushed, and pushes only what is
+/// new (each push names its question; two later requests are pushed in the order they were
+/// asked, after the replay, so a second push of the first would have come before them).
+#[test]
+fn a_restored_request_is_not_pushed_again_after_a_daemon_restart() {
+    let state = tempfile::tempdir().unwrap();
+    let store = state.path().join("askbus.db");
+    let mut d = Daemon::start_with(&["--store", store.to_str().unwrap()]);
+    let ask = |id: &str| {
+        json!({"type": "ask-user-request", "correlationId": id,
+            "questions": [{"question": format!("Deploy {id}?"), "header": "Deploy", "type": "yesno"}]})
+    };
+    let rt = common::rt();
+    let (mut rx, _n) = rt.block_on(async {
+        let (base, mut rx) = http_server(vec![]).await;
+        let topic = format!("{base}/askbus-test");
+        let n = push_notifier(&d, &["--ntfy", &topic, "--push-after", "0"], &[]);
+        let mut p = d.connect().await;
+        p.send(ask("r1")).await;
+        assert_eq!(next_http(&mut rx).await.body["message"], "Deploy r1?");
+        (rx, n)
+    });
+    d.kill();
+    d.restart();
+    rt.block_on(async {
+        // Its producer re-attaches; the notifier is replayed r1 whenever it reconnects.
+        let mut p = d.connect().await;
+        p.send(ask("r1")).await;
+        let (mut ui, pending) = d.ui().await;
+        assert_eq!(pending, 1, "r1 is pending again");
+        ui.recv_type("ask-user-request").await;
+        // Once the notifier is back (it subscribed: two UIs), two new requests.
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let mut c = d.connect().await;
+            c.send(json!({"type": "stats"})).await;
+            if c.recv_type("stats").await["uis"] == 2 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the notifier never came back"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        p.send(ask("r2")).await;
+        p.send(ask("r3")).await;
+        let pushed: Vec<Value> = vec![
+            next_http(&mut rx).await.body["message"].clone(),
+            next_http(&mut rx).await.body["message"].clone(),
+        ];
+        assert_eq!(
+            pushed,
+            [json!("Deploy r2?"), json!("Deploy r3?")],
+            "r1 pushed again?"
+        );
+    });
+}
+
+/// Restarted with askbusd (an upgrade restarts both), a notifier does not push the restored
+/// requests again either: what it pushed is recorded beside the socket
+/// (`askbus-notify.pushed`), and the new process pushes only what is new. The record keeps
+/// only pending requests.
+#[test]
+fn a_notifier_restarted_with_the_daemon_does_not_push_again() {
+    let state = tempfile::tempdir().unwrap();
+    let store = state.path().join("askbus.db");
+    let mut d = Daemon::start_with(&["--store", store.to_str().unwrap()]);
+    let ask = |id: &str| {
+        json!({"type": "ask-user-request", "correlationId": id,
+            "questions": [{"question": format!("Deploy {id}?"), "header": "Deploy", "type": "yesno"}]})
+    };
+    let record = d.socket.with_file_name("askbus-notify.pushed");
+    let rt = common::rt();
+    let (base, mut rx) = rt.block_on(async {
+        let (base, mut rx) = http_server(vec![]).await;
+        let topic = format!("{base}/askbus-test");
+        let n = push_notifier(&d, &["--ntfy", &topic, "--push-after", "0"], &[]);
+        let mut p = d.connect().await;
+        for id in ["r1", "gone"] {
+            p.send(ask(id)).await;
+            assert_eq!(
+                next_http(&mut rx).await.body["message"],
+                format!("Deploy {id}?")
+            );
+        }
+        // "gone" ends while no notifier runs: the next one prunes it from the record.
+        let (mut ui, _) = d.ui().await;
+        ui.recv_type("ask-user-request").await;
+        ui.recv_type("ask-user-request").await;
+        ui.send(common::answer("gone", json!({"0": "Yes"}))).await;
+        ui.recv_type("ask-user-ack").await;
+        drop(n);
+        (base, rx)
+    });
+    let text = std::fs::read_to_string(&record).unwrap();
+    assert!(text.lines().any(|l| l == "r1"), "{text}");
+    d.kill();
+    d.restart();
+    rt.block_on(async {
+        let mut p = d.connect().await;
+        p.send(ask("r1")).await;
+        let topic = format!("{base}/askbus-test");
+        let n = push_notifier(&d, &["--ntfy", &topic, "--push-after", "0"], &[]);
+        n.wait_line("watching");
+        p.send(ask("r2")).await;
+        assert_eq!(
+            next_http(&mut rx).await.body["message"],
+            "Deploy r2?",
+            "r1 pushed again?"
+        );
+        let text = std::fs::read_to_string(&record).unwrap();
+        let mut ids: Vec<&str> = text.lines().collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["r1", "r2"], "only what is pending");
+    });
+}

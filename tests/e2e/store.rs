@@ -289,30 +289,39 @@ fn a_corrupt_or_newer_store_stops_the_daemon_and_is_left_as_it_was() {
 }
 
 #[test]
-fn a_store_of_the_previous_schema_is_migrated_and_its_requests_restored() {
-    common::rt().block_on(async {
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("askbus.db");
-        // A version-1 store with one pending question, as the previous schema wrote it.
-        let deadline = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis()
-            + 600_000;
-        let q = r#"[{"question":"Which database?","header":"Database","type":"choice","options":[{"label":"SQLite","description":"A file"},{"label":"PostgreSQL","description":"A server"}]}]"#;
-        sql(
-            &store,
-            &format!(
-                "{} PRAGMA user_version = 1; INSERT INTO requests (correlation_id, kind, uid, asked_at, deadline_at, timeout_ms, shown_sha256, body) VALUES ('old', 'question', {}, 1, {deadline}, 600000, 'x', '{q}');",
-                askbusd::store::schema::V1,
-                unsafe { libc::geteuid() }
-            ),
-        );
-        let d = start(&store, &[]);
-        assert_eq!(sql(&store, "PRAGMA user_version"), askbusd::store::schema::VERSION.to_string());
-        let (_ui, got) = replayed(&d, 1).await;
-        assert_eq!(got[0].0, "old");
-    });
+fn a_store_of_every_earlier_schema_is_migrated_and_its_requests_restored() {
+    use askbusd::store::schema::{V1, V2, V3, VERSION};
+    let steps = [V1, V2, V3];
+    assert_eq!(
+        steps.len() as i64,
+        VERSION - 1,
+        "a new schema version: add its step here"
+    );
+    for version in 1..VERSION {
+        common::rt().block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let store = dir.path().join("askbus.db");
+            // A store of this version with one pending question, as that schema wrote it.
+            let deadline = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis()
+                + 600_000;
+            let q = r#"[{"question":"Which database?","header":"Database","type":"choice","options":[{"label":"SQLite","description":"A file"},{"label":"PostgreSQL","description":"A server"}]}]"#;
+            sql(
+                &store,
+                &format!(
+                    "{} PRAGMA user_version = {version}; INSERT INTO requests (correlation_id, kind, uid, asked_at, deadline_at, timeout_ms, shown_sha256, body) VALUES ('old', 'question', {}, 1, {deadline}, 600000, 'x', '{q}');",
+                    steps[..version as usize].concat(),
+                    unsafe { libc::geteuid() }
+                ),
+            );
+            let d = start(&store, &[]);
+            assert_eq!(sql(&store, "PRAGMA user_version"), VERSION.to_string(), "from {version}");
+            let (_ui, got) = replayed(&d, 1).await;
+            assert_eq!(got[0].0, "old", "from {version}");
+        });
+    }
 }
 
 #[test]
@@ -541,4 +550,109 @@ fn a_request_answered_elsewhere_is_recorded_as_a_human_decision_via_the_producer
         let by_acp = stdout(&history(&store, &["--decided-by", "human", "--json"]));
         assert!(by_acp.contains("\"e1\"") && !by_acp.contains("\"e2\""), "{by_acp}");
     });
+}
+
+/// An answer owed to an away producer survives a second crash: after it, the producer that
+/// resends gets that very answer, and no UI is shown the request again (it was decided once).
+#[test]
+fn an_owed_answer_survives_another_sigkill() {
+    common::rt().block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_in(&dir);
+        let mut d = start(&store, &[]);
+        let mut p = d.connect().await;
+        p.send(choice_request("owed")).await;
+        p.ping().await;
+        d.kill();
+        d.restart();
+        let (mut ui, _) = replayed(&d, 1).await;
+        ui.send(common::answer("owed", json!({"0": "PostgreSQL"})))
+            .await;
+        ui.recv_type("ask-user-ack").await;
+        d.kill();
+        d.restart();
+        let (_ui, none) = replayed(&d, 0).await;
+        assert!(none.is_empty(), "decided once: not shown again");
+        let mut p = d.connect().await;
+        p.send(choice_request("owed")).await;
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(
+            (r["reason"].as_str(), r["answers"]["0"].as_str()),
+            (Some("answered"), Some("PostgreSQL"))
+        );
+        p.ping().await;
+    });
+}
+
+/// A response handed to a connected producer just before a crash may never have left the
+/// daemon (it is committed, then queued): the record says delivered, yet after the restart
+/// the producer resends. It gets that very answer again, and the request is not asked anew
+/// (decided once, one record), with the whole text kept or redacted. A producer that does not
+/// come back leaves the record delivered.
+#[test]
+fn a_response_cut_off_by_a_crash_is_given_to_the_resend_not_asked_again() {
+    for text in ["keep", "redact"] {
+        common::rt().block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let store = store_in(&dir);
+            let mut d = start(&store, &["--history-text", text, "--resume-grace", "1s"]);
+            let (mut ui, _) = d.ui().await;
+            let mut p = d.connect().await;
+            for id in ["cut", "kept"] {
+                p.send(choice_request(id)).await;
+                ui.recv_type("ask-user-request").await;
+                ui.send(common::answer(id, json!({"0": "PostgreSQL"})))
+                    .await;
+                ui.recv_type("ask-user-ack").await;
+                // As far as the producer knows, this frame was lost with the daemon.
+                p.recv_type("ask-user-response").await;
+            }
+            d.kill();
+            d.restart();
+            let (mut ui, none) = replayed(&d, 0).await;
+            assert!(none.is_empty());
+            let mut p = d.connect().await;
+            p.send(choice_request("cut")).await;
+            let r = p.recv_type("ask-user-response").await;
+            assert_eq!(
+                (r["reason"].as_str(), r["answers"]["0"].as_str()),
+                (Some("answered"), Some("PostgreSQL")),
+                "{text}: {r}"
+            );
+            p.ping().await;
+            ui.ping().await;
+            // "kept" never comes back: after the grace its id is free for another request
+            // (reserved until then), its record delivered.
+            let other = json!({"type": "ask-user-request", "correlationId": "kept",
+                "questions": [{"question": "Something else?", "header": "Else", "type": "text"}]});
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let mut again = d.connect().await;
+                again.send(other.clone()).await;
+                again.send(json!({"type": "ping", "id": "x"})).await;
+                let f = again.recv().await;
+                if f["type"] == "pong" {
+                    break;
+                }
+                assert_eq!(f["code"], "duplicate-correlation-id", "{f}");
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the id was never freed"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            assert_eq!(
+                ui.recv_type("ask-user-request").await["correlationId"],
+                "kept"
+            );
+            let rows = sql(
+                &store,
+                "SELECT correlation_id, reason, delivery FROM requests ORDER BY seq",
+            );
+            assert_eq!(
+                rows, "cut|answered|delivered\nkept|answered|delivered\nkept||pending",
+                "{text}"
+            );
+        });
+    }
 }

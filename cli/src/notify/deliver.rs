@@ -151,11 +151,14 @@ impl Notifier {
                 };
                 if self.push[i].tx.try_send(msg).is_err() {
                     batch.push(id);
+                } else {
+                    self.pushed.insert(&id);
                 }
             }
             if batch.is_empty() {
                 continue;
             }
+            let ids = batch.clone();
             let msg = self.batch_message(batch);
             if let Err(e) = self.push[i].tx.try_send(msg) {
                 // The queue is full of retries: put them back, to go out in a later batch.
@@ -172,8 +175,13 @@ impl Notifier {
                     "askbus notify: {sink}: {} pushes still queued; the next batch waits",
                     push::QUEUE
                 );
+            } else {
+                for id in &ids {
+                    self.pushed.insert(id);
+                }
             }
         }
+        self.pushed.save();
     }
 
     pub(super) fn single_message(&self, id: &str) -> Option<push::Message> {

@@ -6,13 +6,15 @@
 //!
 //! This module owns the loop and the bookkeeping (what is waiting, which notification shows
 //! what); `actions` what the desktop reports back, `deliver` what is shown when, `waiting`
-//! the text and buttons, `schedule` the timing, `desktop` and `push` the sinks.
+//! the text and buttons, `schedule` the timing, `desktop` and `push` the sinks, `pushed` the
+//! record of what was pushed that outlives the process.
 
 mod actions;
 mod config;
 mod deliver;
 mod desktop;
 mod push;
+mod pushed;
 mod schedule;
 pub mod waiting;
 
@@ -162,6 +164,8 @@ struct Notifier {
     desktop: Option<DesktopSink>,
     push: Vec<PushSink>,
     links: Option<Links>,
+    /// What was pushed, also by an earlier notifier process: not pushed again.
+    pushed: pushed::Pushed,
     answerer: Option<UiAnswerer>,
     reports: report::Reporter,
     push_rx: Option<mpsc::UnboundedReceiver<push::Report>>,
@@ -253,6 +257,7 @@ impl Notifier {
             desktop,
             push,
             links,
+            pushed: pushed::Pushed::load(socket),
             answerer: None,
             reports: report::Reporter::default(),
             push_rx: Some(push_rx),
@@ -380,6 +385,10 @@ impl Notifier {
         for id in stale {
             self.ended(&id).await;
         }
+        // What an earlier process pushed and no replay brought back has ended.
+        let entries = &self.entries;
+        self.pushed.retain(|id| entries.contains_key(id));
+        self.pushed.save();
     }
 
     async fn event(&mut self, event: UiEvent) {
@@ -430,8 +439,13 @@ impl Notifier {
             if let Some(d) = &mut self.desktop {
                 d.schedule.add(&w.id, seq, now);
             }
+            let told = self.pushed.contains(&w.id);
             for p in &mut self.push {
-                p.schedule.add(&w.id, seq, now);
+                if told {
+                    p.schedule.add_told(&w.id, seq, now);
+                } else {
+                    p.schedule.add(&w.id, seq, now);
+                }
             }
             self.alive
                 .lock()
@@ -496,6 +510,7 @@ impl Notifier {
         for p in &mut self.push {
             p.schedule.remove(id);
         }
+        self.pushed.remove(id);
         if self.entries.capacity() > 64 && self.entries.len() < self.entries.capacity() / 4 {
             self.entries.shrink_to_fit();
         }

@@ -49,6 +49,14 @@ impl Schedule {
             .or_insert((seq, since + self.after));
     }
 
+    /// A request this sink already told about (an earlier notifier process pushed it): only
+    /// its reminders are due, from `now`.
+    pub fn add_told(&mut self, id: &str, seq: u64, now: Instant) {
+        if let Some(r) = self.remind {
+            self.next.entry(id.to_owned()).or_insert((seq, now + r));
+        }
+    }
+
     /// The request ended: never tell about it again.
     pub fn remove(&mut self, id: &str) {
         self.next.remove(id);
@@ -128,6 +136,18 @@ mod tests {
         s.add("a", 5, t0 + S); // a replay of the same request is not news
         assert_eq!(s.take_due(t0).singles, ["a"]);
         assert_eq!(s.next_due(), None);
+    }
+
+    #[test]
+    fn what_was_told_before_only_gets_its_reminders() {
+        let t0 = Instant::now();
+        let mut once = Schedule::new(Duration::ZERO, None, 3);
+        once.add_told("a", 0, t0);
+        assert_eq!(once.next_due(), None);
+        let mut reminding = Schedule::new(Duration::ZERO, Some(60 * S), 3);
+        reminding.add_told("a", 0, t0);
+        assert!(reminding.take_due(t0 + 59 * S).is_empty());
+        assert_eq!(reminding.take_due(t0 + 60 * S).singles, ["a"]);
     }
 
     #[test]

@@ -121,6 +121,9 @@ pub(super) struct Undelivered {
     body: Body,
     frame: Bytes,
     until: Instant,
+    /// Recorded delivered (handed to its connected producer just before a crash, which may
+    /// have cut it off): kept for a resend, and still `delivered` if none comes.
+    sent: bool,
 }
 
 /// The broker's durability state (only with a store).
@@ -208,7 +211,9 @@ impl Broker {
     }
 
     /// A stored request that ended while its producer was away, owed `frame` until the
-    /// grace (counted from this start) ends.
+    /// grace (counted from this start) ends. `sent`: it was handed to its producer just
+    /// before the daemon stopped, so the producer may or may not have it; a resend gets it
+    /// again, and the record stays `delivered` if none comes.
     pub fn restore_undelivered(
         &mut self,
         id: &str,
@@ -216,9 +221,15 @@ impl Broker {
         body: Body,
         frame: Bytes,
         now: Instant,
+        sent: bool,
     ) {
-        let Some(d) = &mut self.durable else { return };
         let id: Arc<str> = Arc::from(id);
+        // An id reused since (pending or owed again) is that later request's.
+        let reused = self.pending.contains(&id);
+        let Some(d) = &mut self.durable else { return };
+        if sent && (reused || d.undelivered.contains_key(&id)) {
+            return;
+        }
         let until = now + d.grace;
         d.graces.insert((until, id.clone()));
         d.undelivered.insert(
@@ -228,6 +239,7 @@ impl Broker {
                 body,
                 frame,
                 until,
+                sent,
             },
         );
     }
@@ -327,6 +339,7 @@ impl Broker {
                     body: req.body.clone(),
                     frame: frame.clone(),
                     until,
+                    sent: false,
                 },
             );
         }
@@ -379,8 +392,10 @@ impl Broker {
                 return;
             }
             d.graces.remove(&(at, id.clone()));
-            if d.undelivered.remove(&id).is_some() {
-                fx.durable.push(Durable::Abandoned(id));
+            if let Some(u) = d.undelivered.remove(&id) {
+                if !u.sent {
+                    fx.durable.push(Durable::Abandoned(id));
+                }
                 continue;
             }
             if d.away.remove(&id).is_none() || !self.pending.contains(&id) {

@@ -286,7 +286,10 @@ impl Hub {
                 }
             }
         }
-        for r in &loaded.owed {
+        // Owed: ended while the producer was away. Sent: handed to a connected producer just
+        // before the stop, maybe cut off by it (a crash); a resend gets it as well.
+        let owed_then_sent = loaded.owed.iter().map(|r| (r, false));
+        for (r, sent) in owed_then_sent.chain(loaded.sent.iter().map(|r| (r, true))) {
             let (Some(frame), Ok(req)) =
                 (r.response.as_ref(), crate::store::to_restored(r, now, wall))
             else {
@@ -296,12 +299,13 @@ impl Hub {
             let frame = Bytes::from(frame.clone().into_bytes());
             inner
                 .broker
-                .restore_undelivered(&r.correlation_id, r.uid, body, frame, now);
-            owed += 1;
+                .restore_undelivered(&r.correlation_id, r.uid, body, frame, now, sent);
+            owed += usize::from(!sent);
         }
         tracing::info!(
             restored,
             owed,
+            just_sent = loaded.sent.len(),
             unreadable,
             "pending requests restored from the store"
         );

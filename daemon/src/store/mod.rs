@@ -188,7 +188,8 @@ impl Store {
                 Some(broken)
             }
         };
-        let loaded = query::load(&conn).map_err(corrupt)?;
+        let loaded =
+            query::load(&conn, opts.history_text == HistoryText::Redact).map_err(corrupt)?;
         let reader = Connection::open_with_flags(
             &path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,

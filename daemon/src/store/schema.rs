@@ -5,7 +5,7 @@
 use rusqlite::Connection;
 
 /// The schema this askbusd writes.
-pub const VERSION: i64 = 3;
+pub const VERSION: i64 = 4;
 
 /// Version 1: the requests table as first written (kept so the migration from it is tested).
 pub const V1: &str = "
@@ -61,7 +61,15 @@ ALTER TABLE requests ADD COLUMN owed_body TEXT;
 ALTER TABLE requests ADD COLUMN owed_response TEXT;
 ";
 
-const STEPS: [&str; VERSION as usize] = [V1, V2, V3];
+/// Version 4: the responses just handed to a connected producer that `--history-text redact`
+/// keeps whole for a short while (`owed_response` on a `delivered` row), found by time, so a
+/// producer whose frame a crash cut off gets the very answer (see `query::IN_FLIGHT_MS`).
+pub const V4: &str = "
+CREATE INDEX requests_sent ON requests(ended_at)
+    WHERE delivery = 'delivered' AND owed_response IS NOT NULL;
+";
+
+const STEPS: [&str; VERSION as usize] = [V1, V2, V3, V4];
 
 /// What the file's version says.
 #[derive(Debug, PartialEq, Eq)]

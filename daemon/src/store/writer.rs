@@ -179,6 +179,9 @@ impl Writer {
                 }
             }
         }
+        if redact {
+            forget_sent(&tx)?;
+        }
         tx.commit()?;
         Ok(last)
     }
@@ -186,6 +189,11 @@ impl Writer {
     /// Removes whole ended records older than the retention, from the old end of the chain,
     /// in small batches; the anchor keeps the hash of the last one removed.
     fn sweep(&mut self) {
+        if self.opts.history_text == HistoryText::Redact {
+            if let Err(e) = forget_sent(&self.conn) {
+                tracing::warn!(error = %e, "dropping the whole text of handed-over responses failed");
+            }
+        }
         let cutoff = epoch_ms(SystemTime::now()) - self.opts.retention.as_millis() as i64;
         loop {
             match sweep_batch(&mut self.conn, cutoff) {
@@ -198,6 +206,17 @@ impl Writer {
             }
         }
     }
+}
+
+/// Drops the whole text kept apart (under `--history-text redact`) of responses handed to
+/// their producer longer ago than a crash could have cut them off (`query::IN_FLIGHT_MS`).
+fn forget_sent(conn: &Connection) -> rusqlite::Result<usize> {
+    let cutoff = epoch_ms(SystemTime::now()) - super::query::IN_FLIGHT_MS;
+    conn.prepare_cached(
+        "UPDATE requests SET owed_body = NULL, owed_response = NULL \
+         WHERE delivery = 'delivered' AND owed_response IS NOT NULL AND ended_at < ?1",
+    )?
+    .execute([cutoff])
 }
 
 fn sweep_batch(conn: &mut Connection, cutoff: i64) -> rusqlite::Result<usize> {
@@ -339,8 +358,9 @@ fn ended(
         .as_ref()
         .map(|b| String::from_utf8_lossy(b).into_owned());
     let mut body = body;
-    // What the producer is owed stays whole (out of the chain) until it is delivered.
-    let keep_owed = redact && !e.delivered && response.is_some();
+    // What the producer is owed stays whole (out of the chain) until it is delivered; one
+    // just handed to it, for `IN_FLIGHT_MS` (a crash may cut it off: see `query::load`).
+    let keep_owed = redact && response.is_some();
     let (owed_body, owed) = if keep_owed {
         (body.clone(), response.clone())
     } else {

@@ -1,6 +1,7 @@
 //! The one integration-test harness: starts the real `askbusd` binary on a temp socket and
 //! speaks raw frames to it, so every test exercises exactly what peers see on the wire.
 
+pub mod clients;
 pub mod nats;
 
 use std::path::{Path, PathBuf};
@@ -473,13 +474,18 @@ pub struct Raw {
 
 impl Raw {
     pub async fn connect(path: &Path) -> Raw {
-        let stream = UnixStream::connect(path)
+        Raw::try_connect(path)
             .await
-            .unwrap_or_else(|e| panic!("connect {}: {e}", path.display()));
-        Raw {
-            stream,
+            .unwrap_or_else(|e| panic!("connect {}: {e}", path.display()))
+    }
+
+    /// `connect` that reports a refused connection (a daemon being restarted) instead of
+    /// failing the test.
+    pub async fn try_connect(path: &Path) -> std::io::Result<Raw> {
+        Ok(Raw {
+            stream: UnixStream::connect(path).await?,
             buf: Vec::new(),
-        }
+        })
     }
 
     /// Shuts the write side (shutdown(2) `SHUT_WR`), as `nc -N` does after its input: the
