@@ -32,6 +32,7 @@ mod lifecycle;
 mod metrics;
 mod notify;
 mod policy_conformance;
+mod policy_context;
 mod policy_daemon;
 mod proto_golden;
 mod replay_bytes;

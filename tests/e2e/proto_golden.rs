@@ -780,6 +780,7 @@ fn the_rust_client_encodes_the_client_examples() {
         project: Some("askbus".into()),
         cwd: Some("/home/dev/src/askbus".into()),
         title: Some("Cut the 2.4.0 release".into()),
+        ..RequestContext::default()
     };
     let bad_req = example("client/ask-user-request.context-invalid.json");
     let bad_context = RequestContext {
