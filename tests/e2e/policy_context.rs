@@ -217,3 +217,67 @@ async fn bad_modes_and_interactivity_are_refused_naming_the_field() {
     .await;
     assert_eq!(got, "allow");
 }
+
+/// The hooks say what the agent's input says: Claude Code's and Codex's `permission_mode`
+/// (`acceptEdits` is `autoEdit`), and Claude Code's headless entrypoint (`claude -p` sets
+/// `CLAUDE_CODE_ENTRYPOINT=sdk-cli` for its hooks); Gemini CLI's hook input says neither.
+#[test]
+fn the_hooks_pass_the_agents_mode_and_interactivity() {
+    let home = tempfile::tempdir().unwrap();
+    let admin = tempfile::tempdir().unwrap();
+    let d = start(home.path(), admin.path());
+    let run =
+        |agent: &str, event: &str, tool: &str, mode: &str, entry: Option<&str>, command: &str| {
+            let stdin = json!({"session_id": "s1", "transcript_path": "/t.jsonl", "cwd": "/tmp",
+                           "permission_mode": mode, "hook_event_name": event,
+                           "tool_name": tool, "tool_input": {"command": command}})
+            .to_string();
+            let mut cmd = d.cli();
+            cmd.args(["hook", agent])
+                .env_remove("CLAUDE_CODE_ENTRYPOINT");
+            if let Some(e) = entry {
+                cmd.env("CLAUDE_CODE_ENTRYPOINT", e);
+            }
+            let out = common::spawn_with_stdin(&mut cmd, &stdin)
+                .wait_with_output()
+                .unwrap();
+            let stdout = String::from_utf8(out.stdout).unwrap();
+            // Allowed by a rule, or (nothing decided, no UI open) handed back to the agent or,
+            // where it has no prompt to hand back to, not approved.
+            let allowed = stdout.contains("\"allow\"");
+            assert!(out.status.code() == Some(0) || !allowed, "{stdout}");
+            allowed
+        };
+    let claude = |mode: &str, entry: Option<&str>, command: &str| {
+        run("claude", "PreToolUse", "Bash", mode, entry, command)
+    };
+    assert!(claude("acceptEdits", None, "deploy prod"));
+    assert!(claude("bypassPermissions", Some("cli"), "deploy prod"));
+    assert!(!claude("default", None, "deploy prod"));
+    assert!(!claude("plan", None, "deploy prod"));
+    assert!(claude("default", Some("sdk-cli"), "nightly run"));
+    assert!(claude("dontAsk", Some("cli"), "nightly run"));
+    assert!(!claude("default", Some("cli"), "nightly run"));
+    assert!(!claude("default", None, "nightly run"));
+    let codex = |mode: &str| {
+        run(
+            "codex",
+            "PermissionRequest",
+            "Bash",
+            mode,
+            None,
+            "deploy prod",
+        )
+    };
+    assert!(codex("acceptEdits"));
+    assert!(!codex("default"));
+    // Gemini CLI's BeforeTool input carries no mode: `default`, whatever else it holds.
+    assert!(!run(
+        "gemini",
+        "BeforeTool",
+        "run_shell_command",
+        "acceptEdits",
+        None,
+        "deploy prod"
+    ));
+}
