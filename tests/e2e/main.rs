@@ -34,6 +34,7 @@ mod notify;
 mod policy_conformance;
 mod policy_context;
 mod policy_daemon;
+mod policy_uids;
 mod proto_golden;
 mod replay_bytes;
 mod routing;
