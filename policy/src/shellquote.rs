@@ -49,7 +49,19 @@ const CONTROL: &str = r"(?:\|\||\&\&|;;|\|\&|\<\(|\<\<\<|>>|>\&|<\&|[&;()|<>])";
 
 struct Res {
     chunker: JsRegex,
-    control: JsRegex,
+}
+
+/// `/^CONTROL$/.test(s)`: without the `m` flag `^` and `$` anchor the whole string, so it is
+/// exactly "s is one of CONTROL's alternatives" (the test below checks it against the regex).
+fn is_control(s: &[u16]) -> bool {
+    match s {
+        [a] => b"&;()|<>".iter().any(|&c| u16::from(c) == *a),
+        [a, b] => [b"||", b"&&", b";;", b"|&", b"<(", b">>", b">&", b"<&"]
+            .iter()
+            .any(|op| u16::from(op[0]) == *a && u16::from(op[1]) == *b),
+        [a, b, c] => [*a, *b, *c] == [u16::from(b'<'); 3],
+        _ => false,
+    }
 }
 
 thread_local! {
@@ -61,7 +73,6 @@ thread_local! {
         let chunker = format!("({CONTROL})|({bareword}|{single}|{double})+");
         Res {
             chunker: JsRegex::new(&chunker).expect("shell-quote's chunker"),
-            control: JsRegex::new(&format!("^{CONTROL}$")).expect("shell-quote's control"),
         }
     };
 }
@@ -91,11 +102,11 @@ fn parse_with(res: &Res, string: &[u16], env: Env) -> Result<Vec<Entry>, BadSubs
         if s.is_empty() || commented {
             continue;
         }
-        if res.control.test_utf16(s) {
+        if is_control(s) {
             out.push(Entry::Op(String::from_utf16_lossy(s)));
             continue;
         }
-        let (entries, comment) = token(res, string, mstart, s, env)?;
+        let (entries, comment) = token(string, mstart, s, env)?;
         out.extend(entries);
         if comment {
             commented = true;
@@ -150,7 +161,6 @@ fn get_var(env: Env, key: &[u16]) -> Vec<u16> {
 
 /// One chunk that is not a control operator: returns its entries and whether a comment began.
 fn token(
-    res: &Res,
     string: &[u16],
     mstart: usize,
     s: &[u16],
@@ -229,7 +239,7 @@ fn token(
             }
         } else if c == DQ || c == SQ {
             quote = Some(c);
-        } else if res.control.test_utf16(&[c]) {
+        } else if is_control(&[c]) {
             return Ok((vec![Entry::Op(String::from_utf16_lossy(s))], false));
         } else if c == u16::from(b'#') {
             let comment = Entry::Comment(String::from_utf16_lossy(&string[mstart + i + 1..]));
@@ -270,6 +280,28 @@ mod tests {
 
     fn w(s: &str) -> Vec<String> {
         words(s).unwrap()
+    }
+
+    #[test]
+    fn is_control_is_the_anchored_control_regex() {
+        let re = JsRegex::new(&format!("^{CONTROL}$")).expect("valid");
+        let units: Vec<u16> = "&;()|<>\"' a$#\n\\x\u{2028}".encode_utf16().collect();
+        let mut all: Vec<Vec<u16>> = vec![vec![]];
+        for len in 1..=4 {
+            let mut next = vec![];
+            for p in all.iter().filter(|p| p.len() == len - 1) {
+                for &u in &units {
+                    let mut q = p.clone();
+                    q.push(u);
+                    next.push(q);
+                }
+            }
+            all.extend(next);
+        }
+        assert!(all.len() > 20_000);
+        for s in &all {
+            assert_eq!(is_control(s), re.test_utf16(s), "{:?}", String::from_utf16_lossy(s));
+        }
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub(super) struct Literals {
     ac: aho_corasick::AhoCorasick,
     /// Pattern number -> rule index.
     rules: Vec<usize>,
+    /// The list's other rules (no literal to look for), in order: with the rules whose literal
+    /// is found, the only candidates that can match.
+    uncovered: Vec<usize>,
 }
 
 /// The most wildcard rules copied into every name's list.
@@ -53,7 +56,56 @@ impl Literals {
             .match_kind(aho_corasick::MatchKind::Standard)
             .build(&pats)
             .ok()?;
-        Some(Literals { ac, rules: idx })
+        let uncovered = list
+            .iter()
+            .copied()
+            .filter(|i| idx.binary_search(i).is_err())
+            .collect();
+        Some(Literals {
+            ac,
+            rules: idx,
+            uncovered,
+        })
+    }
+
+    /// The candidates of the list for a call with these args (`None`: no truthy args): the
+    /// rules without a literal and, when there are args, those whose literal occurs in them,
+    /// in rule order. A rule whose literal is absent cannot match (nor can a rule with a
+    /// pattern when there are no args), so these are every candidate that can.
+    pub(super) fn candidates(&self, text: Option<&[u16]>) -> (Vec<usize>, Vec<usize>) {
+        let mut found: Vec<usize> = match text {
+            Some(t) => self.found(t).into_iter().collect(),
+            None => vec![],
+        };
+        found.sort_unstable();
+        if found.is_empty() {
+            return (self.uncovered.clone(), found);
+        }
+        let mut out = Vec::with_capacity(self.uncovered.len() + found.len());
+        let (mut a, mut b) = (self.uncovered.iter().peekable(), found.iter().peekable());
+        loop {
+            match (a.peek(), b.peek()) {
+                (Some(&&x), Some(&&y)) => {
+                    if x < y {
+                        out.push(x);
+                        a.next();
+                    } else {
+                        out.push(y);
+                        b.next();
+                    }
+                }
+                (Some(&&x), None) => {
+                    out.push(x);
+                    a.next();
+                }
+                (None, Some(&&y)) => {
+                    out.push(y);
+                    b.next();
+                }
+                (None, None) => break,
+            }
+        }
+        (out, found)
     }
 
     /// The rules whose literal occurs in `text` (a match at an odd byte offset is a false
