@@ -43,6 +43,9 @@ pub enum Env {
 #[error("Bad substitution: {0}")]
 pub struct BadSubstitution(pub String);
 
+/// The library's control operators as a regex alternation (what [`is_control`] and
+/// [`control_at`] implement; the tests hold them to it).
+#[cfg(test)]
 const CONTROL: &str = r"(?:\|\||\&\&|;;|\|\&|\<\(|\<\<\<|>>|>\&|<\&|[&;()|<>])";
 
 /// `/^CONTROL$/.test(s)`: without the `m` flag `^` and `$` anchor the whole string, so it is
@@ -378,7 +381,8 @@ mod tests {
     #[test]
     fn find_chunk_is_the_chunker_regex() {
         let re = JsRegex::new(&chunker_source()).expect("the chunker");
-        let chunks = |s: &[u16], f: &dyn Fn(&[u16], usize) -> Option<(usize, usize)>| {
+        type Finder<'a> = &'a dyn Fn(&[u16], usize) -> Option<(usize, usize)>;
+        let chunks = |s: &[u16], f: Finder| {
             let (mut out, mut last) = (vec![], 0);
             while last <= s.len() {
                 match f(s, last) {
