@@ -34,6 +34,7 @@ impl ContextArgs {
             project: set(self.project),
             cwd: set(self.cwd),
             title: set(self.title),
+            ..RequestContext::default()
         }
         .into_option()
     }

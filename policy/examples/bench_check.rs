@@ -1,7 +1,10 @@
 //! One `Engine::check` against the shipped defaults plus 1,000 user rules: a plain tool call
-//! and a 5-part compound shell command. Prints the median of many runs, in µs. The same cases
-//! in Node: `node tests/node/bench_check.mjs` (needs the npm package). Run in release:
-//! `cargo run --release -p askbus-policy --example bench_check`.
+//! and a 5-part compound shell command. Prints the median of many runs, in µs. The figures of
+//! record come from the criterion bench (`cargo bench -p askbus-policy --bench check`, which
+//! also runs the reference); this is the driver to profile under callgrind:
+//! `cargo build --profile profiling -p askbus-policy --example bench_check`, then
+//! `valgrind --tool=callgrind target/profiling/examples/bench_check shell 200`
+//! (`[tool|shell] [N]`: only that case, N checks).
 
 use std::time::Instant;
 
@@ -52,7 +55,14 @@ fn main() {
             r#"{"command":"git status && ls -la src | grep rs; cargo build --release && echo done"}"#,
         ),
     ];
+    let mut argv = std::env::args().skip(1);
+    let only = argv.next();
+    let n: usize = argv.next().and_then(|n| n.parse().ok()).unwrap_or(2000);
     for (label, tool, args) in cases {
+        let key = if tool == "read_file" { "tool" } else { "shell" };
+        if only.as_deref().is_some_and(|o| o != key) {
+            continue;
+        }
         let args = json::parse(args).unwrap();
         let call = Call {
             name: tool,
@@ -63,7 +73,7 @@ fn main() {
         };
         let out = engine.check(&call);
         let mut times = vec![];
-        for _ in 0..2000 {
+        for _ in 0..n {
             let t = Instant::now();
             std::hint::black_box(engine.check(std::hint::black_box(&call)));
             times.push(t.elapsed().as_secs_f64() * 1e6);

@@ -364,6 +364,19 @@ impl PolicySet {
         if out.decision == Decision::AskUser {
             return None;
         }
+        // A non-interactive agent: the reference turns every ask_user into deny, as nobody is
+        // at the agent's prompt. Through askbus a person is reachable, so such a deny asks one
+        // instead; only a rule whose own decision is deny denies. (Deny becomes ask, never allow.)
+        if out.decision == Decision::Deny && a.interactive == Some(false) {
+            let own = out
+                .rule
+                .as_ref()
+                .and_then(|m| engine.rule(m))
+                .map(|r| r.decision);
+            if own != Some(Decision::Deny) {
+                return None;
+            }
+        }
         let rule_obj: Option<&Rule> = out.rule.as_ref().and_then(|m| engine.rule(m));
         // A rule scoped to another project does not decide here.
         if let (Some(r), Decision::Allow) = (rule_obj, out.decision) {

@@ -100,6 +100,9 @@ test('Allow from a UI: the Bash command runs', async () => {
   assert.equal(req.details.command, COMMAND);
   assert.equal(req.context.agent, 'claude-code');
   assert.equal(req.context.cwd, box.work);
+  // Its permission_mode, and headless: `claude -p` tells its hooks CLAUDE_CODE_ENTRYPOINT=sdk-cli.
+  assert.equal(req.context.approvalMode, 'default');
+  assert.equal(req.context.interactive, false);
   ui.send({ type: 'tool-confirmation-response', correlationId: req.correlationId, confirmed: true, outcome: 'proceed_once' });
   const done = await agent;
   assert.equal(done.code, 0, done.stderr);

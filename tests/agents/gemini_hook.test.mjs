@@ -109,6 +109,10 @@ test('Allow from a UI: the command runs', async () => {
   assert.equal(req.context.cwd, box.work);
   assert.equal(req.context.title, `Run \`${COMMAND}\``);
   assert.ok(req.context.session, 'the Gemini session id');
+  // Headless (-p), as Gemini CLI's own isHeadlessMode says; its approval mode is not in its
+  // hook input, and yolo here must not let askbus allow everything: it is left unsaid.
+  assert.equal(req.context.interactive, false);
+  assert.equal(req.context.approvalMode, undefined);
   ui.send({ type: 'tool-confirmation-response', correlationId: req.correlationId, confirmed: true, outcome: 'proceed_once' });
   const done = await agent;
   assert.equal(done.code, 0, done.stderr);

@@ -235,7 +235,16 @@ fn every_example_validates_against_its_schema() {
     let mut failures = Vec::new();
     for ex in examples() {
         let v = validator(&all, &ex.schema);
-        for e in schema_errors(&v, &ex.value) {
+        let errors = schema_errors(&v, &ex.value);
+        // `schemaValid: false`: a value the schema itself refuses, kept to show the daemon's
+        // refusal of it; its schema must refuse it.
+        if ex.entry["schemaValid"] == false {
+            if errors.is_empty() {
+                failures.push(format!("{}: {} accepts it", ex.file, ex.schema));
+            }
+            continue;
+        }
+        for e in errors {
             failures.push(format!("{} against {}: {e}", ex.file, ex.schema));
         }
     }
@@ -267,6 +276,16 @@ fn schemas_reject_what_the_protocol_forbids() {
         ("client/ask-user-request.json", "noUi maybe", |v| {
             v["noUi"] = json!("maybe")
         }),
+        (
+            "client/tool-confirmation-request.mode.json",
+            "interactive as a string",
+            |v| v["context"]["interactive"] = json!("false"),
+        ),
+        (
+            "client/tool-confirmation-request.mode.json",
+            "approvalMode YOLO",
+            |v| v["context"]["approvalMode"] = json!("YOLO"),
+        ),
         ("client/ask-user-request.json", "five questions", |v| {
             let q = v["questions"][1].clone();
             let qs = v["questions"].as_array_mut().unwrap();
@@ -780,6 +799,7 @@ fn the_rust_client_encodes_the_client_examples() {
         project: Some("askbus".into()),
         cwd: Some("/home/dev/src/askbus".into()),
         title: Some("Cut the 2.4.0 release".into()),
+        ..RequestContext::default()
     };
     let bad_req = example("client/ask-user-request.context-invalid.json");
     let bad_context = RequestContext {
@@ -1060,6 +1080,39 @@ fn context_examples_are_what_the_daemon_makes_of_them() {
     assert_eq!(err["message"], refused.message.as_str());
     assert_eq!(err["correlationId"], bad["correlationId"]);
     assert!(err["message"].as_str().unwrap().contains("context.title"));
+}
+
+#[test]
+fn mode_examples_are_what_the_daemon_makes_of_them() {
+    use askbusd::protocol::ApprovalMode;
+    let sent = example("client/tool-confirmation-request.mode.json");
+    let got = example("server/tool-confirmation-request.mode.json");
+    assert_eq!(got["context"], sent["context"]);
+    let Inbound::ToolConfirmationRequest(req) =
+        parse_inbound(&serde_json::to_vec(&sent).unwrap()).unwrap()
+    else {
+        panic!("an approval")
+    };
+    let context = req.context.clone().expect("the example has a context");
+    assert_eq!(
+        (context.approval_mode, context.interactive),
+        (Some(ApprovalMode::AutoEdit), Some(false))
+    );
+    assert_eq!(serde_json::to_value(&context).unwrap(), sent["context"]);
+    // The schema's modes are the code's.
+    let all = schemas();
+    let modes: Vec<&str> = ApprovalMode::ALL.iter().map(|m| m.as_str()).collect();
+    assert_eq!(
+        all["schema/common.schema.json"]["$defs"]["context"]["properties"]["approvalMode"]["enum"],
+        json!(modes)
+    );
+
+    let bad = example("client/tool-confirmation-request.mode-invalid.json");
+    let refused = parse_inbound(&serde_json::to_vec(&bad).unwrap()).unwrap_err();
+    let err = example("server/error.invalid-request.mode.json");
+    assert_eq!(err["code"], refused.code.as_str());
+    assert_eq!(err["message"], refused.message.as_str());
+    assert_eq!(err["correlationId"], bad["correlationId"]);
 }
 
 /// The schemas' enums are the code's own lists, so renaming a code or reason fails here.

@@ -581,6 +581,7 @@ impl Relay {
             project: clean(project, 128),
             cwd: clean(cwd, 4096),
             title: clean(Some(title.to_owned()), 256),
+            ..RequestContext::default()
         }
         .into_option()
     }

@@ -74,6 +74,11 @@ pub struct Event {
     pub mcp: Option<(String, String)>,
     /// Claude Code's `PermissionRequest`: the rules its dialog's "always" would add.
     pub permission_suggestions: Vec<Value>,
+    /// The agent's approval mode in Gemini CLI's spelling (`context.approvalMode`), when its
+    /// input says it.
+    pub approval_mode: Option<&'static str>,
+    /// Whether a person is at the agent's own prompt (`context.interactive`), when known.
+    pub interactive: Option<bool>,
 }
 
 /// Why an input cannot be decided on (it is then denied).
@@ -147,6 +152,14 @@ pub trait AgentHook: Sync {
             .strip_prefix("mcp__")
             .and_then(|rest| rest.split_once("__"))
             .map(|(s, t)| (s.to_owned(), t.to_owned()))
+    }
+
+    /// The agent's approval mode (Gemini CLI's spelling) and whether a person is at its
+    /// prompt, as far as its hook input and the environment its hooks run in say: unknown is
+    /// `None` (the daemon's rules then read `default`, interactive).
+    fn mode(&self, input: &Map<String, Value>) -> (Option<&'static str>, Option<bool>) {
+        let _ = input;
+        (None, None)
     }
 
     /// Whether the input's `permission_suggestions` mean something to this agent.
@@ -231,6 +244,7 @@ pub fn parse(hook: &dyn AgentHook, input: &[u8]) -> Result<Event, InputError> {
         None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
     };
     let mcp = hook.mcp(&obj, &tool_name);
+    let (approval_mode, interactive) = hook.mode(&obj);
     let permission_suggestions = match obj.get("permission_suggestions") {
         Some(Value::Array(a)) if hook.takes_suggestions() => a.clone(),
         _ => Vec::new(),
@@ -243,7 +257,24 @@ pub fn parse(hook: &dyn AgentHook, input: &[u8]) -> Result<Event, InputError> {
         cwd,
         mcp,
         permission_suggestions,
+        approval_mode,
+        interactive,
     })
+}
+
+/// Claude Code's and Codex's `permission_mode` (both send it to their hooks) in Gemini CLI's
+/// spelling: `acceptEdits` is `autoEdit`, `bypassPermissions` is `yolo`; `dontAsk` (deny
+/// what is not allowed beforehand, never prompt) is `default` with nobody at the prompt.
+/// Other modes (Claude Code's classifier `auto`) have no counterpart and are left unsaid.
+pub fn permission_mode(input: &Map<String, Value>) -> (Option<&'static str>, Option<bool>) {
+    match input.get("permission_mode").and_then(Value::as_str) {
+        Some("default") => (Some("default"), None),
+        Some("acceptEdits") => (Some("autoEdit"), None),
+        Some("plan") => (Some("plan"), None),
+        Some("bypassPermissions") => (Some("yolo"), None),
+        Some("dontAsk") => (Some("default"), Some(false)),
+        _ => (None, None),
+    }
 }
 
 /// What to ask through askbusd for an event.

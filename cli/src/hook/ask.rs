@@ -208,7 +208,8 @@ fn question_verdict(r: ProducerResponse, count: usize) -> (Verdict, Cause) {
     }
 }
 
-/// The request's `context`: which agent, its session, the project and cwd, and a title.
+/// The request's `context`: which agent, its session, the project and cwd, a title, and the
+/// agent's approval mode and interactivity when its hook input says them.
 /// Each value is made one line and cut to what askbusd accepts.
 fn context(hook: &dyn AgentHook, event: &Event, title: &str) -> Map<String, Value> {
     // $ASKBUS_PROJECT names it as `askbus ask --project` does; else the project directory the
@@ -237,6 +238,13 @@ fn context(hook: &dyn AgentHook, event: &Event, title: &str) -> Map<String, Valu
         if let Some(v) = value.map(|v| one_line(&v, max)).filter(|v| !v.is_empty()) {
             ctx.insert(name.into(), v.into());
         }
+    }
+    // What the daemon's policy rules with `modes` and `interactive` match.
+    if let Some(mode) = event.approval_mode {
+        ctx.insert("approvalMode".into(), mode.into());
+    }
+    if let Some(interactive) = event.interactive {
+        ctx.insert("interactive".into(), interactive.into());
     }
     ctx
 }

@@ -65,6 +65,12 @@ impl AgentHook for Claude {
         true
     }
 
+    fn mode(&self, input: &Map<String, Value>) -> (Option<&'static str>, Option<bool>) {
+        let (mode, interactive) = super::agent::permission_mode(input);
+        let entry = std::env::var("CLAUDE_CODE_ENTRYPOINT").ok();
+        (mode, interactive.or(interactive_of(entry.as_deref())))
+    }
+
     fn request(&self, event: &Event) -> Request {
         if event.tool_name == "AskUserQuestion" {
             if let Some((questions, count)) = ask_user_questions(&event.tool_input) {
@@ -182,6 +188,17 @@ fn ask_user_questions(input: &Map<String, Value>) -> Option<(Value, usize)> {
     Some((Value::Array(out), count))
 }
 
+/// Whether a person is at Claude Code's prompt, by the `CLAUDE_CODE_ENTRYPOINT` it sets for
+/// itself and its hooks: `cli` interactive; `sdk-cli` (`claude -p`), `sdk-ts` and `sdk-py`
+/// (the Agent SDK) headless; anything else (editors, remote) unsaid.
+fn interactive_of(entrypoint: Option<&str>) -> Option<bool> {
+    match entrypoint? {
+        "cli" => Some(true),
+        "sdk-cli" | "sdk-ts" | "sdk-py" => Some(false),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::agent::tests::parse_ok;
@@ -195,6 +212,38 @@ mod tests {
                "effort": {"level": "high"}, "hook_event_name": "PreToolUse", "tool_name": "Bash",
                "tool_input": {"command": "touch created.txt", "description": "Create a file"},
                "tool_use_id": "toolu_01"})
+    }
+
+    #[test]
+    fn permission_mode_and_entrypoint_become_the_mode_and_interactivity() {
+        use super::super::agent::permission_mode;
+        let mode = |m: &str| {
+            let mut v = claude_input();
+            v["permission_mode"] = m.into();
+            permission_mode(v.as_object().unwrap())
+        };
+        assert_eq!(mode("default"), (Some("default"), None));
+        assert_eq!(mode("acceptEdits"), (Some("autoEdit"), None));
+        assert_eq!(mode("plan"), (Some("plan"), None));
+        assert_eq!(mode("bypassPermissions"), (Some("yolo"), None));
+        assert_eq!(mode("dontAsk"), (Some("default"), Some(false)));
+        assert_eq!(mode("auto"), (None, None));
+        let mut none = claude_input();
+        none.as_object_mut().unwrap().remove("permission_mode");
+        assert_eq!(permission_mode(none.as_object().unwrap()), (None, None));
+        assert_eq!(interactive_of(Some("cli")), Some(true));
+        assert_eq!(interactive_of(Some("sdk-cli")), Some(false));
+        assert_eq!(interactive_of(Some("sdk-py")), Some(false));
+        assert_eq!(interactive_of(Some("claude-vscode")), None);
+        assert_eq!(interactive_of(None), None);
+        let e = parse_ok(Agent::Claude, mode_input("acceptEdits"));
+        assert_eq!(e.approval_mode, Some("autoEdit"));
+    }
+
+    fn mode_input(m: &str) -> Value {
+        let mut v = claude_input();
+        v["permission_mode"] = m.into();
+        v
     }
 
     #[test]

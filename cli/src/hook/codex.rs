@@ -3,7 +3,7 @@
 //! deny, so approvals go through `PermissionRequest` alone. No decision (exit 0, no stdout)
 //! leaves the call to Codex's own approval prompt.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::fail::exit;
 
@@ -52,6 +52,12 @@ impl AgentHook for Codex {
         "PermissionRequest (Codex's PreToolUse hooks cannot approve)"
     }
 
+    fn mode(&self, input: &Map<String, Value>) -> (Option<&'static str>, Option<bool>) {
+        // Its PermissionRequest input's `permission_mode` (default, acceptEdits, plan,
+        // dontAsk, bypassPermissions); nothing in it says whether the run is headless.
+        super::agent::permission_mode(input)
+    }
+
     fn allow(&self, _event: Option<&Event>, _always: bool) -> Value {
         json!({"hookSpecificOutput": {
             "hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})
@@ -80,6 +86,7 @@ mod tests {
                            "tool_input": {"command": "rm -f /tmp/example"},
                            "permission_suggestions": [{"type": "addRules"}]});
         let e = parse_ok(Agent::Codex, input);
+        assert_eq!((e.approval_mode, e.interactive), (Some("default"), None));
         let Request::Approval { fields, .. } = Codex.request(&e) else {
             panic!()
         };

@@ -64,6 +64,10 @@ impl AgentHook for Gemini {
         "BeforeTool"
     }
 
+    fn mode(&self, _input: &Map<String, Value>) -> (Option<&'static str>, Option<bool>) {
+        (None, gemini_interactive())
+    }
+
     fn mcp(&self, input: &Map<String, Value>, _tool_name: &str) -> Option<(String, String)> {
         let m = input.get("mcp_context")?;
         let server = m.get("server_name")?.as_str()?;
@@ -105,24 +109,29 @@ impl AgentHook for Gemini {
 /// it cannot be told (no /proc, no such ancestor), it is not: a call then is denied rather
 /// than handed to a prompt that might never show.
 pub fn interactive_gemini() -> bool {
+    gemini_interactive().unwrap_or(false)
+}
+
+/// [`interactive_gemini`], `None` when it cannot be told: what the hook says as
+/// `context.interactive` (Gemini CLI's hook input does not say it; its approval mode, which can
+/// change while it runs, is left unsaid).
+pub fn gemini_interactive() -> Option<bool> {
     let ci = |k: &str| std::env::var(k).is_ok_and(|v| v == "true");
     if (ci("CI") || ci("GITHUB_ACTIONS")) && !ci("GEMINI_CLI_INTEGRATION_TEST") {
-        return false;
+        return Some(false);
     }
-    let Some(pid) = ancestor(|argv| {
+    let pid = ancestor(|argv| {
         argv.iter().take(3).any(|a| {
             let name = a.rsplit('/').next().unwrap_or(a);
             name == "gemini" || name == "gemini.js"
         })
-    }) else {
-        return false;
-    };
+    })?;
     let argv = cmdline(pid).unwrap_or_default();
     if argv
         .iter()
         .any(|a| a == "-p" || a == "--prompt" || a.starts_with("--prompt=") || a == "--acp")
     {
-        return false;
+        return Some(false);
     }
     let tty = |fd: u32| {
         std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).is_ok_and(|p| {
@@ -130,7 +139,7 @@ pub fn interactive_gemini() -> bool {
             p.starts_with("/dev/pts/") || p.starts_with("/dev/tty") || p == "/dev/console"
         })
     };
-    tty(0) && tty(1)
+    Some(tty(0) && tty(1))
 }
 
 /// The nearest ancestor of this process (at most 8 up) whose command line `is`.

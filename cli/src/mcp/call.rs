@@ -131,6 +131,7 @@ pub fn context(
         project: var("ASKBUS_PROJECT").or(root_name).or(base),
         cwd: var("ASKBUS_CWD").or(dir),
         title: var("ASKBUS_TITLE"),
+        ..RequestContext::default()
     };
     for (name, slot) in [
         ("agent", &mut c.agent),

@@ -151,11 +151,12 @@ fn split_pair(s: &str, what: &str) -> Result<(String, PathBuf), String> {
 /// The daemon's tiers as this user sees them: shipped defaults, admin, and this user's.
 pub fn daemon_tiers(defaults: bool) -> Loaded {
     let mut loaded = tiers::load_system(defaults, std::path::Path::new(tiers::ADMIN_DIR));
-    // The user's own directory: owned by them (their own file, their own rules).
+    // The user's own directory, with the daemon's check: a file there that this user does not
+    // own (or that others may write) is refused, as the daemon refuses it.
     loaded.extend(tiers::load_tier_dir(
         &tiers::own_user_dir(),
         Tier::User,
-        None,
+        Some(askbus::trust::effective_uid()),
     ));
     loaded
 }

@@ -33,7 +33,16 @@ import { createRequire } from "node:module";
 import { basename } from "node:path";
 
 import { Producer, type AskResponse, type Confirmation, type ProducerOptions } from "./producer.js";
-import { CONTEXT_FIELDS, contextFromEnv, mergeContext, type NoUiPolicy, type RequestContext, type ToolOutcome } from "./protocol.js";
+import {
+  APPROVAL_MODES,
+  CONTEXT_FIELDS,
+  contextFromEnv,
+  mergeContext,
+  type ApprovalMode,
+  type NoUiPolicy,
+  type RequestContext,
+  type ToolOutcome,
+} from "./protocol.js";
 
 /** What the bridge needs of a MessageBus (gemini-cli-core's class has all of it). */
 export interface MessageBusLike {
@@ -47,6 +56,10 @@ export interface GeminiConfigLike {
   getSessionId?(): string;
   getProjectRoot?(): string;
   getTargetDir?(): string;
+  /** The live approval mode (`default`, `autoEdit`, `yolo`, `plan`): read at each question. */
+  getApprovalMode?(): string;
+  /** Whether a person is at the agent's prompt (false for `gemini -p`). */
+  isInteractive?(): boolean;
 }
 
 export interface BridgeOptions extends ProducerOptions {
@@ -103,7 +116,7 @@ function acceptable(name: string, value: unknown): value is string {
   return typeof value === "string" && value.length > 0 && [...value].length <= limit && !/[\u0000-\u001f\u007f-\u009f]/.test(value);
 }
 
-function call(f: (() => string) | undefined, self: object): string | undefined {
+function call<T>(f: (() => T) | undefined, self: object): T | undefined {
   try {
     return f?.call(self);
   } catch {
@@ -115,8 +128,10 @@ function call(f: (() => string) | undefined, self: object): string | undefined {
  * The context the bridge sends with every question: `over` (your `context` option), then the
  * `ASKBUS_*` variables, then what the bridge knows: `agent` is `gemini-cli-core/<version>`,
  * `session` the `Config`'s session id, `cwd` its project root (else this process's working
- * directory) and `project` that directory's name. A guessed value the daemon would refuse is
- * left out; one you set is sent as is (the daemon names the field it refuses).
+ * directory) and `project` that directory's name; `approvalMode` and `interactive` are the
+ * `Config`'s `getApprovalMode()` and `isInteractive()` at the time of asking. A guessed value
+ * the daemon would refuse is left out; one you set is sent as is (the daemon names the field it
+ * refuses).
  */
 export function bridgeContext(
   opts: { config?: GeminiConfigLike; context?: RequestContext } = {},
@@ -136,6 +151,11 @@ export function bridgeContext(
     const v = known[name];
     if (acceptable(name, v)) guessed[name] = v;
   }
+  // The agent's own approval mode and interactivity, which the daemon's policy rules match.
+  const mode = config && call(config.getApprovalMode, config);
+  if ((APPROVAL_MODES as readonly unknown[]).includes(mode)) guessed.approvalMode = mode as ApprovalMode;
+  const interactive = config && call(config.isInteractive, config);
+  if (typeof interactive === "boolean") guessed.interactive = interactive;
   return mergeContext(guessed, mergeContext(contextFromEnv(env), opts.context));
 }
 
@@ -156,7 +176,8 @@ export function bridgeMessageBus(bus: MessageBusLike, opts: BridgeOptions = {}):
   const producer = opts.producer ?? new Producer({ client: "askbus-gemini-bridge", ...opts });
   const ownsProducer = opts.producer === undefined;
   // A given producer's own context (its options and the variables) wins over the guesses.
-  const context = mergeContext(bridgeContext(opts), opts.producer ? opts.producer.context : {});
+  // Made again for each request: the agent's approval mode can change while it runs.
+  const contextNow = () => mergeContext(bridgeContext(opts), opts.producer ? opts.producer.context : {});
   // Keyed by the bus's correlationId. The daemon gets ids of its own: the bus's are only
   // unique within this process, the daemon's pending table is shared by every agent.
   const bridged = new Map<string, Bridged>();
@@ -186,7 +207,7 @@ export function bridgeMessageBus(bus: MessageBusLike, opts: BridgeOptions = {}):
   const forward = (busId: string, questions: unknown, b: Bridged) => {
     bridged.set(busId, b);
     producer
-      .ask(questions, { correlationId: b.daemonId, timeoutMs: opts.timeoutMs, noUi: opts.noUi, context })
+      .ask(questions, { correlationId: b.daemonId, timeoutMs: opts.timeoutMs, noUi: opts.noUi, context: contextNow() })
       .then(
         (r) => {
           // Answered meanwhile on the bus (a local dialog), or withdrawn by detach: say nothing.
@@ -216,7 +237,7 @@ export function bridgeMessageBus(bus: MessageBusLike, opts: BridgeOptions = {}):
         outcomes: opts.approvalOutcomes,
         timeoutMs: opts.timeoutMs,
         noUi: opts.noUi,
-        context,
+        context: contextNow(),
       })
       .then((c) => {
         // Answered meanwhile on the bus (a local dialog), or withdrawn by detach: say nothing.

@@ -85,7 +85,17 @@ export interface RequestContext {
   project?: string;
   cwd?: string;
   title?: string;
+  /** The agent's approval mode, as Gemini CLI spells it (absent: `default`): the daemon's
+   * policy rules with `modes` match it. Any other value is refused with `InvalidRequest`. */
+  approvalMode?: ApprovalMode;
+  /** Whether a person is at the agent's own prompt (absent: true); `false` for a headless
+   * run. The daemon's policy rules with `interactive` match it. */
+  interactive?: boolean;
 }
+
+/** The agent's approval modes (`context.approvalMode`). */
+export const APPROVAL_MODES = ["default", "autoEdit", "yolo", "plan"] as const;
+export type ApprovalMode = (typeof APPROVAL_MODES)[number];
 
 /** Each context field, the environment variable it defaults to, and its longest value (characters). */
 export const CONTEXT_FIELDS = [
@@ -123,6 +133,10 @@ export function mergeContext(base: RequestContext, over: RequestContext = {}): R
     const v = over[name] ?? base[name];
     if (v !== undefined && v !== null) c[name] = v;
   }
+  const mode = over.approvalMode ?? base.approvalMode;
+  if (mode !== undefined && mode !== null) c.approvalMode = mode;
+  const interactive = over.interactive ?? base.interactive;
+  if (interactive !== undefined && interactive !== null) c.interactive = interactive;
   return c;
 }
 
@@ -341,7 +355,7 @@ export interface ApprovalRequestFrame {
   outcomes?: ToolOutcome[];
   timeoutMs?: number;
   noUi?: NoUiPolicy;
-  context?: Record<string, unknown>;
+  context?: RequestContext;
 }
 export interface ApprovalCancelFrame {
   type: "tool-confirmation-cancel";
@@ -366,7 +380,7 @@ export interface ApprovalOptions {
   outcomes?: ToolOutcome[];
   timeoutMs?: number;
   noUi?: NoUiPolicy;
-  context?: Record<string, unknown>;
+  context?: RequestContext;
 }
 
 export type ClientFrame =

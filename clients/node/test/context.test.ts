@@ -14,6 +14,7 @@ import {
   bridgeMessageBus,
   CONTEXT_FIELDS,
   InvalidRequest,
+  mergeContext,
   Producer,
   subscribe,
   type MessageBusLike,
@@ -141,12 +142,22 @@ describe("request context", () => {
     await sub.ready;
     const next = reader(sub);
     const bus = new Bus();
-    const config = { getSessionId: () => "gemini-session-7", getProjectRoot: () => "/work/gemini-proj" };
+    let mode = "default";
+    const config = {
+      getSessionId: () => "gemini-session-7",
+      getProjectRoot: () => "/work/gemini-proj",
+      getApprovalMode: () => mode,
+      isInteractive: () => true,
+    };
     const bridge = bridgeMessageBus(bus, { socket: d.socket, config, onError: (e) => assert.fail(String(e)) });
     try {
+      // The approval mode is read when asking: switched while the agent runs, it follows.
+      mode = "autoEdit";
       const answered = bus.next("ask-user-response");
       bus.publish({ type: "ask-user-request", correlationId: "bus-1", questions: Q_YESNO });
       const req = await next();
+      assert.equal(req.context?.approvalMode, "autoEdit");
+      assert.equal(req.context?.interactive, true);
       assert.equal(req.context?.session, "gemini-session-7");
       assert.equal(req.context?.cwd, "/work/gemini-proj");
       assert.equal(req.context?.project, "gemini-proj");
@@ -174,6 +185,19 @@ describe("request context", () => {
     assert.equal(bad.session, undefined);
     assert.equal(bad.project, undefined);
     assert.equal(bad.cwd, "/r/" + "p".repeat(200));
+    // The approval mode and interactivity from the config; a mode the protocol does not know
+    // is left out (the daemon would refuse it), one you set wins.
+    const modal = { getApprovalMode: () => "plan", isInteractive: () => false };
+    assert.deepEqual(
+      [bridgeContext({ config: modal }, {}).approvalMode, bridgeContext({ config: modal }, {}).interactive],
+      ["plan", false],
+    );
+    assert.equal(bridgeContext({ config: { getApprovalMode: () => "auto_edit" } }, {}).approvalMode, undefined);
+    assert.equal(bridgeContext({ config: modal, context: { approvalMode: "yolo" } }, {}).approvalMode, "yolo");
+    assert.deepEqual(mergeContext({ interactive: false, approvalMode: "plan" }, { interactive: true }), {
+      approvalMode: "plan",
+      interactive: true,
+    });
     // A config that throws is a config that says nothing.
     const throwing = { getSessionId: (): string => { throw new Error("not initialized"); } };
     assert.equal(bridgeContext({ config: throwing }, {}).session, undefined);

@@ -25,6 +25,7 @@ import {
   subscribe,
   UnsupportedProtocol,
   type ClientFrame,
+  type RequestContext,
 } from "../src/index.js";
 import { closeLater, REPO_ROOT, startDaemon, within, type Daemon } from "./helpers.js";
 
@@ -108,6 +109,23 @@ function approvalFrames(): Record<string, ClientFrame> {
       noUi: f.noUi,
     });
   }
+  // The agent's approval mode and interactivity, from a typed context.
+  const modal = example("client/tool-confirmation-request.mode.json");
+  const context: RequestContext = { agent: "claude-code", project: "askbus", approvalMode: "autoEdit", interactive: false };
+  built["tool-confirmation-request.mode.json"] = frames.confirm(modal.correlationId, modal.toolCall, {
+    details: modal.details,
+    outcomes: modal.outcomes,
+    timeoutMs: modal.timeoutMs,
+    context,
+  });
+  // Gemini CLI's settings spelling of a mode: only an untyped context can carry it.
+  const bad = example("client/tool-confirmation-request.mode-invalid.json");
+  built["tool-confirmation-request.mode-invalid.json"] = frames.confirm(bad.correlationId, bad.toolCall, {
+    details: bad.details,
+    outcomes: bad.outcomes,
+    timeoutMs: bad.timeoutMs,
+    context: { agent: "gemini-cli", approvalMode: "auto_edit" } as unknown as RequestContext,
+  });
   const id = example("client/tool-confirmation-request.json").correlationId;
   built["tool-confirmation-cancel.json"] = frames.cancelApproval(id);
   built["tool-confirmation-response.json"] = frames.decide(id, "proceed_once");

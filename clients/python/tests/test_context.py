@@ -135,6 +135,32 @@ class ContextRoundTripTest(DaemonTestCase):
                     self.assertEqual(caught.exception.correlation_id, f"bad-{i}")
         self.assertEqual(stats(self.socket)["requests"]["rejected"], len(cases))
 
+    def test_approval_mode_and_interactive_reach_the_ui_and_bad_ones_are_refused(self) -> None:
+        with askbus.Producer(self.socket, client="mode-py",
+                             context=askbus.RequestContext(approval_mode="autoEdit")) as p, \
+                askbus.subscribe(self.socket, client="mode-ui") as ui:
+            seen: Iterator[askbus.Request] = iter(ui)
+            ask = Asker(p, "mode-1", context={"interactive": False})
+            got = next(seen)
+            self.assertEqual(got.context, askbus.RequestContext(
+                approval_mode="autoEdit", interactive=False))
+            self.assertEqual(got.context.to_wire(),
+                             {"approvalMode": "autoEdit", "interactive": False})
+            got.dismiss()
+            ask.wait()
+            for i, (context, message) in enumerate([
+                ({"approval_mode": "auto_edit"}, 'context.approvalMode must be one of "default", '
+                 '"autoEdit", "yolo", "plan", not "auto_edit"'),
+                ({"approvalMode": "YOLO"}, 'context.approvalMode must be one of "default", '
+                 '"autoEdit", "yolo", "plan", not "YOLO"'),
+                ({"interactive": "no"}, "context.interactive must be true or false, not a string"),
+            ]):
+                with self.subTest(context=context):
+                    with self.assertRaises(askbus.InvalidRequest) as caught:
+                        p.ask(QUESTION, correlation_id=f"bad-mode-{i}", context=context)
+                    self.assertEqual(caught.exception.message, message)
+        self.assertEqual(askbus.APPROVAL_MODES, ("default", "autoEdit", "yolo", "plan"))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -189,8 +189,8 @@ impl Broker {
             subagent: a.subagent.as_deref(),
             cwd: ctx.and_then(|c| c.cwd.as_deref()),
             project: ctx.and_then(|c| c.project.as_deref()),
-            mode: None,
-            interactive: None,
+            mode: ctx.and_then(|c| c.approval_mode).map(|m| m.as_str()),
+            interactive: ctx.and_then(|c| c.interactive),
             agent: ctx.and_then(|c| c.agent.as_deref()),
         })
     }

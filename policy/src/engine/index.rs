@@ -29,6 +29,9 @@ pub(super) struct Literals {
     ac: aho_corasick::AhoCorasick,
     /// Pattern number -> rule index.
     rules: Vec<usize>,
+    /// The list's other rules (no literal to look for), in order: with the rules whose literal
+    /// is found, the only candidates that can match.
+    uncovered: Vec<usize>,
 }
 
 /// The most wildcard rules copied into every name's list.
@@ -53,7 +56,56 @@ impl Literals {
             .match_kind(aho_corasick::MatchKind::Standard)
             .build(&pats)
             .ok()?;
-        Some(Literals { ac, rules: idx })
+        let uncovered = list
+            .iter()
+            .copied()
+            .filter(|i| idx.binary_search(i).is_err())
+            .collect();
+        Some(Literals {
+            ac,
+            rules: idx,
+            uncovered,
+        })
+    }
+
+    /// The candidates of the list for a call with these args (`None`: no truthy args): the
+    /// rules without a literal and, when there are args, those whose literal occurs in them,
+    /// in rule order. A rule whose literal is absent cannot match (nor can a rule with a
+    /// pattern when there are no args), so these are every candidate that can.
+    pub(super) fn candidates(&self, text: Option<&[u16]>) -> (Vec<usize>, Vec<usize>) {
+        let mut found: Vec<usize> = match text {
+            Some(t) => self.found(t).into_iter().collect(),
+            None => vec![],
+        };
+        found.sort_unstable();
+        if found.is_empty() {
+            return (self.uncovered.clone(), found);
+        }
+        let mut out = Vec::with_capacity(self.uncovered.len() + found.len());
+        let (mut a, mut b) = (self.uncovered.iter().peekable(), found.iter().peekable());
+        loop {
+            match (a.peek(), b.peek()) {
+                (Some(&&x), Some(&&y)) => {
+                    if x < y {
+                        out.push(x);
+                        a.next();
+                    } else {
+                        out.push(y);
+                        b.next();
+                    }
+                }
+                (Some(&&x), None) => {
+                    out.push(x);
+                    a.next();
+                }
+                (None, Some(&&y)) => {
+                    out.push(y);
+                    b.next();
+                }
+                (None, None) => break,
+            }
+        }
+        (out, found)
     }
 
     /// The rules whose literal occurs in `text` (a match at an odd byte offset is a false
@@ -139,5 +191,128 @@ impl Index {
             out.dedup();
         }
         out
+    }
+}
+
+#[cfg(test)]
+impl Engine {
+    /// The same engine visiting every rule in order, with no literal search: the scan the
+    /// index must agree with.
+    fn scanning(&self) -> Engine {
+        let mut e = self.with(self.options.clone(), self.place.clone());
+        e.index = std::sync::Arc::new(Index {
+            wild: (0..self.rules.len()).collect(),
+            ..Index::default()
+        });
+        e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loader::{load_shipped, load_text, Mode, Tier};
+
+    /// Decisions and matched rules through the index (tool lists, wildcard rules merged in,
+    /// rules visited only when their literal is in the args) equal a scan of every rule, on
+    /// rule sets where the literal search is in play.
+    #[test]
+    fn the_index_decides_as_a_scan_of_every_rule() {
+        let mut text = String::new();
+        for i in 0..40 {
+            let d = ["allow", "deny", "ask_user"][i % 3];
+            text.push_str(&format!(
+                "[[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = \"tool{i} run\"\ndecision = \"{d}\"\npriority = {}\n\n\
+                 [[rule]]\ntoolName = \"write_file\"\nargsPattern = \"\\\"file_path\\\":\\\"gen{i}/\"\ndecision = \"{d}\"\npriority = {}\n\n",
+                (i * 37) % 900,
+                (i * 53) % 900,
+            ));
+        }
+        text.push_str(
+            "[[rule]]\ntoolName = \"*\"\nargsPattern = \"secret\"\ndecision = \"deny\"\npriority = 500\n\n\
+             [[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = \"git\"\ndecision = \"allow\"\npriority = 300\n\n\
+             [[rule]]\ntoolName = \"run_shell_command\"\ncommandRegex = \"rm .*\"\ndecision = \"deny\"\npriority = 700\n\n\
+             [[rule]]\ntoolName = \"write_file\"\ndecision = \"ask_user\"\npriority = 10\nmodes = [\"autoEdit\"]\n",
+        );
+        let mut loaded = load_text(&text, "user.toml", "user.toml", Tier::User);
+        loaded.extend(load_shipped());
+        assert!(loaded.errors.is_empty(), "{:?}", loaded.errors.first());
+        let place = Place {
+            workspace: "/nonexistent-ws".into(),
+            home: "/nonexistent".into(),
+            hermetic: true,
+        };
+        let engine = Engine::new(
+            loaded.rules,
+            loaded.checkers,
+            Options::default(),
+            place.clone(),
+        )
+        .expect("engine");
+        let shell = |c: &str| format!("{{\"command\":{}}}", serde_json::json!(c));
+        let mut calls: Vec<(&str, String)> = vec![
+            ("run_shell_command", shell("tool7 run")),
+            (
+                "run_shell_command",
+                shell("tool7 run && tool8 run; tool9 run | git status"),
+            ),
+            ("run_shell_command", shell("tool3 run --x && rm -rf build")),
+            ("run_shell_command", shell("git log && tool12 run secret")),
+            ("run_shell_command", shell("tool1 runner")),
+            ("run_shell_command", shell("echo tool5 run")),
+            ("run_shell_command", "{}".into()),
+            ("run_shell_command", "{\"command\":7}".into()),
+            ("write_file", "{\"file_path\":\"gen4/a.rs\"}".into()),
+            ("write_file", "{\"file_path\":\"gen4/secret\"}".into()),
+            (
+                "write_file",
+                "{\"file_path\":\"gen44/a\",\"content\":\"gen5/\"}".into(),
+            ),
+            ("write_file", "{}".into()),
+            ("read_file", "{\"file_path\":\"secret\"}".into()),
+            ("read_file", "{\"file_path\":\"a\"}".into()),
+        ];
+        for i in (0..40).step_by(3) {
+            calls.push((
+                "run_shell_command",
+                shell(&format!("tool{i} run x; tool{} run", i + 1)),
+            ));
+            calls.push(("write_file", format!("{{\"file_path\":\"gen{i}/x\"}}")));
+        }
+        for mode in [Mode::Default, Mode::AutoEdit, Mode::Yolo, Mode::Plan] {
+            for non_interactive in [false, true] {
+                let options = Options {
+                    mode,
+                    non_interactive,
+                    ..Options::default()
+                };
+                let indexed = engine.with(options, place.clone());
+                let scan = indexed.scanning();
+                for (tool, args) in &calls {
+                    let args = crate::json::parse(args).expect("args");
+                    for has_args in [true, false] {
+                        let call = Call {
+                            name: tool,
+                            args: has_args.then_some(&args),
+                            server: None,
+                            annotations: None,
+                            subagent: None,
+                        };
+                        let (a, b) = (indexed.check(&call), scan.check(&call));
+                        assert_eq!(
+                            (a.decision, &a.rule),
+                            (b.decision, &b.rule),
+                            "{tool} {args:?} {mode:?} {non_interactive}"
+                        );
+                        let (a, b) = (indexed.check_strict(&call), scan.check_strict(&call));
+                        assert_eq!(
+                            (a.decision, &a.rule),
+                            (b.decision, &b.rule),
+                            "strict {tool}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

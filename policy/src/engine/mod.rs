@@ -386,15 +386,26 @@ impl Engine {
         let mut matched: Option<Matched> = None;
         let single = self.index.single(&names, server);
         let owned;
+        // With the list's literals: only the rules without one and those whose literal the
+        // args hold (found in one pass) can match, so only they are visited.
+        let mut found: Vec<usize> = vec![];
         let candidates: &[usize] = match single {
-            Some((list, _)) => list,
+            Some((_, Some(lits))) => {
+                if has_args {
+                    stringified = Some(stable_stringify(call.args.expect("truthy")));
+                }
+                let (list, hits) = lits.candidates(stringified.as_deref());
+                found = hits;
+                owned = list;
+                &owned
+            }
+            Some((list, None)) => list,
             None => {
                 owned = self.index.candidates(&names, server);
                 &owned
             }
         };
         let literals = single.and_then(|(_, l)| l.as_ref());
-        let mut found: Option<std::collections::HashSet<usize>> = None;
         for &i in candidates {
             let rule = &self.rules[i];
             if self.options.disable_always_allow && Self::is_always_allow(rule) {
@@ -404,8 +415,8 @@ impl Engine {
                 stringified = Some(stable_stringify(call.args.expect("truthy")));
             }
             let literal = match (literals, &stringified) {
-                (Some(l), Some(text)) if rule.args_pattern.is_some() && l.covers(i) => {
-                    Some(found.get_or_insert_with(|| l.found(text)).contains(&i))
+                (Some(l), Some(_)) if rule.args_pattern.is_some() && l.covers(i) => {
+                    Some(found.binary_search(&i).is_ok())
                 }
                 _ => None,
             };

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .errors import DaemonError, ProtocolError, error_for_code
 from .types import (
+    APPROVAL_MODES,
     CONTEXT_FIELDS,
     TOOL_OUTCOMES,
     Answers,
@@ -495,7 +496,11 @@ def parse_context(value: Any) -> Optional[RequestContext]:
         return None
     if not isinstance(value, dict):
         raise ProtocolError("askbusd sent an ask-user-request whose context is not an object")
-    return RequestContext(**{name: _optional(value, name, str) for name, _, _ in CONTEXT_FIELDS})
+    mode = _optional(value, "approvalMode", str)
+    if mode is not None and mode not in APPROVAL_MODES:
+        raise ProtocolError(f"askbusd sent a context whose approvalMode is {mode!r}")
+    return RequestContext(**{name: _optional(value, name, str) for name, _, _ in CONTEXT_FIELDS},
+                          approval_mode=mode, interactive=_optional(value, "interactive", bool))
 
 
 def parse_response(frame: Mapping[str, Any]) -> Response:

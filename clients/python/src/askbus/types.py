@@ -199,6 +199,16 @@ CONTEXT_FIELDS: Tuple[Tuple[str, str, int], ...] = (
 )
 
 
+#: The agent's approval modes (``RequestContext.approval_mode``), as Gemini CLI spells them.
+APPROVAL_MODES: Tuple[str, ...] = ("default", "autoEdit", "yolo", "plan")
+
+#: The typed context fields: (attribute, wire name).
+CONTEXT_TYPED_FIELDS: Tuple[Tuple[str, str], ...] = (
+    ("approval_mode", "approvalMode"),
+    ("interactive", "interactive"),
+)
+
+
 @dataclass(frozen=True)
 class RequestContext:
     """Who is asking, about what: sent with a request, shown to UIs with it, and what their
@@ -206,13 +216,20 @@ class RequestContext:
     ``session`` its own session id, ``project`` a short project name, ``cwd`` its working
     directory, ``title`` one line saying what it is doing. Each is optional; the daemon
     refuses an empty value, a value with control characters, or one longer than its limit
-    (``CONTEXT_FIELDS``) with ``InvalidRequest`` naming the field."""
+    (``CONTEXT_FIELDS``) with ``InvalidRequest`` naming the field.
+
+    ``approval_mode`` (one of ``APPROVAL_MODES``; wire name ``approvalMode``) and
+    ``interactive`` (a bool) say how the agent itself would decide a tool call: the daemon's
+    policy rules with ``modes`` and ``interactive`` match them. Absent: ``default``,
+    interactive. The daemon refuses any other mode with ``InvalidRequest``."""
 
     agent: Optional[str] = None
     session: Optional[str] = None
     project: Optional[str] = None
     cwd: Optional[str] = None
     title: Optional[str] = None
+    approval_mode: Optional[str] = None
+    interactive: Optional[bool] = None
 
     @classmethod
     def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> RequestContext:
@@ -231,22 +248,33 @@ class RequestContext:
             return value
         if not isinstance(value, Mapping):
             raise TypeError(f"context must be a RequestContext or a mapping, not {type(value).__name__}")
-        unknown = set(value) - {name for name, _, _ in CONTEXT_FIELDS}
+        # The wire's names are accepted too, so a context read from a frame goes back as is.
+        wire = {w: a for a, w in CONTEXT_TYPED_FIELDS}
+        fields = {wire.get(k, k): v for k, v in value.items()}
+        unknown = set(fields) - set(_context_attributes())
         if unknown:
             raise TypeError(f"unknown context field(s): {', '.join(sorted(unknown))}")
-        return cls(**{k: v for k, v in value.items()})
+        return cls(**fields)
 
     def merged(self, over: RequestContext) -> RequestContext:
         """This context with every field ``over`` sets replaced."""
         return RequestContext(**{
             name: getattr(over, name) if getattr(over, name) is not None else getattr(self, name)
-            for name, _, _ in CONTEXT_FIELDS
+            for name in _context_attributes()
         })
 
-    def to_wire(self) -> Dict[str, str]:
+    def to_wire(self) -> Dict[str, Any]:
         """The ``context`` object as sent: the fields that are set."""
-        return {name: getattr(self, name) for name, _, _ in CONTEXT_FIELDS
-                if getattr(self, name) is not None}
+        out: Dict[str, Any] = {name: getattr(self, name) for name, _, _ in CONTEXT_FIELDS
+                               if getattr(self, name) is not None}
+        for attr, wire in CONTEXT_TYPED_FIELDS:
+            if getattr(self, attr) is not None:
+                out[wire] = getattr(self, attr)
+        return out
+
+
+def _context_attributes() -> Tuple[str, ...]:
+    return tuple(n for n, _, _ in CONTEXT_FIELDS) + tuple(a for a, _ in CONTEXT_TYPED_FIELDS)
 
 
 @dataclass(frozen=True)

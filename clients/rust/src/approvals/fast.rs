@@ -235,7 +235,8 @@ mod tests {
             v["serverName"] = json!("srv \"q\"");
             v["subagent"] = json!(null);
             v["toolAnnotations"] = json!({"readOnlyHint": true});
-            v["context"] = json!({"agent": "gemini-cli/0.61.0", "cwd": "/src"});
+            v["context"] = json!({"agent": "gemini-cli/0.61.0", "cwd": "/src",
+                                  "approvalMode": "plan", "interactive": false});
             v["timeoutMs"] = json!(5000);
             assert!(takes(&v.to_string()), "{v}");
         }

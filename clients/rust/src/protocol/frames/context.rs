@@ -35,6 +35,53 @@ pub fn check_context_value(name: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The agent's approval mode, as Gemini CLI names its modes (`context.approvalMode`): which
+/// policy rules with `modes = [...]` apply to the request. Absent means `default`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ApprovalMode {
+    /// `default`: the agent asks before every tool call its rules do not allow.
+    Default,
+    /// `autoEdit`: file edits are allowed without asking.
+    AutoEdit,
+    /// `yolo`: every tool call is allowed without asking.
+    Yolo,
+    /// `plan`: read-only planning.
+    Plan,
+}
+
+impl ApprovalMode {
+    /// Every mode, in the wire's spelling.
+    pub const ALL: [ApprovalMode; 4] = [
+        ApprovalMode::Default,
+        ApprovalMode::AutoEdit,
+        ApprovalMode::Yolo,
+        ApprovalMode::Plan,
+    ];
+
+    /// The wire's (and Gemini CLI's) spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalMode::Default => "default",
+            ApprovalMode::AutoEdit => "autoEdit",
+            ApprovalMode::Yolo => "yolo",
+            ApprovalMode::Plan => "plan",
+        }
+    }
+
+    /// From the wire's spelling (exactly; `YOLO` is not a mode).
+    pub fn parse(s: &str) -> Option<ApprovalMode> {
+        Self::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+
+    /// The `invalid-request` message for a value that is not a mode.
+    pub fn refusal(shown: &str) -> String {
+        format!(
+            "context.approvalMode must be one of \"default\", \"autoEdit\", \"yolo\", \"plan\", not {shown}"
+        )
+    }
+}
+
 /// Who is asking, about what: a request's optional `context`, echoed to UIs with it. Every
 /// field is optional; what they mean is in proto/PROTOCOL.md.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -54,6 +101,17 @@ pub struct RequestContext {
     /// One line: what the agent is doing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The agent's approval mode (absent: `default`); policy rules' `modes` match it.
+    #[serde(
+        default,
+        rename = "approvalMode",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub approval_mode: Option<ApprovalMode>,
+    /// Whether a person is at the agent's own prompt (absent: yes); policy rules'
+    /// `interactive` matches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interactive: Option<bool>,
 }
 
 impl RequestContext {
@@ -66,7 +124,8 @@ impl RequestContext {
         (!self.is_empty()).then_some(self)
     }
 
-    /// The fields that are set, by name, in the wire's order.
+    /// The string fields that are set, by name, in the wire's order (not `approvalMode` or
+    /// `interactive`, which are typed).
     pub fn fields(&self) -> impl Iterator<Item = (&'static str, &str)> {
         [
             ("agent", &self.agent),

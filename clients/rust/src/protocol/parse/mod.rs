@@ -158,10 +158,31 @@ mod tests {
             panic!()
         };
         let c = r.context.unwrap();
+        assert_eq!((c.approval_mode, c.interactive), (None, None));
         assert_eq!(c.project.as_deref(), Some("askbus"));
         assert_eq!(c.agent.as_deref(), Some("gemini-cli/0.61.0"));
         assert_eq!(c.cwd.as_deref(), Some("/src/askbus"));
-        for empty in ["null", "{}", r#"{"project":null}"#, r#"{"other":"x"}"#] {
+        for (mode, want) in [
+            ("default", ApprovalMode::Default),
+            ("autoEdit", ApprovalMode::AutoEdit),
+            ("yolo", ApprovalMode::Yolo),
+            ("plan", ApprovalMode::Plan),
+        ] {
+            let ctx = format!(r#"{{"approvalMode":"{mode}","interactive":false}}"#);
+            let Inbound::AskUserRequest(r) = parse_inbound(frame(&ctx).as_bytes()).unwrap() else {
+                panic!()
+            };
+            let c = r.context.unwrap();
+            assert_eq!((c.approval_mode, c.interactive), (Some(want), Some(false)));
+            assert_eq!(serde_json::to_string(&c).unwrap(), ctx);
+        }
+        for empty in [
+            "null",
+            "{}",
+            r#"{"project":null}"#,
+            r#"{"other":"x"}"#,
+            r#"{"approvalMode":null,"interactive":null}"#,
+        ] {
             let Inbound::AskUserRequest(r) = parse_inbound(frame(empty).as_bytes()).unwrap() else {
                 panic!()
             };
@@ -193,6 +214,18 @@ mod tests {
             (
                 r#"{"agent":{"name":"x"}}"#.to_owned(),
                 "context.agent must be a string, not an object",
+            ),
+            (
+                r#"{"approvalMode":"YOLO"}"#.to_owned(),
+                r#"context.approvalMode must be one of "default", "autoEdit", "yolo", "plan", not "YOLO""#,
+            ),
+            (
+                r#"{"approvalMode":true}"#.to_owned(),
+                "context.approvalMode must be a string, not a boolean",
+            ),
+            (
+                r#"{"interactive":"false"}"#.to_owned(),
+                "context.interactive must be true or false, not a string",
             ),
         ] {
             let e = parse_inbound(frame(&ctx).as_bytes()).unwrap_err();

@@ -12,7 +12,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::protocol::frames::{check_context_value, question_index, RequestContext};
+use crate::protocol::frames::{check_context_value, question_index, ApprovalMode, RequestContext};
 
 /// The fields of the frames this parser takes. An unknown key, which the reference skips, makes
 /// it give up: serde skips a value without checking it as the reference's `Value` does (a
@@ -114,6 +114,9 @@ pub(super) struct Context<'a> {
     pub(super) project: Option<Cow<'a, str>>,
     pub(super) cwd: Option<Cow<'a, str>>,
     pub(super) title: Option<Cow<'a, str>>,
+    /// `approvalMode`, as sent (checked against the modes in [`Context::checked`]).
+    pub(super) approval_mode: Option<Cow<'a, str>>,
+    pub(super) interactive: Option<bool>,
 }
 
 impl<'de> Deserialize<'de> for Context<'de> {
@@ -127,12 +130,20 @@ impl<'de> Deserialize<'de> for Context<'de> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Context<'de>, A::Error> {
                 let mut c = Context::default();
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    if key == "interactive" {
+                        if c.interactive.is_some() {
+                            return Err(de::Error::custom("duplicate context key"));
+                        }
+                        c.interactive = Some(map.next_value::<bool>()?);
+                        continue;
+                    }
                     let slot = match &*key {
                         "agent" => &mut c.agent,
                         "session" => &mut c.session,
                         "project" => &mut c.project,
                         "cwd" => &mut c.cwd,
                         "title" => &mut c.title,
+                        "approvalMode" => &mut c.approval_mode,
                         _ => return Err(de::Error::custom("not a context key")),
                     };
                     if slot.is_some() {
@@ -186,6 +197,11 @@ impl Context<'_> {
                 project: field("project", &self.project)?,
                 cwd: field("cwd", &self.cwd)?,
                 title: field("title", &self.title)?,
+                approval_mode: match &self.approval_mode {
+                    None => None,
+                    Some(m) => Some(ApprovalMode::parse(m)?),
+                },
+                interactive: self.interactive,
             }
             .into_option(),
         )

@@ -253,6 +253,8 @@ mod tests {
             r#"{"type":"ask-user-response","correlationId":"a","cancelled":false,"answers":{}}"#,
             r#"{"type":"ask-user-request","correlationId":"a","context":{"agent":"g/1","project":"p\u00e9","session":"s","cwd":"/x","title":"T"},"questions":[]}"#,
             r#"{"type":"ask-user-request","correlationId":"a","context":{},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"approvalMode":"autoEdit","interactive":false},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"interactive":true,"approvalMode":"yolo","agent":"c/2"},"questions":[]}"#,
         ] {
             assert!(agrees(frame), "{frame}");
         }
@@ -399,6 +401,12 @@ mod tests {
             r#"{"type":"ask-user-request","correlationId":"a","context":{"title":"a\nb"},"questions":[]}"#,
             r#"{"type":"ask-user-request","correlationId":"a","context":{"project":"a","project":"b"},"questions":[]}"#,
             r#"{"type":"ask-user-request","correlationId":"a","context":{},"context":{},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"approvalMode":"YOLO"},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"approvalMode":1},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"approvalMode":null},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"interactive":"no"},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"interactive":null},"questions":[]}"#,
+            r#"{"type":"ask-user-request","correlationId":"a","context":{"interactive":true,"interactive":false},"questions":[]}"#,
         ] {
             assert!(!agrees(frame), "{frame}");
         }

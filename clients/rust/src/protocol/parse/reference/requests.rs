@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 use super::{correlation_id, kind, truncate};
 use crate::protocol::error::{ErrorCode, FrameError};
 use crate::protocol::frames::{
-    check_context_value, AskUserRequest, Inbound, NoUiPolicy, RequestContext, RequestQuestions,
-    TimeoutMs, ToolConfirmationRequest,
+    check_context_value, ApprovalMode, AskUserRequest, Inbound, NoUiPolicy, RequestContext,
+    RequestQuestions, TimeoutMs, ToolConfirmationRequest,
 };
 
 pub(super) fn parse_request(value: Value) -> Result<Inbound, FrameError> {
@@ -116,6 +116,31 @@ fn envelope(obj: &Map<String, Value>, frame: &str) -> Result<Envelope, FrameErro
                 project: field("project").map_err(err)?,
                 cwd: field("cwd").map_err(err)?,
                 title: field("title").map_err(err)?,
+                approval_mode: match map.get("approvalMode") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => Some(ApprovalMode::parse(s).ok_or_else(|| {
+                        err(ApprovalMode::refusal(&truncate(
+                            &Value::String(s.clone()).to_string(),
+                            64,
+                        )))
+                    })?),
+                    Some(other) => {
+                        return Err(err(format!(
+                            "context.approvalMode must be a string, not {}",
+                            kind(other)
+                        )))
+                    }
+                },
+                interactive: match map.get("interactive") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::Bool(b)) => Some(*b),
+                    Some(other) => {
+                        return Err(err(format!(
+                            "context.interactive must be true or false, not {}",
+                            kind(other)
+                        )))
+                    }
+                },
             }
             .into_option()
         }
