@@ -34,6 +34,9 @@ pub struct App {
     sent: HashMap<String, Entry>,
     /// Bytes that came on standard input (a pipe), kept to print on quitting.
     pub piped: Option<usize>,
+    /// The "always" rules written for decisions awaiting their ack (what each allows), so
+    /// the ack's notice says the rule is in force.
+    rules: HashMap<String, String>,
 }
 
 impl Default for App {
@@ -54,6 +57,7 @@ impl App {
             replay: None,
             sent: HashMap::new(),
             piped: None,
+            rules: HashMap::new(),
         }
     }
 
@@ -147,6 +151,11 @@ impl App {
             } => self.on_withdrawn(&correlation_id, reason),
             UiEvent::ApprovalAck(ack) => {
                 let whom = self.sent_to(&ack.correlation_id);
+                let rule = self
+                    .rules
+                    .remove(&ack.correlation_id)
+                    .map(|r| format!(" · rule written: allow {r}"))
+                    .unwrap_or_default();
                 match (ack.reason, ack.outcome) {
                     (AckOutcome::Dismissed, _) => self.notice(
                         Tone::Info,
@@ -155,9 +164,10 @@ impl App {
                     (_, ToolOutcome::Cancel) => {
                         self.notice(Tone::Info, format!("✗ Denied; {whom} was told"))
                     }
-                    (_, o) => {
-                        self.notice(Tone::Good, format!("✓ {} · delivered to {whom}", o.label()))
-                    }
+                    (_, o) => self.notice(
+                        Tone::Good,
+                        format!("✓ {} · delivered to {whom}{rule}", o.label()),
+                    ),
                 }
             }
         }
@@ -169,7 +179,7 @@ impl App {
             // The same approval again after a reconnect: keep the reason typed into it.
             if let Ask::Approval { request, decision } = &mut e.ask {
                 if request.outcomes != a.outcomes {
-                    *decision = Decision::new(&a.outcomes);
+                    *decision = Decision::for_approval(&a);
                 }
                 e.deadline = now + Duration::from_millis(a.timeout_ms);
                 *request = a;
@@ -357,6 +367,14 @@ impl App {
         self.piped = Some(bytes);
     }
 
+    /// askbus's "always" rule for `id` is written (allowing `summary`), before its decision
+    /// goes out.
+    pub fn on_rule_written(&mut self, id: &str, summary: Option<&str>) {
+        if let Some(s) = summary {
+            self.rules.insert(id.to_owned(), s.to_owned());
+        }
+    }
+
     /// A send failed at the socket: the daemon never had the answer.
     pub fn on_send_failed(&mut self, id: &str, error: &str) {
         match self.sent.remove(id) {
@@ -431,10 +449,15 @@ impl App {
             // The buttons stay on screen: the details keep the scroll the person gave them.
             Ask::Approval { decision, .. } => match decision.handle_key(key) {
                 approval::Outcome::Continue => return None,
-                approval::Outcome::Decide { outcome, message } => Action::Decide {
+                approval::Outcome::Decide {
+                    outcome,
+                    message,
+                    rule,
+                } => Action::Decide {
                     id: id.clone(),
                     outcome,
                     message,
+                    rule,
                 },
                 approval::Outcome::Dismiss => Action::DismissApproval { id: id.clone() },
             },

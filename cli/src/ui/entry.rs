@@ -58,7 +58,7 @@ impl Entry {
         Entry {
             deadline: now + Duration::from_millis(request.timeout_ms),
             ask: Ask::Approval {
-                decision: Decision::new(&request.outcomes),
+                decision: Decision::for_approval(&request),
                 request,
             },
             stale: false,
@@ -192,11 +192,13 @@ pub enum Action {
     Dismiss {
         id: String,
     },
-    /// An approval's decision; `message` is the reason typed for the agent.
+    /// An approval's decision; `message` is the reason typed for the agent; `rule` is
+    /// askbus's "always" rule, written before the decision goes out.
     Decide {
         id: String,
         outcome: ToolOutcome,
         message: Option<String>,
+        rule: Option<askbus_policy::tiers::AlwaysRule>,
     },
     /// An approval closed without deciding (never an approval).
     DismissApproval {

@@ -172,7 +172,19 @@ async fn event_loop(
                     (Action::Quit, _) => break,
                     (Action::Answer { id, answers }, Some(a)) => a.answer(id, answers).await.map_err(|e| (id, e)),
                     (Action::Dismiss { id }, Some(a)) => a.dismiss(id).await.map_err(|e| (id, e)),
-                    (Action::Decide { id, outcome, message }, Some(a)) => {
+                    (Action::Decide { id, outcome, message, rule }, Some(a)) => {
+                        // askbus's "always" rule first, so the daemon decides the next
+                        // identical call by it; a rule that cannot be written sends nothing.
+                        match rule.as_ref().map(crate::always::write).transpose() {
+                            Err(e) => {
+                                app.on_send_failed(id, &format!("the rule was not written: {e}"));
+                                continue;
+                            }
+                            Ok(Some(_)) => {
+                                app.on_rule_written(id, rule.as_ref().map(|r| r.summary.as_str()))
+                            }
+                            Ok(None) => {}
+                        }
                         let decision = Decision::Decided {
                             outcome: *outcome,
                             message: message.clone(),

@@ -223,7 +223,8 @@ fn approvals_decide_with_a_reason_and_count_in_the_replay() {
         Some(Action::Decide {
             id: "a".into(),
             outcome: ToolOutcome::Cancel,
-            message: Some("nope".into())
+            message: Some("nope".into()),
+            rule: None,
         })
     );
     app.on_event(
