@@ -64,6 +64,8 @@ export class Daemon {
     this.socket = path.join(dir, 'askbus.sock');
     this.log = '';
     this.configHome = options.configHome;
+    /** `options.store`: keep a store (askbus.db in `dir`), for the history. */
+    this.store = options.store === true;
   }
 
   async start() {
@@ -73,7 +75,8 @@ export class Daemon {
     const env = this.configHome
       ? { ...process.env, XDG_CONFIG_HOME: this.configHome, ASKBUS_POLICIES: 'on' }
       : process.env;
-    this.proc = spawn(DAEMON, ['--socket', this.socket, '--no-telemetry', '--no-store', ...policies], {
+    const store = this.store ? ['--store', path.join(this.dir, 'askbus.db')] : ['--no-store'];
+    this.proc = spawn(DAEMON, ['--socket', this.socket, '--no-telemetry', ...store, ...policies], {
       stdio: ['ignore', 'ignore', 'pipe'],
       env,
     });

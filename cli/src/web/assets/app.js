@@ -10,6 +10,7 @@ import * as P from './approvals.js';
 import * as F from './filter.js';
 import { el, inline } from './dom.js';
 import { body as approvalBody } from './approval-view.js';
+import * as H from './history.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -840,6 +841,8 @@ function isTextField(t) {
 
 function onKey(e) {
   if (e.isComposing || e.ctrlKey || e.metaKey || e.altKey) return;
+  // The History view is on screen: a key never decides what is hidden behind it.
+  if (H.isOpen()) return;
   const r = app.current && app.requests.get(app.current);
   if (!r || r.status !== 'open' || r.stale) return;
   const t = e.target;
@@ -1071,6 +1074,7 @@ setupTheme();
 setupSignOut();
 setupNotify();
 setupFilter();
+H.setupHistory();
 document.addEventListener('keydown', onKey);
 window.addEventListener('hashchange', readHash);
 setInterval(tick, 1000);
