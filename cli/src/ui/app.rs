@@ -18,6 +18,9 @@ pub use super::entry::{Action, Ask, Conn, Entry, Tone, View};
 use super::entry::{Notice, NOTICE_FOR};
 use super::scroll::Move;
 
+/// Drafts kept for requests a replay did not bring back (they may still come, restored).
+const MAX_DRAFTS: usize = 64;
+
 pub struct App {
     pub entries: Vec<Entry>,
     /// What this UI's subscribe filter shows ("" for everything), for the list's title.
@@ -34,6 +37,11 @@ pub struct App {
     sent: HashMap<String, Entry>,
     /// Bytes that came on standard input (a pipe), kept to print on quitting.
     pub piped: Option<usize>,
+    /// Drafts: requests that left the screen across a reconnect without being answered (an
+    /// answer in flight when the daemon went down, a request the replay did not bring back
+    /// yet), kept by correlationId as the person left them, so a daemon restart that restores
+    /// the request (with a store) brings back what was typed, once. Never shown by themselves.
+    drafts: HashMap<String, Entry>,
     /// The "always" rules written for decisions awaiting their ack (what each allows), so
     /// the ack's notice says the rule is in force.
     rules: HashMap<String, String>,
@@ -58,6 +66,7 @@ impl App {
             sent: HashMap::new(),
             piped: None,
             rules: HashMap::new(),
+            drafts: HashMap::new(),
         }
     }
 
@@ -115,8 +124,12 @@ impl App {
         }
         self.replay = None;
         // Acks and errors come on the connection the answer went on: none will come now.
-        // What is still pending comes back with the next subscription's replay.
-        self.sent.clear();
+        // What is still pending comes back with the next subscription's replay, and finds
+        // what was typed into it in the drafts.
+        for (id, entry) in self.sent.drain() {
+            self.drafts.insert(id, entry);
+        }
+        self.rules.clear();
         self.conn = Conn::Down {
             error,
             retry_at: now + retry_in,
@@ -189,7 +202,20 @@ impl App {
                 return;
             }
         }
-        self.insert(Entry::approval(a, now));
+        let entry = match self.drafts.remove(&id) {
+            Some(mut e) if matches!(&e.ask, Ask::Approval { request, .. } if request.outcomes == a.outcomes) =>
+            {
+                e.deadline = now + Duration::from_millis(a.timeout_ms);
+                if let Ask::Approval { request, .. } = &mut e.ask {
+                    *request = a;
+                }
+                e.layout.take();
+                e.stale = false;
+                e
+            }
+            _ => Entry::approval(a, now),
+        };
+        self.insert(entry);
         self.arrived(&id);
     }
 
@@ -208,7 +234,19 @@ impl App {
                 return;
             }
         }
-        self.insert(Entry::question(r, now));
+        let entry = match self.drafts.remove(&id) {
+            Some(mut e) if matches!(&e.ask, Ask::Question { request, .. } if request.questions == r.questions) =>
+            {
+                e.deadline = now + Duration::from_millis(r.timeout_ms);
+                if let Ask::Question { request, .. } = &mut e.ask {
+                    *request = r;
+                }
+                e.stale = false;
+                e
+            }
+            _ => Entry::question(r, now),
+        };
+        self.insert(entry);
         self.arrived(&id);
     }
 
@@ -251,13 +289,23 @@ impl App {
         };
         let open = self.open_entry().map(|e| e.id().to_owned());
         let mut gone = Vec::new();
-        self.entries.retain(|e| {
-            let keep = !e.stale || seen.contains(e.id());
-            if !keep {
-                gone.push((e.id().to_owned(), e.who(), e.noun()));
-            }
-            keep
-        });
+        let (kept, left): (Vec<Entry>, Vec<Entry>) = std::mem::take(&mut self.entries)
+            .into_iter()
+            .partition(|e| !e.stale || seen.contains(e.id()));
+        self.entries = kept;
+        for e in left {
+            gone.push((e.id().to_owned(), e.who(), e.noun()));
+            // A restored request may still come (live, after the replay): its draft waits.
+            self.drafts.insert(e.id().to_owned(), e);
+        }
+        // Drafts the replay did bring back are on screen; the rest wait, a bounded few.
+        self.drafts.retain(|id, _| !seen.contains(id));
+        while self.drafts.len() > MAX_DRAFTS {
+            let Some(id) = self.drafts.keys().next().cloned() else {
+                break;
+            };
+            self.drafts.remove(&id);
+        }
         if let Some((_, whom, noun)) = gone.iter().find(|(id, ..)| Some(id) == open.as_ref()) {
             self.notice(
                 Tone::Warn,
@@ -286,6 +334,8 @@ impl App {
     }
 
     fn on_withdrawn(&mut self, id: &str, reason: WithdrawReason) {
+        // Ended: a draft of it can never be sent.
+        self.drafts.remove(id);
         let Some(pos) = self.entries.iter().position(|e| e.id() == id) else {
             return;
         };
