@@ -879,3 +879,59 @@ async fn a_daemon_restart_with_a_store_keeps_what_was_typed() {
         "{r}"
     );
 }
+
+/// `h` in the list opens the recent history (the daemon's records, newest first), Enter a
+/// record's timeline, Esc back to the records, `h` back to what is pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h_opens_the_recent_history_and_a_records_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("askbus.db");
+    let daemon = Daemon::start_with(&["--store", store.to_str().unwrap()]);
+    let mut ui = Pty::askbus(&["ui", "--socket", daemon.socket.to_str().unwrap()]);
+    ui.wait_for("● connected").await;
+    let mut p = producer(&daemon.socket, "deploy-agent/2").await;
+    ask(&mut p, "first", json!([db_question(false)])).await;
+    ui.wait_for("Which database").await;
+    ui.keys("2");
+    p.recv_type("ask-user-response").await;
+    p.send(
+        json!({"type": "ask-user-request", "correlationId": "second",
+        "questions": [{"question": "Ship it now?", "header": "Ship", "type": "yesno"}],
+        "context": {"project": "shop"}}),
+    )
+    .await;
+    ui.wait_for("Ship it now?").await;
+    ui.keys(ESC);
+    p.recv_type("ask-user-response").await;
+    ui.wait_for("h history").await;
+    ui.keys("h");
+    let screen = ui.wait_for("History · the latest 2").await;
+    let rows: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("Ship it now?") || l.contains("Which database"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{screen}");
+    assert!(
+        rows[0].contains("● ") && rows[0].contains("dismissed · human/tui"),
+        "{screen}"
+    );
+    assert!(rows[1].contains("answered · human/tui"), "{screen}");
+    ui.keys(DOWN);
+    ui.keys(ENTER);
+    let detail = ui.wait_for("History · first").await;
+    for part in [
+        "id         first",
+        "asked",
+        "by deploy-agent/2 (uid",
+        "what       Which database should the service use?",
+        "answered by human/tui",
+        "answer     0: SQLite",
+        "delivered  yes",
+    ] {
+        assert!(detail.contains(part), "{part:?}\n{detail}");
+    }
+    ui.keys(ESC);
+    ui.wait_for("History · the latest 2").await;
+    ui.keys("h");
+    ui.wait_for("No questions pending.").await;
+}

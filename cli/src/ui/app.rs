@@ -16,6 +16,7 @@ use super::approval::{self, Decision};
 use super::dialog::{Dialog, Outcome};
 pub use super::entry::{Action, Ask, Conn, Entry, Tone, View};
 use super::entry::{Notice, NOTICE_FOR};
+use super::history::{self as recent, History};
 use super::scroll::Move;
 
 /// Drafts kept for requests a replay did not bring back (they may still come, restored).
@@ -23,6 +24,8 @@ const MAX_DRAFTS: usize = 64;
 
 pub struct App {
     pub entries: Vec<Entry>,
+    /// The recent history (`h` in the list), when open: drawn over everything else.
+    pub history: Option<History>,
     /// What this UI's subscribe filter shows ("" for everything), for the list's title.
     pub filter: String,
     pub view: View,
@@ -57,6 +60,7 @@ impl App {
     pub fn new() -> App {
         App {
             entries: Vec::new(),
+            history: None,
             filter: String::new(),
             view: View::List,
             list_cursor: 0,
@@ -460,8 +464,28 @@ impl App {
         }
     }
 
+    /// The recent history came (or why not), for the open history view.
+    pub fn on_history(&mut self, result: Result<Vec<askbus::history::HistoryRecord>, String>) {
+        if let Some(h) = &mut self.history {
+            h.loaded(result);
+        }
+    }
+
     pub fn on_key(&mut self, key: KeyEvent) -> Option<Action> {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if let Some(h) = &mut self.history {
+            return match h.handle_key(key) {
+                recent::Key::Stay => None,
+                recent::Key::Close => {
+                    self.history = None;
+                    None
+                }
+                recent::Key::Reload => {
+                    *h = History::loading();
+                    Some(Action::LoadHistory)
+                }
+            };
+        }
         if self.view == View::List {
             return self.list_key(key, ctrl);
         }
@@ -532,6 +556,10 @@ impl App {
         let n = self.entries.len();
         match key.code {
             KeyCode::Char('q') if !ctrl => return Some(Action::Quit),
+            KeyCode::Char('h') if !ctrl => {
+                self.history = Some(History::loading());
+                return Some(Action::LoadHistory);
+            }
             KeyCode::Char('c') if ctrl => return Some(Action::Quit),
             KeyCode::Up | KeyCode::Char('k') if n > 0 => {
                 self.list_cursor = (self.list_cursor + n - 1) % n

@@ -204,5 +204,7 @@ pub enum Action {
     DismissApproval {
         id: String,
     },
+    /// Fetch the recent history (`h`).
+    LoadHistory,
     Quit,
 }

@@ -11,6 +11,7 @@
 //! - [`app`]: every request and the transitions bus events and keys make;
 //! - [`render`]: drawing with ratatui (the frame, the list, a question's dialog);
 //! - [`scroll`]: what part of a tall dialog is shown, and the keys that scroll it;
+//! - [`history`]: the recent history (`h`), fetched here with the daemon's `history` frame;
 //! - this file: the terminal and the loop joining keys, the subscription (the client crate's
 //!   [`UiSubscription`], which reconnects with backoff) and the clock.
 
@@ -19,6 +20,7 @@ mod approval;
 mod dialog;
 pub(crate) mod encode;
 mod entry;
+mod history;
 mod input;
 pub(crate) mod question;
 mod render;
@@ -170,6 +172,10 @@ async fn event_loop(
                 let Some(action) = action else { continue };
                 let sent = match (&action, &answerer) {
                     (Action::Quit, _) => break,
+                    (Action::LoadHistory, _) => {
+                        app.on_history(recent_history(socket).await);
+                        Ok(())
+                    }
                     (Action::Answer { id, answers }, Some(a)) => a.answer(id, answers).await.map_err(|e| (id, e)),
                     (Action::Dismiss { id }, Some(a)) => a.dismiss(id).await.map_err(|e| (id, e)),
                     (Action::Decide { id, outcome, message, rule }, Some(a)) => {
@@ -221,6 +227,21 @@ async fn event_loop(
         }
     }
     Ok(())
+}
+
+/// The latest records, newest first (the daemon's `history` frame, on a connection of its
+/// own: it shows this user's requests only, unless an operator's), within a few seconds.
+async fn recent_history(socket: &Path) -> Result<Vec<askbus::history::HistoryRecord>, String> {
+    let read = async {
+        let mut conn = askbus::client::Connection::connect(socket).await?;
+        let filter = askbus::protocol::HistoryFilter::default();
+        conn.history(&filter, Some(history::RECENT), None).await
+    };
+    match tokio::time::timeout(Duration::from_secs(5), read).await {
+        Ok(Ok((records, _))) => Ok(records),
+        Ok(Err(e)) => Err(crate::fail::report(&e.into()).0),
+        Err(_) => Err("askbusd did not answer within 5 s".into()),
+    }
 }
 
 /// The subscription's next update, and the subscription back for the one after.
