@@ -206,19 +206,7 @@ impl App {
                 return;
             }
         }
-        let entry = match self.drafts.remove(&id) {
-            Some(mut e) if matches!(&e.ask, Ask::Approval { request, .. } if request.outcomes == a.outcomes) =>
-            {
-                e.deadline = now + Duration::from_millis(a.timeout_ms);
-                if let Ask::Approval { request, .. } = &mut e.ask {
-                    *request = a;
-                }
-                e.layout.take();
-                e.stale = false;
-                e
-            }
-            _ => Entry::approval(a, now),
-        };
+        let entry = Entry::approval_from(self.drafts.remove(&id), a, now);
         self.insert(entry);
         self.arrived(&id);
     }
@@ -238,18 +226,7 @@ impl App {
                 return;
             }
         }
-        let entry = match self.drafts.remove(&id) {
-            Some(mut e) if matches!(&e.ask, Ask::Question { request, .. } if request.questions == r.questions) =>
-            {
-                e.deadline = now + Duration::from_millis(r.timeout_ms);
-                if let Ask::Question { request, .. } = &mut e.ask {
-                    *request = r;
-                }
-                e.stale = false;
-                e
-            }
-            _ => Entry::question(r, now),
-        };
+        let entry = Entry::question_from(self.drafts.remove(&id), r, now);
         self.insert(entry);
         self.arrived(&id);
     }

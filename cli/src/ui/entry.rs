@@ -67,6 +67,41 @@ impl Entry {
         }
     }
 
+    /// The question `r`, as the person left it in `draft` (what was typed kept, the request
+    /// and deadline renewed) when the draft is of the same questions; else fresh.
+    pub fn question_from(draft: Option<Entry>, r: UiRequest, now: Instant) -> Entry {
+        match draft {
+            Some(mut e) if matches!(&e.ask, Ask::Question { request, .. } if request.questions == r.questions) =>
+            {
+                e.deadline = now + Duration::from_millis(r.timeout_ms);
+                if let Ask::Question { request, .. } = &mut e.ask {
+                    *request = r;
+                }
+                e.stale = false;
+                e
+            }
+            _ => Entry::question(r, now),
+        }
+    }
+
+    /// The approval `a`, as the person left it in `draft` (the reason typed kept) when the
+    /// draft offers the same outcomes; else fresh.
+    pub fn approval_from(draft: Option<Entry>, a: Box<UiApproval>, now: Instant) -> Entry {
+        match draft {
+            Some(mut e) if matches!(&e.ask, Ask::Approval { request, .. } if request.outcomes == a.outcomes) =>
+            {
+                e.deadline = now + Duration::from_millis(a.timeout_ms);
+                if let Ask::Approval { request, .. } = &mut e.ask {
+                    *request = a;
+                }
+                e.layout.take();
+                e.stale = false;
+                e
+            }
+            _ => Entry::approval(a, now),
+        }
+    }
+
     pub fn id(&self) -> &str {
         match &self.ask {
             Ask::Question { request, .. } => &request.correlation_id,
