@@ -449,3 +449,67 @@ async fn close(ws: &mut WebSocket, code: u16, reason: &'static str) {
     };
     let _ = ws.send(Message::Close(Some(frame))).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn approval(outcomes: &[&str]) -> Box<UiApproval> {
+        serde_json::from_value(
+            json!({"type": "tool-confirmation-request", "correlationId": "a1",
+            "toolCall": {"name": "run_shell_command", "args": {"command": "npm test"}},
+            "outcomes": outcomes, "timeoutMs": 1000,
+            "producer": {"uid": askbus::trust::effective_uid(), "pid": 1}}),
+        )
+        .expect("a UI approval frame")
+    }
+
+    fn decide(outcome: askbus::protocol::ToolOutcome) -> Answer {
+        Answer::Approval {
+            correlation_id: "a1".into(),
+            decision: Decision::allow(outcome),
+        }
+    }
+
+    #[test]
+    fn the_page_is_told_each_always_buttons_rule_and_refused_one_not_offered() {
+        use askbus::protocol::ToolOutcome::*;
+        let mut approvals = HashMap::new();
+        let frame = page_frame(
+            UiEvent::Approval(approval(&["proceed_once", "cancel"])),
+            &mut approvals,
+        );
+        let always = &frame["askbusAlways"];
+        assert_eq!(always[0]["outcome"], "proceed_always", "{frame}");
+        assert_eq!(always[0]["sends"], "proceed_once", "{frame}");
+        assert!(
+            always[0]["rule"].as_str().unwrap().starts_with(
+                "allow run_shell_command commands starting \"npm\" in every project ("
+            ),
+            "{frame}"
+        );
+        assert_eq!(always[0]["everyProject"], Value::Null, "{frame}");
+        // No rule for a server-wide "always" of a shell command: refused, nothing written.
+        let mut answer = decide(ProceedAlwaysServer);
+        let e = always_rule(&mut answer, &approvals, false).unwrap_err();
+        assert_eq!(e.code, "invalid-decision");
+        // Allow once, Deny, or an approval this tab never had: passed on as they are.
+        for o in [ProceedOnce, Cancel] {
+            assert_eq!(always_rule(&mut decide(o), &approvals, true).unwrap(), None);
+        }
+        approvals.clear();
+        let mut answer = decide(ProceedAlways);
+        assert_eq!(always_rule(&mut answer, &approvals, false).unwrap(), None);
+        assert!(matches!(
+            answer,
+            Answer::Approval {
+                decision: Decision::Decided {
+                    outcome: ProceedAlways,
+                    ..
+                },
+                ..
+            }
+        ));
+    }
+}
