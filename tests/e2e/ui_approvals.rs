@@ -319,6 +319,13 @@ async fn mcp_shows_server_tool_and_arguments() {
         ui.keys(END);
         let args = ui.wait_for("\"repo\": \"me/shop\"").await;
         assert!(args.contains("\"labels\": ["), "{args}");
+        // An "always" that writes a rule: its number shows the rule first, again writes it.
+        ui.keys("3");
+        let shown = ui.wait_for("● 3. Allow this tool always").await;
+        assert!(
+            shown.contains("↳ writes the rule: allow create_issue of MCP server"),
+            "{shown}"
+        );
         ui.keys("3");
         assert_eq!(
             p.recv_type("tool-confirmation-response").await,
@@ -743,6 +750,9 @@ async fn the_agents_own_always_also_writes_askbus_rule() {
     )
     .await;
     ui.wait_for("2. Allow always · rule: allow run_shell_command")
+        .await;
+    ui.keys("2");
+    ui.wait_for("↳ writes the rule: allow run_shell_command commands")
         .await;
     ui.keys("2");
     assert_eq!(

@@ -3,8 +3,9 @@
 //! `outcomes` (a UI never offers one the agent cannot act on), the approving ones first in the
 //! protocol's order, then Deny; `modify_with_editor` needs an editor session this dialog does not
 //! run, so it is not offered here. An "always" button carries the rule askbus writes for it
-//! (`crate::always`), shown under the button before the tap; Ctrl+W widens it from the
-//! request's project to every project. No drawing and no I/O.
+//! (`crate::always`), shown under the button before the tap (its number moves there first,
+//! a second press writes it); Ctrl+W widens it from the request's project to every project.
+//! No drawing and no I/O.
 
 use askbus::protocol::{ToolOutcome, UiApproval};
 use askbus_policy::tiers::AlwaysRule;
@@ -177,6 +178,15 @@ impl Decision {
             KeyCode::Char(d @ '1'..='9') if !ctrl && !alt => {
                 let i = d as usize - '1' as usize;
                 if i < n {
+                    // An "always" that writes a rule: the first press moves to it, where its
+                    // rule is shown whole; the same number (or Enter) then writes it.
+                    let writes = self
+                        .offer(i)
+                        .is_some_and(|o| o.rule(self.any_project).is_some());
+                    if writes && self.cursor != i {
+                        self.cursor = i;
+                        return Outcome::Continue;
+                    }
                     self.cursor = i;
                     return self.decide(i);
                 }
@@ -270,6 +280,27 @@ mod tests {
             Outcome::Continue
         );
         assert_eq!(press(&mut Decision::new(&o, vec![]), "⎋"), Outcome::Dismiss);
+    }
+
+    #[test]
+    fn an_always_that_writes_a_rule_takes_its_number_twice() {
+        let a: askbus::protocol::UiApproval = serde_json::from_value(serde_json::json!({
+            "correlationId": "a1", "timeoutMs": 1000, "outcomes": ["proceed_once", "cancel"],
+            "toolCall": {"name": "run_shell_command", "args": {"command": "npm test"}},
+            "producer": {"uid": askbus::trust::effective_uid(), "pid": 1}}))
+        .unwrap();
+        let mut d = Decision::for_approval(&a);
+        assert_eq!(d.buttons, [ProceedOnce, ProceedAlways, Cancel]);
+        // The first press moves there (the rule is then shown whole), the second writes it.
+        assert_eq!(press(&mut d, "2"), Outcome::Continue);
+        assert_eq!(d.cursor, 1);
+        match press(&mut d, "2") {
+            Outcome::Decide { outcome, rule, .. } => {
+                assert_eq!(outcome, ProceedOnce, "askbus's own always sends Allow once");
+                assert!(rule.unwrap().toml.contains("commandPrefix = \"npm\""));
+            }
+            o => panic!("{o:?}"),
+        }
     }
 
     #[test]
