@@ -126,17 +126,16 @@ pub async fn run(socket: &Path, id: &str, what: What, any_project: bool) -> Resu
             )))
         }
         (What::Allow { always: true }, Some(Pending::Approval(a))) => {
-            let outcome = match always_outcome(a) {
+            let chosen = match always_outcome(a) {
                 Ok(o) => o,
                 // The agent has no "always" of its own: askbus's rule is the "always".
-                Err(_) if !a.outcomes.iter().any(|o| crate::pending::is_always(*o)) => {
-                    ToolOutcome::ProceedOnce
+                Err(_) if !a.outcomes.iter().any(|o| crate::always::is_always(*o)) => {
+                    ToolOutcome::ProceedAlways
                 }
                 Err(e) => return Err(usage(e)),
             };
             // askbus's own rule first, so the daemon decides the next identical call by it.
-            write_always_rule(a, outcome, any_project)?;
-            Some(Decision::allow(outcome))
+            Some(Decision::allow(write_always_rule(a, chosen, any_project)?))
         }
         // Not pending (or not visible to this user): the daemon says which.
         (What::Allow { always: true }, None) => Some(Decision::allow(ToolOutcome::ProceedAlways)),
@@ -187,20 +186,36 @@ pub async fn run(socket: &Path, id: &str, what: What, any_project: bool) -> Resu
     }
 }
 
-/// Writes the rule "allow always" means for `a` into this user's policy file, saying which
-/// rule and where before it does.
-fn write_always_rule(a: &UiApproval, outcome: ToolOutcome, any_project: bool) -> Result<()> {
-    let Some(rule) = crate::always::rule_for(a, outcome, any_project) else {
+/// Writes the rule "allow always" (`chosen`) means for `a` into this user's policy file,
+/// saying which rule and where before it does (the UIs' one path, `crate::always`); returns
+/// the outcome to send.
+fn write_always_rule(
+    a: &UiApproval,
+    chosen: ToolOutcome,
+    any_project: bool,
+) -> Result<ToolOutcome> {
+    let offer = crate::always::offer(a, chosen);
+    let Some(rule) = offer.as_ref().and_then(|o| o.rule(any_project)) else {
         eprintln!(
             "askbus: no rule written: the request is another user's (uid {}), or askbus cannot \
              say what \"always\" means for this call",
             a.producer.uid
         );
-        return Ok(());
+        return Ok(offer.map_or(
+            if a.outcomes.contains(&chosen) {
+                chosen
+            } else {
+                ToolOutcome::ProceedOnce
+            },
+            |o| o.sent,
+        ));
     };
-    println!("rule: {}", term::sanitize(&crate::always::describe(&rule)));
-    crate::always::write(&rule).map_err(|e| anyhow!("the rule was not written: {e}"))?;
-    Ok(())
+    println!("rule: {}", term::sanitize(&crate::always::describe(rule)));
+    let offer = offer.as_ref().expect("a rule comes with its offer");
+    offer
+        .apply(any_project)
+        .map_err(|e| anyhow!("the rule was not written: {e}"))?;
+    Ok(offer.sent)
 }
 
 /// The outcome `--always` sends: the agent's "Allow always", or the one other "always" it
@@ -213,7 +228,7 @@ fn always_outcome(a: &UiApproval) -> Result<ToolOutcome> {
         .outcomes
         .iter()
         .copied()
-        .filter(|o| crate::pending::is_always(*o))
+        .filter(|o| crate::always::is_always(*o))
         .collect();
     match always.as_slice() {
         [one] => Ok(*one),

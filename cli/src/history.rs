@@ -225,7 +225,7 @@ fn print(args: &Args, records: &[HistoryRecord]) -> Result<()> {
 }
 
 /// RFC 3339, or a duration ago, as ms since the epoch.
-fn when(text: &str, now: SystemTime) -> Result<i64> {
+pub(crate) fn when(text: &str, now: SystemTime) -> Result<i64> {
     let at = match humantime::parse_duration(text) {
         Ok(ago) => now.checked_sub(ago).unwrap_or(SystemTime::UNIX_EPOCH),
         Err(_) => humantime::parse_rfc3339_weak(text).with_context(|| {

@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use serde_json::Value;
 
 use askbus::client::{Ui, UiEvent};
-use askbus::protocol::{ServerFrame, SubscribeFilter, ToolOutcome, UiApproval, UiRequest};
+use askbus::protocol::{ServerFrame, SubscribeFilter, UiApproval, UiRequest};
 
 use crate::term::{self, sanitize, sanitize_lines};
 
@@ -230,15 +230,7 @@ fn print_approval(a: &UiApproval) {
 }
 
 /// The "Allow always" family `--always` picks from.
-pub fn is_always(o: ToolOutcome) -> bool {
-    matches!(
-        o,
-        ToolOutcome::ProceedAlways
-            | ToolOutcome::ProceedAlwaysAndSave
-            | ToolOutcome::ProceedAlwaysServer
-            | ToolOutcome::ProceedAlwaysTool
-    )
-}
+pub use crate::always::is_always;
 
 fn print_request(r: &UiRequest) -> Result<()> {
     print_header(

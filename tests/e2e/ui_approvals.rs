@@ -319,6 +319,13 @@ async fn mcp_shows_server_tool_and_arguments() {
         ui.keys(END);
         let args = ui.wait_for("\"repo\": \"me/shop\"").await;
         assert!(args.contains("\"labels\": ["), "{args}");
+        // An "always" that writes a rule: its number shows the rule first, again writes it.
+        ui.keys("3");
+        let shown = ui.wait_for("● 3. Allow this tool always").await;
+        assert!(
+            shown.contains("↳ writes the rule: allow create_issue of MCP server"),
+            "{shown}"
+        );
         ui.keys("3");
         assert_eq!(
             p.recv_type("tool-confirmation-response").await,
@@ -583,4 +590,177 @@ async fn a_project_filter_never_shows_another_projects_approval() {
     let r = p.recv_type("tool-confirmation-response").await;
     assert_eq!(r["correlationId"], "s1");
     assert_eq!(r["confirmed"], true);
+}
+
+/// A daemon that decides by the policy rules of `config_home`'s user tier (and an empty
+/// admin tier), and `askbus ui` (80×24) writing its "always" rules there.
+async fn with_policies(config_home: &std::path::Path, admin: &std::path::Path) -> (Daemon, Pty) {
+    let admin = admin.display().to_string();
+    let d = Daemon::builder()
+        .env("ASKBUS_POLICIES", "on")
+        .env("XDG_CONFIG_HOME", config_home)
+        .args(&["--policy-admin-dir", &admin])
+        .start();
+    let ui = Pty::askbus_config(
+        &["ui", "--socket", d.socket.to_str().unwrap()],
+        24,
+        80,
+        config_home,
+    );
+    ui.wait_for("● connected").await;
+    (d, ui)
+}
+
+/// A hook's approval (Allow once and Deny only) of the shell command `command` in `project`.
+async fn hook_request(p: &mut Raw, id: &str, command: &str, project: &str) {
+    p.send(
+        json!({"type": "tool-confirmation-request", "correlationId": id,
+        "toolCall": {"name": "Bash", "args": {"command": command}},
+        "details": {"type": "exec", "title": "Confirm Shell Command", "command": command,
+                    "rootCommand": command.split(' ').next().unwrap(),
+                    "rootCommands": [command.split(' ').next().unwrap()]},
+        "outcomes": ["proceed_once", "cancel"], "noUi": "wait", "timeoutMs": 60000,
+        "context": {"project": project, "agent": "claude-code"}}),
+    )
+    .await;
+}
+
+/// "Allow always" in the TUI writes askbus's rule (the one `askbus answer --always` writes),
+/// shown under the button before the tap, scoped to the request's project unless widened
+/// with Ctrl+W; where the agent offers no "always" of its own (a hook), askbus's rule is the
+/// "always" and the agent is sent Allow once. The next identical call is then allowed by the
+/// daemon with no UI involved; a different one is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_always_writes_askbus_rule_shown_before_the_tap() {
+    let home = tempfile::tempdir().unwrap();
+    let admin = tempfile::tempdir().unwrap();
+    let (d, mut ui) = with_policies(home.path(), admin.path()).await;
+    let file = home.path().join("askbus/policies/askbus-rules.toml");
+    let mut p = producer(&d.socket).await;
+    hook_request(&mut p, "h1", "npm run build", "shop").await;
+    let screen = ui.wait_for("● 1. Allow once").await;
+    // In short beside the button; whole, with its file, under it once the cursor is there.
+    assert!(
+        screen.contains("2. Allow always · rule: allow run_shell_command"),
+        "{screen}"
+    );
+    ui.keys(DOWN);
+    let screen = ui.wait_for("● 2. Allow always").await;
+    let flat = |s: &str| {
+        s.replace('│', " ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for part in [
+        "↳ writes the rule: allow run_shell_command commands starting \"npm\" in project shop",
+        "user tier, priority 4.95",
+        "3. Deny",
+        "^W every project",
+    ] {
+        assert!(flat(&screen).contains(part), "{part:?}\n{screen}");
+    }
+    assert!(!file.exists(), "nothing is written before the tap");
+    // Widen, and narrow again: the rule shown follows.
+    ui.keys("\x17");
+    let wide = ui.wait_for("^W this project").await;
+    assert!(
+        flat(&wide).contains("starting \"npm\" in every project"),
+        "{wide}"
+    );
+    ui.keys("\x17");
+    let narrow = ui.wait_for("^W every project").await;
+    assert!(
+        flat(&narrow).contains("\"npm\" in project shop"),
+        "{narrow}"
+    );
+    ui.keys(ENTER);
+    assert_eq!(
+        p.recv_type("tool-confirmation-response").await,
+        decided("h1", "proceed_once", None)
+    );
+    let s = ui
+        .wait_for("✓ Allow once · delivered to gemini-cli/0.61.0")
+        .await;
+    assert!(
+        flat(&s).contains(
+            "rule written: allow run_shell_command commands starting \"npm\" in project shop"
+        ),
+        "{s}"
+    );
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("commandPrefix = \"npm\""), "{written}");
+    assert!(written.contains("askbusProject = \"shop\""), "{written}");
+    assert!(written.contains("priority = 950"), "{written}");
+
+    // The next npm call in shop: allowed by the daemon at once, never on the screen.
+    hook_request(&mut p, "h2", "npm test", "shop").await;
+    let r = p.recv_type("tool-confirmation-response").await;
+    assert_eq!(
+        (&r["correlationId"], &r["outcome"], &r["reason"]),
+        (&json!("h2"), &json!("proceed_once"), &json!("answered")),
+        "{r}"
+    );
+    // A different command is asked of the person.
+    hook_request(&mut p, "h3", "rm -rf out", "shop").await;
+    let screen = ui.wait_for("$ rm -rf out").await;
+    assert!(!screen.contains("npm test"), "{screen}");
+    ui.keys(ESC);
+    p.recv_type("tool-confirmation-response").await;
+
+    // Widened with Ctrl+W: the rule then covers every project.
+    hook_request(&mut p, "h4", "make deploy", "blog").await;
+    ui.wait_for("$ make deploy").await;
+    ui.keys(DOWN);
+    let s = ui.wait_for("● 2. Allow always").await;
+    assert!(flat(&s).contains("\"make\" in project blog"), "{s}");
+    ui.keys("\x17");
+    let s = ui.wait_for("^W this project").await;
+    assert!(flat(&s).contains("\"make\" in every project"), "{s}");
+    ui.keys(ENTER);
+    assert_eq!(
+        p.recv_type("tool-confirmation-response").await,
+        decided("h4", "proceed_once", None)
+    );
+    ui.wait_for("rule written").await;
+    hook_request(&mut p, "h5", "make test", "shop").await;
+    let r = p.recv_type("tool-confirmation-response").await;
+    assert_eq!(
+        (&r["correlationId"], &r["outcome"]),
+        (&json!("h5"), &json!("proceed_once")),
+        "{r}"
+    );
+}
+
+/// Where the agent offers its own "Allow always" (Gemini CLI), the TUI sends it and writes
+/// askbus's rule too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_own_always_also_writes_askbus_rule() {
+    let home = tempfile::tempdir().unwrap();
+    let admin = tempfile::tempdir().unwrap();
+    let (d, mut ui) = with_policies(home.path(), admin.path()).await;
+    let mut p = producer(&d.socket).await;
+    p.send(
+        json!({"type": "tool-confirmation-request", "correlationId": "g1",
+        "toolCall": {"name": "run_shell_command", "args": {"command": "cargo publish"}},
+        "details": {"type": "exec", "title": "Confirm Shell Command", "command": "cargo publish",
+                    "rootCommand": "cargo", "rootCommands": ["cargo"]},
+        "outcomes": ["proceed_once", "proceed_always", "cancel"], "noUi": "wait",
+        "context": {"project": "shop", "agent": "gemini"}}),
+    )
+    .await;
+    ui.wait_for("2. Allow always · rule: allow run_shell_command")
+        .await;
+    ui.keys("2");
+    ui.wait_for("↳ writes the rule: allow run_shell_command commands")
+        .await;
+    ui.keys("2");
+    assert_eq!(
+        p.recv_type("tool-confirmation-response").await,
+        decided("g1", "proceed_always", None)
+    );
+    ui.wait_for("rule written").await;
+    let written =
+        std::fs::read_to_string(home.path().join("askbus/policies/askbus-rules.toml")).unwrap();
+    assert!(written.contains("commandPrefix = \"cargo\""), "{written}");
 }

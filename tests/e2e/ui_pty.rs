@@ -802,3 +802,136 @@ async fn at_100x30_and_40_columns_the_countdown_and_the_keys_stay_readable() {
         assert_eq!(r["answers"], json!({"0": "SQLite"}), "{cols}");
     }
 }
+
+/// With a store, a daemon restart keeps the pending question, and `askbus ui` keeps the text
+/// a person was typing into it (keyed by correlationId across the reconnect), showing the
+/// request once: after SIGTERM and after SIGKILL. The producer re-attaches by resending and
+/// gets the text typed before the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daemon_restart_with_a_store_keeps_what_was_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("askbus.db");
+    let mut daemon = Daemon::start_with(&["--store", store.to_str().unwrap()]);
+    let mut ui = Pty::askbus(&["ui", "--socket", daemon.socket.to_str().unwrap()]);
+    ui.wait_for("● connected").await;
+    let request = json!({"type": "ask-user-request", "correlationId": "d1", "timeoutMs": 120000,
+        "questions": [db_question(false), {"question": "Why?", "header": "Why", "type": "text"}]});
+    let mut p = producer(&daemon.socket, "a").await;
+    p.send(request.clone()).await;
+    ui.wait_for("Which database").await;
+    // An answer picked on the first tab, a text typed into the second.
+    ui.keys("2");
+    ui.wait_for("Why?").await;
+    ui.keys("because it is embedded");
+    ui.wait_for("because it is embedded").await;
+    for crash in [false, true] {
+        if crash {
+            daemon.kill();
+        } else {
+            daemon.terminate(Duration::from_secs(10));
+        }
+        ui.wait_for("✗ disconnected").await;
+        daemon.restart();
+        let screen = ui.wait_for("Reconnected to askbusd").await;
+        let screen = if screen.contains("because it is embedded") {
+            screen
+        } else {
+            ui.wait_for("because it is embedded").await
+        };
+        assert!(screen.contains("Why?"), "{screen}");
+        assert!(screen.contains("1 question pending"), "{screen}");
+        // The producer re-attaches (the same request again).
+        p = producer(&daemon.socket, "a").await;
+        p.send(request.clone()).await;
+        p.ping().await;
+    }
+    // Shown once: the list has the one request.
+    ui.keys(CTRL_L);
+    let list = ui.wait_for("Pending questions").await;
+    assert_eq!(list.matches("Which database").count(), 1, "{list}");
+    ui.keys(ENTER);
+    ui.wait_for("because it is embedded").await;
+    ui.keys(ENTER);
+    ui.wait_for("Review your answers").await;
+    // An answer in flight when the daemon dies: sent into a daemon that never reads it
+    // (stopped, then killed). The restored request comes back with what was typed, once.
+    daemon.signal(libc::SIGSTOP);
+    ui.keys(ENTER);
+    ui.wait_for("Sending to a").await;
+    daemon.kill();
+    ui.wait_for("✗ disconnected").await;
+    daemon.restart();
+    let screen = ui.wait_for("Review your answers").await;
+    assert!(screen.contains("1 question pending"), "{screen}");
+    let mut p = producer(&daemon.socket, "a").await;
+    p.send(request.clone()).await;
+    p.ping().await;
+    ui.keys(CTRL_L);
+    let list = ui.wait_for("Pending questions").await;
+    assert_eq!(list.matches("Which database").count(), 1, "{list}");
+    ui.keys(ENTER);
+    ui.wait_for("Review your answers").await;
+    ui.keys(ENTER);
+    let r = p.recv_type("ask-user-response").await;
+    assert_eq!(
+        r["answers"],
+        json!({"0": "SQLite", "1": "because it is embedded"}),
+        "{r}"
+    );
+}
+
+/// `h` in the list opens the recent history (the daemon's records, newest first), Enter a
+/// record's timeline, Esc back to the records, `h` back to what is pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h_opens_the_recent_history_and_a_records_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("askbus.db");
+    let daemon = Daemon::start_with(&["--store", store.to_str().unwrap()]);
+    let mut ui = Pty::askbus(&["ui", "--socket", daemon.socket.to_str().unwrap()]);
+    ui.wait_for("● connected").await;
+    let mut p = producer(&daemon.socket, "deploy-agent/2").await;
+    ask(&mut p, "first", json!([db_question(false)])).await;
+    ui.wait_for("Which database").await;
+    ui.keys("2");
+    p.recv_type("ask-user-response").await;
+    p.send(
+        json!({"type": "ask-user-request", "correlationId": "second",
+        "questions": [{"question": "Ship it now?", "header": "Ship", "type": "yesno"}],
+        "context": {"project": "shop"}}),
+    )
+    .await;
+    ui.wait_for("Ship it now?").await;
+    ui.keys(ESC);
+    p.recv_type("ask-user-response").await;
+    ui.wait_for("h history").await;
+    ui.keys("h");
+    let screen = ui.wait_for("History · the latest 2").await;
+    let rows: Vec<&str> = screen
+        .lines()
+        .filter(|l| l.contains("Ship it now?") || l.contains("Which database"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{screen}");
+    assert!(
+        rows[0].contains("● ") && rows[0].contains("dismissed · human/tui"),
+        "{screen}"
+    );
+    assert!(rows[1].contains("answered · human/tui"), "{screen}");
+    ui.keys(DOWN);
+    ui.keys(ENTER);
+    let detail = ui.wait_for("History · first").await;
+    for part in [
+        "id         first",
+        "asked",
+        "by deploy-agent/2 (uid",
+        "what       Which database should the service use?",
+        "answered by human/tui",
+        "answer     0: SQLite",
+        "delivered  yes",
+    ] {
+        assert!(detail.contains(part), "{part:?}\n{detail}");
+    }
+    ui.keys(ESC);
+    ui.wait_for("History · the latest 2").await;
+    ui.keys("h");
+    ui.wait_for("No questions pending.").await;
+}

@@ -62,7 +62,9 @@ impl Web {
         cmd.args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stderr(Stdio::null())
+            // "Allow always" writes its rule here, never in the tester's own config.
+            .env("XDG_CONFIG_HOME", dir.path());
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -1085,4 +1087,77 @@ fn beyond_loopback_only_with_allow_remote_and_a_warning() {
         .unwrap();
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("expected scheme://host[:port]"));
+}
+
+/// A signed link whose decision is "Allow always" (askbus's own, for a hook's approval that
+/// offers none): its page says the rule it writes before the button; the press writes it in
+/// the request's project, sends the agent Allow once, and the daemon then allows the next
+/// identical call by it with no UI, while a different one waits.
+#[test]
+fn a_signed_allow_always_link_shows_and_writes_askbus_rule() {
+    let config = tempfile::tempdir().unwrap();
+    let admin = tempfile::tempdir().unwrap();
+    let daemon = Daemon::builder()
+        .env("ASKBUS_POLICIES", "on")
+        .env("XDG_CONFIG_HOME", config.path())
+        .args(&["--policy-admin-dir", admin.path().to_str().unwrap()])
+        .start();
+    let rt = common::rt();
+    let web = Web::start_with(
+        &daemon,
+        &[],
+        &[("XDG_CONFIG_HOME", config.path().as_os_str())],
+    );
+    let approval = |id: &str, command: &str| {
+        let root = command.split(' ').next().unwrap();
+        json!({"type": "tool-confirmation-request", "correlationId": id,
+            "toolCall": {"name": "run_shell_command", "args": {"command": command}},
+            "details": {"type": "exec", "title": "Confirm Shell Command", "command": command,
+                        "rootCommand": root, "rootCommands": [root]},
+            "outcomes": ["proceed_once", "cancel"], "noUi": "wait",
+            "context": {"project": "shop"}})
+    };
+    let (mut producer, shown) = ask_this(&rt, &daemon, approval("al-1", "npm run build"));
+    let n = NONCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let link = json!({"k": "answer", "id": "al-1", "s": shown, "a": {"outcome": "proceed_always"},
+        "exp": now() + 600, "n": format!("always-{n}-{}", std::process::id())});
+    let url = format!("/a/{}", web.sign(&link));
+    let file = config.path().join("askbus/policies/askbus-rules.toml");
+    let (status, text) = web.get(&url, &[]);
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        text.contains(&format!(
+            "It writes the rule <code>allow run_shell_command commands starting &quot;npm&quot; in project shop ({}, user tier, priority 4.95)</code>",
+            file.display()
+        )),
+        "{text}"
+    );
+    assert!(!file.exists(), "a GET writes nothing");
+    let (status, text) = web.post(&url, &[]);
+    assert_eq!(status, 200, "{text}");
+    let r = rt.block_on(producer.recv_type("tool-confirmation-response"));
+    assert_eq!(
+        (&r["outcome"], &r["confirmed"]),
+        (&json!("proceed_once"), &json!(true)),
+        "{r}"
+    );
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        written.contains("commandPrefix = \"npm\"") && written.contains("askbusProject = \"shop\""),
+        "{written}"
+    );
+    rt.block_on(async {
+        producer.send(approval("al-2", "npm test")).await;
+        let r = producer.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (&r["correlationId"], &r["outcome"]),
+            (&json!("al-2"), &json!("proceed_once")),
+            "{r}"
+        );
+        // A different call is asked of a person: a UI is shown it.
+        let (mut ui, _) = daemon.ui().await;
+        producer.send(approval("al-3", "rm -rf out")).await;
+        let asked = ui.recv_type("tool-confirmation-request").await;
+        assert_eq!(asked["correlationId"], "al-3", "{asked}");
+    });
 }

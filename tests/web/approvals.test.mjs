@@ -7,7 +7,7 @@
 
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import {
@@ -80,8 +80,11 @@ for (const [screen, options] of VIEWPORTS) {
       assert.equal(await page.locator('.approval-body .chip').first().innerText(), 'Run a command');
       assert.match(await page.locator('.approval-body .facts').innerText(), /In\s+\/home\/dev\/src\/askbus/);
       await page.locator('.from .chip.project', { hasText: 'askbus' }).waitFor();
-      // Offered: Allow once and Deny only (no outcomes listed); never Allow always.
-      assert.equal(await page.getByRole('button', { name: /^Allow always/ }).count(), 0);
+      // The agent offers Allow once and Deny only (no outcomes listed); askbus's own "Allow
+      // always" (its rule for the command's roots, sending Allow once) beside them.
+      assert.equal(await page.getByRole('button', { name: /^Allow always/ }).count(), 1);
+      assert.match(await page.locator('.always-rule').innerText(),
+        /^Allow always: writes the rule allow run_shell_command commands starting "rm" or "cargo" in project askbus \(.*askbus-rules\.toml, user tier, priority 4\.95\)$/);
       await page.getByRole('button', { name: /^Allow once/ }).click();
       const d = await producer.decision(id);
       assert.equal(d.confirmed, true);
@@ -133,8 +136,8 @@ for (const [screen, options] of VIEWPORTS) {
       const { toolCall, details } = shell('make deploy', ['make']);
       producer.approve(id, toolCall, details);
       await dialogOf(page, id);
-      // 1 Allow once, 2 Deny.
-      await page.keyboard.press('2');
+      // 1 Allow once, 2 Allow always (askbus's own rule: the agent offers none), 3 Deny.
+      await page.keyboard.press('3');
       const d = await producer.decision(id);
       assert.equal(d.confirmed, false);
       assert.equal(d.outcome, 'cancel');
@@ -345,3 +348,93 @@ for (const [screen, options] of VIEWPORTS) {
     });
   });
 }
+
+// "Allow always" on the page writes askbus's rule (the one `askbus answer --always` writes),
+// shown on the approval card before the tap, in the request's project unless "In every
+// project" is ticked; the daemon then allows the next identical call with no UI, and asks
+// about a different one. A hook's approval: the agent offers no "always" of its own, so the
+// producer is sent Allow once.
+describe('Allow always in askbus web writes askbus\'s rule', () => {
+  let dir;
+  let daemon;
+  let web;
+  let browser;
+  let page;
+  let producer;
+
+  before(async () => {
+    dir = tempDir();
+    const configHome = path.join(dir, 'config');
+    daemon = await new Daemon(dir, { configHome }).start();
+    web = await new Web(daemon.socket, [], configHome).start();
+    browser = await launchBrowser();
+    const context = await browser.newContext(VIEWPORTS[0][1]);
+    page = await openPage(context, web);
+    producer = await Producer.connect(daemon.socket, 'claude-hook/1');
+  });
+
+  after(async () => {
+    producer?.close();
+    await browser?.close();
+    await web?.stop();
+    await daemon?.stop();
+    if (dir) removeDir(dir);
+  });
+
+  const hook = (id, command, project) => {
+    const root = command.split(' ')[0];
+    producer.approve(id, { name: 'Bash', args: { command } }, {
+      type: 'exec', title: 'Confirm Shell Command', command, rootCommand: root, rootCommands: [root],
+    }, { outcomes: ['proceed_once', 'cancel'], noUi: 'wait', context: { project, agent: 'claude-code' } });
+  };
+
+  test('the rule is shown, widened on request, written, and then decides', async () => {
+    const file = path.join(dir, 'config/askbus/policies/askbus-rules.toml');
+    const id = newId('a');
+    hook(id, 'npm run build', 'shop');
+    await dialogOf(page, id);
+    const rule = page.locator('.always-rule');
+    assert.match(await rule.innerText(),
+      /^Allow always: writes the rule allow run_shell_command commands starting "npm" in project shop \(.*askbus-rules\.toml, user tier, priority 4\.95\)$/);
+    assert.equal(existsSync(file), false, 'nothing is written before the tap');
+    // Ticked, the card says the wider rule; unticked again, the project's.
+    const wide = page.getByLabel('In every project');
+    await wide.check();
+    await page.locator('.always-rule', { hasText: 'in every project' }).waitFor();
+    await wide.uncheck();
+    await page.locator('.always-rule', { hasText: 'in project shop' }).waitFor();
+    await page.getByRole('button', { name: /^Allow always/ }).click();
+    const d = await producer.decision(id);
+    assert.equal(d.outcome, 'proceed_once');
+    assert.equal(d.confirmed, true);
+    await page.locator('#notice', { hasText: 'rule written: allow run_shell_command commands starting "npm" in project shop' }).waitFor();
+    const written = readFileSync(file, 'utf8');
+    assert.match(written, /commandPrefix = "npm"/);
+    assert.match(written, /askbusProject = "shop"/);
+
+    // The next npm call in shop is allowed by the daemon at once, never shown.
+    const next = newId('a');
+    hook(next, 'npm test', 'shop');
+    const n = await producer.decision(next);
+    assert.equal(n.outcome, 'proceed_once');
+    assert.equal(n.reason, 'answered');
+    // A different one is asked on the page.
+    const other = newId('a');
+    hook(other, 'rm -rf out', 'shop');
+    await dialogOf(page, other);
+    assert.equal(await page.locator('#queue-list .item').count() <= 1, true);
+
+    // Widened: the rule covers every project.
+    await page.getByRole('button', { name: /^Deny/ }).click();
+    await producer.decision(other);
+    const wider = newId('a');
+    hook(wider, 'make deploy', 'blog');
+    await dialogOf(page, wider);
+    await page.getByLabel('In every project').check();
+    await page.getByRole('button', { name: /^Allow always/ }).click();
+    assert.equal((await producer.decision(wider)).outcome, 'proceed_once');
+    const elsewhere = newId('a');
+    hook(elsewhere, 'make test', 'shop');
+    assert.equal((await producer.decision(elsewhere)).outcome, 'proceed_once');
+  });
+});

@@ -57,15 +57,28 @@ function waitFor(stream, re, what, proc) {
 
 /** A running askbusd; `restart()` starts it again on the same socket. */
 export class Daemon {
-  constructor(dir) {
+  /** `options.configHome`: the daemon decides by the policy rules of that config home's user
+   * tier (and an empty admin tier), where askbus web's "always" rules go; else no policies. */
+  constructor(dir, options = {}) {
     this.dir = dir;
     this.socket = path.join(dir, 'askbus.sock');
     this.log = '';
+    this.configHome = options.configHome;
+    /** `options.store`: keep a store (askbus.db in `dir`), for the history. */
+    this.store = options.store === true;
   }
 
   async start() {
-    this.proc = spawn(DAEMON, ['--socket', this.socket, '--no-telemetry', '--no-store', '--policies', 'off'], {
+    const policies = this.configHome
+      ? ['--policy-admin-dir', path.join(this.dir, 'no-admin-rules')]
+      : ['--policies', 'off'];
+    const env = this.configHome
+      ? { ...process.env, XDG_CONFIG_HOME: this.configHome, ASKBUS_POLICIES: 'on' }
+      : process.env;
+    const store = this.store ? ['--store', path.join(this.dir, 'askbus.db')] : ['--no-store'];
+    this.proc = spawn(DAEMON, ['--socket', this.socket, '--no-telemetry', ...store, ...policies], {
       stdio: ['ignore', 'ignore', 'pipe'],
+      env,
     });
     this.proc.stderr.on('data', (c) => { this.log += c; });
     await waitFor(this.proc.stderr, /askbusd ready on/, 'askbusd', this.proc);
@@ -105,16 +118,21 @@ export async function signIn(web, link) {
 
 /** A running `askbus web` on a free loopback port. */
 export class Web {
-  constructor(socket, extraArgs = []) {
+  /** `configHome`: its XDG_CONFIG_HOME, where "allow always" writes its rule (by default a
+   * directory of its own: never the config of the user running the tests). */
+  constructor(socket, extraArgs = [], configHome = undefined) {
     this.socket = socket;
     this.extraArgs = extraArgs;
     this.stderr = '';
     this.stdout = '';
+    this.ownConfig = !configHome;
+    this.configHome = configHome || mkdtempSync(path.join(tmpdir(), 'askbus-web-config-'));
   }
 
   async start() {
     this.proc = spawn(CLI, ['--socket', this.socket, 'web', '--listen', '127.0.0.1:0', ...this.extraArgs], {
       stdio: ['pipe', 'pipe', 'pipe'],
+      env: { ...process.env, XDG_CONFIG_HOME: this.configHome },
     });
     this.proc.stderr.setEncoding('utf8');
     this.proc.stderr.on('data', (c) => { this.stderr += c; });
@@ -141,6 +159,7 @@ export class Web {
   }
 
   async stop() {
+    if (this.ownConfig) rmSync(this.configHome, { recursive: true, force: true });
     if (!this.proc || this.proc.exitCode !== null) return;
     const exited = once(this.proc, 'exit');
     this.proc.kill('SIGTERM');

@@ -52,6 +52,14 @@ test('approvals: only offered outcomes, approving ones first, Deny last, never t
     ['proceed_once', 'proceed_always_server', 'proceed_always_tool', 'cancel']);
   assert.equal(P.label('proceed_always'), 'Allow always');
   assert.equal(P.label('cancel'), 'Deny');
+  // askbus web's own "always" (askbusAlways) where the agent offers none; junk is ignored.
+  const always = [{ outcome: 'proceed_always', sends: 'proceed_once', rule: 'allow x in project p (f)', everyProject: 'allow x in every project (f)' },
+    { outcome: '<img>' }, null];
+  assert.deepEqual(P.buttons(['proceed_once', 'cancel'], always), ['proceed_once', 'proceed_always', 'cancel']);
+  assert.equal(P.alwaysRule(always, 'proceed_always', false), 'allow x in project p (f)');
+  assert.equal(P.alwaysRule(always, 'proceed_always', true), 'allow x in every project (f)');
+  assert.equal(P.alwaysRule(always, 'proceed_once', true), undefined);
+  assert.equal(P.alwaysRule([{ outcome: 'proceed_always_tool', rule: null }], 'proceed_always_tool', true), null);
 });
 
 test('approvals: the frames a decision sends', () => {
@@ -62,6 +70,10 @@ test('approvals: the frames a decision sends', () => {
   assert.deepEqual(P.decisionFrame('a', 'cancel', '   '),
     { type: 'tool-confirmation-response', correlationId: 'a', confirmed: false, outcome: 'cancel' });
   assert.equal([...P.decisionFrame('a', 'cancel', '😀'.repeat(5000)).message].length, P.MAX_MESSAGE);
+  // Widening an "always" rule rides with its decision only.
+  assert.equal(P.decisionFrame('a', 'proceed_always', '', true).anyProject, true);
+  assert.equal(P.decisionFrame('a', 'proceed_once', '', true).anyProject, undefined);
+  assert.equal(P.decisionFrame('a', 'cancel', '', true).anyProject, undefined);
   assert.deepEqual(P.dismissFrame('a'), { type: 'tool-confirmation-response', correlationId: 'a', dismissed: true });
 });
 

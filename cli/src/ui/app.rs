@@ -16,10 +16,16 @@ use super::approval::{self, Decision};
 use super::dialog::{Dialog, Outcome};
 pub use super::entry::{Action, Ask, Conn, Entry, Tone, View};
 use super::entry::{Notice, NOTICE_FOR};
+use super::history::{self as recent, History};
 use super::scroll::Move;
+
+/// Drafts kept for requests a replay did not bring back (they may still come, restored).
+const MAX_DRAFTS: usize = 64;
 
 pub struct App {
     pub entries: Vec<Entry>,
+    /// The recent history (`h` in the list), when open: drawn over everything else.
+    pub history: Option<History>,
     /// What this UI's subscribe filter shows ("" for everything), for the list's title.
     pub filter: String,
     pub view: View,
@@ -34,6 +40,14 @@ pub struct App {
     sent: HashMap<String, Entry>,
     /// Bytes that came on standard input (a pipe), kept to print on quitting.
     pub piped: Option<usize>,
+    /// Drafts: requests that left the screen across a reconnect without being answered (an
+    /// answer in flight when the daemon went down, a request the replay did not bring back
+    /// yet), kept by correlationId as the person left them, so a daemon restart that restores
+    /// the request (with a store) brings back what was typed, once. Never shown by themselves.
+    drafts: HashMap<String, Entry>,
+    /// The "always" rules written for decisions awaiting their ack (what each allows), so
+    /// the ack's notice says the rule is in force.
+    rules: HashMap<String, String>,
 }
 
 impl Default for App {
@@ -46,6 +60,7 @@ impl App {
     pub fn new() -> App {
         App {
             entries: Vec::new(),
+            history: None,
             filter: String::new(),
             view: View::List,
             list_cursor: 0,
@@ -54,6 +69,8 @@ impl App {
             replay: None,
             sent: HashMap::new(),
             piped: None,
+            rules: HashMap::new(),
+            drafts: HashMap::new(),
         }
     }
 
@@ -111,8 +128,12 @@ impl App {
         }
         self.replay = None;
         // Acks and errors come on the connection the answer went on: none will come now.
-        // What is still pending comes back with the next subscription's replay.
-        self.sent.clear();
+        // What is still pending comes back with the next subscription's replay, and finds
+        // what was typed into it in the drafts.
+        for (id, entry) in self.sent.drain() {
+            self.drafts.insert(id, entry);
+        }
+        self.rules.clear();
         self.conn = Conn::Down {
             error,
             retry_at: now + retry_in,
@@ -147,6 +168,11 @@ impl App {
             } => self.on_withdrawn(&correlation_id, reason),
             UiEvent::ApprovalAck(ack) => {
                 let whom = self.sent_to(&ack.correlation_id);
+                let rule = self
+                    .rules
+                    .remove(&ack.correlation_id)
+                    .map(|r| format!(" · rule written: allow {r}"))
+                    .unwrap_or_default();
                 match (ack.reason, ack.outcome) {
                     (AckOutcome::Dismissed, _) => self.notice(
                         Tone::Info,
@@ -155,9 +181,10 @@ impl App {
                     (_, ToolOutcome::Cancel) => {
                         self.notice(Tone::Info, format!("✗ Denied; {whom} was told"))
                     }
-                    (_, o) => {
-                        self.notice(Tone::Good, format!("✓ {} · delivered to {whom}", o.label()))
-                    }
+                    (_, o) => self.notice(
+                        Tone::Good,
+                        format!("✓ {} · delivered to {whom}{rule}", o.label()),
+                    ),
                 }
             }
         }
@@ -169,7 +196,7 @@ impl App {
             // The same approval again after a reconnect: keep the reason typed into it.
             if let Ask::Approval { request, decision } = &mut e.ask {
                 if request.outcomes != a.outcomes {
-                    *decision = Decision::new(&a.outcomes);
+                    *decision = Decision::for_approval(&a);
                 }
                 e.deadline = now + Duration::from_millis(a.timeout_ms);
                 *request = a;
@@ -179,7 +206,8 @@ impl App {
                 return;
             }
         }
-        self.insert(Entry::approval(a, now));
+        let entry = Entry::approval_from(self.drafts.remove(&id), a, now);
+        self.insert(entry);
         self.arrived(&id);
     }
 
@@ -198,7 +226,8 @@ impl App {
                 return;
             }
         }
-        self.insert(Entry::question(r, now));
+        let entry = Entry::question_from(self.drafts.remove(&id), r, now);
+        self.insert(entry);
         self.arrived(&id);
     }
 
@@ -241,13 +270,23 @@ impl App {
         };
         let open = self.open_entry().map(|e| e.id().to_owned());
         let mut gone = Vec::new();
-        self.entries.retain(|e| {
-            let keep = !e.stale || seen.contains(e.id());
-            if !keep {
-                gone.push((e.id().to_owned(), e.who(), e.noun()));
-            }
-            keep
-        });
+        let (kept, left): (Vec<Entry>, Vec<Entry>) = std::mem::take(&mut self.entries)
+            .into_iter()
+            .partition(|e| !e.stale || seen.contains(e.id()));
+        self.entries = kept;
+        for e in left {
+            gone.push((e.id().to_owned(), e.who(), e.noun()));
+            // A restored request may still come (live, after the replay): its draft waits.
+            self.drafts.insert(e.id().to_owned(), e);
+        }
+        // Drafts the replay did bring back are on screen; the rest wait, a bounded few.
+        self.drafts.retain(|id, _| !seen.contains(id));
+        while self.drafts.len() > MAX_DRAFTS {
+            let Some(id) = self.drafts.keys().next().cloned() else {
+                break;
+            };
+            self.drafts.remove(&id);
+        }
         if let Some((_, whom, noun)) = gone.iter().find(|(id, ..)| Some(id) == open.as_ref()) {
             self.notice(
                 Tone::Warn,
@@ -276,6 +315,8 @@ impl App {
     }
 
     fn on_withdrawn(&mut self, id: &str, reason: WithdrawReason) {
+        // Ended: a draft of it can never be sent.
+        self.drafts.remove(id);
         let Some(pos) = self.entries.iter().position(|e| e.id() == id) else {
             return;
         };
@@ -357,6 +398,14 @@ impl App {
         self.piped = Some(bytes);
     }
 
+    /// askbus's "always" rule for `id` is written (allowing `summary`), before its decision
+    /// goes out.
+    pub fn on_rule_written(&mut self, id: &str, summary: Option<&str>) {
+        if let Some(s) = summary {
+            self.rules.insert(id.to_owned(), s.to_owned());
+        }
+    }
+
     /// A send failed at the socket: the daemon never had the answer.
     pub fn on_send_failed(&mut self, id: &str, error: &str) {
         match self.sent.remove(id) {
@@ -392,8 +441,28 @@ impl App {
         }
     }
 
+    /// The recent history came (or why not), for the open history view.
+    pub fn on_history(&mut self, result: Result<Vec<askbus::history::HistoryRecord>, String>) {
+        if let Some(h) = &mut self.history {
+            h.loaded(result);
+        }
+    }
+
     pub fn on_key(&mut self, key: KeyEvent) -> Option<Action> {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if let Some(h) = &mut self.history {
+            return match h.handle_key(key) {
+                recent::Key::Stay => None,
+                recent::Key::Close => {
+                    self.history = None;
+                    None
+                }
+                recent::Key::Reload => {
+                    *h = History::loading();
+                    Some(Action::LoadHistory)
+                }
+            };
+        }
         if self.view == View::List {
             return self.list_key(key, ctrl);
         }
@@ -431,10 +500,15 @@ impl App {
             // The buttons stay on screen: the details keep the scroll the person gave them.
             Ask::Approval { decision, .. } => match decision.handle_key(key) {
                 approval::Outcome::Continue => return None,
-                approval::Outcome::Decide { outcome, message } => Action::Decide {
+                approval::Outcome::Decide {
+                    outcome,
+                    message,
+                    rule,
+                } => Action::Decide {
                     id: id.clone(),
                     outcome,
                     message,
+                    rule,
                 },
                 approval::Outcome::Dismiss => Action::DismissApproval { id: id.clone() },
             },
@@ -459,6 +533,10 @@ impl App {
         let n = self.entries.len();
         match key.code {
             KeyCode::Char('q') if !ctrl => return Some(Action::Quit),
+            KeyCode::Char('h') if !ctrl => {
+                self.history = Some(History::loading());
+                return Some(Action::LoadHistory);
+            }
             KeyCode::Char('c') if ctrl => return Some(Action::Quit),
             KeyCode::Up | KeyCode::Char('k') if n > 0 => {
                 self.list_cursor = (self.list_cursor + n - 1) % n

@@ -58,12 +58,47 @@ impl Entry {
         Entry {
             deadline: now + Duration::from_millis(request.timeout_ms),
             ask: Ask::Approval {
-                decision: Decision::new(&request.outcomes),
+                decision: Decision::for_approval(&request),
                 request,
             },
             stale: false,
             scroll: Scroll::default(),
             layout: RefCell::default(),
+        }
+    }
+
+    /// The question `r`, as the person left it in `draft` (what was typed kept, the request
+    /// and deadline renewed) when the draft is of the same questions; else fresh.
+    pub fn question_from(draft: Option<Entry>, r: UiRequest, now: Instant) -> Entry {
+        match draft {
+            Some(mut e) if matches!(&e.ask, Ask::Question { request, .. } if request.questions == r.questions) =>
+            {
+                e.deadline = now + Duration::from_millis(r.timeout_ms);
+                if let Ask::Question { request, .. } = &mut e.ask {
+                    *request = r;
+                }
+                e.stale = false;
+                e
+            }
+            _ => Entry::question(r, now),
+        }
+    }
+
+    /// The approval `a`, as the person left it in `draft` (the reason typed kept) when the
+    /// draft offers the same outcomes; else fresh.
+    pub fn approval_from(draft: Option<Entry>, a: Box<UiApproval>, now: Instant) -> Entry {
+        match draft {
+            Some(mut e) if matches!(&e.ask, Ask::Approval { request, .. } if request.outcomes == a.outcomes) =>
+            {
+                e.deadline = now + Duration::from_millis(a.timeout_ms);
+                if let Ask::Approval { request, .. } = &mut e.ask {
+                    *request = a;
+                }
+                e.layout.take();
+                e.stale = false;
+                e
+            }
+            _ => Entry::approval(a, now),
         }
     }
 
@@ -192,15 +227,19 @@ pub enum Action {
     Dismiss {
         id: String,
     },
-    /// An approval's decision; `message` is the reason typed for the agent.
+    /// An approval's decision; `message` is the reason typed for the agent; `rule` is
+    /// askbus's "always" rule, written before the decision goes out.
     Decide {
         id: String,
         outcome: ToolOutcome,
         message: Option<String>,
+        rule: Option<askbus_policy::tiers::AlwaysRule>,
     },
     /// An approval closed without deciding (never an approval).
     DismissApproval {
         id: String,
     },
+    /// Fetch the recent history (`h`).
+    LoadHistory,
     Quit,
 }

@@ -11,6 +11,7 @@
 //! - [`app`]: every request and the transitions bus events and keys make;
 //! - [`render`]: drawing with ratatui (the frame, the list, a question's dialog);
 //! - [`scroll`]: what part of a tall dialog is shown, and the keys that scroll it;
+//! - [`history`]: the recent history (`h`), fetched here with the daemon's `history` frame;
 //! - this file: the terminal and the loop joining keys, the subscription (the client crate's
 //!   [`UiSubscription`], which reconnects with backoff) and the clock.
 
@@ -19,6 +20,7 @@ mod approval;
 mod dialog;
 pub(crate) mod encode;
 mod entry;
+mod history;
 mod input;
 pub(crate) mod question;
 mod render;
@@ -170,9 +172,25 @@ async fn event_loop(
                 let Some(action) = action else { continue };
                 let sent = match (&action, &answerer) {
                     (Action::Quit, _) => break,
+                    (Action::LoadHistory, _) => {
+                        app.on_history(recent_history(socket).await);
+                        Ok(())
+                    }
                     (Action::Answer { id, answers }, Some(a)) => a.answer(id, answers).await.map_err(|e| (id, e)),
                     (Action::Dismiss { id }, Some(a)) => a.dismiss(id).await.map_err(|e| (id, e)),
-                    (Action::Decide { id, outcome, message }, Some(a)) => {
+                    (Action::Decide { id, outcome, message, rule }, Some(a)) => {
+                        // askbus's "always" rule first, so the daemon decides the next
+                        // identical call by it; a rule that cannot be written sends nothing.
+                        match rule.as_ref().map(crate::always::write).transpose() {
+                            Err(e) => {
+                                app.on_send_failed(id, &format!("the rule was not written: {e}"));
+                                continue;
+                            }
+                            Ok(Some(_)) => {
+                                app.on_rule_written(id, rule.as_ref().map(|r| r.summary.as_str()))
+                            }
+                            Ok(None) => {}
+                        }
                         let decision = Decision::Decided {
                             outcome: *outcome,
                             message: message.clone(),
@@ -209,6 +227,21 @@ async fn event_loop(
         }
     }
     Ok(())
+}
+
+/// The latest records, newest first (the daemon's `history` frame, on a connection of its
+/// own: it shows this user's requests only, unless an operator's), within a few seconds.
+async fn recent_history(socket: &Path) -> Result<Vec<askbus::history::HistoryRecord>, String> {
+    let read = async {
+        let mut conn = askbus::client::Connection::connect(socket).await?;
+        let filter = askbus::protocol::HistoryFilter::default();
+        conn.history(&filter, Some(history::RECENT), None).await
+    };
+    match tokio::time::timeout(Duration::from_secs(5), read).await {
+        Ok(Ok((records, _))) => Ok(records),
+        Ok(Err(e)) => Err(crate::fail::report(&e.into()).0),
+        Err(_) => Err("askbusd did not answer within 5 s".into()),
+    }
 }
 
 /// The subscription's next update, and the subscription back for the one after.

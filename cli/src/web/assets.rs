@@ -49,6 +49,11 @@ pub const FILES: &[Asset] = &[
         body: include_bytes!("assets/approval-view.js"),
     },
     Asset {
+        path: "history.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("assets/history.js"),
+    },
+    Asset {
         path: "style.css",
         content_type: "text/css; charset=utf-8",
         body: include_bytes!("assets/style.css"),

@@ -26,7 +26,16 @@
 //! unreachable. What the page may send: `ask-user-response` and `tool-confirmation-response`
 //! frames only, checked with the daemon's own parser before they are passed on; a page
 //! cannot ask, watch or cancel.
+//!
+//! "Allow always" goes through askbus's one path (`crate::always`): each
+//! `tool-confirmation-request` reaches the page with `askbusAlways`, the "always" buttons it
+//! may offer and the rule each writes (`rule`, and `everyProject` when the person may widen
+//! it), so the page shows the rule before the tap. A decision with one of those outcomes (and
+//! `anyProject: true` to widen) has its rule written here before it is passed on, with the
+//! outcome the agent is sent (`proceed_once` for askbus's own "always" where the agent offers
+//! none); the page is told `{"type":"rule-written","correlationId":…,"rule":…}`.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -39,8 +48,10 @@ use tokio::time::{interval, MissedTickBehavior};
 use askbus::client::{UiAnswerer, UiEvent, UiSubscription, Update};
 use askbus::protocol::{
     check_context_value, parse_inbound, ApprovalWithdrawn, Decision, ErrorFrame, Inbound,
-    ServerFrame, SubscribeFilter,
+    ServerFrame, SubscribeFilter, UiApproval,
 };
+
+use crate::always;
 
 /// Pings keep idle connections open through proxies (nginx drops them after 60 s by default)
 /// and reveal a vanished phone.
@@ -121,6 +132,8 @@ pub async fn tab(
         .persistent();
     // The live connection's answerer; `None` while the daemon is away.
     let mut answerer: Option<UiAnswerer> = None;
+    // The approvals on the page, for the rule their "always" writes.
+    let mut approvals: HashMap<String, Box<UiApproval>> = HashMap::new();
     loop {
         tokio::select! {
             update = sub.next() => {
@@ -134,10 +147,10 @@ pub async fn tab(
                             "filter": filter,
                         })
                     }
-                    Ok(Update::Event(event)) => serde_json::to_value(ui_frame(event))
-                        .expect("server frames serialize"),
+                    Ok(Update::Event(event)) => page_frame(event, &mut approvals),
                     Ok(Update::Down { error, retry_in }) => {
                         answerer = None;
+                        approvals.clear();
                         down(&error.to_string(), retry_in)
                     }
                     // Not returned by a persistent subscription.
@@ -152,8 +165,22 @@ pub async fn tab(
                     Page::Closed => return,
                     Page::Ignore => continue,
                     Page::Refused(err) => err,
-                    Page::Answer(answer) => match &answerer {
+                    Page::Answer(mut answer, any_project) => match &answerer {
                         Some(a) => {
+                            match always_rule(&mut answer, &approvals, any_project) {
+                                Ok(None) => {}
+                                Ok(Some(written)) => {
+                                    if send_json(&mut ws, &written).await.is_err() {
+                                        return;
+                                    }
+                                }
+                                Err(refusal) => {
+                                    if send_json(&mut ws, &ServerFrame::Error(refusal)).await.is_err() {
+                                        return;
+                                    }
+                                    continue;
+                                }
+                            }
                             // A failed send means the daemon went away; the subscription
                             // reports it next.
                             let _ = match &answer {
@@ -217,7 +244,8 @@ enum Page {
     Ignore,
     /// Not an answer: the page is told why, and nothing reaches the daemon.
     Refused(ErrorFrame),
-    Answer(Answer),
+    /// An answer, and whether an "always" rule is to be widened to every project.
+    Answer(Answer, bool),
 }
 
 /// What the page may send: an answer to a question or a decision on an approval.
@@ -249,16 +277,32 @@ fn page_message(msg: Option<Result<Message, axum::Error>>) -> Page {
         Some(Ok(Message::Text(text))) => text,
         Some(Ok(_)) => return Page::Ignore,
     };
+    // `anyProject` is the page's own word to this bridge (widen an "always" rule), never the
+    // daemon's: taken out before the frame is parsed as the daemon parses it.
+    let mut any_project = false;
+    let mut text = text.to_string();
+    if let Ok(serde_json::Value::Object(mut m)) = serde_json::from_str(&text) {
+        if let Some(v) = m.remove("anyProject") {
+            any_project = v == serde_json::Value::Bool(true);
+            text = serde_json::Value::Object(m).to_string();
+        }
+    }
     match parse_inbound(text.as_bytes()) {
-        Ok(Inbound::AskUserResponse(r)) => Page::Answer(Answer::Question {
-            correlation_id: r.correlation_id,
-            answers: r.answers,
-            cancelled: r.cancelled,
-        }),
-        Ok(Inbound::ToolConfirmationResponse(r)) => Page::Answer(Answer::Approval {
-            correlation_id: r.correlation_id,
-            decision: r.decision,
-        }),
+        Ok(Inbound::AskUserResponse(r)) => Page::Answer(
+            Answer::Question {
+                correlation_id: r.correlation_id,
+                answers: r.answers,
+                cancelled: r.cancelled,
+            },
+            false,
+        ),
+        Ok(Inbound::ToolConfirmationResponse(r)) => Page::Answer(
+            Answer::Approval {
+                correlation_id: r.correlation_id,
+                decision: r.decision,
+            },
+            any_project,
+        ),
         Ok(_) => Page::Refused(ErrorFrame {
             code: "forbidden".into(),
             message: "the page may only send ask-user-response and tool-confirmation-response \
@@ -268,6 +312,89 @@ fn page_message(msg: Option<Result<Message, axum::Error>>) -> Page {
         }),
         Err(e) => Page::Refused(ErrorFrame::from(&e)),
     }
+}
+
+/// An "always" decision's rule, written before the decision goes on (with the outcome the
+/// agent is sent put in its place); `Ok(Some)` is the page's notice that it was written, `Err`
+/// the refusal when it was not (then nothing is sent).
+fn always_rule(
+    answer: &mut Answer,
+    approvals: &HashMap<String, Box<UiApproval>>,
+    any_project: bool,
+) -> Result<Option<serde_json::Value>, ErrorFrame> {
+    let Answer::Approval {
+        correlation_id,
+        decision: Decision::Decided { outcome, .. },
+    } = answer
+    else {
+        return Ok(None);
+    };
+    // Not an "always", or an approval this tab was never shown (the daemon answers that).
+    let Some(a) = approvals.get(correlation_id.as_str()) else {
+        return Ok(None);
+    };
+    if !always::is_always(*outcome) {
+        return Ok(None);
+    }
+    let refuse = |message: String| ErrorFrame {
+        code: "invalid-decision".into(),
+        message,
+        correlation_id: Some(correlation_id.clone()),
+    };
+    let Some(offer) = always::offer(a, *outcome) else {
+        return Err(refuse(format!(
+            "\"{}\" is not offered for this approval",
+            outcome.as_str()
+        )));
+    };
+    let written = offer
+        .apply(any_project)
+        .map_err(|e| refuse(format!("the rule was not written, nothing was sent: {e}")))?;
+    *outcome = offer.sent;
+    Ok(written.map(|r| {
+        json!({"type": "rule-written", "correlationId": correlation_id,
+               "rule": always::describe(&r)})
+    }))
+}
+
+/// An event as the page gets it: the daemon's frame, and an approval's "always" buttons
+/// with the rule each writes (`askbusAlways`); `approvals` follows what is on the page.
+fn page_frame(
+    event: UiEvent,
+    approvals: &mut HashMap<String, Box<UiApproval>>,
+) -> serde_json::Value {
+    match &event {
+        UiEvent::Approval(a) => {
+            approvals.insert(a.correlation_id.clone(), a.clone());
+        }
+        UiEvent::ApprovalWithdrawn { correlation_id, .. } => {
+            approvals.remove(correlation_id);
+        }
+        UiEvent::ApprovalAck(ack) => {
+            approvals.remove(&ack.correlation_id);
+        }
+        _ => {}
+    }
+    let offers = match &event {
+        UiEvent::Approval(a) => Some(always::offers(a)),
+        _ => None,
+    };
+    let mut v = serde_json::to_value(ui_frame(event)).expect("server frames serialize");
+    if let (Some(offers), Some(m)) = (offers, v.as_object_mut()) {
+        let list: Vec<serde_json::Value> = offers
+            .iter()
+            .map(|o| {
+                json!({
+                    "outcome": o.chosen.as_str(),
+                    "sends": o.sent.as_str(),
+                    "rule": o.rule(false).map(always::describe),
+                    "everyProject": o.wide.as_ref().map(always::describe),
+                })
+            })
+            .collect();
+        m.insert("askbusAlways".into(), list.into());
+    }
+    v
 }
 
 fn ui_frame(event: UiEvent) -> ServerFrame {
@@ -321,4 +448,68 @@ async fn close(ws: &mut WebSocket, code: u16, reason: &'static str) {
         reason: reason.into(),
     };
     let _ = ws.send(Message::Close(Some(frame))).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn approval(outcomes: &[&str]) -> Box<UiApproval> {
+        serde_json::from_value(
+            json!({"type": "tool-confirmation-request", "correlationId": "a1",
+            "toolCall": {"name": "run_shell_command", "args": {"command": "npm test"}},
+            "outcomes": outcomes, "timeoutMs": 1000,
+            "producer": {"uid": askbus::trust::effective_uid(), "pid": 1}}),
+        )
+        .expect("a UI approval frame")
+    }
+
+    fn decide(outcome: askbus::protocol::ToolOutcome) -> Answer {
+        Answer::Approval {
+            correlation_id: "a1".into(),
+            decision: Decision::allow(outcome),
+        }
+    }
+
+    #[test]
+    fn the_page_is_told_each_always_buttons_rule_and_refused_one_not_offered() {
+        use askbus::protocol::ToolOutcome::*;
+        let mut approvals = HashMap::new();
+        let frame = page_frame(
+            UiEvent::Approval(approval(&["proceed_once", "cancel"])),
+            &mut approvals,
+        );
+        let always = &frame["askbusAlways"];
+        assert_eq!(always[0]["outcome"], "proceed_always", "{frame}");
+        assert_eq!(always[0]["sends"], "proceed_once", "{frame}");
+        assert!(
+            always[0]["rule"].as_str().unwrap().starts_with(
+                "allow run_shell_command commands starting \"npm\" in every project ("
+            ),
+            "{frame}"
+        );
+        assert_eq!(always[0]["everyProject"], Value::Null, "{frame}");
+        // No rule for a server-wide "always" of a shell command: refused, nothing written.
+        let mut answer = decide(ProceedAlwaysServer);
+        let e = always_rule(&mut answer, &approvals, false).unwrap_err();
+        assert_eq!(e.code, "invalid-decision");
+        // Allow once, Deny, or an approval this tab never had: passed on as they are.
+        for o in [ProceedOnce, Cancel] {
+            assert_eq!(always_rule(&mut decide(o), &approvals, true).unwrap(), None);
+        }
+        approvals.clear();
+        let mut answer = decide(ProceedAlways);
+        assert_eq!(always_rule(&mut answer, &approvals, false).unwrap(), None);
+        assert!(matches!(
+            answer,
+            Answer::Approval {
+                decision: Decision::Decided {
+                    outcome: ProceedAlways,
+                    ..
+                },
+                ..
+            }
+        ));
+    }
 }

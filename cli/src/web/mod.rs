@@ -8,6 +8,7 @@
 mod assets;
 mod auth;
 mod bridge;
+mod history;
 mod signed;
 
 use std::net::SocketAddr;
@@ -191,6 +192,7 @@ pub async fn run(args: WebArgs, socket: PathBuf) -> Result<ExitCode> {
         .route(&at(""), get(index))
         .route(&at("assets/{name}"), get(asset))
         .route(&at("ws"), get(websocket))
+        .route(&at("history"), get(history::history))
         .route(&at("logout"), post(logout))
         .route_layer(middleware::from_fn_with_state(app.clone(), signed_in));
     let router = Router::new()

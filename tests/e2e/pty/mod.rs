@@ -3,6 +3,7 @@
 //! sends them. The daemon and raw frames come from the shared harness in `harness`.
 
 use std::io::{Read, Write};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,9 @@ pub const END: &str = "\x1b[F";
 pub const PGUP: &str = "\x1b[5~";
 pub const PGDN: &str = "\x1b[6~";
 
+/// Marks a command whose `XDG_CONFIG_HOME` the test chose (removed before it runs).
+const GIVEN_CONFIG: &str = "ASKBUS_TEST_GIVEN_CONFIG_HOME";
+
 pub struct Pty {
     /// The emulated screen, and when output last arrived.
     screen: Arc<Mutex<(vt100::Parser, Instant)>>,
@@ -37,6 +41,9 @@ pub struct Pty {
     writer: Box<dyn Write + Send>,
     child: Box<dyn portable_pty::Child + Send + Sync>,
     _master: Box<dyn portable_pty::MasterPty + Send>,
+    /// The program's `XDG_CONFIG_HOME` when the test gave none: a rule "allow always" writes
+    /// lands here, never in the config of the user running the tests.
+    _config_home: Option<tempfile::TempDir>,
 }
 
 impl Pty {
@@ -49,6 +56,17 @@ impl Pty {
     pub fn askbus_sized(args: &[&str], rows: u16, cols: u16) -> Pty {
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_askbus"));
         cmd.args(args);
+        Pty::spawn_sized(cmd, rows, cols)
+    }
+
+    /// The `askbus` CLI with `args`, `rows`×`cols`, and `config_home` as its
+    /// `XDG_CONFIG_HOME` (where "allow always" writes its rule; a daemon started with the
+    /// same one reads it).
+    pub fn askbus_config(args: &[&str], rows: u16, cols: u16, config_home: &Path) -> Pty {
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_askbus"));
+        cmd.args(args);
+        cmd.env("XDG_CONFIG_HOME", config_home);
+        cmd.env(GIVEN_CONFIG, "1");
         Pty::spawn_sized(cmd, rows, cols)
     }
 
@@ -65,6 +83,16 @@ impl Pty {
 
     fn spawn_sized(mut cmd: CommandBuilder, rows: u16, cols: u16) -> Pty {
         cmd.env("TERM", "xterm-256color");
+        // The test's own config home (askbus_config), else a fresh one, whatever the
+        // environment of the user running the tests says.
+        let config_home = if cmd.get_env(GIVEN_CONFIG).is_some() {
+            cmd.env_remove(GIVEN_CONFIG);
+            None
+        } else {
+            let dir = tempfile::tempdir().expect("a config home for the program");
+            cmd.env("XDG_CONFIG_HOME", dir.path());
+            Some(dir)
+        };
         cmd.env_remove("ASKBUS_SOCKET");
         cmd.cwd(std::env::temp_dir());
         let pair = native_pty_system()
@@ -104,6 +132,7 @@ impl Pty {
             writer,
             child,
             _master: pair.master,
+            _config_home: config_home,
         }
     }
 

@@ -223,7 +223,8 @@ fn approvals_decide_with_a_reason_and_count_in_the_replay() {
         Some(Action::Decide {
             id: "a".into(),
             outcome: ToolOutcome::Cancel,
-            message: Some("nope".into())
+            message: Some("nope".into()),
+            rule: None,
         })
     );
     app.on_event(
@@ -349,4 +350,63 @@ fn a_send_that_failed_at_the_socket_keeps_the_request_for_the_replay_to_confirm(
     app.on_send_failed("a", "broken pipe");
     assert_eq!(app.entries.len(), 1);
     assert_eq!(app.view, View::Dialog("a".into()));
+}
+
+#[test]
+fn an_answer_in_flight_when_the_daemon_goes_down_comes_back_as_a_draft_once() {
+    let mut app = connected(0);
+    arrive(&mut app, "a");
+    app.on_key(key(KeyCode::Char('x')));
+    // Sent (Enter on the Other row), and the daemon goes down before the ack.
+    assert!(matches!(
+        app.on_key(key(KeyCode::Enter)),
+        Some(Action::Answer { .. })
+    ));
+    assert!(app.entries.is_empty());
+    app.on_down("gone".into(), Duration::ZERO, Instant::now());
+    // The restored request is replayed: it comes back with what was typed, once.
+    app.on_connected(1);
+    arrive(&mut app, "a");
+    assert_eq!(app.entries.len(), 1);
+    assert_eq!(answer0(&app).as_deref(), Some("x"));
+    // A request the replay did not bring back, restored later (live): its draft waits.
+    app.on_key(key(KeyCode::Char('y')));
+    app.on_down("gone".into(), Duration::ZERO, Instant::now());
+    app.on_connected(0);
+    assert!(app.entries.is_empty());
+    arrive(&mut app, "a");
+    assert_eq!(answer0(&app).as_deref(), Some("xy"));
+    // Withdrawn: the draft is dropped with it.
+    app.on_event(
+        UiEvent::Withdrawn {
+            correlation_id: "a".into(),
+            reason: WithdrawReason::Timeout,
+        },
+        Instant::now(),
+    );
+    arrive(&mut app, "a");
+    assert_eq!(answer0(&app), None);
+}
+
+#[test]
+fn h_opens_the_history_over_the_list_and_closes_it() {
+    let mut app = connected(0);
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('h'))),
+        Some(Action::LoadHistory)
+    );
+    assert!(app.history.is_some());
+    app.on_history(Err("no store".into()));
+    let h = app.history.as_ref().unwrap();
+    assert!(h.status.as_deref().unwrap().contains("no store"));
+    // Keys go to the history while it is open; r reloads, h closes.
+    assert_eq!(app.on_key(key(KeyCode::Char('q'))), None);
+    assert!(app.history.is_none());
+    app.on_key(key(KeyCode::Char('h')));
+    assert_eq!(
+        app.on_key(key(KeyCode::Char('r'))),
+        Some(Action::LoadHistory)
+    );
+    assert_eq!(app.on_key(key(KeyCode::Char('h'))), None);
+    assert!(app.history.is_none());
 }

@@ -21,6 +21,8 @@ use super::{details, footer, scrolled, truncate, Body, ACCENT, BAD, DIM, GOOD, W
 
 /// Rows the reason field may take under Deny.
 const REASON_ROWS: usize = 3;
+/// Rows the rule an "always" button writes may take under it.
+const RULE_ROWS: usize = 4;
 
 pub(super) fn dialog(
     frame: &mut Frame,
@@ -93,7 +95,7 @@ pub(super) fn dialog(
         );
     }
     // Rows that do not fit: those away from the cursor's button go (the focus stays in view).
-    let focus = button_row(decision);
+    let focus = button_row(decision, width);
     let shown_from = focus
         .saturating_sub(buttons_h.saturating_sub(1))
         .min(buttons.len() - buttons_h);
@@ -200,17 +202,29 @@ fn buttons(d: &Decision, width: usize) -> (Vec<Line<'static>>, Option<(usize, us
         } else {
             Style::new()
         };
+        let label = truncate(outcome.label(), width.saturating_sub(4 + num_w));
+        let rest = width.saturating_sub(4 + num_w + label.width());
+        let short = match d.offer(i) {
+            Some(o) if !here && rest > 8 => truncate(&format!(" · {}", short_rule(o, d)), rest),
+            _ => String::new(),
+        };
         rows.push(Line::from(vec![
             Span::styled(if here { "● " } else { "  " }, Style::new().fg(ACCENT)),
             Span::styled(
                 format!("{:>num_w$}. ", i + 1),
                 Style::new().fg(if here { ACCENT } else { DIM }),
             ),
-            Span::styled(
-                truncate(outcome.label(), width.saturating_sub(4 + num_w)),
-                label_style,
-            ),
+            Span::styled(label, label_style),
+            Span::styled(short, Style::new().fg(DIM)),
         ]));
+        let indent = 4 + num_w;
+        for (k, l) in rule_lines(d, i, width).into_iter().enumerate() {
+            rows.push(Line::from(vec![
+                Span::raw(" ".repeat(indent)),
+                Span::styled(if k == 0 { "↳ " } else { "  " }, Style::new().fg(DIM)),
+                Span::styled(l, Style::new().fg(DIM)),
+            ]));
+        }
         if *outcome == ToolOutcome::Cancel {
             let indent = 4 + num_w;
             let lead = "↳ ";
@@ -244,9 +258,50 @@ fn buttons(d: &Decision, width: usize) -> (Vec<Line<'static>>, Option<(usize, us
     (rows, cursor)
 }
 
-/// The row of the button under the cursor (the reason rows follow Deny, the last button).
-fn button_row(d: &Decision) -> usize {
+/// The rows under an "always" button `i` saying the rule it writes, before the tap (the
+/// person may press its number without moving to it): the whole rule with its file under
+/// the button the cursor is on (the others say it in short on their own row, [`short_rule`]).
+fn rule_lines(d: &Decision, i: usize, width: usize) -> Vec<String> {
+    let Some(offer) = d.offer(i) else {
+        return Vec::new();
+    };
+    let room = width
+        .saturating_sub(4 + d.buttons.len().to_string().len() + "↳ ".width())
+        .max(2);
+    if i != d.cursor {
+        return Vec::new();
+    }
+    let lines = super::wrap(&offer.says(d.any_project), room);
+    let n = lines.len();
+    lines
+        .into_iter()
+        .take(RULE_ROWS)
+        .enumerate()
+        .map(|(k, l)| {
+            if k + 1 == RULE_ROWS && n > RULE_ROWS {
+                truncate(&format!("{l} …"), room)
+            } else {
+                l
+            }
+        })
+        .collect()
+}
+
+/// An "always" button's rule in short, beside it.
+fn short_rule(o: &crate::always::Offer, d: &Decision) -> String {
+    match o.rule(d.any_project) {
+        Some(r) => format!("rule: allow {}", r.summary),
+        None => "no askbus rule".to_owned(),
+    }
+}
+
+/// The row of the button under the cursor (rule rows follow an "always" button, the reason
+/// rows Deny, the last button).
+fn button_row(d: &Decision, width: usize) -> usize {
     d.cursor
+        + (0..d.cursor)
+            .map(|i| rule_lines(d, i, width).len())
+            .sum::<usize>()
 }
 
 fn hints(d: &Decision, scrolls: bool) -> String {
@@ -260,5 +315,13 @@ fn hints(d: &Decision, scrolls: bool) -> String {
         parts.push("PgUp/PgDn to scroll");
     }
     parts.push("Esc to dismiss");
+    if d.widens() && !d.is_editing() {
+        parts.push(if d.any_project {
+            "^W this project"
+        } else {
+            "^W every project"
+        });
+    }
+
     parts.join(" · ")
 }

@@ -169,9 +169,9 @@ pub(super) fn list(frame: &mut Frame, app: &App, now: Instant, area: Rect, socke
         }
     }
     let hints = if app.entries.is_empty() {
-        "q to quit"
+        "q to quit · h history"
     } else {
-        "Enter to open · ↑/↓ to navigate · q to quit"
+        "Enter to open · ↑/↓ to navigate · q to quit · h history"
     };
     let area = fit(area, lines.len());
     let inner = block.inner(area);

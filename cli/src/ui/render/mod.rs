@@ -9,10 +9,12 @@
 //! - [`question`]: a question's dialog (tabs, choices, text fields, the review);
 //! - [`approval`]: an approval's dialog (the details scroll, the buttons stay);
 //! - [`details`]: what an approval's tool call would do, per kind of details;
-//! - [`text`]: wrapping and cutting bus text to a width, sanitized.
+//! - [`text`]: wrapping and cutting bus text to a width, sanitized;
+//! - [`history`]: the recent history (`h`) and a record's timeline.
 
 mod approval;
 mod details;
+mod history;
 mod list;
 mod question;
 #[cfg(test)]
@@ -60,6 +62,11 @@ pub fn draw(frame: &mut Frame, app: &App, now: Instant, socket: &str) {
     };
     status_bar(frame, app, now, top);
     notice_bar(frame, notice, bottom);
+    if let Some(h) = &app.history {
+        history::history(frame, h, main);
+        scrub(frame.buffer_mut());
+        return;
+    }
     match app.open_entry() {
         Some(entry) => match &entry.ask {
             Ask::Question { dialog, .. } => question::dialog(frame, entry, dialog, now, main),

@@ -10,6 +10,7 @@ import * as P from './approvals.js';
 import * as F from './filter.js';
 import { el, inline } from './dom.js';
 import { body as approvalBody } from './approval-view.js';
+import * as H from './history.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -167,6 +168,12 @@ function handle(f) {
     case 'error':
       onError(f);
       break;
+    case 'rule-written': {
+      // askbus web wrote the "always" rule before it sent the decision.
+      const r = app.requests.get(f.correlationId);
+      if (r && typeof f.rule === 'string') r.ruleWritten = f.rule;
+      break;
+    }
     default:
       break;
   }
@@ -313,7 +320,8 @@ function close(id, why) {
   const h = quoteHeaders(r);
   if (app.focusId === id) app.focusId = null;
   if (app.current === id) {
-    setNotice(`${h} — ${REASONS[why]}`, !['sent', 'dismissed', 'allowed', 'denied'].includes(why));
+    const rule = why === 'allowed' && r.ruleWritten ? ` · rule written: ${r.ruleWritten}` : '';
+    setNotice(`${h} — ${REASONS[why]}${rule}`, !['sent', 'dismissed', 'allowed', 'denied'].includes(why));
     const next = app.requests.keys().next();
     const focusWasInDialog = !document.activeElement || document.activeElement === document.body
       || $('#dialog').contains(document.activeElement);
@@ -352,7 +360,7 @@ function dismiss(r) {
 /** Sends an approval's decision: `outcome`, with the typed reason if it is a denial. */
 function decide(r, outcome) {
   if (r.status !== 'open' || r.stale) return;
-  if (send(P.decisionFrame(r.id, outcome, r.reason))) {
+  if (send(P.decisionFrame(r.id, outcome, r.reason, r.anyProject === true))) {
     r.sentOutcome = outcome;
     sending(r);
   }
@@ -525,7 +533,9 @@ function renderApproval(r, focus) {
     el('label', { for: 'deny-reason', text: 'Reason, if you deny' }),
     reason,
   ]));
-  const buttons = P.buttons(a.outcomes).map((o, i) => el('button', {
+  const rules = alwaysRules(r);
+  if (rules) form.append(rules);
+  const buttons = P.buttons(a.outcomes, a.askbusAlways).map((o, i) => el('button', {
     type: 'button',
     class: o === 'cancel' ? 'deny' : i === 0 ? 'primary allow' : 'secondary allow',
     'data-outcome': o,
@@ -541,6 +551,37 @@ function renderApproval(r, focus) {
   tick();
   // Never an Allow button: Enter there would approve what was not read yet.
   if (focus) (form.querySelector('pre[tabindex]') || form.querySelector('.approval-body')).focus();
+}
+
+/** What each "always" button writes, before the tap: the rule, in the request's project
+ * unless "In every project" is ticked. All of it text (the rule names the command). */
+function alwaysRules(r) {
+  const offers = P.alwaysOffers(r.approval.askbusAlways);
+  if (!offers.length) return null;
+  const box = el('div', { class: 'always-rules', id: 'always-rules' });
+  const lines = () => offers.map((o) => {
+    const rule = P.alwaysRule(offers, o.outcome, r.anyProject === true);
+    return el('p', { class: 'always-rule', 'data-outcome': o.outcome }, [
+      el('strong', { text: `${P.label(o.outcome)}: ` }),
+      rule ? 'writes the rule ' : 'writes no askbus rule (the agent\'s own "always" only)',
+      rule ? el('code', { text: rule }) : null,
+    ]);
+  });
+  const list = el('div', { class: 'always-list' }, lines());
+  box.append(list);
+  if (offers.some((o) => typeof o.everyProject === 'string')) {
+    const wide = el('input', {
+      type: 'checkbox',
+      id: 'always-every-project',
+      onchange: (e) => {
+        r.anyProject = e.target.checked;
+        list.replaceChildren(...lines());
+      },
+    });
+    wide.checked = r.anyProject === true;
+    box.append(el('label', { class: 'always-wide', for: 'always-every-project' }, [wide, ' In every project']));
+  }
+  return box;
 }
 
 function renderDialog(focus) {
@@ -800,6 +841,8 @@ function isTextField(t) {
 
 function onKey(e) {
   if (e.isComposing || e.ctrlKey || e.metaKey || e.altKey) return;
+  // The History view is on screen: a key never decides what is hidden behind it.
+  if (H.isOpen()) return;
   const r = app.current && app.requests.get(app.current);
   if (!r || r.status !== 'open' || r.stale) return;
   const t = e.target;
@@ -859,7 +902,7 @@ function onApprovalKey(e, r) {
     return;
   }
   if (isTextField(t) || !/^[1-9]$/.test(e.key)) return;
-  const outcomes = P.buttons(r.approval.outcomes);
+  const outcomes = P.buttons(r.approval.outcomes, r.approval.askbusAlways);
   const n = Number(e.key) - 1;
   if (n >= outcomes.length) return;
   e.preventDefault();
@@ -1031,6 +1074,7 @@ setupTheme();
 setupSignOut();
 setupNotify();
 setupFilter();
+H.setupHistory();
 document.addEventListener('keydown', onKey);
 window.addEventListener('hashchange', readHash);
 setInterval(tick, 1000);

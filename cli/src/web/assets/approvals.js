@@ -38,8 +38,10 @@ export function label(outcome) {
  * not: the daemon would refuse it), then Deny. `modify_with_editor` needs an editor and the
  * edited text, which the page does not have, so it is not offered.
  */
-export function buttons(outcomes) {
+export function buttons(outcomes, always) {
   const offered = new Set(Array.isArray(outcomes) ? outcomes : []);
+  // askbus's own "Allow always" (its rule) where the agent offers none: `askbusAlways`.
+  for (const o of alwaysOffers(always)) offered.add(o.outcome);
   // Every approval offers these two, whatever the list says (the daemon adds them).
   offered.add('proceed_once');
   offered.add('cancel');
@@ -47,12 +49,31 @@ export function buttons(outcomes) {
   return allow.concat(['cancel']);
 }
 
+/** The "always" buttons askbus web offers for an approval (its `askbusAlways`: each with
+ * `outcome`, `rule` it writes in the request's project, `everyProject` when widened), kept
+ * to well-formed entries. */
+export function alwaysOffers(always) {
+  if (!Array.isArray(always)) return [];
+  return always.filter((o) => o && typeof o.outcome === 'string' && OUTCOMES.some(([k]) => k === o.outcome));
+}
+
+/** The rule the "always" button `outcome` writes (widened to every project or not): the
+ * text, `null` when it writes none, `undefined` when it is no "always" button. */
+export function alwaysRule(always, outcome, everyProject) {
+  const o = alwaysOffers(always).find((x) => x.outcome === outcome);
+  if (!o) return undefined;
+  const wide = everyProject && typeof o.everyProject === 'string' ? o.everyProject : null;
+  return wide || (typeof o.rule === 'string' ? o.rule : null);
+}
+
 /** The `tool-confirmation-response` for `outcome`; `message` goes with a denial only (the
- * text the agent is told why), trimmed, and left out when empty. */
-export function decisionFrame(correlationId, outcome, message) {
+ * text the agent is told why), trimmed, and left out when empty; `anyProject` widens an
+ * "always" rule to every project (askbus web's own word, taken out before the daemon). */
+export function decisionFrame(correlationId, outcome, message, anyProject) {
   const f = { type: 'tool-confirmation-response', correlationId, confirmed: outcome !== 'cancel', outcome };
   const m = typeof message === 'string' ? message.trim() : '';
   if (outcome === 'cancel' && m) f.message = [...m].slice(0, MAX_MESSAGE).join('');
+  if (anyProject === true && outcome !== 'cancel' && outcome !== 'proceed_once') f.anyProject = true;
   return f;
 }
 

@@ -41,6 +41,7 @@ pub(super) async fn find_bound(
 }
 
 /// What a link's answer becomes on the bus.
+#[derive(Clone)]
 pub(super) enum Reply {
     Answers(BTreeMap<usize, String>),
     Dismiss,
@@ -74,7 +75,9 @@ pub(super) fn reply_for(pending: &Pending, body: &Value) -> Result<Reply, Refusa
                 .cloned()
                 .and_then(|o| serde_json::from_value(o).ok())
                 .ok_or_else(|| unfit("the link carries no decision for this approval"))?;
-            if !a.outcomes.contains(&outcome) {
+            // askbus's own "Allow always" (its rule, `crate::always`) where the agent offers
+            // no "always" of its own is one this approval offers too.
+            if !a.outcomes.contains(&outcome) && crate::always::offer(a, outcome).is_none() {
                 return Err(unfit("the link's decision is not one this approval offers"));
             }
             Ok(Reply::Decision(outcome))

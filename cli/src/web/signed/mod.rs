@@ -183,7 +183,7 @@ pub async fn answer(State(app): State<Arc<App>>, Path(token): Path<String>) -> R
         let (mut conn, pending) = find_bound(&links.socket, &link).await?;
         let body = link.answer.clone().unwrap_or(Value::Null);
         let reply = reply_for(&pending, &body)?;
-        send(&mut conn, &link.id, &reply).await?;
+        send(&mut conn, &link.id, &always_first(&pending, &reply)?).await?;
         report_answered(&mut conn, &link.id).await;
         Ok::<_, Refusal>((pending, reply))
     }
@@ -201,6 +201,22 @@ pub async fn answer(State(app): State<Arc<App>>, Path(token): Path<String>) -> R
         }
         Err(r) => r.response(),
     }
+}
+
+/// An "always" decision's rule (in the request's project), written before the decision is
+/// sent, and the reply the agent is then sent (`proceed_once` for askbus's own "always");
+/// any other reply as it is.
+fn always_first(pending: &bus::Pending, reply: &bus::Reply) -> Result<bus::Reply, Refusal> {
+    let (bus::Pending::Approval(a), bus::Reply::Decision(o)) = (pending, reply) else {
+        return Ok(reply.clone());
+    };
+    let Some(offer) = crate::always::offer(a, *o) else {
+        return Ok(reply.clone());
+    };
+    offer
+        .apply(false)
+        .map_err(|e| Refusal::Unfit(format!("the rule was not written ({e})")))?;
+    Ok(bus::Reply::Decision(offer.sent))
 }
 
 /// Tells askbusd the answer came from a notification's link. The answer is already in (the

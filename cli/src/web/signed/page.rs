@@ -110,6 +110,16 @@ pub(super) fn describe(pending: &Pending, reply: Option<&Reply>, redacted: bool)
             }
             if let Some(Reply::Decision(o)) = reply {
                 out += &format!("<p>Decision: <strong>{}</strong></p>", outcome_words(*o));
+                // "Always": the rule askbus writes for it, said before the button.
+                if let Some(offer) = crate::always::offer(a, *o) {
+                    out += &match offer.rule(false) {
+                        Some(r) => format!(
+                            "<p class=always-rule>It writes the rule <code>{}</code></p>",
+                            esc(&crate::always::describe(r))
+                        ),
+                        None => format!("<p class=always-rule>{}</p>", esc(&offer.says(false))),
+                    };
+                }
             }
         }
     }
