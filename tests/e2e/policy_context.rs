@@ -252,7 +252,8 @@ fn the_hooks_pass_the_agents_mode_and_interactivity() {
         run("claude", "PreToolUse", "Bash", mode, entry, command)
     };
     assert!(claude("acceptEdits", None, "deploy prod"));
-    assert!(claude("bypassPermissions", Some("cli"), "deploy prod"));
+    // Skipping Claude Code's own prompts leaves askbus the gate: not yolo.
+    assert!(!claude("bypassPermissions", Some("cli"), "deploy prod"));
     assert!(!claude("default", None, "deploy prod"));
     assert!(!claude("plan", None, "deploy prod"));
     assert!(claude("default", Some("sdk-cli"), "nightly run"));

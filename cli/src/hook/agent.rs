@@ -263,15 +263,16 @@ pub fn parse(hook: &dyn AgentHook, input: &[u8]) -> Result<Event, InputError> {
 }
 
 /// Claude Code's and Codex's `permission_mode` (both send it to their hooks) in Gemini CLI's
-/// spelling: `acceptEdits` is `autoEdit`, `bypassPermissions` is `yolo`; `dontAsk` (deny
-/// what is not allowed beforehand, never prompt) is `default` with nobody at the prompt.
-/// Other modes (Claude Code's classifier `auto`) have no counterpart and are left unsaid.
+/// spelling: `acceptEdits` is `autoEdit`; `dontAsk` (deny what is not allowed beforehand,
+/// never prompt) is `default` with nobody at the prompt. `bypassPermissions` is left unsaid,
+/// as Gemini CLI's `--yolo` is: a person who skips the agent's own prompts and installs the
+/// hook has made askbus the only gate, and `yolo` would make askbus allow everything. Other
+/// modes (Claude Code's classifier `auto`) have no counterpart and are left unsaid too.
 pub fn permission_mode(input: &Map<String, Value>) -> (Option<&'static str>, Option<bool>) {
     match input.get("permission_mode").and_then(Value::as_str) {
         Some("default") => (Some("default"), None),
         Some("acceptEdits") => (Some("autoEdit"), None),
         Some("plan") => (Some("plan"), None),
-        Some("bypassPermissions") => (Some("yolo"), None),
         Some("dontAsk") => (Some("default"), Some(false)),
         _ => (None, None),
     }

@@ -225,7 +225,7 @@ mod tests {
         assert_eq!(mode("default"), (Some("default"), None));
         assert_eq!(mode("acceptEdits"), (Some("autoEdit"), None));
         assert_eq!(mode("plan"), (Some("plan"), None));
-        assert_eq!(mode("bypassPermissions"), (Some("yolo"), None));
+        assert_eq!(mode("bypassPermissions"), (None, None));
         assert_eq!(mode("dontAsk"), (Some("default"), Some(false)));
         assert_eq!(mode("auto"), (None, None));
         let mut none = claude_input();
