@@ -29,7 +29,7 @@ pub struct Loaded {
     pub pending: Vec<StoredRequest>,
     pub owed: Vec<StoredRequest>,
     /// Ended ones whose response was handed to a connected producer in the last
-    /// [`IN_FLIGHT_MS`] before the newest end on record: the daemon stopped (or crashed) with
+    /// `IN_FLIGHT_MS` (10 s) before the newest end on record: the daemon stopped (or crashed) with
     /// that frame maybe still in its queue, so a producer that resends the request gets it.
     pub sent: Vec<StoredRequest>,
 }
