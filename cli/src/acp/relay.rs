@@ -46,6 +46,8 @@ pub struct Options {
     pub client: String,
     /// The agent's name until its `initialize` answer says better (the command's file name).
     pub agent_command: String,
+    /// The longest line read whole; a longer one is passed on unread, in pieces.
+    pub max_line: usize,
 }
 
 /// What askbus is asked, for one intercepted request.
@@ -155,6 +157,54 @@ impl Relay {
         self.to_agent.write(line, flush);
     }
 
+    pub fn max_line(&self) -> usize {
+        self.opts.max_line
+    }
+
+    /// A piece of an agent's line over the bound, passed on unread: askbus is not asked, so
+    /// with `--gate both` or `editor` the editor decides whatever it is. With `--gate askbus`
+    /// the editor must never see a permission request or elicitation: a line that may be one
+    /// ends the session instead (false: the pump stops, nothing more of it is passed on).
+    pub fn agent_long(&self, piece: &[u8], first: bool, last: bool, may_matter: bool) -> bool {
+        if may_matter && self.opts.gate == Gate::Askbus {
+            self.fail(&format!(
+                "the agent wrote a line of over {} bytes that may be a permission request or \
+                 an elicitation; it cannot be asked in askbus and --gate askbus keeps it from \
+                 the editor: ending the session (--max-line-bytes raises the bound)",
+                self.opts.max_line
+            ));
+            return false;
+        }
+        if first {
+            eprintln!(
+                "askbus acp: a line of the agent's of over {} bytes is passed to the editor unread{}",
+                self.opts.max_line,
+                if may_matter { " (askbus does not ask it; the editor decides)" } else { "" }
+            );
+        }
+        if !self.to_editor.write_piece(piece, last) {
+            let _ = self.events.send(Event::EditorGone);
+        }
+        true
+    }
+
+    /// A piece of an editor's line over the bound, passed on to the agent unread.
+    pub fn editor_long(&self, piece: &[u8], first: bool, last: bool) {
+        if first {
+            eprintln!(
+                "askbus acp: a line of the editor's of over {} bytes is passed to the agent unread",
+                self.opts.max_line
+            );
+        }
+        self.to_agent.write_piece(piece, last);
+    }
+
+    /// The proxy cannot keep its promise: says why, and the session ends.
+    fn fail(&self, why: &str) {
+        eprintln!("askbus acp: {why}");
+        let _ = self.events.send(Event::Failed);
+    }
+
     /// Whether a run of the agent's complete lines needs no look but the one this makes: no
     /// answer the relay reads is awaited, and no line in it names a method that matters.
     pub fn passes_through(&self, lines: &[u8]) -> bool {
@@ -205,8 +255,16 @@ impl Relay {
         }
     }
 
-    /// A line the editor wrote.
+    /// A line the editor wrote. Unparsed unless a request of the agent is in flight (the
+    /// editor's answer to it is looked for) or the line may name a method the relay reads.
     pub fn from_editor(self: &Arc<Self>, line: &[u8], more: bool) {
+        let waiting = {
+            let st = self.state();
+            !st.inflight.is_empty() || !st.swallow.is_empty()
+        };
+        if !waiting && !wire::editor_line_may_matter(line) {
+            return self.to_agent(line, !more);
+        }
         let Some(env) = Envelope::parse(line) else {
             return self.to_agent(line, !more);
         };

@@ -5,6 +5,9 @@
 //! itself: its answer to the agent, `$/cancel_request` to the editor, a `-32800` error.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use memchr::memmem;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -92,12 +95,54 @@ impl std::fmt::Display for IdKey {
 /// into an askbus request, or the agent cancelling one (`cancels` when any is in flight).
 /// A plain substring test, so the stream of `session/update`s is never parsed: every line
 /// that is such a message holds these bytes (method names are written unescaped by every
-/// JSON encoder; the `/` is left out of the needles because `\/` is a legal escape).
+/// JSON encoder; the `/` is left out of the needles because `\/` is a legal escape), unless
+/// a name is spelled with `\u` escapes, and a line with any `\u` is looked at too.
 pub fn agent_line_may_matter(line: &[u8], cancels: bool) -> bool {
-    use memchr::memmem;
-    memmem::find(line, b"request_permission").is_some()
-        || memmem::find(line, b"elicitation").is_some()
-        || (cancels && memmem::find(line, b"cancel_request").is_some())
+    let f = finders();
+    f.permission.find(line).is_some()
+        || f.elicitation.find(line).is_some()
+        || f.escape.find(line).is_some()
+        || (cancels && f.cancel_request.find(line).is_some())
+}
+
+/// Whether a line from the editor may need more than forwarding (when no request of the
+/// agent is in flight): `initialize`, `session/new`, `…/load`, `…/resume`, `…/fork` (whose
+/// answers or params the relay reads) and `session/cancel`, each caught by the end of its
+/// name and its closing quote, or a `\u` escape that could spell one.
+pub fn editor_line_may_matter(line: &[u8]) -> bool {
+    let f = finders();
+    f.editor.iter().any(|n| n.find(line).is_some()) || f.escape.find(line).is_some()
+}
+
+struct Finders {
+    permission: memmem::Finder<'static>,
+    elicitation: memmem::Finder<'static>,
+    cancel_request: memmem::Finder<'static>,
+    escape: memmem::Finder<'static>,
+    editor: Vec<memmem::Finder<'static>>,
+}
+
+/// The needles, built once (a searcher is worth building once for a stream of lines).
+fn finders() -> &'static Finders {
+    static F: OnceLock<Finders> = OnceLock::new();
+    F.get_or_init(|| Finders {
+        permission: memmem::Finder::new(b"request_permission"),
+        elicitation: memmem::Finder::new(b"elicitation"),
+        cancel_request: memmem::Finder::new(b"cancel_request"),
+        escape: memmem::Finder::new(b"\\u"),
+        editor: [
+            &b"initialize\""[..],
+            b"new\"",
+            b"load\"",
+            b"resume\"",
+            b"fork\"",
+            b"cancel\"",
+        ]
+        .into_iter()
+        .map(memmem::Finder::new)
+        .map(memmem::Finder::into_owned)
+        .collect(),
+    })
 }
 
 /// `line` without its line ending.
@@ -196,6 +241,35 @@ mod tests {
             br#"{"method":"$/cancel_request"}"#,
             true
         ));
+    }
+
+    #[test]
+    fn a_method_spelled_with_escapes_is_caught_too() {
+        let hidden = br#"{"id":1,"method":"session/request_permissio\u006e","params":{}}"#;
+        assert!(agent_line_may_matter(hidden, false));
+        let e = Envelope::parse(hidden).unwrap();
+        assert_eq!(e.method.as_deref(), Some(REQUEST_PERMISSION));
+    }
+
+    #[test]
+    fn the_editor_prefilter_catches_the_methods_the_relay_reads() {
+        for m in [
+            "initialize",
+            "session/new",
+            "session\\/new",
+            "session/load",
+            "session/resume",
+            "session/fork",
+            "session/cancel",
+            "session/ne\\u0077",
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{m}","params":{{}}}}"#);
+            assert!(editor_line_may_matter(line.as_bytes()), "{m}");
+        }
+        let prompt = br#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}"#;
+        assert!(!editor_line_may_matter(prompt));
+        let answer = br#"{"jsonrpc":"2.0","id":4,"result":{"content":"x"}}"#;
+        assert!(!editor_line_may_matter(answer));
     }
 
     #[test]
