@@ -27,6 +27,8 @@ pub struct Permission {
 pub struct OptionMap {
     /// Each outcome offered, with the agent's optionId for it (first option of a kind wins).
     chosen: Vec<(ToolOutcome, String)>,
+    /// Every optionId the agent offered: the editor may answer with any of them.
+    offered: Vec<String>,
 }
 
 impl OptionMap {
@@ -37,6 +39,11 @@ impl OptionMap {
     pub fn from_options(options: &[Value]) -> Result<OptionMap, String> {
         let mut chosen: Vec<(ToolOutcome, String)> = Vec::new();
         let mut reject_always = None;
+        let offered = options
+            .iter()
+            .filter_map(|o| o.get("optionId").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect();
         for o in options {
             let (Some(id), Some(kind)) = (
                 o.get("optionId").and_then(Value::as_str),
@@ -77,7 +84,12 @@ impl OptionMap {
         if !chosen.iter().any(|(o, _)| *o == ToolOutcome::ProceedOnce) {
             return Err("the agent offers no allow_once option".into());
         }
-        Ok(OptionMap { chosen })
+        Ok(OptionMap { chosen, offered })
+    }
+
+    /// Every optionId the agent offered.
+    pub fn offered(&self) -> &[String] {
+        &self.offered
     }
 
     /// The outcomes askbus offers, in ToolOutcome's order.

@@ -228,23 +228,48 @@ impl Relay {
             return self.to_editor(line, !more);
         }
         let Some(env) = Envelope::parse(line) else {
+            // A line the parser refuses (not JSON, or a key written twice, which readers
+            // read differently) that names a method that matters: with --gate askbus it
+            // never reaches the editor, and nobody can approve it.
+            if self.opts.gate == Gate::Askbus && wire::agent_line_may_matter(line, false) {
+                eprintln!(
+                    "askbus acp: dropped a line of the agent's that may be a permission request or an elicitation but is not one JSON-RPC message{}",
+                    if wire::is_duplicate_key(line) { " (a key written twice)" } else { "" }
+                );
+                return;
+            }
             return self.to_editor(line, !more);
         };
-        match (env.method.as_deref(), env.id_key()) {
-            (Some(m @ (wire::REQUEST_PERMISSION | wire::ELICITATION_CREATE)), Some(id))
+        match (env.method.as_deref(), env.id()) {
+            (Some(m @ (wire::REQUEST_PERMISSION | wire::ELICITATION_CREATE)), id)
                 if self.opts.gate != Gate::Editor =>
             {
-                let params = env.params_value();
-                self.intercept(line, m == wire::REQUEST_PERMISSION, id, params)
+                match id {
+                    Ok(Some(id)) => {
+                        let params = env.params_value();
+                        self.intercept(line, m == wire::REQUEST_PERMISSION, id, params)
+                    }
+                    // A request without an id cannot be answered: asked nowhere.
+                    Ok(None) => eprintln!("askbus acp: dropped a {m} without an id"),
+                    Err(raw) => {
+                        eprintln!("askbus acp: refused a {m} whose id is {raw} (ids are strings or integers)");
+                        let error = wire::error_line(
+                            Some(&raw),
+                            wire::INVALID_REQUEST,
+                            "askbus acp: a request's id must be a string or an integer",
+                        );
+                        self.to_agent(&error, true)
+                    }
+                }
             }
-            (Some(wire::CANCEL_REQUEST), None) => {
+            (Some(wire::CANCEL_REQUEST), Ok(None)) => {
                 let id = IdKey::of_value(&env.params_value()["requestId"]);
                 match id.filter(|id| self.state().inflight.contains_key(id)) {
                     Some(id) => self.agent_cancelled(line, id),
                     None => self.to_editor(line, !more),
                 }
             }
-            (None, Some(id)) => {
+            (None, Ok(Some(id))) => {
                 let t = self.state().tracked.remove(&id);
                 if let Some(t) = t {
                     self.read_answer(t, line);
@@ -266,21 +291,29 @@ impl Relay {
             return self.to_agent(line, !more);
         }
         let Some(env) = Envelope::parse(line) else {
+            // While the agent waits for an answer, a line with a key written twice (which
+            // readers read differently) could pass for one: it is dropped.
+            if waiting && wire::is_duplicate_key(line) {
+                eprintln!("askbus acp: dropped a line of the editor's with a key written twice");
+                return;
+            }
             return self.to_agent(line, !more);
         };
         match (env.method.as_deref(), env.id_key()) {
             (None, Some(id)) => {
                 let mut st = self.state();
+                if st.inflight.get(&id).is_some_and(|f| !f.editor_saw) {
+                    // An answer to a request the editor was never sent (--gate askbus): a
+                    // guess, not a decision.
+                    drop(st);
+                    eprintln!(
+                        "askbus acp: the editor answered request {id}, which it was not sent; its answer was not passed on"
+                    );
+                    return;
+                }
                 if let Some(f) = st.inflight.remove(&id) {
                     drop(st);
-                    // The editor answered first: the agent gets its answer as it is, and the
-                    // askbus request is withdrawn as answered there (a person decided, in
-                    // the editor: its record says `decidedBy` human via acp).
-                    self.to_agent(line, true);
-                    if let Some(cid) = f.correlation_id {
-                        self.withdraw(cid, answered_in_editor());
-                    }
-                    return;
+                    return self.editor_answered(id, f, line);
                 }
                 if st.swallow.remove(&id) {
                     drop(st);
@@ -319,6 +352,35 @@ impl Relay {
         }
     }
 
+    /// The editor answered a request of the agent's first. A well-formed answer goes to the
+    /// agent as it is, and the askbus request is withdrawn as answered there (a person
+    /// decided, in the editor: its record says `decidedBy` human via acp). An answer to a
+    /// permission request that selects an option the agent did not offer, or contradicts
+    /// itself, is never an approval: the agent is told no.
+    fn editor_answered(self: &Arc<Self>, id: IdKey, f: InFlight, line: &[u8]) {
+        let fault = match &f.what {
+            What::Permission(options) => wire::permission_answer_fault(line, options.offered()),
+            What::Elicitation(_) => None,
+        };
+        match fault {
+            None => {
+                self.to_agent(line, true);
+                if let Some(cid) = f.correlation_id {
+                    self.withdraw(cid, answered_in_editor());
+                }
+            }
+            Some(why) => {
+                eprintln!(
+                    "askbus acp: the editor's answer to request {id} is refused ({why}); the agent is told no"
+                );
+                self.to_agent(&wire::result_line(&id, &f.what.denied()), true);
+                if let Some(cid) = f.correlation_id {
+                    self.withdraw(cid, CancelReason::Withdrawn);
+                }
+            }
+        }
+    }
+
     /// The agent's answer to an editor request the relay reads.
     fn read_answer(&self, t: Tracked, line: &[u8]) {
         let Ok(v) = serde_json::from_slice::<Value>(wire::trim_newline(line)) else {
@@ -352,6 +414,9 @@ impl Relay {
         } else {
             wire::ELICITATION_CREATE
         };
+        if self.reused(&id, permission, &params) {
+            return;
+        }
         let session = params["sessionId"].as_str().map(str::to_owned);
         let mapped = if permission {
             permission::map(&params).map(|p| {
@@ -410,6 +475,17 @@ impl Relay {
         let me = self.clone();
         let (timeout_ms, no_ui) = (self.opts.timeout_ms, self.opts.no_ui);
         self.rt.spawn(async move {
+            // Withdrawn before this task ran (the editor answered at once, the agent reused
+            // the id): never asked. Past this check the ask is registered in its first poll,
+            // before any withdrawal (spawned later, on the one worker) can send its cancel.
+            let wanted = me
+                .state()
+                .inflight
+                .get(&id)
+                .is_some_and(|f| f.correlation_id.as_deref() == Some(cid.as_str()));
+            if !wanted {
+                return;
+            }
             let decision = match (body, &what) {
                 (Body::Approval(mut c), What::Permission(options)) => {
                     c.correlation_id = Some(cid);
@@ -433,6 +509,39 @@ impl Relay {
             };
             me.askbus_ended(id, decision);
         });
+    }
+
+    /// A request whose id is one the agent already has in flight, or whose editor copy is
+    /// still open: which one an answer is for would be anyone's guess, so both are denied
+    /// (the first withdrawn from askbus and from the editor) and the new one is asked
+    /// nowhere. True when it was.
+    fn reused(self: &Arc<Self>, id: &IdKey, permission: bool, params: &Value) -> bool {
+        let mut st = self.state();
+        if !st.inflight.contains_key(id) && !st.swallow.contains(id) {
+            return false;
+        }
+        let first = st.inflight.remove(id);
+        if first.as_ref().is_some_and(|f| f.editor_saw) {
+            st.swallow.insert(id.clone());
+        }
+        drop(st);
+        eprintln!("askbus acp: the agent reused the id {id} of a request still open: both are denied");
+        if let Some(f) = first {
+            if let Some(cid) = f.correlation_id {
+                self.withdraw(cid, CancelReason::Withdrawn);
+            }
+            self.to_agent(&wire::result_line(id, &f.what.denied()), true);
+            if f.editor_saw {
+                self.to_editor(&wire::cancel_request_line(id), true);
+            }
+        }
+        let denied = if permission {
+            permission::deny_unmapped(params)
+        } else {
+            serde_json::json!({"action": "cancel"})
+        };
+        self.to_agent(&wire::result_line(id, &denied), true);
+        true
     }
 
     /// Askbus cannot take the request (no daemon, or one it cannot ask): `--fallback editor`

@@ -43,13 +43,25 @@ impl<'a> Envelope<'a> {
         serde_json::from_slice(trim_newline(line)).ok()
     }
 
-    /// The id as its JSON text (`3`, `"abc"`): the key a response is matched by. `null` is
-    /// no id.
+    /// The id as the key a response is matched by: `None` for no id (absent or `null`),
+    /// `Err` for one that is not a string or an integer (a float, an object, an array, a
+    /// boolean), which the proxy never takes a request by.
+    pub fn id(&self) -> Result<Option<IdKey>, String> {
+        let Some(raw) = self.id else {
+            return Ok(None);
+        };
+        let v: Value = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+        match v {
+            Value::Null => Ok(None),
+            v => IdKey::of_value(&v)
+                .map(Some)
+                .ok_or_else(|| raw.get().trim().to_owned()),
+        }
+    }
+
+    /// The id, when it is a usable one.
     pub fn id_key(&self) -> Option<IdKey> {
-        self.id
-            .map(|id| id.get().trim())
-            .filter(|id| *id != "null")
-            .map(IdKey::from)
+        self.id().ok().flatten()
     }
 
     /// `params` read as a JSON value (only for the few messages the proxy acts on).
@@ -60,7 +72,9 @@ impl<'a> Envelope<'a> {
     }
 }
 
-/// A JSON-RPC id as its JSON text, so `3` and `"3"` stay apart as JSON-RPC keeps them.
+/// A JSON-RPC id (a string or an integer) as its JSON text written one way (`"a"` however
+/// the peer escaped it), so `3` and `"3"` stay apart as JSON-RPC keeps them and the editor's
+/// answer matches the agent's request whatever either's encoder did.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IdKey(Box<str>);
 
@@ -71,11 +85,12 @@ impl From<&str> for IdKey {
 }
 
 impl IdKey {
-    /// The id from a value (`$/cancel_request`'s `requestId`).
+    /// The id from a value (`$/cancel_request`'s `requestId`): a string or an integer.
     pub fn of_value(v: &Value) -> Option<IdKey> {
         match v {
-            Value::Null => None,
-            v => Some(IdKey(v.to_string().into())),
+            Value::String(_) => Some(IdKey(v.to_string().into())),
+            Value::Number(n) if n.is_i64() || n.is_u64() => Some(IdKey(n.to_string().into())),
+            _ => None,
         }
     }
 
@@ -145,6 +160,61 @@ fn finders() -> &'static Finders {
     })
 }
 
+/// What is wrong with the editor's answer to a permission request, if anything: it must be
+/// one JSON object with a `result` (and no `error`) whose `outcome` is `cancelled` without an
+/// option, or `selected` with one of the `offered` optionIds; no key twice (a reader that took
+/// the first of two could read another answer than the one checked). An `error` answer is
+/// fine: it is never an approval.
+pub fn permission_answer_fault(line: &[u8], offered: &[String]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Reply<'a> {
+        #[serde(borrow, default)]
+        result: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        error: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct PermissionResult {
+        outcome: Selected,
+    }
+    #[derive(Deserialize)]
+    struct Selected {
+        outcome: String,
+        #[serde(rename = "optionId", default)]
+        option_id: Option<String>,
+    }
+    let reply: Reply = match serde_json::from_slice(trim_newline(line)) {
+        Ok(r) => r,
+        Err(e) => return Some(format!("not a JSON-RPC answer: {e}")),
+    };
+    let result = match (reply.result, reply.error) {
+        (Some(_), Some(_)) => return Some("both a result and an error".into()),
+        (None, Some(_)) => return None,
+        (None, None) => return Some("neither a result nor an error".into()),
+        (Some(r), None) => r,
+    };
+    let outcome = match serde_json::from_str::<PermissionResult>(result.get()) {
+        Ok(r) => r.outcome,
+        Err(e) => return Some(format!("not a permission outcome: {e}")),
+    };
+    match (outcome.outcome.as_str(), outcome.option_id) {
+        ("cancelled", None) => None,
+        ("cancelled", Some(id)) => Some(format!("cancelled, yet selecting option {id:?}")),
+        ("selected", Some(id)) if offered.contains(&id) => None,
+        ("selected", Some(id)) => Some(format!("option {id:?}, which the agent did not offer")),
+        ("selected", None) => Some("selected, without an option".into()),
+        (other, _) => Some(format!("the outcome {other:?}")),
+    }
+}
+
+/// Whether a JSON parse failed on a key written twice.
+pub fn is_duplicate_key(line: &[u8]) -> bool {
+    match serde_json::from_slice::<Envelope>(trim_newline(line)) {
+        Err(e) => e.to_string().starts_with("duplicate field"),
+        Ok(_) => false,
+    }
+}
+
 /// `line` without its line ending.
 pub fn trim_newline(line: &[u8]) -> &[u8] {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
@@ -162,6 +232,23 @@ pub fn result_line(id: &IdKey, result: &Value) -> Vec<u8> {
     line.push(b'\n');
     line
 }
+
+/// An error response line: `{"jsonrpc":"2.0","id":ID,"error":{"code":CODE,"message":…}}`,
+/// with `id` as the peer wrote it (`null` when it has none).
+pub fn error_line(id: Option<&str>, code: i64, message: &str) -> Vec<u8> {
+    let error = json!({"code": code, "message": message});
+    let mut line = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"error":{}}}"#,
+        id.unwrap_or("null"),
+        error
+    )
+    .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// JSON-RPC's "Invalid Request".
+pub const INVALID_REQUEST: i64 = -32600;
 
 /// An error response line with ACP's "Request Cancelled" code.
 pub fn cancelled_error_line(id: &IdKey) -> Vec<u8> {
@@ -207,6 +294,43 @@ mod tests {
         assert!(Envelope::parse(note).unwrap().id_key().is_none());
         assert!(Envelope::parse(b"not json\n").is_none());
         assert!(Envelope::parse(b"[1,2]").is_none());
+    }
+
+    #[test]
+    fn ids_match_whatever_the_escapes_and_odd_ids_are_refused() {
+        let a = Envelope::parse(br#"{"id":"\u0061","method":"m"}"#).unwrap();
+        let b = Envelope::parse(br#"{"id":"a","result":{}}"#).unwrap();
+        assert_eq!(a.id_key(), b.id_key());
+        assert_eq!(a.id_key().unwrap().json(), r#""a""#);
+        for odd in [r#"1.5"#, r#"{"x":1}"#, r#"[1]"#, "true", "1e3"] {
+            let line = format!(r#"{{"id":{odd},"method":"m"}}"#);
+            let e = Envelope::parse(line.as_bytes()).unwrap();
+            assert!(e.id().is_err(), "{odd}");
+        }
+        let e = Envelope::parse(br#"{"id":null,"method":"m"}"#).unwrap();
+        assert_eq!(e.id(), Ok(None));
+    }
+
+    #[test]
+    fn editor_answers_are_checked_against_the_offered_options() {
+        let offered = vec!["proceed_once".to_owned(), "cancel".to_owned()];
+        let ok = |r: &str| permission_answer_fault(r.as_bytes(), &offered);
+        assert_eq!(ok(r#"{"id":1,"result":{"outcome":{"outcome":"selected","optionId":"proceed_once"}}}"#), None);
+        assert_eq!(ok(r#"{"id":1,"result":{"outcome":{"outcome":"cancelled"}}}"#), None);
+        assert_eq!(ok(r#"{"id":1,"error":{"code":-1,"message":"no"}}"#), None);
+        for bad in [
+            r#"{"id":1,"result":{"outcome":{"outcome":"selected","optionId":"proceed_always"}}}"#,
+            r#"{"id":1,"result":{"outcome":{"outcome":"cancelled","optionId":"proceed_once"}}}"#,
+            r#"{"id":1,"result":{"outcome":{"outcome":"selected","optionId":"cancel","optionId":"proceed_once"}}}"#,
+            r#"{"id":1,"result":{"outcome":{"outcome":"selected"}}}"#,
+            r#"{"id":1,"result":{"outcome":{"outcome":"approved","optionId":"proceed_once"}}}"#,
+            r#"{"id":1,"result":{"outcome":"selected"}}"#,
+            r#"{"id":1,"result":{"outcome":{"outcome":"cancelled"}},"error":{"code":1,"message":""}}"#,
+            r#"{"id":1,"result":{"outcome":{"outcome":"cancelled"}},"result":{"outcome":{"outcome":"selected","optionId":"proceed_once"}}}"#,
+            r#"{"id":1}"#,
+        ] {
+            assert!(ok(bad).is_some(), "{bad}");
+        }
     }
 
     #[test]
