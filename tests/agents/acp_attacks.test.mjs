@@ -41,17 +41,20 @@ class Lines {
   constructor(stream, prefix = '') {
     this.lines = [];
     this.waiters = [];
-    this.rest = '';
+    this.parts = [];
     this.ended = false;
     stream.setEncoding('utf8');
     stream.on('data', (d) => {
-      this.rest += d;
+      let start = 0;
       let i;
-      while ((i = this.rest.indexOf('\n')) >= 0) {
-        const line = this.rest.slice(0, i);
-        this.rest = this.rest.slice(i + 1);
+      while ((i = d.indexOf('\n', start)) >= 0) {
+        this.parts.push(d.slice(start, i));
+        const line = this.parts.join('');
+        this.parts = [];
+        start = i + 1;
         if (line.startsWith(prefix)) this.lines.push(line.slice(prefix.length));
       }
+      if (start < d.length) this.parts.push(d.slice(start));
       this.wake();
     });
     stream.on('end', () => {
@@ -137,7 +140,7 @@ async function ui() {
  * a prompt (on which the agent writes `script`). `editor`: what the editor receives;
  * `agentGot`: what reached the agent; `send`: a line from the editor.
  */
-async function session(script, proxyArgs = []) {
+async function session(script, proxyArgs = [], { prompt = true } = {}) {
   const agent = {
     command: process.execPath,
     args: [RAW_AGENT],
@@ -155,7 +158,9 @@ async function session(script, proxyArgs = []) {
   await editor.take((m) => m.id === 0, 'the answer to initialize');
   send({ jsonrpc: '2.0', id: 1, method: 'session/new', params: { cwd: root, mcpServers: [] } });
   await editor.take((m) => m.id === 1, 'the answer to session/new');
-  send({ jsonrpc: '2.0', id: 2, method: 'session/prompt', params: { sessionId: 'raw-session', prompt: [{ type: 'text', text: 'Go.' }] } });
+  const promptNow = () =>
+    send({ jsonrpc: '2.0', id: 2, method: 'session/prompt', params: { sessionId: 'raw-session', prompt: [{ type: 'text', text: 'Go.' }] } });
+  if (prompt) promptNow();
   /** Everything the editor sent so far has reached the agent (a marker sent after it did). */
   let marks = 0;
   const settled = async () => {
@@ -165,7 +170,7 @@ async function session(script, proxyArgs = []) {
   };
   /** The answers the agent got to request `id` (the parsed id). */
   const answersTo = (id) => agentGot.all((m) => m.method === undefined && m.id === id);
-  return { proc, editor, agentGot, said, send, settled, answersTo };
+  return { proc, editor, agentGot, said, send, settled, answersTo, prompt: promptNow };
 }
 
 const requestOf = (u, what = 'the approval from askbus acp') => u.take((f) => f.type === 'tool-confirmation-request', what);
@@ -340,4 +345,59 @@ test('--gate askbus: a permission request with a key written twice (a reader wou
   const s = await session([twice], ['--gate', 'askbus']);
   await s.said.takeRaw((l) => l.startsWith('dropped a line'), 'the proxy dropping it');
   assert.equal(s.editor.all((m) => m.id === 50).length, 0);
+});
+
+/** A field of /proc/PID/status, in KiB. */
+async function statusKib(pid, field) {
+  const { readFile } = await import('node:fs/promises');
+  const text = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(text.match(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm'))[1]);
+}
+
+const MIB = 1 << 20;
+
+test("a line over --max-line-bytes from the agent reaches the editor whole, in pieces, and the proxy's memory stays bounded", async () => {
+  const bytes = 48 * MIB;
+  const head = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"raw-session","update":{"text":"';
+  const tail = '"}}}\n';
+  const s = await session(
+    [{ head, fill: 'x', bytes, tail }, JSON.stringify({ jsonrpc: '2.0', method: 'test/after' })],
+    ['--max-line-bytes', String(MIB)],
+    { prompt: false },
+  );
+  const before = await statusKib(s.proc.child.pid, 'VmRSS');
+  s.prompt();
+  const long = await s.editor.takeRaw((l) => l.length > bytes, 'the long line at the editor');
+  assert.equal(long.length, head.length + bytes + tail.length - 1, 'every byte of it');
+  assert.ok(long.startsWith(head) && long.endsWith('"}}}'));
+  await s.editor.take((m) => m.method === 'test/after', 'the line after it');
+  const peak = await statusKib(s.proc.child.pid, 'VmHWM');
+  assert.ok(peak - before < 16 * 1024, `the proxy grew by ${peak - before} KiB for a line of ${bytes / MIB} MiB`);
+  await s.said.takeRaw((l) => l.includes('passed to the editor unread'), 'the proxy saying so');
+});
+
+test("a line over --max-line-bytes from the editor reaches the agent whole, and the proxy's memory stays bounded", async () => {
+  const s = await session([], ['--max-line-bytes', String(MIB)]);
+  const before = await statusKib(s.proc.child.pid, 'VmRSS');
+  const text = 'y'.repeat(48 * MIB);
+  const line = `{"jsonrpc":"2.0","method":"session/big","params":{"text":"${text}"}}`;
+  s.send(line);
+  const got = await s.agentGot.takeRaw((l) => l.startsWith('LONG '), 'the long line at the agent');
+  assert.equal(got, `LONG ${line.length} ${line.slice(-40)}`);
+  await s.settled();
+  const peak = await statusKib(s.proc.child.pid, 'VmHWM');
+  assert.ok(peak - before < 16 * 1024, `the proxy grew by ${peak - before} KiB`);
+});
+
+test('--gate askbus: a permission request over --max-line-bytes ends the session; the editor sees none of it', async () => {
+  const head =
+    '{"jsonrpc":"2.0","id":9,"method":"session/request_permission","params":{"sessionId":"raw-session","options":' +
+    JSON.stringify(OPTIONS) +
+    ',"toolCall":{"toolCallId":"c9","kind":"execute","title":"';
+  const s = await session([{ head, fill: 'z', bytes: 3 * MIB, tail: '"}}}\n' }], ['--gate', 'askbus', '--max-line-bytes', String(MIB)]);
+  const exit = await deadline(s.proc.exited, 'the proxy to end the session');
+  assert.equal(exit.code, 1, s.proc.stderr());
+  assert.match(s.proc.stderr(), /ending the session/);
+  assert.equal(s.editor.all((m) => m.id === 9).length, 0);
+  assert.ok(!s.editor.lines.some((l) => l.includes('request_permission')) && !s.editor.parts.join('').includes('request_permission'));
 });
