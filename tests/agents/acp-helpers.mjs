@@ -195,6 +195,10 @@ export async function fakeResponsesApi({ command, finalText = 'Finished.' }) {
   return {
     url: `http://127.0.0.1:${server.address().port}/v1`,
     requests,
-    close: () => new Promise((resolve) => server.close(resolve)),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(resolve);
+        server.closeAllConnections();
+      }),
   };
 }

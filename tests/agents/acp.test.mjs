@@ -279,7 +279,9 @@ test('a second agent: claude-code-acp (the Claude Agent SDK) on a local fake Mes
   await finish(proc);
 });
 
-const CODEX_ACP = path.join(packageDir('@zed-industries/codex-acp'), 'bin/codex-acp.js');
+// The platform's binary itself (the package's bin/codex-acp.js runs it with spawnSync, so a
+// signal to that wrapper would leave the binary running).
+const CODEX_ACP = path.join(packageDir(`@zed-industries/codex-acp-${process.platform}-${process.arch}`), 'bin/codex-acp');
 
 test('a second agent: codex-acp (Codex) on a local fake Responses API, its shell command answered in askbus', async () => {
   const api = await fakeResponsesApi({ command: COMMAND });
@@ -292,8 +294,8 @@ test('a second agent: codex-acp (Codex) on a local fake Responses API, its shell
   const u = await ui();
   const provider = `model_providers.fake={name="fake",base_url="${api.url}",wire_api="responses",env_key="FAKE_API_KEY"}`;
   const agent = {
-    command: process.execPath,
-    args: [CODEX_ACP, '-c', 'model_provider="fake"', '-c', provider, '-c', 'model="gpt-5"'],
+    command: CODEX_ACP,
+    args: ['-c', 'model_provider="fake"', '-c', provider, '-c', 'model="gpt-5"'],
     cwd: work,
     env: { PATH: process.env.PATH, HOME: home, CODEX_HOME: home, FAKE_API_KEY: 'offline-test-key', NO_COLOR: '1', TERM: 'dumb' },
   };
