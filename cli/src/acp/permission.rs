@@ -358,7 +358,10 @@ mod tests {
             argv_line(&["/bin/bash", "-lc", "touch created.txt"]),
             "touch created.txt"
         );
-        assert_eq!(argv_line(&["rm", "-rf", "my dir", "it's"]), r"rm -rf 'my dir' 'it'\''s'");
+        assert_eq!(
+            argv_line(&["rm", "-rf", "my dir", "it's"]),
+            r"rm -rf 'my dir' 'it'\''s'"
+        );
         assert_eq!(argv_line(&["ls", ""]), "ls ''");
     }
 

@@ -525,7 +525,9 @@ impl Relay {
             st.swallow.insert(id.clone());
         }
         drop(st);
-        eprintln!("askbus acp: the agent reused the id {id} of a request still open: both are denied");
+        eprintln!(
+            "askbus acp: the agent reused the id {id} of a request still open: both are denied"
+        );
         if let Some(f) = first {
             if let Some(cid) = f.correlation_id {
                 self.withdraw(cid, CancelReason::Withdrawn);

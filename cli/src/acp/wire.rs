@@ -315,8 +315,14 @@ mod tests {
     fn editor_answers_are_checked_against_the_offered_options() {
         let offered = vec!["proceed_once".to_owned(), "cancel".to_owned()];
         let ok = |r: &str| permission_answer_fault(r.as_bytes(), &offered);
-        assert_eq!(ok(r#"{"id":1,"result":{"outcome":{"outcome":"selected","optionId":"proceed_once"}}}"#), None);
-        assert_eq!(ok(r#"{"id":1,"result":{"outcome":{"outcome":"cancelled"}}}"#), None);
+        assert_eq!(
+            ok(r#"{"id":1,"result":{"outcome":{"outcome":"selected","optionId":"proceed_once"}}}"#),
+            None
+        );
+        assert_eq!(
+            ok(r#"{"id":1,"result":{"outcome":{"outcome":"cancelled"}}}"#),
+            None
+        );
         assert_eq!(ok(r#"{"id":1,"error":{"code":-1,"message":"no"}}"#), None);
         for bad in [
             r#"{"id":1,"result":{"outcome":{"outcome":"selected","optionId":"proceed_always"}}}"#,
