@@ -5,7 +5,8 @@
 //! editor or in askbus.
 //!
 //! `wire` owns the JSON-RPC lines, `permission` and `elicit` the mapping of the two requests
-//! onto askbus, `relay` the routing and the race, `out` each side's buffered writer; this file owns the command line and the
+//! onto askbus, `relay` the routing and the race (`relay::refuse` what it refuses), `pump`
+//! reading each side and the bound on a line, `out` each side's buffered writer; this file owns the command line and the
 //! agent process: its start, signals passed on, and its exit status passed back.
 
 mod elicit;
