@@ -149,3 +149,56 @@ export async function childrenOf(pid) {
   }
   return out;
 }
+
+/**
+ * A local stand-in for the OpenAI Responses API (POST /v1/responses, server-sent events), for
+ * codex-acp: the first turn calls `shell_command` with `command` (asking to run outside the
+ * sandbox, which needs the person's approval), every later turn says `finalText`. Resolves
+ * with its `url` (the provider's base_url), the `requests` bodies it got, and `close()`.
+ */
+export async function fakeResponsesApi({ command, finalText = 'Finished.' }) {
+  const http = await import('node:http');
+  const requests = [];
+  const sse = (events) => events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join('');
+  const usage = { input_tokens: 1, output_tokens: 1, total_tokens: 2 };
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      if (req.method !== 'POST' || !req.url.endsWith('/responses')) {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end('{}');
+        return;
+      }
+      requests.push(JSON.parse(body));
+      const id = `resp_${requests.length}`;
+      const item =
+        requests.length === 1
+          ? {
+              type: 'function_call',
+              name: 'shell_command',
+              call_id: 'call_1',
+              arguments: JSON.stringify({ command, sandbox_permissions: 'require_escalated', justification: 'Create the file' }),
+            }
+          : { type: 'message', role: 'assistant', id: `msg_${requests.length}`, content: [{ type: 'output_text', text: finalText }] };
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(
+        sse([
+          { type: 'response.created', response: { id } },
+          { type: 'response.output_item.done', item },
+          { type: 'response.completed', response: { id, usage } },
+        ]),
+      );
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}/v1`,
+    requests,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(resolve);
+        server.closeAllConnections();
+      }),
+  };
+}

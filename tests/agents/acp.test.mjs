@@ -12,6 +12,7 @@ import {
   childrenOf,
   editorSession,
   ELICIT_AGENT,
+  fakeResponsesApi,
   finish,
   geminiAcp,
   launch,
@@ -275,6 +276,47 @@ test('a second agent: claude-code-acp (the Claude Agent SDK) on a local fake Mes
   assert.equal(seen.permissions.length, 1, 'the editor was asked too (--gate both)');
   assert.equal(seen.cancelled.length, 1, 'and its dialog cancelled once askbus answered');
   assert.ok(await exists(path.join(box.work, 'created.txt')), 'the approved command ran');
+  await finish(proc);
+});
+
+// The platform's binary itself (the package's bin/codex-acp.js runs it with spawnSync, so a
+// signal to that wrapper would leave the binary running).
+const CODEX_ACP = path.join(packageDir(`@zed-industries/codex-acp-${process.platform}-${process.arch}`), 'bin/codex-acp');
+
+test('a second agent: codex-acp (Codex) on a local fake Responses API, its shell command answered in askbus', async () => {
+  const api = await fakeResponsesApi({ command: COMMAND });
+  closers.push(() => api.close());
+  const { mkdir } = await import('node:fs/promises');
+  const work = path.join(root, 'work');
+  const home = path.join(root, 'home');
+  await mkdir(work, { recursive: true });
+  await mkdir(home, { recursive: true });
+  const u = await ui();
+  const provider = `model_providers.fake={name="fake",base_url="${api.url}",wire_api="responses",env_key="FAKE_API_KEY"}`;
+  const agent = {
+    command: CODEX_ACP,
+    args: ['-c', 'model_provider="fake"', '-c', provider, '-c', 'model="gpt-5"'],
+    cwd: work,
+    env: { PATH: process.env.PATH, HOME: home, CODEX_HOME: home, FAKE_API_KEY: 'offline-test-key', NO_COLOR: '1', TERM: 'dumb' },
+  };
+  const proc = proxied(agent);
+  const session = editorSession(proc, { cwd: work });
+  const req = await approvalOf(u);
+  assert.ok(req.outcomes.includes('proceed_once'), JSON.stringify(req.outcomes));
+  assert.equal(req.details.type, 'exec', JSON.stringify(req.details));
+  assert.equal(req.details.command, COMMAND);
+  assert.equal(req.context.agent, 'codex-acp/0.16.0');
+  assert.equal(req.context.project, 'work');
+  u.send({ type: 'tool-confirmation-response', correlationId: req.correlationId, confirmed: true, outcome: 'proceed_once' });
+  const seen = await deadline(session, 'the prompt turn', 90_000);
+  assert.equal(seen.error, undefined, String(seen.error) + proc.stderr());
+  assert.equal(seen.stopReason, 'end_turn');
+  assert.equal(seen.permissions.length, 1, 'the editor was asked too (--gate both)');
+  assert.equal(seen.cancelled.length, 1, 'and its dialog cancelled once askbus answered');
+  assert.ok(await exists(path.join(work, 'created.txt')), 'the approved command ran');
+  assert.equal(api.requests.length, 2, 'one turn with the call, one with its result');
+  const output = api.requests[1].input.find((i) => i.type === 'function_call_output' && i.call_id === 'call_1');
+  assert.ok(output, 'the second turn carries the command\'s result');
   await finish(proc);
 });
 

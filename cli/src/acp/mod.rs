@@ -5,16 +5,17 @@
 //! editor or in askbus.
 //!
 //! `wire` owns the JSON-RPC lines, `permission` and `elicit` the mapping of the two requests
-//! onto askbus, `relay` the routing and the race, `out` each side's buffered writer; this file owns the command line and the
+//! onto askbus, `relay` the routing and the race (`relay::refuse` what it refuses), `pump`
+//! reading each side and the bound on a line, `out` each side's buffered writer; this file owns the command line and the
 //! agent process: its start, signals passed on, and its exit status passed back.
 
 mod elicit;
 mod out;
 mod permission;
+mod pump;
 mod relay;
 mod wire;
 
-use std::io::{BufRead, BufReader, Read};
 use std::os::fd::AsFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -51,6 +52,10 @@ pub struct AcpArgs {
     /// decides) [default: the daemon's]
     #[arg(long, value_name = "POLICY", value_parser = ["wait", "reject"])]
     no_ui: Option<String>,
+    /// The longest line read whole, in bytes; a longer one (from either side) is passed on
+    /// unread in pieces, so memory stays bounded [default: 64 MiB]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1024..))]
+    max_line_bytes: Option<u64>,
     /// Name announced to the UIs as the producer
     #[arg(long, value_name = "NAME", default_value = concat!("askbus-acp/", env!("CARGO_PKG_VERSION")))]
     client: String,
@@ -104,6 +109,9 @@ pub enum Event {
     EditorGone,
     /// The agent exited.
     Exited(std::process::ExitStatus),
+    /// The proxy cannot go on as it promised (it said why): the agent is ended, and the
+    /// proxy exits with a failure of its own.
+    Failed,
 }
 
 /// How long an agent has to exit by itself once the editor closed its stdin, and then once
@@ -146,8 +154,9 @@ pub fn main(args: AcpArgs, socket: PathBuf) -> ExitCode {
     let pid = child.id() as libc::pid_t;
     let agent_in = child.stdin.take().expect("piped");
     let agent_out = child.stdout.take().expect("piped");
-    let (Ok(stdin), Ok(stdout)) = (
+    let (Ok(stdin), Ok(stdout), Ok(stdout_fd)) = (
         std::io::stdin().as_fd().try_clone_to_owned(),
+        std::io::stdout().as_fd().try_clone_to_owned(),
         std::io::stdout().as_fd().try_clone_to_owned(),
     ) else {
         eprintln!("askbus acp: cannot use stdin and stdout");
@@ -165,6 +174,9 @@ pub fn main(args: AcpArgs, socket: PathBuf) -> ExitCode {
         no_ui: args.no_ui.as_deref().and_then(NoUiPolicy::parse),
         client: args.client,
         agent_command,
+        max_line: args
+            .max_line_bytes
+            .map_or(pump::MAX_LINE_DEFAULT, |n| n as usize),
     };
     let (events, mut rx) = mpsc::unbounded_channel();
     let relay = Arc::new(Relay::new(
@@ -175,20 +187,30 @@ pub fn main(args: AcpArgs, socket: PathBuf) -> ExitCode {
         events.clone(),
     ));
 
-    // The agent → editor pump: ends at the agent's EOF.
+    // The agent → editor pump: ends at the agent's EOF. Both pipes of that way are widened
+    // (when they are pipes) so that a stream crosses them in few, large reads and writes.
     let r = relay.clone();
+    let max_line = r.max_line();
+    pump::widen_pipe(&stdout_fd, CHUNK * 4);
     let from_agent = std::thread::spawn(move || {
-        widen_pipe(&agent_out);
-        pump_agent(agent_out, &r);
+        pump::widen_pipe(&agent_out, CHUNK * 4);
+        let mut sink = FromAgent {
+            relay: &r,
+            carry: Vec::new(),
+        };
+        pump::pump(agent_out, CHUNK, max_line, &mut sink);
         r.to_editor.flush();
     });
     // The editor → agent pump: at the editor's EOF the agent's stdin is closed.
     let r = relay.clone();
     let tx = events.clone();
     std::thread::spawn(move || {
-        pump(std::fs::File::from(stdin), |line, more| {
-            r.from_editor(line, more)
-        });
+        pump::pump(
+            std::fs::File::from(stdin),
+            CHUNK,
+            max_line,
+            &mut FromEditor(&r),
+        );
         r.to_agent.close();
         let _ = tx.send(Event::EditorEof);
     });
@@ -199,7 +221,7 @@ pub fn main(args: AcpArgs, socket: PathBuf) -> ExitCode {
         }
     });
 
-    let status = rt.block_on(async move {
+    let (status, failed) = rt.block_on(async move {
         let mut signals = Vec::new();
         for kind in [
             SignalKind::interrupt(),
@@ -225,12 +247,21 @@ pub fn main(args: AcpArgs, socket: PathBuf) -> ExitCode {
         // itself, then SIGTERM, then after GRACE again SIGKILL.
         let mut ending: Option<tokio::time::Instant> = None;
         let mut termed = false;
+        let mut failed = false;
         loop {
             let wake = ending.map(|at| tokio::time::sleep_until(at));
             tokio::select! {
                 Some(sig) = sig_rx.recv() => kill(pid, sig),
                 Some(ev) = rx.recv() => match ev {
-                    Event::Exited(status) => return status,
+                    Event::Exited(status) => return (status, failed),
+                    Event::Failed => {
+                        failed = true;
+                        if !termed {
+                            kill(pid, libc::SIGTERM);
+                            termed = true;
+                            ending = Some(tokio::time::Instant::now() + GRACE);
+                        }
+                    }
                     Event::EditorEof | Event::EditorGone => {
                         ending.get_or_insert_with(|| tokio::time::Instant::now() + GRACE);
                     }
@@ -259,87 +290,84 @@ pub fn main(args: AcpArgs, socket: PathBuf) -> ExitCode {
     let _ = done_rx.recv_timeout(Duration::from_secs(2));
     rt.block_on(relay.withdraw_all());
     relay.to_editor.flush();
+    if failed {
+        return ExitCode::from(crate::fail::exit::FAILURE);
+    }
     exit_like(status)
 }
 
-/// Reads `from` line by line (a line keeps its `\n`; the last may lack one), calling `each`
-/// with whether another line is already buffered.
-fn pump(from: impl Read, mut each: impl FnMut(&[u8], bool)) {
-    let mut reader = BufReader::with_capacity(64 * 1024, from);
-    let mut line = Vec::with_capacity(4096);
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                let more = !reader.buffer().is_empty();
-                each(&line, more);
-            }
-        }
-    }
+/// How much of a side's stream is read at once: the agent's stream passes through in runs of
+/// complete lines this big, one read, one substring scan and one write each.
+const CHUNK: usize = 256 * 1024;
+
+/// The agent's stdout. While the relay has nothing to look for, the complete lines of a read
+/// are scanned once for the few methods that matter and, when none is there (the stream of
+/// `session/update`s), written to the editor in one piece, as read: no line is split out,
+/// copied or parsed. A run that may hold one goes line by line through
+/// [`Relay::from_agent_line`], as does everything while the relay waits for an answer it
+/// reads (`initialize`, `session/new`).
+struct FromAgent<'a> {
+    relay: &'a Arc<Relay>,
+    /// The end of the last piece of a long line, to catch a needle cut in two.
+    carry: Vec<u8>,
 }
 
-/// How much of the agent's output is read at once: its stream passes through in runs of
-/// complete lines this big, one read, one substring scan and one write each.
-const AGENT_CHUNK: usize = 1 << 20;
-
-/// Reads the agent's stdout in large chunks. While the relay has nothing to look for, the
-/// complete lines of a chunk are scanned once for the few methods that matter and, when none
-/// is there (the stream of `session/update`s), written to the editor in one piece, as read:
-/// no line is split out, copied or parsed. A chunk that may hold one goes line by line
-/// through [`Relay::from_agent_line`], as does everything while the relay waits for an answer it
-/// reads (`initialize`, `session/new`). A line longer than the buffer grows it.
-fn pump_agent(mut from: impl Read, relay: &Arc<Relay>) {
-    let mut buf: Vec<u8> = vec![0; AGENT_CHUNK];
-    let mut filled = 0;
-    loop {
-        if filled == buf.len() {
-            // One line longer than the buffer so far: room for more of it.
-            buf.resize(buf.len() * 2, 0);
-        }
-        let n = match from.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        // Only the new bytes can hold the last newline.
-        let Some(end) = memchr::memrchr(b'\n', &buf[filled..filled + n]).map(|i| filled + i + 1)
-        else {
-            filled += n;
-            continue;
-        };
-        let lines = &buf[..end];
-        if relay.passes_through(lines) {
-            relay.to_editor_run(lines);
+impl pump::Sink for FromAgent<'_> {
+    fn lines(&mut self, lines: &[u8], more: bool) -> bool {
+        if self.relay.passes_through(lines) {
+            self.relay.to_editor_run(lines);
         } else {
             let mut rest = lines;
             while let Some(i) = memchr::memchr(b'\n', rest) {
                 let (line, tail) = rest.split_at(i + 1);
-                relay.from_agent_line(line, !tail.is_empty());
+                self.relay.from_agent_line(line, more || !tail.is_empty());
                 rest = tail;
             }
         }
-        buf.copy_within(end..filled + n, 0);
-        filled = filled + n - end;
+        true
     }
-    if filled > 0 {
+
+    fn long(&mut self, piece: &[u8], first: bool, last: bool) -> bool {
+        if first {
+            self.carry.clear();
+        }
+        let head = &piece[..piece.len().min(32)];
+        self.carry.extend_from_slice(head);
+        let may_matter = wire::agent_line_may_matter(piece, true)
+            || wire::agent_line_may_matter(&self.carry, true);
+        self.carry.clear();
+        self.carry
+            .extend_from_slice(&piece[piece.len().saturating_sub(32)..]);
+        self.relay.agent_long(piece, first, last, may_matter)
+    }
+
+    fn tail(&mut self, rest: &[u8]) {
         // The agent's last words, without a newline.
-        relay.from_agent_line(&buf[..filled], false);
+        self.relay.from_agent_line(rest, false);
     }
 }
 
-/// Asks for a 1 MiB pipe from the agent (Linux; best effort): an agent streaming updates
-/// then fills it in fewer, larger writes, and the proxy reads it in fewer, larger reads.
-fn widen_pipe(fd: &impl std::os::fd::AsRawFd) {
-    // SAFETY: fcntl on a descriptor we own; F_SETPIPE_SZ only resizes the pipe's buffer (an
-    // error, e.g. over the user's limit, leaves it as it was).
-    unsafe {
-        libc::fcntl(
-            fd.as_raw_fd(),
-            libc::F_SETPIPE_SZ,
-            AGENT_CHUNK as libc::c_int,
-        );
+/// The editor's stdin, line by line through [`Relay::from_editor`].
+struct FromEditor<'a>(&'a Arc<Relay>);
+
+impl pump::Sink for FromEditor<'_> {
+    fn lines(&mut self, lines: &[u8], more: bool) -> bool {
+        let mut rest = lines;
+        while let Some(i) = memchr::memchr(b'\n', rest) {
+            let (line, tail) = rest.split_at(i + 1);
+            self.0.from_editor(line, more || !tail.is_empty());
+            rest = tail;
+        }
+        true
+    }
+
+    fn long(&mut self, piece: &[u8], first: bool, last: bool) -> bool {
+        self.0.editor_long(piece, first, last);
+        true
+    }
+
+    fn tail(&mut self, rest: &[u8]) {
+        self.0.from_editor(rest, false);
     }
 }
 

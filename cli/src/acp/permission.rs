@@ -27,6 +27,8 @@ pub struct Permission {
 pub struct OptionMap {
     /// Each outcome offered, with the agent's optionId for it (first option of a kind wins).
     chosen: Vec<(ToolOutcome, String)>,
+    /// Every optionId the agent offered: the editor may answer with any of them.
+    offered: Vec<String>,
 }
 
 impl OptionMap {
@@ -37,6 +39,11 @@ impl OptionMap {
     pub fn from_options(options: &[Value]) -> Result<OptionMap, String> {
         let mut chosen: Vec<(ToolOutcome, String)> = Vec::new();
         let mut reject_always = None;
+        let offered = options
+            .iter()
+            .filter_map(|o| o.get("optionId").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect();
         for o in options {
             let (Some(id), Some(kind)) = (
                 o.get("optionId").and_then(Value::as_str),
@@ -77,7 +84,12 @@ impl OptionMap {
         if !chosen.iter().any(|(o, _)| *o == ToolOutcome::ProceedOnce) {
             return Err("the agent offers no allow_once option".into());
         }
-        Ok(OptionMap { chosen })
+        Ok(OptionMap { chosen, offered })
+    }
+
+    /// Every optionId the agent offered.
+    pub fn offered(&self) -> &[String] {
+        &self.offered
     }
 
     /// The outcomes askbus offers, in ToolOutcome's order.
@@ -261,14 +273,11 @@ fn exec_details(title: &str, raw_input: Option<&Map<String, Value>>) -> Value {
         .and_then(|i| i.get("command"))
         .and_then(|c| match c {
             Value::String(s) => Some(s.clone()),
-            // An argv array (claude-code-acp, Codex): shown as one line.
-            Value::Array(words) => Some(
-                words
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            ),
+            // An argv array (claude-code-acp, Codex): shown as one shell line.
+            Value::Array(words) => {
+                let words: Vec<&str> = words.iter().filter_map(Value::as_str).collect();
+                Some(argv_line(&words))
+            }
             _ => None,
         })
         .filter(|c| !c.trim().is_empty())
@@ -281,6 +290,29 @@ fn exec_details(title: &str, raw_input: Option<&Map<String, Value>>) -> Value {
         "rootCommand": roots.join(", "),
         "rootCommands": roots,
     })
+}
+
+/// An argv as the shell line that runs it: a shell's `-c`/`-lc` script as the script itself
+/// (Codex runs `["/bin/bash", "-lc", "touch created.txt"]`), else each word quoted as a shell
+/// would need it, so the line a person reads is the command that runs.
+fn argv_line(words: &[&str]) -> String {
+    if let [shell, flag, script] = words {
+        let name = Path::new(shell).file_name().and_then(|n| n.to_str());
+        if matches!(name, Some("sh" | "bash" | "zsh" | "dash")) && matches!(*flag, "-c" | "-lc") {
+            return (*script).to_owned();
+        }
+    }
+    let quote = |w: &str| {
+        let plain = !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_@%+=:,./-".contains(&b));
+        if plain {
+            w.to_owned()
+        } else {
+            format!("'{}'", w.replace('\'', r"'\''"))
+        }
+    };
+    words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")
 }
 
 /// `info` details for any other kind: the title, the text content and the locations.
@@ -320,6 +352,19 @@ mod tests {
     use super::*;
 
     /// What Gemini CLI 0.61.0 sends for a shell command (captured from `gemini --acp`).
+    #[test]
+    fn argv_is_shown_as_the_line_that_runs() {
+        assert_eq!(
+            argv_line(&["/bin/bash", "-lc", "touch created.txt"]),
+            "touch created.txt"
+        );
+        assert_eq!(
+            argv_line(&["rm", "-rf", "my dir", "it's"]),
+            r"rm -rf 'my dir' 'it'\''s'"
+        );
+        assert_eq!(argv_line(&["ls", ""]), "ls ''");
+    }
+
     fn gemini_shell() -> Value {
         json!({"sessionId": "e41ee75d", "toolCall": {
             "toolCallId": "run_shell_command__run_shell_command_1796461505331_0",

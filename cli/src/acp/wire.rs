@@ -5,6 +5,9 @@
 //! itself: its answer to the agent, `$/cancel_request` to the editor, a `-32800` error.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use memchr::memmem;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -40,13 +43,25 @@ impl<'a> Envelope<'a> {
         serde_json::from_slice(trim_newline(line)).ok()
     }
 
-    /// The id as its JSON text (`3`, `"abc"`): the key a response is matched by. `null` is
-    /// no id.
+    /// The id as the key a response is matched by: `None` for no id (absent or `null`),
+    /// `Err` for one that is not a string or an integer (a float, an object, an array, a
+    /// boolean), which the proxy never takes a request by.
+    pub fn id(&self) -> Result<Option<IdKey>, String> {
+        let Some(raw) = self.id else {
+            return Ok(None);
+        };
+        let v: Value = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+        match v {
+            Value::Null => Ok(None),
+            v => IdKey::of_value(&v)
+                .map(Some)
+                .ok_or_else(|| raw.get().trim().to_owned()),
+        }
+    }
+
+    /// The id, when it is a usable one.
     pub fn id_key(&self) -> Option<IdKey> {
-        self.id
-            .map(|id| id.get().trim())
-            .filter(|id| *id != "null")
-            .map(IdKey::from)
+        self.id().ok().flatten()
     }
 
     /// `params` read as a JSON value (only for the few messages the proxy acts on).
@@ -57,7 +72,9 @@ impl<'a> Envelope<'a> {
     }
 }
 
-/// A JSON-RPC id as its JSON text, so `3` and `"3"` stay apart as JSON-RPC keeps them.
+/// A JSON-RPC id (a string or an integer) as its JSON text written one way (`"a"` however
+/// the peer escaped it), so `3` and `"3"` stay apart as JSON-RPC keeps them and the editor's
+/// answer matches the agent's request whatever either's encoder did.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IdKey(Box<str>);
 
@@ -68,11 +85,12 @@ impl From<&str> for IdKey {
 }
 
 impl IdKey {
-    /// The id from a value (`$/cancel_request`'s `requestId`).
+    /// The id from a value (`$/cancel_request`'s `requestId`): a string or an integer.
     pub fn of_value(v: &Value) -> Option<IdKey> {
         match v {
-            Value::Null => None,
-            v => Some(IdKey(v.to_string().into())),
+            Value::String(_) => Some(IdKey(v.to_string().into())),
+            Value::Number(n) if n.is_i64() || n.is_u64() => Some(IdKey(n.to_string().into())),
+            _ => None,
         }
     }
 
@@ -92,12 +110,109 @@ impl std::fmt::Display for IdKey {
 /// into an askbus request, or the agent cancelling one (`cancels` when any is in flight).
 /// A plain substring test, so the stream of `session/update`s is never parsed: every line
 /// that is such a message holds these bytes (method names are written unescaped by every
-/// JSON encoder; the `/` is left out of the needles because `\/` is a legal escape).
+/// JSON encoder; the `/` is left out of the needles because `\/` is a legal escape), unless
+/// a name is spelled with `\u` escapes, and a line with any `\u` is looked at too.
 pub fn agent_line_may_matter(line: &[u8], cancels: bool) -> bool {
-    use memchr::memmem;
-    memmem::find(line, b"request_permission").is_some()
-        || memmem::find(line, b"elicitation").is_some()
-        || (cancels && memmem::find(line, b"cancel_request").is_some())
+    let f = finders();
+    f.permission.find(line).is_some()
+        || f.elicitation.find(line).is_some()
+        || f.escape.find(line).is_some()
+        || (cancels && f.cancel_request.find(line).is_some())
+}
+
+/// Whether a line from the editor may need more than forwarding (when no request of the
+/// agent is in flight): `initialize`, `session/new`, `…/load`, `…/resume`, `…/fork` (whose
+/// answers or params the relay reads) and `session/cancel`, each caught by the end of its
+/// name and its closing quote, or a `\u` escape that could spell one.
+pub fn editor_line_may_matter(line: &[u8]) -> bool {
+    let f = finders();
+    f.editor.iter().any(|n| n.find(line).is_some()) || f.escape.find(line).is_some()
+}
+
+struct Finders {
+    permission: memmem::Finder<'static>,
+    elicitation: memmem::Finder<'static>,
+    cancel_request: memmem::Finder<'static>,
+    escape: memmem::Finder<'static>,
+    editor: Vec<memmem::Finder<'static>>,
+}
+
+/// The needles, built once (a searcher is worth building once for a stream of lines).
+fn finders() -> &'static Finders {
+    static F: OnceLock<Finders> = OnceLock::new();
+    F.get_or_init(|| Finders {
+        permission: memmem::Finder::new(b"request_permission"),
+        elicitation: memmem::Finder::new(b"elicitation"),
+        cancel_request: memmem::Finder::new(b"cancel_request"),
+        escape: memmem::Finder::new(b"\\u"),
+        editor: [
+            &b"initialize\""[..],
+            b"new\"",
+            b"load\"",
+            b"resume\"",
+            b"fork\"",
+            b"cancel\"",
+        ]
+        .into_iter()
+        .map(memmem::Finder::new)
+        .map(memmem::Finder::into_owned)
+        .collect(),
+    })
+}
+
+/// What is wrong with the editor's answer to a permission request, if anything: it must be
+/// one JSON object with a `result` (and no `error`) whose `outcome` is `cancelled` without an
+/// option, or `selected` with one of the `offered` optionIds; no key twice (a reader that took
+/// the first of two could read another answer than the one checked). An `error` answer is
+/// fine: it is never an approval.
+pub fn permission_answer_fault(line: &[u8], offered: &[String]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Reply<'a> {
+        #[serde(borrow, default)]
+        result: Option<&'a RawValue>,
+        #[serde(borrow, default)]
+        error: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct PermissionResult {
+        outcome: Selected,
+    }
+    #[derive(Deserialize)]
+    struct Selected {
+        outcome: String,
+        #[serde(rename = "optionId", default)]
+        option_id: Option<String>,
+    }
+    let reply: Reply = match serde_json::from_slice(trim_newline(line)) {
+        Ok(r) => r,
+        Err(e) => return Some(format!("not a JSON-RPC answer: {e}")),
+    };
+    let result = match (reply.result, reply.error) {
+        (Some(_), Some(_)) => return Some("both a result and an error".into()),
+        (None, Some(_)) => return None,
+        (None, None) => return Some("neither a result nor an error".into()),
+        (Some(r), None) => r,
+    };
+    let outcome = match serde_json::from_str::<PermissionResult>(result.get()) {
+        Ok(r) => r.outcome,
+        Err(e) => return Some(format!("not a permission outcome: {e}")),
+    };
+    match (outcome.outcome.as_str(), outcome.option_id) {
+        ("cancelled", None) => None,
+        ("cancelled", Some(id)) => Some(format!("cancelled, yet selecting option {id:?}")),
+        ("selected", Some(id)) if offered.contains(&id) => None,
+        ("selected", Some(id)) => Some(format!("option {id:?}, which the agent did not offer")),
+        ("selected", None) => Some("selected, without an option".into()),
+        (other, _) => Some(format!("the outcome {other:?}")),
+    }
+}
+
+/// Whether a JSON parse failed on a key written twice.
+pub fn is_duplicate_key(line: &[u8]) -> bool {
+    match serde_json::from_slice::<Envelope>(trim_newline(line)) {
+        Err(e) => e.to_string().starts_with("duplicate field"),
+        Ok(_) => false,
+    }
 }
 
 /// `line` without its line ending.
@@ -117,6 +232,23 @@ pub fn result_line(id: &IdKey, result: &Value) -> Vec<u8> {
     line.push(b'\n');
     line
 }
+
+/// An error response line: `{"jsonrpc":"2.0","id":ID,"error":{"code":CODE,"message":…}}`,
+/// with `id` as the peer wrote it (`null` when it has none).
+pub fn error_line(id: Option<&str>, code: i64, message: &str) -> Vec<u8> {
+    let error = json!({"code": code, "message": message});
+    let mut line = format!(
+        r#"{{"jsonrpc":"2.0","id":{},"error":{}}}"#,
+        id.unwrap_or("null"),
+        error
+    )
+    .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// JSON-RPC's "Invalid Request".
+pub const INVALID_REQUEST: i64 = -32600;
 
 /// An error response line with ACP's "Request Cancelled" code.
 pub fn cancelled_error_line(id: &IdKey) -> Vec<u8> {
@@ -165,6 +297,49 @@ mod tests {
     }
 
     #[test]
+    fn ids_match_whatever_the_escapes_and_odd_ids_are_refused() {
+        let a = Envelope::parse(br#"{"id":"\u0061","method":"m"}"#).unwrap();
+        let b = Envelope::parse(br#"{"id":"a","result":{}}"#).unwrap();
+        assert_eq!(a.id_key(), b.id_key());
+        assert_eq!(a.id_key().unwrap().json(), r#""a""#);
+        for odd in [r#"1.5"#, r#"{"x":1}"#, r#"[1]"#, "true", "1e3"] {
+            let line = format!(r#"{{"id":{odd},"method":"m"}}"#);
+            let e = Envelope::parse(line.as_bytes()).unwrap();
+            assert!(e.id().is_err(), "{odd}");
+        }
+        let e = Envelope::parse(br#"{"id":null,"method":"m"}"#).unwrap();
+        assert_eq!(e.id(), Ok(None));
+    }
+
+    #[test]
+    fn editor_answers_are_checked_against_the_offered_options() {
+        let offered = vec!["proceed_once".to_owned(), "cancel".to_owned()];
+        let ok = |r: &str| permission_answer_fault(r.as_bytes(), &offered);
+        assert_eq!(
+            ok(r#"{"id":1,"result":{"outcome":{"outcome":"selected","optionId":"proceed_once"}}}"#),
+            None
+        );
+        assert_eq!(
+            ok(r#"{"id":1,"result":{"outcome":{"outcome":"cancelled"}}}"#),
+            None
+        );
+        assert_eq!(ok(r#"{"id":1,"error":{"code":-1,"message":"no"}}"#), None);
+        for bad in [
+            r#"{"id":1,"result":{"outcome":{"outcome":"selected","optionId":"proceed_always"}}}"#,
+            r#"{"id":1,"result":{"outcome":{"outcome":"cancelled","optionId":"proceed_once"}}}"#,
+            r#"{"id":1,"result":{"outcome":{"outcome":"selected","optionId":"cancel","optionId":"proceed_once"}}}"#,
+            r#"{"id":1,"result":{"outcome":{"outcome":"selected"}}}"#,
+            r#"{"id":1,"result":{"outcome":{"outcome":"approved","optionId":"proceed_once"}}}"#,
+            r#"{"id":1,"result":{"outcome":"selected"}}"#,
+            r#"{"id":1,"result":{"outcome":{"outcome":"cancelled"}},"error":{"code":1,"message":""}}"#,
+            r#"{"id":1,"result":{"outcome":{"outcome":"cancelled"}},"result":{"outcome":{"outcome":"selected","optionId":"proceed_once"}}}"#,
+            r#"{"id":1}"#,
+        ] {
+            assert!(ok(bad).is_some(), "{bad}");
+        }
+    }
+
+    #[test]
     fn ids_keep_their_json_type() {
         assert_ne!(
             IdKey::of_value(&json!(3)),
@@ -196,6 +371,35 @@ mod tests {
             br#"{"method":"$/cancel_request"}"#,
             true
         ));
+    }
+
+    #[test]
+    fn a_method_spelled_with_escapes_is_caught_too() {
+        let hidden = br#"{"id":1,"method":"session/request_permissio\u006e","params":{}}"#;
+        assert!(agent_line_may_matter(hidden, false));
+        let e = Envelope::parse(hidden).unwrap();
+        assert_eq!(e.method.as_deref(), Some(REQUEST_PERMISSION));
+    }
+
+    #[test]
+    fn the_editor_prefilter_catches_the_methods_the_relay_reads() {
+        for m in [
+            "initialize",
+            "session/new",
+            "session\\/new",
+            "session/load",
+            "session/resume",
+            "session/fork",
+            "session/cancel",
+            "session/ne\\u0077",
+        ] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{m}","params":{{}}}}"#);
+            assert!(editor_line_may_matter(line.as_bytes()), "{m}");
+        }
+        let prompt = br#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}"#;
+        assert!(!editor_line_may_matter(prompt));
+        let answer = br#"{"jsonrpc":"2.0","id":4,"result":{"content":"x"}}"#;
+        assert!(!editor_line_may_matter(answer));
     }
 
     #[test]

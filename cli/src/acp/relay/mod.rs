@@ -21,6 +21,8 @@ use tokio::sync::mpsc::UnboundedSender;
 use askbus::client::{new_correlation_id, Ask, Producer, ProducerOptions};
 use askbus::protocol::{CancelReason, NoUiPolicy, RequestContext};
 
+mod refuse;
+
 use super::elicit::{self, Elicitation};
 use super::out::Out;
 use super::permission::{self, OptionMap};
@@ -46,6 +48,8 @@ pub struct Options {
     pub client: String,
     /// The agent's name until its `initialize` answer says better (the command's file name).
     pub agent_command: String,
+    /// The longest line read whole; a longer one is passed on unread, in pieces.
+    pub max_line: usize,
 }
 
 /// What askbus is asked, for one intercepted request.
@@ -155,6 +159,10 @@ impl Relay {
         self.to_agent.write(line, flush);
     }
 
+    pub fn max_line(&self) -> usize {
+        self.opts.max_line
+    }
+
     /// Whether a run of the agent's complete lines needs no look but the one this makes: no
     /// answer the relay reads is awaited, and no line in it names a method that matters.
     pub fn passes_through(&self, lines: &[u8]) -> bool {
@@ -178,23 +186,48 @@ impl Relay {
             return self.to_editor(line, !more);
         }
         let Some(env) = Envelope::parse(line) else {
+            // A line the parser refuses (not JSON, or a key written twice, which readers
+            // read differently) that names a method that matters: with --gate askbus it
+            // never reaches the editor, and nobody can approve it.
+            if self.opts.gate == Gate::Askbus && wire::agent_line_may_matter(line, false) {
+                eprintln!(
+                    "askbus acp: dropped a line of the agent's that may be a permission request or an elicitation but is not one JSON-RPC message{}",
+                    if wire::is_duplicate_key(line) { " (a key written twice)" } else { "" }
+                );
+                return;
+            }
             return self.to_editor(line, !more);
         };
-        match (env.method.as_deref(), env.id_key()) {
-            (Some(m @ (wire::REQUEST_PERMISSION | wire::ELICITATION_CREATE)), Some(id))
+        match (env.method.as_deref(), env.id()) {
+            (Some(m @ (wire::REQUEST_PERMISSION | wire::ELICITATION_CREATE)), id)
                 if self.opts.gate != Gate::Editor =>
             {
-                let params = env.params_value();
-                self.intercept(line, m == wire::REQUEST_PERMISSION, id, params)
+                match id {
+                    Ok(Some(id)) => {
+                        let params = env.params_value();
+                        self.intercept(line, m == wire::REQUEST_PERMISSION, id, params)
+                    }
+                    // A request without an id cannot be answered: asked nowhere.
+                    Ok(None) => eprintln!("askbus acp: dropped a {m} without an id"),
+                    Err(raw) => {
+                        eprintln!("askbus acp: refused a {m} whose id is {raw} (ids are strings or integers)");
+                        let error = wire::error_line(
+                            Some(&raw),
+                            wire::INVALID_REQUEST,
+                            "askbus acp: a request's id must be a string or an integer",
+                        );
+                        self.to_agent(&error, true)
+                    }
+                }
             }
-            (Some(wire::CANCEL_REQUEST), None) => {
+            (Some(wire::CANCEL_REQUEST), Ok(None)) => {
                 let id = IdKey::of_value(&env.params_value()["requestId"]);
                 match id.filter(|id| self.state().inflight.contains_key(id)) {
                     Some(id) => self.agent_cancelled(line, id),
                     None => self.to_editor(line, !more),
                 }
             }
-            (None, Some(id)) => {
+            (None, Ok(Some(id))) => {
                 let t = self.state().tracked.remove(&id);
                 if let Some(t) = t {
                     self.read_answer(t, line);
@@ -205,24 +238,40 @@ impl Relay {
         }
     }
 
-    /// A line the editor wrote.
+    /// A line the editor wrote. Unparsed unless a request of the agent is in flight (the
+    /// editor's answer to it is looked for) or the line may name a method the relay reads.
     pub fn from_editor(self: &Arc<Self>, line: &[u8], more: bool) {
+        let waiting = {
+            let st = self.state();
+            !st.inflight.is_empty() || !st.swallow.is_empty()
+        };
+        if !waiting && !wire::editor_line_may_matter(line) {
+            return self.to_agent(line, !more);
+        }
         let Some(env) = Envelope::parse(line) else {
+            // While the agent waits for an answer, a line with a key written twice (which
+            // readers read differently) could pass for one: it is dropped.
+            if waiting && wire::is_duplicate_key(line) {
+                eprintln!("askbus acp: dropped a line of the editor's with a key written twice");
+                return;
+            }
             return self.to_agent(line, !more);
         };
         match (env.method.as_deref(), env.id_key()) {
             (None, Some(id)) => {
                 let mut st = self.state();
+                if st.inflight.get(&id).is_some_and(|f| !f.editor_saw) {
+                    // An answer to a request the editor was never sent (--gate askbus): a
+                    // guess, not a decision.
+                    drop(st);
+                    eprintln!(
+                        "askbus acp: the editor answered request {id}, which it was not sent; its answer was not passed on"
+                    );
+                    return;
+                }
                 if let Some(f) = st.inflight.remove(&id) {
                     drop(st);
-                    // The editor answered first: the agent gets its answer as it is, and the
-                    // askbus request is withdrawn as answered there (a person decided, in
-                    // the editor: its record says `decidedBy` human via acp).
-                    self.to_agent(line, true);
-                    if let Some(cid) = f.correlation_id {
-                        self.withdraw(cid, answered_in_editor());
-                    }
-                    return;
+                    return self.editor_answered(id, f, line);
                 }
                 if st.swallow.remove(&id) {
                     drop(st);
@@ -294,6 +343,9 @@ impl Relay {
         } else {
             wire::ELICITATION_CREATE
         };
+        if self.reused(&id, permission, &params) {
+            return;
+        }
         let session = params["sessionId"].as_str().map(str::to_owned);
         let mapped = if permission {
             permission::map(&params).map(|p| {
@@ -352,6 +404,17 @@ impl Relay {
         let me = self.clone();
         let (timeout_ms, no_ui) = (self.opts.timeout_ms, self.opts.no_ui);
         self.rt.spawn(async move {
+            // Withdrawn before this task ran (the editor answered at once, the agent reused
+            // the id): never asked. Past this check the ask is registered in its first poll,
+            // before any withdrawal (spawned later, on the one worker) can send its cancel.
+            let wanted = me
+                .state()
+                .inflight
+                .get(&id)
+                .is_some_and(|f| f.correlation_id.as_deref() == Some(cid.as_str()));
+            if !wanted {
+                return;
+            }
             let decision = match (body, &what) {
                 (Body::Approval(mut c), What::Permission(options)) => {
                     c.correlation_id = Some(cid);
