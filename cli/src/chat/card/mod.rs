@@ -20,6 +20,7 @@ use askbus::protocol::{Decision, RequestContext, ToolOutcome, UiApproval, UiRequ
 use serde_json::Value;
 
 use super::text::clean;
+use crate::always::{self, Offer};
 use crate::ui::encode;
 use crate::ui::question::{Kind as QKind, Question};
 use view::cut_code;
@@ -167,6 +168,9 @@ pub enum Step {
     Answer(BTreeMap<usize, String>),
     /// Send this decision.
     Decide(Decision),
+    /// "Allow always": write the offer's rule (the one the message showed), then send
+    /// `offer.sent` (`crate::always`, the path every UI's "always" takes).
+    Always(Offer),
     /// Nothing changes; tell the person this (an ephemeral notice).
     Refuse(&'static str),
 }
@@ -271,6 +275,9 @@ struct Approval {
     text: Option<String>,
     /// The approving outcomes offered (never `modify_with_editor`: it needs an editor).
     allow: Vec<ToolOutcome>,
+    /// The "always" buttons among them and the rule each writes (scoped to the request's
+    /// project), shown before the tap.
+    always: Vec<Offer>,
     denying: bool,
 }
 
@@ -398,6 +405,13 @@ impl Card {
         if !allow.contains(&ToolOutcome::ProceedOnce) {
             allow.insert(0, ToolOutcome::ProceedOnce);
         }
+        let always = always::offers(a);
+        // askbus's own "Allow always" where the agent offers none (it sends proceed_once).
+        for o in &always {
+            if !allow.contains(&o.chosen) {
+                allow.push(o.chosen);
+            }
+        }
         Card {
             meta: Meta::new(
                 a.context.as_ref(),
@@ -411,6 +425,7 @@ impl Card {
                 cut,
                 text,
                 allow,
+                always,
                 denying: false,
             }),
             phase: Phase::Open,
@@ -504,6 +519,21 @@ pub fn answers_text(answers: &BTreeMap<usize, String>) -> String {
             .map(|(i, a)| format!("{}. {a}", i + 1))
             .collect::<Vec<_>>()
             .join("; "),
+    }
+}
+
+/// "Allow always, writing the rule: allow … (FILE, user tier, priority 4.95)".
+pub fn always_text(o: &Offer) -> String {
+    match o.rule(false) {
+        Some(r) => clean(
+            &format!(
+                "{}, writing the rule: {}",
+                o.chosen.label(),
+                always::describe(r)
+            ),
+            MAX_TEXT,
+        ),
+        None => o.chosen.label().to_owned(),
     }
 }
 

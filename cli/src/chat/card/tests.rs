@@ -109,3 +109,49 @@ fn code_is_cut_on_lines() {
     assert_eq!(c.chars().count(), MAX_CODE);
     assert_eq!(cut, 0);
 }
+
+#[test]
+fn allow_always_shows_the_rule_it_writes() {
+    // Hooks offer no "always" of their own: askbus's rule is the "always", sending once.
+    let a: UiApproval = serde_json::from_value(json!({"correlationId": "a1",
+        "toolCall": {"name": "run_shell_command", "args": {"command": "npm test"}},
+        "details": {"type": "exec", "title": "Shell", "command": "npm test", "rootCommand": "npm"},
+        "outcomes": ["proceed_once", "cancel"], "timeoutMs": 5000,
+        "context": {"agent": "claude-code", "project": "shop"},
+        "producer": {"client": "h/1", "pid": 3, "uid": askbus::trust::effective_uid()}}))
+    .unwrap();
+    let mut c = Card::from_approval(&a);
+    let v = c.view();
+    let labels: Vec<String> = v
+        .rows
+        .iter()
+        .flatten()
+        .filter_map(|b| match b {
+            Button::Tap { label, .. } => Some(label.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(labels, ["Allow once", "Allow always", "Deny"]);
+    let offer = crate::always::offer(&a, ToolOutcome::ProceedAlways).unwrap();
+    let rule = crate::always::describe(offer.rule(false).unwrap());
+    assert!(rule.contains("starting \"npm\" in project shop"), "{rule}");
+    assert!(
+        v.blocks.contains(&Block::Note(format!(
+            "Allow always: writes the rule: {rule}"
+        ))),
+        "{:?}",
+        v.blocks
+    );
+    let i = ToolOutcome::ALL
+        .iter()
+        .position(|o| *o == ToolOutcome::ProceedAlways)
+        .unwrap() as u8;
+    match c.tap(Action::Allow(i), &user()) {
+        Step::Always(o) => {
+            assert_eq!(o, offer);
+            assert_eq!(o.sent, ToolOutcome::ProceedOnce);
+        }
+        s => panic!("{s:?}"),
+    }
+    assert!(c.sent().unwrap().1.contains(&rule));
+}

@@ -200,6 +200,13 @@ impl Card {
             ]);
             return;
         }
+        // What each "always" writes, before the tap (the rule the tap then writes).
+        for o in &a.always {
+            blocks.push(Block::Note(clean(
+                &format!("{}: {}", o.chosen.label(), o.says(false)),
+                MAX_TEXT,
+            )));
+        }
         let mut allow_row = Vec::new();
         for o in &a.allow {
             let i = ToolOutcome::ALL.iter().position(|x| x == o).unwrap_or(0) as u8;
