@@ -836,3 +836,89 @@ fn ended_elsewhere_spoofing_limits_drops_redelivery_restart_and_digest() {
         drop(c);
     });
 }
+
+/// A hook-style approval (Allow once and Deny only) in project `project`, with the policy
+/// rules on: askbus's own "Allow always" is the rule.
+fn shell_approval(id: &str, command: &str, project: &str) -> Value {
+    json!({"type": "tool-confirmation-request", "correlationId": id,
+        "toolCall": {"name": "Bash", "args": {"command": command}},
+        "outcomes": ["proceed_once", "cancel"], "timeoutMs": 600_000, "noUi": "wait",
+        "context": {"agent": "claude-code", "project": project}})
+}
+
+/// "Allow always" shows the exact rule before the click; the click writes that rule (as the
+/// chat process's user, into its policy file) and sends the decision through the daemon; the
+/// next identical call is allowed by the daemon with no UI, a different one is asked.
+#[test]
+fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
+    common::rt().block_on(async {
+        let admin = tempfile::tempdir().unwrap();
+        let d = Daemon::builder()
+            .env("ASKBUS_POLICIES", "on")
+            .args(&["--policy-admin-dir", &admin.path().display().to_string()])
+            .start();
+        let s = stand_in().await;
+        let _chat = chat(&d, &s, &[]);
+        let mut p = producer(&d).await;
+        let file = d.dir.path().join("askbus/policies/askbus-rules.toml");
+        let rule = format!(
+            "allow run_shell_command commands starting \"npm\" in project shop ({}, user tier, \
+             priority 4.95)",
+            file.display()
+        );
+
+        p.send(shell_approval("first", "npm run build", "shop")).await;
+        let (ts, m) = s.message("npm run build").await;
+        let shown = visible(&m.blocks);
+        assert!(
+            shown.contains(&format!("Allow always: writes the rule: {rule}")),
+            "{shown}"
+        );
+        assert!(!file.exists(), "no rule before the click");
+        s.click(ALICE, &ts, &button(&m, "Allow always"));
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["outcome"].clone()),
+            (json!("first"), json!("proceed_once")),
+            "{r}"
+        );
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(written.contains("commandPrefix = \"npm\""), "{written}");
+        assert!(written.contains("askbusProject = \"shop\""), "{written}");
+        let m = s
+            .message_where(&ts, "the decision", |m| {
+                visible(&m.blocks).contains("Decided in Slack")
+            })
+            .await;
+        assert!(
+            visible(&m.blocks).contains(&format!("Allow always, writing the rule: {rule}")),
+            "{}",
+            m.blocks
+        );
+        assert!(buttons(&m).is_empty());
+
+        // The same call again: the daemon allows it by the rule, never shown in the chat.
+        p.send(shell_approval("next", "npm test", "shop")).await;
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["outcome"].clone()),
+            (json!("next"), json!("proceed_once")),
+            "{r}"
+        );
+        // A different command, and the same in another project: asked in the chat.
+        p.send(shell_approval("other", "rm -rf out", "shop")).await;
+        s.message("rm -rf out").await;
+        p.send(shell_approval("elsewhere", "npm test", "web")).await;
+        let (_, m) = s.message("project web").await;
+        assert!(visible(&m.blocks).contains("npm test"), "{}", m.blocks);
+        let npm_test_posts = s
+            .st
+            .lock()
+            .unwrap()
+            .messages
+            .values()
+            .filter(|m| visible(&m.blocks).contains("npm test"))
+            .count();
+        assert_eq!(npm_test_posts, 1, "the rule's call was never posted");
+    });
+}
