@@ -798,7 +798,8 @@ fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
             file.display()
         );
 
-        p.send(shell_approval("first", "npm run build", "shop")).await;
+        p.send(shell_approval("first", "npm run build", "shop"))
+            .await;
         let (mid, m) = s.message("npm run build").await;
         let shown = visible(&m.text);
         assert!(
@@ -844,14 +845,13 @@ fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
         p.send(shell_approval("elsewhere", "npm test", "web")).await;
         let (_, m) = s.message("project web").await;
         assert!(visible(&m.text).contains("npm test"), "{}", m.text);
-        let npm_test_posts = s
-            .st
-            .lock()
-            .unwrap()
-            .messages
-            .values()
-            .filter(|m| m.text.contains("npm test"))
-            .count();
+        let npm_test_posts =
+            s.st.lock()
+                .unwrap()
+                .messages
+                .values()
+                .filter(|m| m.text.contains("npm test"))
+                .count();
         assert_eq!(npm_test_posts, 1, "the rule's call was never posted");
     });
 }
