@@ -855,3 +855,70 @@ fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
         assert_eq!(npm_test_posts, 1, "the rule's call was never posted");
     });
 }
+
+/// The countdown in words is kept true: an open request's message is edited when its words
+/// change (here from "1 min left" to "less than a minute left", a short timeout driving it;
+/// the test waits on the stand-in's edit), its buttons unchanged and still good; a request
+/// that ended is never edited again.
+#[test]
+fn the_countdown_is_edited_as_time_passes_and_not_after_the_end() {
+    common::rt().block_on(async {
+        let d = Daemon::start();
+        let (s, base) = stand_in().await;
+        let _chat = chat(&d, &base, &[]);
+        let mut p = producer(&d).await;
+        let timed = |id: &str, question: &str, ms: u64| {
+            let mut a = ask(
+                id,
+                json!([{"question": question, "header": "Go", "type": "yesno"}]),
+            );
+            a["timeoutMs"] = json!(ms);
+            a
+        };
+        // Ended first: its words would change 2.5 s in, had it not ended.
+        p.send(timed("short", "Ship the short one?", 62_500)).await;
+        let (bid, b) = s.message("Ship the short one?").await;
+        assert!(visible(&b.text).contains("1 min left"), "{}", b.text);
+        s.tap(ALICE, bid, &button(&b, "Yes"));
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(r["correlationId"], "short", "{r}");
+        let ended = s
+            .until("the outcome edit", |st| {
+                let m = &st.messages[&bid];
+                m.text.contains("Answered in Telegram").then(|| m.clone())
+            })
+            .await;
+
+        // Open: its words change 5 s in.
+        p.send(timed("long", "Ship the long one?", 65_000)).await;
+        let (aid, a) = s.message("Ship the long one?").await;
+        assert!(visible(&a.text).contains("1 min left"), "{}", a.text);
+        assert_eq!(a.edits, 0);
+        let edited = s
+            .until("the countdown edit", |st| {
+                let m = &st.messages[&aid];
+                m.text
+                    .contains("less than a minute left")
+                    .then(|| m.clone())
+            })
+            .await;
+        assert_eq!(edited.edits, 1, "one edit for the one change of words");
+        assert_eq!(edited.markup, a.markup, "the same buttons");
+        let b = s.get(bid);
+        assert_eq!(
+            b.edits, ended.edits,
+            "an ended request is not edited: {}",
+            b.text
+        );
+        assert!(!b.text.contains("less than a minute"), "{}", b.text);
+        // The buttons drawn before the edit still answer.
+        s.tap(ALICE, aid, &button(&a, "No"));
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["answers"].clone()),
+            (json!("long"), json!({"0": "No"})),
+            "{r}"
+        );
+        assert!(s.st.lock().unwrap().refused.is_empty());
+    });
+}

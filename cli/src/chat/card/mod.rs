@@ -236,10 +236,41 @@ impl Meta {
         if let Some(n) = &self.node {
             parts.push(format!("node {}", clean(n, 80)));
         }
-        let left = Duration::from_millis(self.timeout_ms).saturating_sub(self.arrived.elapsed());
-        parts.push(left_in_words(left));
+        parts.push(left_in_words(self.shown_left()));
         parts.join(" · ")
     }
+
+    fn deadline(&self) -> tokio::time::Instant {
+        self.arrived + Duration::from_millis(self.timeout_ms)
+    }
+
+    /// The time left as the message words it now (see [`shown_left`]).
+    pub fn shown_left(&self) -> Duration {
+        let now = tokio::time::Instant::now();
+        shown_left(self.deadline().saturating_duration_since(now))
+    }
+
+    /// When the words of the time left change next (then the message is edited); `None` once
+    /// it says "less than a minute left" (the request's end edits it next).
+    pub fn next_change(&self) -> Option<tokio::time::Instant> {
+        let shown = self.shown_left();
+        // The instant the time left drops below what is shown, by a millisecond.
+        (!shown.is_zero()).then(|| self.deadline() - shown + Duration::from_millis(1))
+    }
+}
+
+/// The time left rounded down to the countdown's step: a minute under 10 min, 5 min under an
+/// hour, half an hour under a day, a day beyond. So a message is edited at most once a minute
+/// near its end and rarely before (rate limits), and never says more time than is left.
+pub fn shown_left(d: Duration) -> Duration {
+    let s = d.as_secs();
+    let step = match s {
+        0..=599 => 60,
+        600..=3599 => 300,
+        3600..=86_399 => 1800,
+        _ => 86_400,
+    };
+    Duration::from_secs(s / step * step)
 }
 
 /// "less than a minute left", "9 min left", "1 h 20 min left", "3 days left".
@@ -440,6 +471,11 @@ impl Card {
 
     pub fn is_open(&self) -> bool {
         self.phase == Phase::Open
+    }
+
+    /// When the message's countdown changes next, while the card is open.
+    pub fn countdown_at(&self) -> Option<tokio::time::Instant> {
+        self.is_open().then(|| self.meta.next_change()).flatten()
     }
 
     /// Whether the card waits for a typed reply (text answer or deny reason).

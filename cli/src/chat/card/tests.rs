@@ -30,6 +30,26 @@ fn words_for_time_left() {
 }
 
 #[test]
+fn the_countdown_steps_coarsely_and_never_overstates() {
+    let s = |secs| shown_left(Duration::from_millis(secs)).as_secs();
+    assert_eq!(s(59_999), 0);
+    assert_eq!(s(61_500), 60);
+    assert_eq!(s(599_999), 540);
+    assert_eq!(s(600_000), 600);
+    assert_eq!(s(3_599_000), 3300);
+    assert_eq!(s(4_800_000), 3600);
+    assert_eq!(s(200_000_000), 172_800);
+    // The next change is the instant the time left drops below what is shown.
+    let mut c = question(json!([{"question": "A?", "header": "A", "type": "yesno"}]));
+    c.meta.timeout_ms = 61_500;
+    let at = c.countdown_at().unwrap();
+    let left = (c.meta.arrived + Duration::from_millis(61_500)) - at;
+    assert_eq!(left, Duration::from_millis(59_999));
+    c.end("over".into());
+    assert_eq!(c.countdown_at(), None);
+}
+
+#[test]
 fn multiselect_toggles_then_done() {
     let mut c = question(
         json!([{"question": "Which?", "header": "DB", "type": "choice",
