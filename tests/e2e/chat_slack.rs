@@ -922,3 +922,62 @@ fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
         assert_eq!(npm_test_posts, 1, "the rule's call was never posted");
     });
 }
+
+/// The countdown in words is kept true: an open request's message is updated when its words
+/// change (here from "1 min left" to "less than a minute left", a short timeout driving it;
+/// the test waits on the stand-in's update), its buttons unchanged and still good; a request
+/// that ended is never updated again.
+#[test]
+fn the_countdown_is_edited_as_time_passes_and_not_after_the_end() {
+    common::rt().block_on(async {
+        let d = Daemon::start();
+        let s = stand_in().await;
+        let _chat = chat(&d, &s, &[]);
+        let mut p = producer(&d).await;
+        let timed = |id: &str, question: &str, ms: u64| {
+            let mut a = ask(
+                id,
+                json!([{"question": question, "header": "Go", "type": "yesno"}]),
+            );
+            a["timeoutMs"] = json!(ms);
+            a
+        };
+        // Ended first: its words would change 2.5 s in, had it not ended.
+        p.send(timed("short", "Ship the short one?", 62_500)).await;
+        let (bts, b) = s.message("Ship the short one?").await;
+        assert!(visible(&b.blocks).contains("1 min left"), "{}", b.blocks);
+        s.click(ALICE, &bts, &button(&b, "Yes"));
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(r["correlationId"], "short", "{r}");
+        let ended = s
+            .message_where(&bts, "the outcome update", |m| {
+                visible(&m.blocks).contains("Answered in Slack")
+            })
+            .await;
+
+        // Open: its words change 5 s in.
+        p.send(timed("long", "Ship the long one?", 65_000)).await;
+        let (ats, a) = s.message("Ship the long one?").await;
+        assert!(visible(&a.blocks).contains("1 min left"), "{}", a.blocks);
+        assert_eq!(a.edits, 0);
+        let edited = s
+            .message_where(&ats, "the countdown update", |m| {
+                visible(&m.blocks).contains("less than a minute left")
+            })
+            .await;
+        assert_eq!(edited.edits, 1, "one update for the one change of words");
+        assert_eq!(buttons(&edited), buttons(&a), "the same buttons");
+        let b = s.st.lock().unwrap().messages[&bts].clone();
+        assert_eq!(b.edits, ended.edits, "an ended request is not updated");
+        assert!(!visible(&b.blocks).contains("less than a minute"));
+        // The buttons drawn before the update still answer.
+        s.click(ALICE, &ats, &button(&a, "No"));
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["answers"].clone()),
+            (json!("long"), json!({"0": "No"})),
+            "{r}"
+        );
+        assert!(s.st.lock().unwrap().refused.is_empty());
+    });
+}
