@@ -922,3 +922,42 @@ fn the_countdown_is_edited_as_time_passes_and_not_after_the_end() {
         assert!(s.st.lock().unwrap().refused.is_empty());
     });
 }
+
+/// A rule that cannot be written sends nothing: the person is told, the request stays
+/// pending and its buttons come back.
+#[test]
+fn allow_always_whose_rule_cannot_be_written_sends_nothing() {
+    common::rt().block_on(async {
+        let d = Daemon::start();
+        let (s, base) = stand_in().await;
+        let _chat = chat(&d, &base, &[]);
+        let mut p = producer(&d).await;
+        let dir = d.dir.path().join("askbus/policies");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("askbus-rules.toml");
+        std::fs::write(&file, "this is [not toml").unwrap();
+
+        p.send(shell_approval("first", "npm run build", "shop"))
+            .await;
+        let (mid, m) = s.message("npm run build").await;
+        let q = s.tap(ALICE, mid, &button(&m, "Allow always"));
+        let (text, alert) = s.toast(&q).await;
+        assert!(alert && text.contains("rule was not written"), "{text}");
+        p.expect_silence(Duration::from_millis(200)).await;
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "this is [not toml");
+        let m = s
+            .until("the buttons back", |st| {
+                let m = &st.messages[&mid];
+                (m.edits > 0 && m.markup.to_string().contains("Allow always")).then(|| m.clone())
+            })
+            .await;
+        s.tap(ALICE, mid, &button(&m, "Allow once"));
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(r["outcome"], "proceed_once", "{r}");
+        assert!(
+            chat_log(&d).contains("the rule was not written"),
+            "{}",
+            chat_log(&d)
+        );
+    });
+}
