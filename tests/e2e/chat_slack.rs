@@ -836,3 +836,148 @@ fn ended_elsewhere_spoofing_limits_drops_redelivery_restart_and_digest() {
         drop(c);
     });
 }
+
+/// A hook-style approval (Allow once and Deny only) in project `project`, with the policy
+/// rules on: askbus's own "Allow always" is the rule.
+fn shell_approval(id: &str, command: &str, project: &str) -> Value {
+    json!({"type": "tool-confirmation-request", "correlationId": id,
+        "toolCall": {"name": "Bash", "args": {"command": command}},
+        "outcomes": ["proceed_once", "cancel"], "timeoutMs": 600_000, "noUi": "wait",
+        "context": {"agent": "claude-code", "project": project}})
+}
+
+/// "Allow always" shows the exact rule before the click; the click writes that rule (as the
+/// chat process's user, into its policy file) and sends the decision through the daemon; the
+/// next identical call is allowed by the daemon with no UI, a different one is asked.
+#[test]
+fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
+    common::rt().block_on(async {
+        let admin = tempfile::tempdir().unwrap();
+        let d = Daemon::builder()
+            .env("ASKBUS_POLICIES", "on")
+            .args(&["--policy-admin-dir", &admin.path().display().to_string()])
+            .start();
+        let s = stand_in().await;
+        let _chat = chat(&d, &s, &[]);
+        let mut p = producer(&d).await;
+        let file = d.dir.path().join("askbus/policies/askbus-rules.toml");
+        let rule = format!(
+            "allow run_shell_command commands starting \"npm\" in project shop ({}, user tier, \
+             priority 4.95)",
+            file.display()
+        );
+
+        p.send(shell_approval("first", "npm run build", "shop"))
+            .await;
+        let (ts, m) = s.message("npm run build").await;
+        let shown = visible(&m.blocks);
+        assert!(
+            shown.contains(&format!("Allow always: writes the rule: {rule}")),
+            "{shown}"
+        );
+        assert!(!file.exists(), "no rule before the click");
+        s.click(ALICE, &ts, &button(&m, "Allow always"));
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["outcome"].clone()),
+            (json!("first"), json!("proceed_once")),
+            "{r}"
+        );
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(written.contains("commandPrefix = \"npm\""), "{written}");
+        assert!(written.contains("askbusProject = \"shop\""), "{written}");
+        let m = s
+            .message_where(&ts, "the decision", |m| {
+                visible(&m.blocks).contains("Decided in Slack")
+            })
+            .await;
+        assert!(
+            visible(&m.blocks).contains(&format!("Allow always, writing the rule: {rule}")),
+            "{}",
+            m.blocks
+        );
+        assert!(buttons(&m).is_empty());
+
+        // The same call again: the daemon allows it by the rule, never shown in the chat.
+        p.send(shell_approval("next", "npm test", "shop")).await;
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["outcome"].clone()),
+            (json!("next"), json!("proceed_once")),
+            "{r}"
+        );
+        // A different command, and the same in another project: asked in the chat.
+        p.send(shell_approval("other", "rm -rf out", "shop")).await;
+        s.message("rm -rf out").await;
+        p.send(shell_approval("elsewhere", "npm test", "web")).await;
+        let (_, m) = s.message("project web").await;
+        assert!(visible(&m.blocks).contains("npm test"), "{}", m.blocks);
+        let npm_test_posts =
+            s.st.lock()
+                .unwrap()
+                .messages
+                .values()
+                .filter(|m| visible(&m.blocks).contains("npm test"))
+                .count();
+        assert_eq!(npm_test_posts, 1, "the rule's call was never posted");
+    });
+}
+
+/// The countdown in words is kept true: an open request's message is updated when its words
+/// change (here from "1 min left" to "less than a minute left", a short timeout driving it;
+/// the test waits on the stand-in's update), its buttons unchanged and still good; a request
+/// that ended is never updated again.
+#[test]
+fn the_countdown_is_edited_as_time_passes_and_not_after_the_end() {
+    common::rt().block_on(async {
+        let d = Daemon::start();
+        let s = stand_in().await;
+        let _chat = chat(&d, &s, &[]);
+        let mut p = producer(&d).await;
+        let timed = |id: &str, question: &str, ms: u64| {
+            let mut a = ask(
+                id,
+                json!([{"question": question, "header": "Go", "type": "yesno"}]),
+            );
+            a["timeoutMs"] = json!(ms);
+            a
+        };
+        // Ended first: its words would change 2.5 s in, had it not ended.
+        p.send(timed("short", "Ship the short one?", 62_500)).await;
+        let (bts, b) = s.message("Ship the short one?").await;
+        assert!(visible(&b.blocks).contains("1 min left"), "{}", b.blocks);
+        s.click(ALICE, &bts, &button(&b, "Yes"));
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(r["correlationId"], "short", "{r}");
+        let ended = s
+            .message_where(&bts, "the outcome update", |m| {
+                visible(&m.blocks).contains("Answered in Slack")
+            })
+            .await;
+
+        // Open: its words change 5 s in.
+        p.send(timed("long", "Ship the long one?", 65_000)).await;
+        let (ats, a) = s.message("Ship the long one?").await;
+        assert!(visible(&a.blocks).contains("1 min left"), "{}", a.blocks);
+        assert_eq!(a.edits, 0);
+        let edited = s
+            .message_where(&ats, "the countdown update", |m| {
+                visible(&m.blocks).contains("less than a minute left")
+            })
+            .await;
+        assert_eq!(edited.edits, 1, "one update for the one change of words");
+        assert_eq!(buttons(&edited), buttons(&a), "the same buttons");
+        let b = s.st.lock().unwrap().messages[&bts].clone();
+        assert_eq!(b.edits, ended.edits, "an ended request is not updated");
+        assert!(!visible(&b.blocks).contains("less than a minute"));
+        // The buttons drawn before the update still answer.
+        s.click(ALICE, &ats, &button(&a, "No"));
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["answers"].clone()),
+            (json!("long"), json!({"0": "No"})),
+            "{r}"
+        );
+        assert!(s.st.lock().unwrap().refused.is_empty());
+    });
+}

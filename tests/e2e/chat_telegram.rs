@@ -767,3 +767,197 @@ fn help_names_only_the_platforms_that_exist() {
         assert!(!text.to_lowercase().contains("discord"), "{args:?}: {text}");
     }
 }
+
+/// A hook-style approval (Allow once and Deny only) in project `project`, with the policy
+/// rules on: askbus's own "Allow always" is the rule.
+fn shell_approval(id: &str, command: &str, project: &str) -> Value {
+    json!({"type": "tool-confirmation-request", "correlationId": id,
+        "toolCall": {"name": "Bash", "args": {"command": command}},
+        "outcomes": ["proceed_once", "cancel"], "timeoutMs": 600_000, "noUi": "wait",
+        "context": {"agent": "claude-code", "project": project}})
+}
+
+/// "Allow always" shows the exact rule before the tap; the tap writes that rule (as the chat
+/// process's user, into its policy file) and sends the decision through the daemon; the
+/// next identical call is allowed by the daemon with no UI, a different one is asked.
+#[test]
+fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
+    common::rt().block_on(async {
+        let admin = tempfile::tempdir().unwrap();
+        let d = Daemon::builder()
+            .env("ASKBUS_POLICIES", "on")
+            .args(&["--policy-admin-dir", &admin.path().display().to_string()])
+            .start();
+        let (s, base) = stand_in().await;
+        let _chat = chat(&d, &base, &[]);
+        let mut p = producer(&d).await;
+        let file = d.dir.path().join("askbus/policies/askbus-rules.toml");
+        let rule = format!(
+            "allow run_shell_command commands starting \"npm\" in project shop ({}, user tier, \
+             priority 4.95)",
+            file.display()
+        );
+
+        p.send(shell_approval("first", "npm run build", "shop"))
+            .await;
+        let (mid, m) = s.message("npm run build").await;
+        let shown = visible(&m.text);
+        assert!(
+            shown.contains(&format!("Allow always: writes the rule: {rule}")),
+            "{shown}"
+        );
+        assert!(!file.exists(), "no rule before the tap");
+        s.tap(ALICE, mid, &button(&m, "Allow always"));
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["outcome"].clone()),
+            (json!("first"), json!("proceed_once")),
+            "{r}"
+        );
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(written.contains("commandPrefix = \"npm\""), "{written}");
+        assert!(written.contains("askbusProject = \"shop\""), "{written}");
+        let m = s
+            .until("the outcome edit", |st| {
+                let m = &st.messages[&mid];
+                m.text.contains("Decided in Telegram").then(|| m.clone())
+            })
+            .await;
+        assert!(
+            visible(&m.text).contains(&format!("Allow always, writing the rule: {rule}")),
+            "{}",
+            m.text
+        );
+        assert!(!has_buttons(&m));
+        assert!(chat_log(&d).contains("wrote the rule"), "{}", chat_log(&d));
+
+        // The same call again: the daemon allows it by the rule, never shown in the chat.
+        p.send(shell_approval("next", "npm test", "shop")).await;
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["outcome"].clone()),
+            (json!("next"), json!("proceed_once")),
+            "{r}"
+        );
+        // A different command, and the same in another project: asked in the chat.
+        p.send(shell_approval("other", "rm -rf out", "shop")).await;
+        s.message("rm -rf out").await;
+        p.send(shell_approval("elsewhere", "npm test", "web")).await;
+        let (_, m) = s.message("project web").await;
+        assert!(visible(&m.text).contains("npm test"), "{}", m.text);
+        let npm_test_posts =
+            s.st.lock()
+                .unwrap()
+                .messages
+                .values()
+                .filter(|m| m.text.contains("npm test"))
+                .count();
+        assert_eq!(npm_test_posts, 1, "the rule's call was never posted");
+    });
+}
+
+/// The countdown in words is kept true: an open request's message is edited when its words
+/// change (here from "1 min left" to "less than a minute left", a short timeout driving it;
+/// the test waits on the stand-in's edit), its buttons unchanged and still good; a request
+/// that ended is never edited again.
+#[test]
+fn the_countdown_is_edited_as_time_passes_and_not_after_the_end() {
+    common::rt().block_on(async {
+        let d = Daemon::start();
+        let (s, base) = stand_in().await;
+        let _chat = chat(&d, &base, &[]);
+        let mut p = producer(&d).await;
+        let timed = |id: &str, question: &str, ms: u64| {
+            let mut a = ask(
+                id,
+                json!([{"question": question, "header": "Go", "type": "yesno"}]),
+            );
+            a["timeoutMs"] = json!(ms);
+            a
+        };
+        // Ended first: its words would change 2.5 s in, had it not ended.
+        p.send(timed("short", "Ship the short one?", 62_500)).await;
+        let (bid, b) = s.message("Ship the short one?").await;
+        assert!(visible(&b.text).contains("1 min left"), "{}", b.text);
+        s.tap(ALICE, bid, &button(&b, "Yes"));
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(r["correlationId"], "short", "{r}");
+        let ended = s
+            .until("the outcome edit", |st| {
+                let m = &st.messages[&bid];
+                m.text.contains("Answered in Telegram").then(|| m.clone())
+            })
+            .await;
+
+        // Open: its words change 5 s in.
+        p.send(timed("long", "Ship the long one?", 65_000)).await;
+        let (aid, a) = s.message("Ship the long one?").await;
+        assert!(visible(&a.text).contains("1 min left"), "{}", a.text);
+        assert_eq!(a.edits, 0);
+        let edited = s
+            .until("the countdown edit", |st| {
+                let m = &st.messages[&aid];
+                m.text
+                    .contains("less than a minute left")
+                    .then(|| m.clone())
+            })
+            .await;
+        assert_eq!(edited.edits, 1, "one edit for the one change of words");
+        assert_eq!(edited.markup, a.markup, "the same buttons");
+        let b = s.get(bid);
+        assert_eq!(
+            b.edits, ended.edits,
+            "an ended request is not edited: {}",
+            b.text
+        );
+        assert!(!b.text.contains("less than a minute"), "{}", b.text);
+        // The buttons drawn before the edit still answer.
+        s.tap(ALICE, aid, &button(&a, "No"));
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["answers"].clone()),
+            (json!("long"), json!({"0": "No"})),
+            "{r}"
+        );
+        assert!(s.st.lock().unwrap().refused.is_empty());
+    });
+}
+
+/// A rule that cannot be written sends nothing: the person is told, the request stays
+/// pending and its buttons come back.
+#[test]
+fn allow_always_whose_rule_cannot_be_written_sends_nothing() {
+    common::rt().block_on(async {
+        let d = Daemon::start();
+        let (s, base) = stand_in().await;
+        let _chat = chat(&d, &base, &[]);
+        let mut p = producer(&d).await;
+        let dir = d.dir.path().join("askbus/policies");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("askbus-rules.toml");
+        std::fs::write(&file, "this is [not toml").unwrap();
+
+        p.send(shell_approval("first", "npm run build", "shop"))
+            .await;
+        let (mid, m) = s.message("npm run build").await;
+        let q = s.tap(ALICE, mid, &button(&m, "Allow always"));
+        let (text, alert) = s.toast(&q).await;
+        assert!(alert && text.contains("rule was not written"), "{text}");
+        p.expect_silence(Duration::from_millis(200)).await;
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "this is [not toml");
+        let m = s
+            .until("the buttons back", |st| {
+                let m = &st.messages[&mid];
+                (m.edits > 0 && m.markup.to_string().contains("Allow always")).then(|| m.clone())
+            })
+            .await;
+        s.tap(ALICE, mid, &button(&m, "Allow once"));
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(r["outcome"], "proceed_once", "{r}");
+        assert!(
+            chat_log(&d).contains("the rule was not written"),
+            "{}",
+            chat_log(&d)
+        );
+    });
+}

@@ -4,6 +4,7 @@
 //! saved for a restart, and the replay after a reconnect. What the chat sends back (taps,
 //! replies) is `inbound`.
 
+mod countdown;
 mod inbound;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -43,6 +44,8 @@ struct Entry {
     /// A prompt asked for (with the tap that asked) before our post's `Posted` came back:
     /// sent once it does (the prompt names the message).
     prompt: Option<Option<String>>,
+    /// When the countdown its message shows changes next (`countdown`).
+    countdown: Option<Instant>,
 }
 
 /// The signed-link maker, when `--web-url` is given.
@@ -186,7 +189,7 @@ impl Engine {
         } else {
             None
         };
-        [digest, self.save_at, self.sweep_at]
+        [digest, self.save_at, self.sweep_at, self.countdown_wake()]
             .into_iter()
             .flatten()
             .min()
@@ -201,6 +204,7 @@ impl Engine {
         {
             self.flush_digest();
         }
+        self.countdowns(now);
         if self.save_at.is_some_and(|at| at <= now) {
             self.save_at = None;
             if let Err(e) = self.state.save() {
@@ -357,12 +361,14 @@ impl Engine {
             posting: false,
             live: false,
             prompt: None,
+            countdown: None,
         };
         self.by_handle.insert(handle, id.clone());
         match saved {
             // Posted before a restart: that message is this request's; no new post.
             Some(m) => {
                 entry.msg = Some(m.msg.clone());
+                entry.countdown = entry.card.countdown_at();
                 entry.live = true;
                 self.live += 1;
                 self.by_msg.insert(m.msg, id.clone());
@@ -413,6 +419,7 @@ impl Engine {
             return;
         };
         e.posting = true;
+        e.countdown = e.card.countdown_at();
         if !e.live {
             e.live = true;
             self.live += 1;
@@ -423,10 +430,12 @@ impl Engine {
     }
 
     fn redraw(&mut self, id: &str) {
-        let Some(e) = self.entries.get(id) else {
+        let Some(e) = self.entries.get_mut(id) else {
             return;
         };
         let Some(msg) = e.msg.clone() else { return };
+        e.countdown = e.card.countdown_at();
+        let e = &self.entries[id];
         let view = self.seal_view(id, e);
         let version = e.card.version;
         if let Some(m) = self.state.saved.messages.get_mut(id) {

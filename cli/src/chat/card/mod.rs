@@ -20,6 +20,7 @@ use askbus::protocol::{Decision, RequestContext, ToolOutcome, UiApproval, UiRequ
 use serde_json::Value;
 
 use super::text::clean;
+use crate::always::{self, Offer};
 use crate::ui::encode;
 use crate::ui::question::{Kind as QKind, Question};
 use view::cut_code;
@@ -167,6 +168,9 @@ pub enum Step {
     Answer(BTreeMap<usize, String>),
     /// Send this decision.
     Decide(Decision),
+    /// "Allow always": write the offer's rule (the one the message showed), then send
+    /// `offer.sent` (`crate::always`, the path every UI's "always" takes).
+    Always(Offer),
     /// Nothing changes; tell the person this (an ephemeral notice).
     Refuse(&'static str),
 }
@@ -232,10 +236,41 @@ impl Meta {
         if let Some(n) = &self.node {
             parts.push(format!("node {}", clean(n, 80)));
         }
-        let left = Duration::from_millis(self.timeout_ms).saturating_sub(self.arrived.elapsed());
-        parts.push(left_in_words(left));
+        parts.push(left_in_words(self.shown_left()));
         parts.join(" · ")
     }
+
+    fn deadline(&self) -> tokio::time::Instant {
+        self.arrived + Duration::from_millis(self.timeout_ms)
+    }
+
+    /// The time left as the message words it now (see [`shown_left`]).
+    pub fn shown_left(&self) -> Duration {
+        let now = tokio::time::Instant::now();
+        shown_left(self.deadline().saturating_duration_since(now))
+    }
+
+    /// When the words of the time left change next (then the message is edited); `None` once
+    /// it says "less than a minute left" (the request's end edits it next).
+    pub fn next_change(&self) -> Option<tokio::time::Instant> {
+        let shown = self.shown_left();
+        // The instant the time left drops below what is shown, by a millisecond.
+        (!shown.is_zero()).then(|| self.deadline() - shown + Duration::from_millis(1))
+    }
+}
+
+/// The time left rounded down to the countdown's step: a minute under 10 min, 5 min under an
+/// hour, half an hour under a day, a day beyond. So a message is edited at most once a minute
+/// near its end and rarely before (rate limits), and never says more time than is left.
+pub fn shown_left(d: Duration) -> Duration {
+    let s = d.as_secs();
+    let step = match s {
+        0..=599 => 60,
+        600..=3599 => 300,
+        3600..=86_399 => 1800,
+        _ => 86_400,
+    };
+    Duration::from_secs(s / step * step)
 }
 
 /// "less than a minute left", "9 min left", "1 h 20 min left", "3 days left".
@@ -271,6 +306,9 @@ struct Approval {
     text: Option<String>,
     /// The approving outcomes offered (never `modify_with_editor`: it needs an editor).
     allow: Vec<ToolOutcome>,
+    /// The "always" buttons among them and the rule each writes (scoped to the request's
+    /// project), shown before the tap.
+    always: Vec<Offer>,
     denying: bool,
 }
 
@@ -398,6 +436,13 @@ impl Card {
         if !allow.contains(&ToolOutcome::ProceedOnce) {
             allow.insert(0, ToolOutcome::ProceedOnce);
         }
+        let always = always::offers(a);
+        // askbus's own "Allow always" where the agent offers none (it sends proceed_once).
+        for o in &always {
+            if !allow.contains(&o.chosen) {
+                allow.push(o.chosen);
+            }
+        }
         Card {
             meta: Meta::new(
                 a.context.as_ref(),
@@ -411,6 +456,7 @@ impl Card {
                 cut,
                 text,
                 allow,
+                always,
                 denying: false,
             }),
             phase: Phase::Open,
@@ -425,6 +471,11 @@ impl Card {
 
     pub fn is_open(&self) -> bool {
         self.phase == Phase::Open
+    }
+
+    /// When the message's countdown changes next, while the card is open.
+    pub fn countdown_at(&self) -> Option<tokio::time::Instant> {
+        self.is_open().then(|| self.meta.next_change()).flatten()
     }
 
     /// Whether the card waits for a typed reply (text answer or deny reason).
@@ -504,6 +555,21 @@ pub fn answers_text(answers: &BTreeMap<usize, String>) -> String {
             .map(|(i, a)| format!("{}. {a}", i + 1))
             .collect::<Vec<_>>()
             .join("; "),
+    }
+}
+
+/// "Allow always, writing the rule: allow … (FILE, user tier, priority 4.95)".
+pub fn always_text(o: &Offer) -> String {
+    match o.rule(false) {
+        Some(r) => clean(
+            &format!(
+                "{}, writing the rule: {}",
+                o.chosen.label(),
+                always::describe(r)
+            ),
+            MAX_TEXT,
+        ),
+        None => o.chosen.label().to_owned(),
     }
 }
 

@@ -67,6 +67,13 @@ impl Card {
                     what: decision_text(d),
                 };
             }
+            Step::Always(o) => {
+                self.version = self.version.wrapping_add(1);
+                self.phase = Phase::Sending {
+                    by: user.label(),
+                    what: always_text(o),
+                };
+            }
             Step::Refuse(_) => {}
         }
         step
@@ -133,6 +140,14 @@ pub(super) fn advance(q: &mut Questions, answer: Option<String>) -> Step {
 pub(super) fn approval_tap(a: &mut Approval, action: Action) -> Step {
     match action {
         Action::Allow(i) if !a.denying => match ToolOutcome::ALL.get(usize::from(i)) {
+            Some(o) if a.allow.contains(o) && always::is_always(*o) => {
+                match a.always.iter().find(|x| x.chosen == *o) {
+                    // The rule the message showed is the one written.
+                    Some(offer) => Step::Always(offer.clone()),
+                    // The agent's own "always" with no rule askbus can say: it alone.
+                    None => Step::Decide(Decision::allow(*o)),
+                }
+            }
             Some(o) if a.allow.contains(o) => Step::Decide(Decision::allow(*o)),
             _ => Step::Refuse("That button is not on this message any more."),
         },

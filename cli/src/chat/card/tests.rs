@@ -30,6 +30,26 @@ fn words_for_time_left() {
 }
 
 #[test]
+fn the_countdown_steps_coarsely_and_never_overstates() {
+    let s = |secs| shown_left(Duration::from_millis(secs)).as_secs();
+    assert_eq!(s(59_999), 0);
+    assert_eq!(s(61_500), 60);
+    assert_eq!(s(599_999), 540);
+    assert_eq!(s(600_000), 600);
+    assert_eq!(s(3_599_000), 3300);
+    assert_eq!(s(4_800_000), 3600);
+    assert_eq!(s(200_000_000), 172_800);
+    // The next change is the instant the time left drops below what is shown.
+    let mut c = question(json!([{"question": "A?", "header": "A", "type": "yesno"}]));
+    c.meta.timeout_ms = 61_500;
+    let at = c.countdown_at().unwrap();
+    let left = (c.meta.arrived + Duration::from_millis(61_500)) - at;
+    assert_eq!(left, Duration::from_millis(59_999));
+    c.end("over".into());
+    assert_eq!(c.countdown_at(), None);
+}
+
+#[test]
 fn multiselect_toggles_then_done() {
     let mut c = question(
         json!([{"question": "Which?", "header": "DB", "type": "choice",
@@ -108,4 +128,50 @@ fn code_is_cut_on_lines() {
     let (c, cut) = cut_code(&"x".repeat(5000));
     assert_eq!(c.chars().count(), MAX_CODE);
     assert_eq!(cut, 0);
+}
+
+#[test]
+fn allow_always_shows_the_rule_it_writes() {
+    // Hooks offer no "always" of their own: askbus's rule is the "always", sending once.
+    let a: UiApproval = serde_json::from_value(json!({"correlationId": "a1",
+        "toolCall": {"name": "run_shell_command", "args": {"command": "npm test"}},
+        "details": {"type": "exec", "title": "Shell", "command": "npm test", "rootCommand": "npm"},
+        "outcomes": ["proceed_once", "cancel"], "timeoutMs": 5000,
+        "context": {"agent": "claude-code", "project": "shop"},
+        "producer": {"client": "h/1", "pid": 3, "uid": askbus::trust::effective_uid()}}))
+    .unwrap();
+    let mut c = Card::from_approval(&a);
+    let v = c.view();
+    let labels: Vec<String> = v
+        .rows
+        .iter()
+        .flatten()
+        .filter_map(|b| match b {
+            Button::Tap { label, .. } => Some(label.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(labels, ["Allow once", "Allow always", "Deny"]);
+    let offer = crate::always::offer(&a, ToolOutcome::ProceedAlways).unwrap();
+    let rule = crate::always::describe(offer.rule(false).unwrap());
+    assert!(rule.contains("starting \"npm\" in project shop"), "{rule}");
+    assert!(
+        v.blocks.contains(&Block::Note(format!(
+            "Allow always: writes the rule: {rule}"
+        ))),
+        "{:?}",
+        v.blocks
+    );
+    let i = ToolOutcome::ALL
+        .iter()
+        .position(|o| *o == ToolOutcome::ProceedAlways)
+        .unwrap() as u8;
+    match c.tap(Action::Allow(i), &user()) {
+        Step::Always(o) => {
+            assert_eq!(o, offer);
+            assert_eq!(o.sent, ToolOutcome::ProceedOnce);
+        }
+        s => panic!("{s:?}"),
+    }
+    assert!(c.sent().unwrap().1.contains(&rule));
 }

@@ -12,10 +12,7 @@ impl Card {
         };
         let mut blocks = vec![Block::Title(who)];
         match &self.phase {
-            Phase::Open => blocks.push(Block::Meta(left_in_words(
-                Duration::from_millis(self.meta.timeout_ms)
-                    .saturating_sub(self.meta.arrived.elapsed()),
-            ))),
+            Phase::Open => blocks.push(Block::Meta(left_in_words(self.meta.shown_left()))),
             Phase::Sending { .. } => {}
             Phase::Over(o) => blocks.push(Block::Note(redact_outcome(o))),
         }
@@ -199,6 +196,13 @@ impl Card {
                 tap("Back", Action::Back),
             ]);
             return;
+        }
+        // What each "always" writes, before the tap (the rule the tap then writes).
+        for o in &a.always {
+            blocks.push(Block::Note(clean(
+                &format!("{}: {}", o.chosen.label(), o.says(false)),
+                MAX_TEXT,
+            )));
         }
         let mut allow_row = Vec::new();
         for o in &a.allow {

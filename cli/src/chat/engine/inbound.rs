@@ -8,6 +8,7 @@ use crate::chat::platform::{In, Msg, Out, DIGEST_KEY};
 use crate::chat::seal::Sealer;
 use crate::chat::state::SavedMessage;
 use crate::term;
+use askbus::protocol::Decision;
 
 impl Engine {
     pub(super) async fn platform(&mut self, event: In) {
@@ -292,6 +293,33 @@ impl Engine {
                 };
                 self.sent(id, sent, reply.as_deref(), user);
             }
+            Step::Always(offer) => {
+                // The rule first, as this process's user (the request is this user's: the
+                // offer has no rule otherwise), so the daemon decides the next identical
+                // call by it; a rule that cannot be written sends nothing.
+                let sent = match offer.apply(false) {
+                    Err(e) => Err(format!("the rule was not written, nothing was sent: {e}")),
+                    Ok(written) => {
+                        if let Some(r) = written {
+                            eprintln!(
+                                "askbus chat: {} chose {} for {}: wrote the rule: {}",
+                                term::sanitize(&user.label()),
+                                offer.chosen.as_str(),
+                                term::sanitize(id),
+                                term::sanitize(&crate::always::describe(&r))
+                            );
+                        }
+                        match &self.answerer {
+                            Some(a) => a
+                                .decide_by(id, &Decision::allow(offer.sent), &user.label())
+                                .await
+                                .map_err(|e| e.to_string()),
+                            None => Err("askbusd is not reachable".into()),
+                        }
+                    }
+                };
+                self.sent(id, sent, reply.as_deref(), user);
+            }
             Step::Decide(decision) => {
                 let sent = match &self.answerer {
                     Some(a) => a
@@ -326,7 +354,12 @@ impl Engine {
             }
             Err(e) => {
                 if let Some(r) = reply {
-                    self.toast(r, "askbusd is not reachable: try again in a moment.", true);
+                    let why = if e.starts_with("the rule was not written") {
+                        "The rule was not written: nothing was sent."
+                    } else {
+                        "askbusd is not reachable: try again in a moment."
+                    };
+                    self.toast(r, why, true);
                 }
                 eprintln!("askbus chat: cannot send an answer: {}", term::sanitize(&e));
                 if let Some(e) = self.entries.get_mut(id) {
