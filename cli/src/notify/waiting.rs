@@ -70,6 +70,10 @@ pub struct Waiting {
     /// The question text, or the command / file / tool the approval is about.
     pub body: String,
     pub choices: Vec<Choice>,
+    /// An approval's "Allow always" (`crate::always`'s first offer for it: what it chooses,
+    /// sends, and the rule it writes). Never a one-click choice: the desktop shows its rule in
+    /// the body before the button, a push opens the link page that shows it before the tap.
+    pub always: Option<crate::always::Offer>,
     /// Milliseconds the request had left when it arrived.
     pub timeout_ms: u64,
     /// `shownSha256` of the request: its signed links are bound to it, so they can never
@@ -100,6 +104,7 @@ impl Waiting {
             header: text(first, "header"),
             body: clip(&body, MAX_BODY),
             choices: question_choices(questions),
+            always: None,
             timeout_ms: r.timeout_ms,
         }
     }
@@ -156,6 +161,7 @@ impl Waiting {
             header: clip(&header, MAX_TITLE),
             body: clip(&body, MAX_BODY),
             choices,
+            always: crate::always::offers(r).into_iter().next(),
             timeout_ms: r.timeout_ms,
         }
     }
@@ -177,6 +183,15 @@ impl Waiting {
         match self.kind {
             Kind::Question => format!("agent {} is waiting for an answer", self.agent),
             Kind::Approval => format!("agent {} is waiting for an approval", self.agent),
+        }
+    }
+
+    /// The body a desktop notification shows: with an "Allow always" button, the rule it
+    /// writes, said before the click.
+    pub fn desktop_body(&self) -> String {
+        match &self.always {
+            Some(o) => format!("{}\n\"Allow always\" {}", self.body, o.says(false)),
+            None => self.body.clone(),
         }
     }
 
