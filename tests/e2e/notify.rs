@@ -1292,6 +1292,8 @@ fn the_desktop_allow_always_says_and_writes_its_rule() {
 
 /// `askbus web` on a free loopback port with `key` and `home`; its base URL, and its stdout
 /// (kept open: `askbus web` prints there).
+// The child is returned; the caller kills and waits for it.
+#[allow(clippy::zombie_processes)]
 fn web_with_key(d: &Daemon, key: &Path, home: &Path) -> (Child, String, impl Sized) {
     let mut web = Command::new(common::cli_bin())
         .arg("--socket")
@@ -1307,10 +1309,11 @@ fn web_with_key(d: &Daemon, key: &Path, home: &Path) -> (Child, String, impl Siz
     let mut out = BufReader::new(web.stdout.take().unwrap());
     loop {
         let mut line = String::new();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "askbus web printed no link"
-        );
+        if out.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = web.kill();
+            let _ = web.wait();
+            panic!("askbus web printed no link");
+        }
         if let Some(i) = line.find("http://127.0.0.1:") {
             let url = line[i..].trim();
             let end = url[7..].find('/').map_or(url.len(), |j| j + 7);
