@@ -2,7 +2,8 @@
 //! use, expiry, revocation, cookies scoped to one server), `--open` without a secret on the
 //! opener's command line, the Host and Origin checks on pages and on the WebSocket handshake,
 //! the signed-link routes (`/a/TOKEN`, `/o/TOKEN`), and the refusal to listen beyond loopback
-//! without `--allow-remote`. (The page itself is tested in a browser: tests/web/.)
+//! without `--allow-remote`, and (as root) `askbus web` run as another uid showing that uid's
+//! history only. (The page itself is tested in a browser: tests/web/.)
 
 use crate::harness as common;
 
