@@ -324,9 +324,21 @@ mod tests {
             "details": {"type": "exec", "title": "Confirm Shell Command", "command": "rm -rf build",
                 "rootCommand": "rm", "rootCommands": ["rm"]},
             "outcomes": ["proceed_once", "proceed_always", "cancel"], "timeoutMs": 5000,
-            "producer": {"client": "askbus-hook/0.1.0", "pid": 3, "uid": 0}}))
+            "producer": {"client": "askbus-hook/0.1.0", "pid": 3,
+                "uid": askbus::trust::effective_uid()}}))
         .unwrap();
         let w = Waiting::from_approval(&a);
+        // "Allow always" is no one-click choice: the desktop body says its rule first.
+        let always = w.always.as_ref().expect("an Allow always");
+        assert_eq!(always.sent, ToolOutcome::ProceedAlways);
+        assert!(
+            w.desktop_body().starts_with(
+                "rm -rf build\n\"Allow always\" writes the rule: allow run_shell_command \
+                 commands starting \"rm\" in every project ("
+            ),
+            "{}",
+            w.desktop_body()
+        );
         assert_eq!(w.title(), "askbus-hook/0.1.0 · Confirm Shell Command");
         assert_eq!(w.body, "rm -rf build");
         let labels: Vec<_> = w.choices.iter().map(|c| c.label.as_str()).collect();
@@ -347,6 +359,8 @@ mod tests {
             "header": "H", "type": "choice", "options": [{"label": "prod-key", "description": ""}]}])));
         assert_eq!(w.push_choices(true).count(), 0);
         assert_eq!(w.push_choices(false).count(), 1);
+        assert!(w.always.is_none());
+        assert_eq!(w.desktop_body(), w.body);
         assert!(!w.redacted_body().contains("secret"));
     }
 
