@@ -4,7 +4,8 @@
 //! request's project unless the person widens it.
 //!
 //! This is the one code path every UI that offers "always" goes through (`askbus answer
-//! --always`, the TUI, the web page and its signed one-tap links): [`offers`] says which
+//! --always`, the TUI, the web page and its signed one-tap links, `askbus notify`'s desktop
+//! button; a push's "Allow always…" opens the link page): [`offers`] says which
 //! "always" buttons an approval gets and the rule each writes, so the UI shows the rule before
 //! the tap; [`Offer::apply`] writes it before the answer is sent, so the daemon decides the
 //! next identical call by it. Where the agent offers no "always" of its own (the hooks offer

@@ -7,6 +7,7 @@ use crate::harness as common;
 
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -211,13 +212,19 @@ fn forward(stderr: std::process::ChildStderr) -> std::sync::mpsc::Receiver<Strin
 
 impl Notifier {
     fn start(d: &Daemon, bus: &Bus, args: &[&str]) -> Notifier {
+        Notifier::start_in(d, bus, args, None)
+    }
+
+    /// With `home` as its XDG config home (where "Allow always" writes its rule), else a
+    /// fresh one.
+    fn start_in(d: &Daemon, bus: &Bus, args: &[&str], home: Option<&Path>) -> Notifier {
         let config = tempfile::tempdir().unwrap();
         let mut child = d
             .cli()
             .arg("notify")
             .args(args)
             .env("DBUS_SESSION_BUS_ADDRESS", &bus.address)
-            .env("XDG_CONFIG_HOME", config.path())
+            .env("XDG_CONFIG_HOME", home.unwrap_or(config.path()))
             .env_remove("ASKBUS_NTFY_TOKEN")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -377,10 +384,28 @@ fn an_approval_is_allowed_or_denied_in_one_click() {
             .await;
             let (nid, summary, body, actions) = bus.next_new().await;
             assert_eq!(summary, "claude-code/2.0 · Confirm Shell Command");
-            assert_eq!(body, "rm -rf build");
+            // "Allow always" says the rule it writes before the click.
+            assert!(
+                body.starts_with(
+                    "rm -rf build\n\"Allow always\" writes the rule: allow run_shell_command \
+                     commands starting \"rm\" in every project ("
+                ),
+                "{body}"
+            );
             assert_eq!(
                 actions,
-                ["a0", "Allow", "a1", "Deny", "open", "Open", "default", "Open"]
+                [
+                    "a0",
+                    "Allow",
+                    "a1",
+                    "Deny",
+                    "always",
+                    "Allow always",
+                    "open",
+                    "Open",
+                    "default",
+                    "Open"
+                ]
             );
             bus.click(nid, key).await;
             let r = loop {
@@ -1178,4 +1203,241 @@ fn a_notifier_restarted_with_the_daemon_does_not_push_again() {
         ids.sort_unstable();
         assert_eq!(ids, ["r1", "r2"], "only what is pending");
     });
+}
+
+/// A hook's approval in project shop (the agent offers no "always" of its own: askbus's rule
+/// is the "always"), waiting for a person.
+fn shell_approval(id: &str, command: &str) -> Value {
+    let root = command.split(' ').next().unwrap();
+    json!({"type": "tool-confirmation-request", "correlationId": id,
+        "toolCall": {"name": "run_shell_command", "args": {"command": command}},
+        "details": {"type": "exec", "title": "Confirm Shell Command", "command": command,
+                    "rootCommand": root, "rootCommands": [root]},
+        "outcomes": ["proceed_once", "cancel"], "noUi": "wait",
+        "context": {"project": "shop"}})
+}
+
+/// A daemon deciding by the policy rules, with `config` as its config home.
+fn policy_daemon(config: &Path, admin: &Path) -> Daemon {
+    Daemon::builder()
+        .env("ASKBUS_POLICIES", "on")
+        .env("XDG_CONFIG_HOME", config)
+        .args(&["--policy-admin-dir", admin.to_str().unwrap()])
+        .start()
+}
+
+/// The next identical call is then allowed by the rule with no UI; a different one is asked.
+async fn the_rule_decides_the_next_call(d: &Daemon, p: &mut Raw) {
+    p.send(shell_approval("next-1", "npm test")).await;
+    let r = p.recv_type("tool-confirmation-response").await;
+    assert_eq!(
+        (&r["correlationId"], &r["outcome"]),
+        (&json!("next-1"), &json!("proceed_once")),
+        "{r}"
+    );
+    let (mut ui, _) = d.ui().await;
+    p.send(shell_approval("next-2", "rm -rf out")).await;
+    let asked = ui.recv_type("tool-confirmation-request").await;
+    assert_eq!(asked["correlationId"], "next-2", "{asked}");
+}
+
+/// The desktop's "Allow always": its body says the rule before the click; the click writes it
+/// in the request's project, sends the agent Allow once, and the daemon decides the next
+/// identical call by it.
+#[test]
+fn the_desktop_allow_always_says_and_writes_its_rule() {
+    let config = tempfile::tempdir().unwrap();
+    let admin = tempfile::tempdir().unwrap();
+    let d = policy_daemon(config.path(), admin.path());
+    let file = config.path().join("askbus/policies/askbus-rules.toml");
+    common::rt().block_on(async {
+        let mut bus = Bus::start().await;
+        let _n = Notifier::start_in(&d, &bus, &[], Some(config.path()));
+        let mut p = d.connect().await;
+        p.send(shell_approval("da1", "npm run build")).await;
+        let (nid, _, body, actions) = bus.next_new().await;
+        assert_eq!(
+            body,
+            format!(
+                "npm run build\n\"Allow always\" writes the rule: allow run_shell_command \
+                 commands starting \"npm\" in project shop ({}, user tier, priority 4.95)",
+                file.display()
+            )
+        );
+        assert_eq!(actions[4..6], ["always", "Allow always"], "{actions:?}");
+        assert!(!file.exists(), "showing it writes nothing");
+        bus.click(nid, "always").await;
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (&r["correlationId"], &r["outcome"], &r["confirmed"]),
+            (&json!("da1"), &json!("proceed_once"), &json!(true)),
+            "{r}"
+        );
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            written.contains("commandPrefix = \"npm\"")
+                && written.contains("askbusProject = \"shop\""),
+            "{written}"
+        );
+        loop {
+            if let Call::Notify { replaces, body, .. } = bus.call().await {
+                assert_eq!(replaces, nid);
+                assert_eq!(body, "Decided from this notification.");
+                break;
+            }
+        }
+        the_rule_decides_the_next_call(&d, &mut p).await;
+    });
+}
+
+/// `askbus web` on a free loopback port with `key` and `home`; its base URL, and its stdout
+/// (kept open: `askbus web` prints there).
+// The child is returned; the caller kills and waits for it.
+#[allow(clippy::zombie_processes)]
+fn web_with_key(d: &Daemon, key: &Path, home: &Path) -> (Child, String, impl Sized) {
+    let mut web = Command::new(common::cli_bin())
+        .arg("--socket")
+        .arg(&d.socket)
+        .args(["web", "--listen", "127.0.0.1:0", "--link-key"])
+        .arg(key)
+        .env("XDG_CONFIG_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(web.stdout.take().unwrap());
+    loop {
+        let mut line = String::new();
+        if out.read_line(&mut line).unwrap_or(0) == 0 {
+            let _ = web.kill();
+            let _ = web.wait();
+            panic!("askbus web printed no link");
+        }
+        if let Some(i) = line.find("http://127.0.0.1:") {
+            let url = line[i..].trim();
+            let end = url[7..].find('/').map_or(url.len(), |j| j + 7);
+            return (web, url[..end].to_owned(), out);
+        }
+    }
+}
+
+fn get(url: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut s = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let status = text[9..12].parse().unwrap();
+    (status, text)
+}
+
+/// A push of an approval keeps Allow and Deny one tap, and its third button "Allow always…"
+/// opens (never POSTs) its answer link's page, which says the rule before its one button;
+/// the press writes the rule and the daemon decides the next identical call by it. "Open" is
+/// the notification's own tap. A redacted push offers no "Allow always…".
+#[test]
+fn a_pushed_allow_always_opens_the_page_that_shows_its_rule() {
+    let config = tempfile::tempdir().unwrap();
+    let admin = tempfile::tempdir().unwrap();
+    let d = policy_daemon(config.path(), admin.path());
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("links.key");
+    let (mut web, base, _out) = web_with_key(&d, &key, config.path());
+    let file = config.path().join("askbus/policies/askbus-rules.toml");
+    common::rt().block_on(async {
+        let (hook, mut rx) = http_server(vec![]).await;
+        let topic = format!("{hook}/t");
+        let args = [
+            "--ntfy",
+            &topic,
+            "--push-after",
+            "0",
+            "--web-url",
+            &base,
+            "--link-key",
+            key.to_str().unwrap(),
+        ];
+        let n = push_notifier(&d, &args, &[]);
+        let mut p = d.connect().await;
+        p.send(shell_approval("pa1", "npm run build")).await;
+        let h = next_http(&mut rx).await;
+        let b = &h.body;
+        let actions = b["actions"].as_array().unwrap();
+        let labels: Vec<&str> = actions
+            .iter()
+            .map(|a| a["label"].as_str().unwrap())
+            .collect();
+        assert_eq!(labels, ["Allow", "Deny", "Allow always…"], "{b}");
+        assert_eq!(
+            (&actions[0]["action"], &actions[1]["action"]),
+            (&json!("http"), &json!("http"))
+        );
+        assert_eq!(actions[2]["action"], "view", "{b}");
+        let always = actions[2]["url"].as_str().unwrap().to_owned();
+        assert!(always.starts_with(&format!("{base}/a/v1.")), "{always}");
+        let click = b["click"].as_str().unwrap();
+        assert!(click.starts_with(&format!("{base}/o/v1.")), "{click}");
+        let (status, text) = tokio::task::spawn_blocking({
+            let url = always.clone();
+            move || get(&url)
+        })
+        .await
+        .unwrap();
+        assert_eq!(status, 200, "{text}");
+        assert!(
+            text.contains(&format!(
+                "It writes the rule <code>allow run_shell_command commands starting \
+                 &quot;npm&quot; in project shop ({}, user tier, priority 4.95)</code>",
+                file.display()
+            )),
+            "{text}"
+        );
+        assert!(!file.exists(), "opening the page writes nothing");
+        let (status, text) = tokio::task::spawn_blocking(move || post(&always))
+            .await
+            .unwrap();
+        assert_eq!(status, 200, "{text}");
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (&r["correlationId"], &r["outcome"]),
+            (&json!("pa1"), &json!("proceed_once")),
+            "{r}"
+        );
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            written.contains("commandPrefix = \"npm\"")
+                && written.contains("askbusProject = \"shop\""),
+            "{written}"
+        );
+        the_rule_decides_the_next_call(&d, &mut p).await;
+        drop(n);
+        // Redacted: the page would name the command, so no "Allow always…".
+        let mut redacted = args.to_vec();
+        redacted.push("--redact");
+        let _n = push_notifier(&d, &redacted, &[]);
+        p.send(shell_approval("pa2", "cargo build")).await;
+        let h = loop {
+            let h = next_http(&mut rx).await;
+            // A push the first notifier may still have sent is not redacted.
+            if h.body["title"] == "askbus" {
+                break h;
+            }
+        };
+        let labels: Vec<&str> = h.body["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["label"].as_str().unwrap())
+            .collect();
+        assert_eq!(labels, ["Allow", "Deny", "Open"], "{}", h.body);
+    });
+    let _ = web.kill();
+    let _ = web.wait();
 }

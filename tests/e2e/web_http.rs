@@ -2,7 +2,8 @@
 //! use, expiry, revocation, cookies scoped to one server), `--open` without a secret on the
 //! opener's command line, the Host and Origin checks on pages and on the WebSocket handshake,
 //! the signed-link routes (`/a/TOKEN`, `/o/TOKEN`), and the refusal to listen beyond loopback
-//! without `--allow-remote`. (The page itself is tested in a browser: tests/web/.)
+//! without `--allow-remote`, and (as root) `askbus web` run as another uid showing that uid's
+//! history only. (The page itself is tested in a browser: tests/web/.)
 
 use crate::harness as common;
 
@@ -1160,4 +1161,124 @@ fn a_signed_allow_always_link_shows_and_writes_askbus_rule() {
         let asked = ui.recv_type("tool-confirmation-request").await;
         assert_eq!(asked["correlationId"], "al-3", "{asked}");
     });
+}
+
+/// `askbus web` run as another uid (B) than the daemon's (root): `GET /<sid>/history` shows
+/// B's records only, never root's, while root's are in the same daemon's store (root's own
+/// `askbus history --daemon` lists them).
+#[test]
+fn history_through_web_as_another_uid_shows_only_its_own_records() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    const B: u32 = 61201;
+    if askbusd::paths::effective_uid() != 0 {
+        eprintln!("skipped: needs root to run askbus web as another uid");
+        return;
+    }
+    let state = tempfile::tempdir().unwrap();
+    let store = state.path().join("state/askbus.db");
+    let daemon = Daemon::builder()
+        .args(&["--store", store.to_str().unwrap()])
+        .config(&format!(
+            "[access]\nproducer_users = [{B}]\nui_users = [{B}]\n"
+        ))
+        .start();
+    std::fs::set_permissions(daemon.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&daemon.socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+    // The CLI and B's own directory (its config, link key), where B can reach them.
+    let dir = tempfile::Builder::new()
+        .prefix("askbus-webuid-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cli = dir.path().join("askbus");
+    if std::fs::hard_link(cli_bin(), &cli).is_err() {
+        std::fs::copy(cli_bin(), &cli).unwrap();
+    }
+    std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let q = dir.path().join("q.json");
+    std::fs::write(
+        &q,
+        json!([{"question": "B's own question?", "header": "B", "type": "yesno"}]).to_string(),
+    )
+    .unwrap();
+    std::fs::set_permissions(&q, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::os::unix::fs::chown(&home, Some(B), Some(B)).unwrap();
+    let as_b = || {
+        let mut cmd = Command::new(&cli);
+        cmd.env("ASKBUS_SOCKET", &daemon.socket)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", &home)
+            .env("XDG_STATE_HOME", &home)
+            .env_remove("STATE_DIRECTORY")
+            .uid(B)
+            .gid(B);
+        cmd
+    };
+
+    // Root's record (the daemon's own uid) and B's, in the one store; each ends at once.
+    let rt = common::rt();
+    let root_marker = "MARKER-root-only";
+    rt.block_on(async {
+        let mut p = daemon.connect().await;
+        let mut req = choice_request("root-secret-1");
+        req["questions"][0]["question"] = json!(root_marker);
+        req["noUi"] = json!("reject");
+        p.send(req).await;
+        let r = p.recv_type("ask-user-response").await;
+        assert_eq!(r["correlationId"], "root-secret-1", "{r}");
+    });
+    let out = as_b()
+        .args(["ask", q.to_str().unwrap(), "--no-ui", "reject"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "no UI answered B's question");
+    let root_sees = daemon
+        .cli()
+        .args(["history", "--daemon", "--json"])
+        .output()
+        .unwrap();
+    let root_sees = String::from_utf8_lossy(&root_sees.stdout).into_owned();
+    assert!(root_sees.contains("root-secret-1"), "{root_sees}");
+
+    // `askbus web` as B, signed in as a browser is.
+    let mut child = as_b()
+        .args(["web", "--listen", "127.0.0.1:0", "--link-key"])
+        .arg(home.join("links.key"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let Some((port, link)) = next_link(&mut stdout) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("askbus web as uid {B} printed no link");
+    };
+    let web = Web {
+        child,
+        stdin,
+        stdout,
+        port,
+        link,
+        key: home.join("links.key"),
+        _dir: tempfile::tempdir().unwrap(),
+    };
+    let s = web.login(&web.link);
+    let (status, text) = web.get(&web.at(&s, "history"), &[("Cookie", &s.cookie)]);
+    assert_eq!(status, 200, "{text}");
+    let body: Value = serde_json::from_str(text.split_once("\r\n\r\n").unwrap().1).unwrap();
+    let records = body["records"].as_array().unwrap();
+    assert_eq!(records.len(), 1, "{body}");
+    assert_eq!(records[0]["producer"]["uid"], B, "{body}");
+    assert!(!text.contains("root-secret-1"), "{text}");
+    assert!(!text.contains(root_marker), "{text}");
+    // Nor on the longest page, over all time: nothing of root's.
+    let (status, text) = web.get(&web.at(&s, "history?limit=500"), &[("Cookie", &s.cookie)]);
+    assert_eq!(status, 200, "{text}");
+    assert!(!text.contains("root-secret-1"), "{text}");
 }

@@ -50,6 +50,7 @@ impl Notifier {
                     return;
                 };
                 match (shown, key.as_str()) {
+                    (Shown::One(rid), ALWAYS_KEY) => self.click_always(id, &rid).await,
                     (Shown::One(rid), k) if k.starts_with('a') => {
                         let Ok(i) = k[1..].parse::<usize>() else {
                             return;
@@ -87,6 +88,37 @@ impl Notifier {
             Answer::Approval(outcome) => answerer.decide(id, &Decision::allow(*outcome)).await,
         };
         if let Err(e) = sent {
+            if let Some(entry) = self.entries.get_mut(id) {
+                entry.clicked = None;
+            }
+            let text = format!("Not sent: {e}");
+            self.show_outcome(nid, &title, &text).await;
+        }
+    }
+
+    /// "Allow always", whose rule the notification's body says: the rule is written first
+    /// (through `crate::always`, as every UI writes it), then the decision the offer sends
+    /// goes through askbusd; a rule that cannot be written sends nothing.
+    pub(super) async fn click_always(&mut self, nid: u32, id: &str) {
+        let Some(entry) = self.entries.get_mut(id) else {
+            return;
+        };
+        let Some(offer) = entry.w.always.clone() else {
+            return;
+        };
+        let title = entry.w.title();
+        let Some(answerer) = self.answerer.clone() else {
+            self.show_outcome(nid, &title, "askbusd is not reachable; nothing was sent.")
+                .await;
+            return;
+        };
+        if let Err(e) = offer.apply(false) {
+            let text = format!("Not sent: the rule was not written ({e})");
+            self.show_outcome(nid, &title, &text).await;
+            return;
+        }
+        entry.clicked = Some(nid);
+        if let Err(e) = answerer.decide(id, &Decision::allow(offer.sent)).await {
             if let Some(entry) = self.entries.get_mut(id) {
                 entry.clicked = None;
             }

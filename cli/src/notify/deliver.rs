@@ -58,8 +58,11 @@ impl Notifier {
                     .enumerate()
                     .map(|(i, c)| (format!("a{i}"), c.label.clone()))
                     .collect();
+            if e.w.always.is_some() {
+                actions.push((ALWAYS_KEY.into(), "Allow always".into()));
+            }
             actions.extend(open_actions());
-            let body = e.w.body.clone();
+            let body = e.w.desktop_body();
             let note = Note {
                 replaces: e.nid.unwrap_or(0),
                 summary: &e.w.title(),
@@ -189,6 +192,7 @@ impl Notifier {
         let w = &e.w;
         let mut actions = Vec::new();
         let mut click = None;
+        let mut always = false;
         if let Some(l) = &self.links {
             for c in w.push_choices(self.redact) {
                 if let Some(url) = self.answer_link(l, id, &c.answer) {
@@ -196,6 +200,19 @@ impl Notifier {
                         label: c.label.clone(),
                         url,
                         post: true,
+                    });
+                }
+            }
+            // "Allow always…" opens its answer link's page, which says the rule it writes
+            // before its one button; it never answers where it is tapped. Not in a redacted
+            // push: that page would name the command.
+            if let (Some(o), false) = (&w.always, self.redact) {
+                if let Some(url) = self.answer_link(l, id, &Answer::Approval(o.chosen)) {
+                    always = true;
+                    actions.push(push::Action {
+                        label: "Allow always…".into(),
+                        url,
+                        post: false,
                     });
                 }
             }
@@ -208,8 +225,11 @@ impl Notifier {
                 });
             }
         }
-        // ntfy shows three buttons: keep "Open" as the third when there are more.
-        if actions.len() > 3 {
+        // ntfy shows three buttons. Allow, Deny and "Allow always…" stay, and "Open" is the
+        // tap on the notification itself (its click); otherwise keep "Open" as the third.
+        if always && actions.len() > 3 {
+            actions.truncate(3);
+        } else if actions.len() > 3 {
             let open = actions.pop();
             actions.truncate(2);
             actions.extend(open);

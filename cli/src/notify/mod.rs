@@ -43,6 +43,8 @@ const CLIENT: &str = concat!("askbus-notify/", env!("CARGO_PKG_VERSION"));
 const WINDOW: Duration = Duration::from_secs(1);
 /// At most this many single desktop notifications are open at once; more go into one summary.
 const MAX_OPEN: usize = 3;
+/// The desktop action key of an approval's "Allow always" (its rule is in the body).
+const ALWAYS_KEY: &str = "always";
 /// More requests than this due at one flush are batched.
 const MAX_SINGLE: usize = 3;
 /// How long after a reconnect the replay may take before what it did not bring is dropped.

@@ -70,6 +70,10 @@ pub struct Waiting {
     /// The question text, or the command / file / tool the approval is about.
     pub body: String,
     pub choices: Vec<Choice>,
+    /// An approval's "Allow always" (`crate::always`'s first offer for it: what it chooses,
+    /// sends, and the rule it writes). Never a one-click choice: the desktop shows its rule in
+    /// the body before the button, a push opens the link page that shows it before the tap.
+    pub always: Option<crate::always::Offer>,
     /// Milliseconds the request had left when it arrived.
     pub timeout_ms: u64,
     /// `shownSha256` of the request: its signed links are bound to it, so they can never
@@ -100,6 +104,7 @@ impl Waiting {
             header: text(first, "header"),
             body: clip(&body, MAX_BODY),
             choices: question_choices(questions),
+            always: None,
             timeout_ms: r.timeout_ms,
         }
     }
@@ -156,6 +161,7 @@ impl Waiting {
             header: clip(&header, MAX_TITLE),
             body: clip(&body, MAX_BODY),
             choices,
+            always: crate::always::offers(r).into_iter().next(),
             timeout_ms: r.timeout_ms,
         }
     }
@@ -177,6 +183,15 @@ impl Waiting {
         match self.kind {
             Kind::Question => format!("agent {} is waiting for an answer", self.agent),
             Kind::Approval => format!("agent {} is waiting for an approval", self.agent),
+        }
+    }
+
+    /// The body a desktop notification shows: with an "Allow always" button, the rule it
+    /// writes, said before the click.
+    pub fn desktop_body(&self) -> String {
+        match &self.always {
+            Some(o) => format!("{}\n\"Allow always\" {}", self.body, o.says(false)),
+            None => self.body.clone(),
         }
     }
 
@@ -309,9 +324,21 @@ mod tests {
             "details": {"type": "exec", "title": "Confirm Shell Command", "command": "rm -rf build",
                 "rootCommand": "rm", "rootCommands": ["rm"]},
             "outcomes": ["proceed_once", "proceed_always", "cancel"], "timeoutMs": 5000,
-            "producer": {"client": "askbus-hook/0.1.0", "pid": 3, "uid": 0}}))
+            "producer": {"client": "askbus-hook/0.1.0", "pid": 3,
+                "uid": askbus::trust::effective_uid()}}))
         .unwrap();
         let w = Waiting::from_approval(&a);
+        // "Allow always" is no one-click choice: the desktop body says its rule first.
+        let always = w.always.as_ref().expect("an Allow always");
+        assert_eq!(always.sent, ToolOutcome::ProceedAlways);
+        assert!(
+            w.desktop_body().starts_with(
+                "rm -rf build\n\"Allow always\" writes the rule: allow run_shell_command \
+                 commands starting \"rm\" in every project ("
+            ),
+            "{}",
+            w.desktop_body()
+        );
         assert_eq!(w.title(), "askbus-hook/0.1.0 · Confirm Shell Command");
         assert_eq!(w.body, "rm -rf build");
         let labels: Vec<_> = w.choices.iter().map(|c| c.label.as_str()).collect();
@@ -332,6 +359,8 @@ mod tests {
             "header": "H", "type": "choice", "options": [{"label": "prod-key", "description": ""}]}])));
         assert_eq!(w.push_choices(true).count(), 0);
         assert_eq!(w.push_choices(false).count(), 1);
+        assert!(w.always.is_none());
+        assert_eq!(w.desktop_body(), w.body);
         assert!(!w.redacted_body().contains("secret"));
     }
 
