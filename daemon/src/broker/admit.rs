@@ -272,6 +272,9 @@ impl Broker {
         if pending.origin.is_remote() {
             self.remote_len += 1;
         }
+        if pending.origin.is_shared() {
+            self.shared_len += 1;
+        }
         self.pending.insert(id, pending);
     }
 

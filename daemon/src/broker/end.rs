@@ -76,6 +76,9 @@ impl Broker {
             .pending
             .remove(id)
             .expect("caller checked it is pending");
+        if req.origin.is_shared() {
+            self.shared_len -= 1;
+        }
         if let Some(origin) = req.origin.remote_node().cloned() {
             self.remote_len -= 1;
             self.remote_unload(&origin, id, &req);

@@ -143,6 +143,9 @@ pub struct Broker {
     fed: Option<FedPolicy>,
     /// How many of `pending` are remote.
     remote_len: usize,
+    /// How many of `pending` are local and shared with the other nodes: a heartbeat asks,
+    /// and counting them would cost a walk of every pending request each time.
+    shared_len: usize,
     /// What each origin node's remote questions hold here: they count against the local
     /// limits per origin node, as one uid's do (see `remote::RemoteLoad`).
     remote_load: HashMap<std::sync::Arc<str>, remote::RemoteLoad>,
@@ -178,6 +181,7 @@ impl Broker {
             closed: false,
             fed: None,
             remote_len: 0,
+            shared_len: 0,
             remote_load: HashMap::new(),
             half_closed: BTreeSet::new(),
             durable: None,

@@ -88,12 +88,14 @@ impl Broker {
 
     /// How many pending questions are remote, and how many local ones are shared.
     pub fn federated_counts(&self) -> (usize, usize) {
-        let shared = self
-            .pending
-            .iter()
-            .filter(|(_, _, p)| p.origin.is_shared())
-            .count();
-        (self.remote_len, shared)
+        debug_assert_eq!(
+            self.shared_len,
+            self.pending
+                .iter()
+                .filter(|(_, _, p)| p.origin.is_shared())
+                .count()
+        );
+        (self.remote_len, self.shared_len)
     }
 
     pub(super) fn remote_pending_of(&self, uid: u32) -> usize {
