@@ -15,9 +15,65 @@ use super::{Scope, MARKER};
 /// The drop-in's file name in `askbusd.service.d/`.
 pub(super) const DROP_IN: &str = "askbus-federation.conf";
 
+/// A NATS server's address, read as askbusd's NATS client (async-nats' `ServerAddr`) reads
+/// it: `nats://` when no scheme is given, one of `nats`, `tls`, `ws`, `wss`, port 4222 unless
+/// the URL or its scheme says another. Kept here so `askbus` does not link a NATS client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct NatsAddr(url::Url);
+
+impl std::str::FromStr for NatsAddr {
+    type Err = std::io::Error;
+
+    fn from_str(input: &str) -> std::io::Result<NatsAddr> {
+        use std::io::{Error, ErrorKind};
+        let url: url::Url = if input.contains("://") {
+            input.parse()
+        } else {
+            format!("nats://{input}").parse()
+        }
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidInput,
+                format!("NATS server URL is invalid: {e}"),
+            )
+        })?;
+        if !matches!(url.scheme(), "nats" | "tls" | "ws" | "wss") {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                format!("invalid scheme for NATS server URL: {}", url.scheme()),
+            ));
+        }
+        Ok(NatsAddr(url))
+    }
+}
+
+impl NatsAddr {
+    /// The host, an IPv6 address without its brackets.
+    pub(super) fn host(&self) -> &str {
+        match self.0.host() {
+            Some(url::Host::Ipv6(_)) => {
+                let h = self.0.host_str().unwrap_or_default();
+                h.strip_prefix('[')
+                    .and_then(|h| h.strip_suffix(']'))
+                    .unwrap_or(h)
+            }
+            Some(_) => self.0.host_str().unwrap_or_default(),
+            None => "",
+        }
+    }
+
+    pub(super) fn port(&self) -> u16 {
+        self.0.port_or_known_default().unwrap_or(4222)
+    }
+
+    pub(super) fn as_url_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
 /// The NATS servers `--nats` gives (each may be a comma-separated list, as askbusd's flag),
 /// checked as askbusd checks them.
-pub(super) fn parse_servers(given: &[String]) -> Result<Vec<async_nats::ServerAddr>> {
+pub(super) fn parse_servers(given: &[String]) -> Result<Vec<NatsAddr>> {
     let mut servers = Vec::new();
     for url in given.iter().flat_map(|g| g.split(',')) {
         let url = url.trim();
@@ -25,7 +81,7 @@ pub(super) fn parse_servers(given: &[String]) -> Result<Vec<async_nats::ServerAd
             continue;
         }
         servers.push(
-            url.parse::<async_nats::ServerAddr>()
+            url.parse::<NatsAddr>()
                 .with_context(|| format!("--nats {url}: not a NATS server URL"))?,
         );
     }
@@ -35,7 +91,7 @@ pub(super) fn parse_servers(given: &[String]) -> Result<Vec<async_nats::ServerAd
 /// The `nats` of the config file at `path` (a string, comma-separated, or a list), if it
 /// exists and sets one. A file that does not parse is left to `askbusd --check-config` to
 /// explain: install then writes no drop-in from it.
-pub(super) fn servers_in_config(path: &Path) -> Result<Vec<async_nats::ServerAddr>> {
+pub(super) fn servers_in_config(path: &Path) -> Result<Vec<NatsAddr>> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -56,7 +112,7 @@ pub(super) fn servers_in_config(path: &Path) -> Result<Vec<async_nats::ServerAdd
 }
 
 /// The example config with `nats` set to `servers` (the commented example line replaced).
-pub(super) fn config_with(example: &str, servers: &[async_nats::ServerAddr]) -> String {
+pub(super) fn config_with(example: &str, servers: &[NatsAddr]) -> String {
     let list = toml::Value::Array(
         servers
             .iter()
@@ -86,11 +142,7 @@ pub(super) fn config_with(example: &str, servers: &[async_nats::ServerAddr]) -> 
 /// The drop-in for `scope` that lets askbusd reach `servers`. For the system unit, host names
 /// are resolved now (a unit's address list takes addresses only), and `resolv_conf`'s name
 /// servers are allowed too, as askbusd resolves the name again at each connect.
-pub(super) fn drop_in(
-    scope: Scope,
-    servers: &[async_nats::ServerAddr],
-    resolv_conf: &str,
-) -> Result<String> {
+pub(super) fn drop_in(scope: Scope, servers: &[NatsAddr], resolv_conf: &str) -> Result<String> {
     let flag = match scope {
         Scope::User => "--user",
         Scope::System => "--system",
@@ -133,10 +185,7 @@ pub(super) fn drop_in(
 
 /// What the system unit's `IPAddressAllow=` lists for `servers`, and whether a host name was
 /// resolved to get it.
-fn allowed_addresses(
-    servers: &[async_nats::ServerAddr],
-    resolv_conf: &str,
-) -> Result<(Vec<String>, bool)> {
+fn allowed_addresses(servers: &[NatsAddr], resolv_conf: &str) -> Result<(Vec<String>, bool)> {
     let mut allow: Vec<String> = Vec::new();
     let mut resolved = false;
     let mut push = |a: String| {
@@ -195,7 +244,7 @@ fn name_servers(resolv_conf: &str) -> Vec<IpAddr> {
 mod tests {
     use super::*;
 
-    fn servers(urls: &[&str]) -> Vec<async_nats::ServerAddr> {
+    fn servers(urls: &[&str]) -> Vec<NatsAddr> {
         parse_servers(&urls.iter().map(|u| (*u).to_owned()).collect::<Vec<_>>()).unwrap()
     }
 

@@ -145,7 +145,7 @@ pub(super) fn install(args: InstallArgs) -> Result<ExitCode> {
     writeln!(out, "ExecStart={}", daemon.display())?;
     if !given.is_empty() {
         let kept = !to_write.iter().any(|w| w.path == layout.config);
-        let urls = |s: &[async_nats::ServerAddr]| {
+        let urls = |s: &[super::federation::NatsAddr]| {
             s.iter()
                 .map(|a| a.as_url_str().to_owned())
                 .collect::<Vec<_>>()

@@ -153,7 +153,7 @@ pub(super) fn plan(
     layout: &Layout,
     daemon: &Path,
     notifier: Option<&Path>,
-    nats: &[async_nats::ServerAddr],
+    nats: &[super::federation::NatsAddr],
     config: String,
 ) -> Result<Vec<Planned>> {
     let flag = layout.scope_flag();
