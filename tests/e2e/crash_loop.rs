@@ -7,6 +7,12 @@
 //! count of acks the UIs have received (the seed is printed; `ASKBUS_CRASH_SEED` replays it,
 //! `ASKBUS_CRASH_REQUESTS` sets N). Every producer resumes on its own, with the same ids.
 //!
+//! A quarter of the Python and Node processes' requests are approvals
+//! (`tool-confirmation-request`, through each client's `confirm`), with no policy rule to decide
+//! them (the harness runs the daemon with policies off): the three UIs race to decide each one
+//! differently (the first allows once, the second denies, the third allows always), each with
+//! a message naming itself, so whose decision the producer got is plain.
+//!
 //! Asserted afterwards:
 //! - every request has exactly one terminal answer at its producer, `answered`, and no
 //!   producer connection carries a second terminal frame for an id or one for an id it did not
@@ -15,7 +21,10 @@
 //!   connection of every daemon;
 //! - the answer a producer got is exactly the one its acked UI sent; where the ack was lost to
 //!   a SIGKILL (committed, then killed before it went out), it is the answer of a UI whose
-//!   connection died with that answer unacknowledged, and the one the history records;
+//!   connection died with that answer unacknowledged, and the one the history records; for an
+//!   approval, the decision (`confirmed`, `outcome`, `message`) likewise, so `confirmed` only
+//!   where that UI allowed: never a decision no UI sent, and no restart or cut-off ever turns
+//!   into proceed (the clients fail closed, and any reason but `answered` fails the test);
 //! - `askbus history --json` holds exactly N ended records, one per request, each `answered`
 //!   with that very answer and `decidedBy` that very UI; `askbus history verify` passes.
 
@@ -28,7 +37,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::clients::{questions_for, ProducerScript};
+use common::clients::{questions_for, tool_for, ProducerScript};
 use common::{Daemon, Raw};
 use serde_json::{json, Value};
 use tokio::sync::watch;
@@ -40,6 +49,8 @@ const SCRIPT_CONCURRENCY: usize = 16;
 /// `askbus ask` processes running at once.
 const ASK_PARALLEL: usize = 8;
 const KILLS: usize = 6;
+/// Every `APPROVE_EVERY`th request of a script process is an approval (see `ProducerScript`).
+const APPROVE_EVERY: usize = 4;
 /// Far beyond the run: a request that times out was lost.
 const TIMEOUT_MS: u64 = 600_000;
 /// How long any one phase may take before the test fails (waits are on events; this only
@@ -80,6 +91,8 @@ enum Ui {
         ui: usize,
         cid: String,
         outcome: String,
+        /// For an approval, the decision the ack says this UI won with (`confirmed`, `outcome`).
+        decided: Option<Value>,
         gen: u64,
     },
     /// `not-pending`: another UI won, or the request ended otherwise.
@@ -100,6 +113,17 @@ enum Ui {
 
 fn ui_name(ui: usize) -> String {
     format!("crash-ui-{ui}")
+}
+
+/// UI `ui`'s decision on approval `cid`: each UI decides differently (allow once, deny, allow
+/// always), and its message names the request and the UI.
+fn decision(ui: usize, cid: &str) -> Value {
+    let (confirmed, outcome) = [
+        (true, "proceed_once"),
+        (false, "cancel"),
+        (true, "proceed_always"),
+    ][ui % 3];
+    json!({"confirmed": confirmed, "outcome": outcome, "message": format!("{cid}@{}", ui_name(ui))})
 }
 
 struct Shared {
@@ -160,11 +184,44 @@ async fn ui(k: usize, socket: PathBuf, mut generation: watch::Receiver<u64>, sha
                     }
                     raw.send(common::answer(&cid, value)).await;
                 }
+                "tool-confirmation-request" => {
+                    let value = decision(k, &cid);
+                    shared.push(Ui::Sent {
+                        ui: k,
+                        cid: cid.clone(),
+                        value: value.clone(),
+                        gen: seen,
+                    });
+                    if open.insert(cid.clone()) {
+                        shared.open.send_modify(|n| *n += 1);
+                    } else {
+                        shared.push(Ui::Unexpected {
+                            ui: k,
+                            frame: f.clone(),
+                        });
+                    }
+                    let mut frame = value;
+                    frame["type"] = json!("tool-confirmation-response");
+                    frame["correlationId"] = json!(cid);
+                    raw.send(frame).await;
+                }
                 "ask-user-ack" if open.remove(&cid) => {
                     shared.push(Ui::Ack {
                         ui: k,
                         cid,
                         outcome: f["outcome"].as_str().unwrap_or_default().to_owned(),
+                        decided: None,
+                        gen: seen,
+                    });
+                    shared.open.send_modify(|n| *n -= 1);
+                    shared.acks.send_modify(|n| *n += 1);
+                }
+                "tool-confirmation-ack" if open.remove(&cid) => {
+                    shared.push(Ui::Ack {
+                        ui: k,
+                        cid,
+                        outcome: f["reason"].as_str().unwrap_or_default().to_owned(),
+                        decided: Some(json!({"confirmed": f["confirmed"], "outcome": f["outcome"]})),
                         gen: seen,
                     });
                     shared.open.send_modify(|n| *n -= 1);
@@ -175,7 +232,7 @@ async fn ui(k: usize, socket: PathBuf, mut generation: watch::Receiver<u64>, sha
                     shared.open.send_modify(|n| *n -= 1);
                 }
                 // Another UI won (or this one, and the ack is on its way after it).
-                "ask-user-withdrawn" => {}
+                "ask-user-withdrawn" | "tool-confirmation-withdrawn" => {}
                 _ => shared.push(Ui::Unexpected { ui: k, frame: f }),
             }
         }
@@ -345,6 +402,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
                 todo: &todo,
                 concurrency: SCRIPT_CONCURRENCY,
                 timeout_ms: TIMEOUT_MS,
+                approve_every: APPROVE_EVERY,
                 dir: &dir,
             };
             let mut child = if lang == "py" {
@@ -456,8 +514,10 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         "askbus ask failed:\n{}",
         ask_failures.join("\n")
     );
-    // correlationId -> (index, answers) as its producer received them.
+    // correlationId -> (index, answers) as its producer received them; for an approval, the
+    // decision (`confirmed`, `outcome`, `message`).
     let mut received: HashMap<String, (usize, Value)> = HashMap::new();
+    let mut approvals: HashSet<String> = HashSet::new();
     for (name, log, _, todo) in &scripts {
         let lines = read_lines(log);
         assert!(
@@ -467,7 +527,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         let mut outcomes = 0;
         for l in &lines {
             for bad in ["dup", "foreign", "error"] {
-                assert!(l.get(bad).is_none(), "{name}: {l}");
+                assert!(l.get(bad).is_none_or(Value::is_null), "{name}: {l}");
             }
             if let Some(cid) = l["cid"].as_str() {
                 assert_eq!(l["reason"], "answered", "{name}: {l}");
@@ -476,7 +536,15 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
                     .unwrap()
                     .parse()
                     .unwrap();
-                let again = received.insert(cid.to_owned(), (index, l["answers"].clone()));
+                let approval = index % APPROVE_EVERY == APPROVE_EVERY - 1;
+                assert_eq!(l["kind"] == "approval", approval, "{name}: {l}");
+                let got = if approval {
+                    approvals.insert(cid.to_owned());
+                    json!({"confirmed": l["confirmed"], "outcome": l["outcome"], "message": l["message"]})
+                } else {
+                    l["answers"].clone()
+                };
+                let again = received.insert(cid.to_owned(), (index, got));
                 assert!(again.is_none(), "{name}: two terminal answers for {cid}");
                 outcomes += 1;
             }
@@ -514,9 +582,16 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
                 ui,
                 cid,
                 outcome,
+                decided,
                 gen,
             } => {
                 assert_eq!(outcome, "answered", "{cid}");
+                if let Some(d) = decided {
+                    // The ack names the decision this UI sent.
+                    let mine = decision(*ui, cid);
+                    assert_eq!(d["confirmed"], mine["confirmed"], "{cid}: {d}");
+                    assert_eq!(d["outcome"], mine["outcome"], "{cid}: {d}");
+                }
                 acked.entry(cid).or_default().push(*ui);
                 acked_on.insert(*gen);
             }
@@ -559,13 +634,27 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
     //    died waiting for it).
     let mut winners: HashMap<&str, usize> = HashMap::new();
     let mut acks_lost = 0;
+    let mut decisions: HashMap<String, usize> = HashMap::new();
     for (cid, (index, answers)) in &received {
-        let n_questions = questions_for(*index).as_array().unwrap().len();
         let obj = answers
             .as_object()
             .unwrap_or_else(|| panic!("{cid}: {answers}"));
-        assert_eq!(obj.len(), n_questions, "{cid}: {answers}");
-        let first = obj["0"].as_str().unwrap_or_default();
+        let first = if approvals.contains(cid) {
+            // Fail closed: confirmed exactly when the outcome approves.
+            assert_eq!(
+                answers["confirmed"] == true,
+                answers["outcome"] != "cancel",
+                "{cid}: {answers}"
+            );
+            *decisions
+                .entry(answers["outcome"].as_str().unwrap_or("?").to_owned())
+                .or_default() += 1;
+            answers["message"].as_str().unwrap_or_default()
+        } else {
+            let n_questions = questions_for(*index).as_array().unwrap().len();
+            assert_eq!(obj.len(), n_questions, "{cid}: {answers}");
+            obj["0"].as_str().unwrap_or_default()
+        };
         let name = first.rsplit_once('@').map(|(_, n)| n).unwrap_or_default();
         let winner = (0..UIS)
             .find(|&k| ui_name(k) == name)
@@ -644,10 +733,19 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
     for r in &records {
         let cid = r["correlationId"].as_str().unwrap();
         assert!(ids.insert(cid), "two records for {cid}");
-        let (_, answers) = &received[cid];
+        let (index, answers) = &received[cid];
         assert_eq!(r["reason"], "answered", "{r}");
         assert!(r["endedAt"].is_string(), "{r}");
-        assert_eq!(&r["answers"], answers, "{r}");
+        if approvals.contains(cid) {
+            assert_eq!(r["kind"], "approval", "{r}");
+            let tool = tool_for(*index);
+            assert_eq!(r["toolCall"], tool["toolCall"], "{r}");
+            for field in ["confirmed", "outcome", "message"] {
+                assert_eq!(r["decision"][field], answers[field], "{field}: {r}");
+            }
+        } else {
+            assert_eq!(&r["answers"], answers, "{r}");
+        }
         assert_eq!(r["decidedBy"]["kind"], "human", "{r}");
         assert_eq!(r["decidedBy"]["client"], ui_name(winners[cid]), "{r}");
         if r["delivered"] != true {
@@ -670,6 +768,10 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         "records marked undelivered, though every producer got its answer"
     );
 
+    eprintln!(
+        "crash loop: {} approvals among them, decided {decisions:?}",
+        approvals.len()
+    );
     eprintln!(
         "crash loop: {n} requests ({python} Python, {node} Node, {asks} askbus ask) answered once \
          each through {KILLS} SIGKILLs in {took:?}; {} acked, {acks_lost} acks cut off by a kill \
