@@ -221,7 +221,9 @@ async fn ui(k: usize, socket: PathBuf, mut generation: watch::Receiver<u64>, sha
                         ui: k,
                         cid,
                         outcome: f["reason"].as_str().unwrap_or_default().to_owned(),
-                        decided: Some(json!({"confirmed": f["confirmed"], "outcome": f["outcome"]})),
+                        decided: Some(
+                            json!({"confirmed": f["confirmed"], "outcome": f["outcome"]}),
+                        ),
                         gen: seen,
                     });
                     shared.open.send_modify(|n| *n -= 1);
@@ -633,7 +635,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
     // 3. Each answer is its acked UI's (or, its ack lost to a kill, a UI's whose connection
     //    died waiting for it).
     let mut winners: HashMap<&str, usize> = HashMap::new();
-    let mut acks_lost = 0;
+    let (mut acks_lost, mut approvals_cut) = (0, 0);
     let mut decisions: HashMap<String, usize> = HashMap::new();
     for (cid, (index, answers)) in &received {
         let obj = answers
@@ -677,6 +679,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
                     "{cid}: no UI was acked, and {name}'s answer was not cut off by a kill"
                 );
                 acks_lost += 1;
+                approvals_cut += usize::from(approvals.contains(cid));
             }
         }
         winners.insert(cid, winner);
@@ -769,7 +772,8 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
     );
 
     eprintln!(
-        "crash loop: {} approvals among them, decided {decisions:?}",
+        "crash loop: {} approvals among them, decided {decisions:?}, {approvals_cut} of their \
+         acks cut off by a kill",
         approvals.len()
     );
     eprintln!(
