@@ -11,7 +11,9 @@
 //! (`tool-confirmation-request`, through each client's `confirm`), with no policy rule to decide
 //! them (the harness runs the daemon with policies off): the three UIs race to decide each one
 //! differently (the first allows once, the second denies, the third allows always), each with
-//! a message naming itself, so whose decision the producer got is plain.
+//! a message naming itself, so whose decision the producer got is plain. A quarter of the
+//! `askbus ask` share is `askbus hook gemini` instead (Gemini CLI's BeforeTool input for the
+//! same tool call): a hook holds one connection and does not resend, so a kill cuts it off.
 //!
 //! Asserted afterwards:
 //! - every request has exactly one terminal answer at its producer, `answered`, and no
@@ -25,8 +27,12 @@
 //!   approval, the decision (`confirmed`, `outcome`, `message`) likewise, so `confirmed` only
 //!   where that UI allowed: never a decision no UI sent, and no restart or cut-off ever turns
 //!   into proceed (the clients fail closed, and any reason but `answered` fails the test);
-//! - `askbus history --json` holds exactly N ended records, one per request, each `answered`
-//!   with that very answer and `decidedBy` that very UI; `askbus history verify` passes.
+//! - each `askbus hook` allowed (exit 0) only where its record says a UI allowed and that UI
+//!   won, denied (exit 2) with the denying UI's message where one denied, and where a kill cut
+//!   its connection denied whatever a UI decided after the restart (fail closed);
+//! - `askbus history --json` holds exactly one ended record per request, each `answered` with
+//!   that very answer and `decidedBy` that very UI (a hook cut off before its request was
+//!   stored has none: no peer was told of it); `askbus history verify` passes.
 
 use crate::harness as common;
 
@@ -185,7 +191,13 @@ async fn ui(k: usize, socket: PathBuf, mut generation: watch::Receiver<u64>, sha
                     raw.send(common::answer(&cid, value)).await;
                 }
                 "tool-confirmation-request" => {
-                    let value = decision(k, &cid);
+                    let mut value = decision(k, &cid);
+                    // A UI offers only what the request offers (`askbus hook gemini` may offer
+                    // fewer): an approving outcome not offered becomes allow-once.
+                    let offered = f["outcomes"].as_array().cloned().unwrap_or_default();
+                    if !offered.contains(&value["outcome"]) {
+                        value["outcome"] = json!("proceed_once");
+                    }
                     shared.push(Ui::Sent {
                         ui: k,
                         cid: cid.clone(),
@@ -252,9 +264,45 @@ enum Done {
     /// ask-user-response) and what went wrong.
     Asks {
         got: Vec<(usize, Value)>,
+        /// `askbus hook gemini` runs: index, exit status, stdout, stderr.
+        hooks: Vec<(usize, i32, String, String)>,
         failures: Vec<String>,
         restarts: usize,
     },
+}
+
+/// Gemini CLI's BeforeTool hook input for the approval of `index` (`tool_for`'s command).
+fn hook_input(index: usize) -> String {
+    json!({"session_id": "crash-loop", "transcript_path": "/tmp/crash/chats/s.json",
+           "cwd": "/tmp", "hook_event_name": "BeforeTool",
+           "timestamp": "2026-12-06T06:00:00.000Z", "tool_name": "run_shell_command",
+           "tool_input": {"command": format!("make task-{index}")}})
+    .to_string()
+}
+
+/// Runs `askbus hook gemini` for the approval of `index`: (exit status, stdout, stderr).
+fn run_hook(socket: &Path, index: usize) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(common::cli_bin())
+        .env("ASKBUS_SOCKET", socket)
+        .args(["hook", "gemini", "--no-ui", "wait", "--timeout-ms"])
+        .arg(TIMEOUT_MS.to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run askbus hook");
+    let _ = child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(hook_input(index).as_bytes());
+    let out = child.wait_with_output().expect("askbus hook");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn read_lines(path: &Path) -> Vec<Value> {
@@ -276,11 +324,24 @@ fn ask_runner(
     end: usize,
     done: mpsc::Sender<Done>,
 ) {
-    let (mut got, mut failures, mut restarts) = (Vec::new(), Vec::new(), 0);
+    let (mut got, mut hooks, mut failures, mut restarts) = (Vec::new(), Vec::new(), Vec::new(), 0);
     loop {
         let index = next.fetch_add(1, Ordering::SeqCst);
         if index >= end {
             break;
+        }
+        if index % APPROVE_EVERY == APPROVE_EVERY - 1 {
+            loop {
+                let (code, stdout, stderr) = run_hook(&socket, index);
+                // No daemon at its connection: nothing was asked; the agent would run it again.
+                if stderr.contains("cannot reach askbusd") && restarts < MAX_ASK_RESTARTS {
+                    restarts += 1;
+                    continue;
+                }
+                hooks.push((index, code, stdout, stderr));
+                break;
+            }
+            continue;
         }
         loop {
             let out = Command::new(common::cli_bin())
@@ -313,6 +374,7 @@ fn ask_runner(
     }
     let _ = done.send(Done::Asks {
         got,
+        hooks,
         failures,
         restarts,
     });
@@ -466,6 +528,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
     // Every producer ends by itself.
     let mut statuses = Vec::new();
     let (mut asked, mut ask_failures, mut ask_restarts) = (Vec::new(), Vec::new(), 0);
+    let mut hooks: Vec<(usize, i32, String, String)> = Vec::new();
     let finish = Instant::now() + PHASE;
     for _ in 0..SCRIPTS * 2 + ASK_PARALLEL {
         let wait = finish.saturating_duration_since(Instant::now());
@@ -473,10 +536,12 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
             Ok(Done::Script(name, status)) => statuses.push((name, status)),
             Ok(Done::Asks {
                 got,
+                hooks: h,
                 failures,
                 restarts,
             }) => {
                 asked.extend(got);
+                hooks.extend(h);
                 ask_failures.extend(failures);
                 ask_restarts += restarts;
             }
@@ -553,7 +618,11 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         }
         assert_eq!(outcomes, todo.len(), "{name}: one outcome per request");
     }
-    assert_eq!(asked.len(), asks, "every askbus ask printed its response");
+    assert_eq!(
+        asked.len() + hooks.len(),
+        asks,
+        "every askbus ask printed its response, every askbus hook ended"
+    );
     for (index, frame) in asked {
         assert_eq!(frame["type"], "ask-user-response", "{frame}");
         assert_eq!(frame["reason"], "answered", "{frame}");
@@ -561,7 +630,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         let again = received.insert(cid.clone(), (index, frame["answers"].clone()));
         assert!(again.is_none(), "two askbus ask processes got {cid}");
     }
-    assert_eq!(received.len(), n);
+    assert_eq!(received.len(), n - hooks.len());
 
     // 2. The UIs: who won what, decided once.
     let mut sent: HashMap<(usize, &str), &Value> = HashMap::new();
@@ -589,8 +658,8 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
             } => {
                 assert_eq!(outcome, "answered", "{cid}");
                 if let Some(d) = decided {
-                    // The ack names the decision this UI sent.
-                    let mine = decision(*ui, cid);
+                    // The ack names the decision this UI sent (its Sent came before).
+                    let mine = sent[&(*ui, cid.as_str())];
                     assert_eq!(d["confirmed"], mine["confirmed"], "{cid}: {d}");
                     assert_eq!(d["outcome"], mine["outcome"], "{cid}: {d}");
                 }
@@ -684,7 +753,8 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         }
         winners.insert(cid, winner);
     }
-    assert_eq!(acked.len() + acks_lost, n);
+    let acked_received = acked.keys().filter(|c| received.contains_key(**c)).count();
+    assert_eq!(acked_received + acks_lost, received.len());
     // A UI told not-pending lost to a decision that was committed before it was told: never
     // its own, even across a kill.
     let mut not_pending = 0;
@@ -710,10 +780,97 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         "{}",
         String::from_utf8_lossy(&history.stderr)
     );
-    let records: Vec<Value> = String::from_utf8_lossy(&history.stdout)
+    let all: Vec<Value> = String::from_utf8_lossy(&history.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    // The hooks' records (their ids are the hook's own), by index, apart from the rest.
+    let hook_indices: HashSet<usize> = hooks.iter().map(|h| h.0).collect();
+    let hook_index = |r: &Value| {
+        r["toolCall"]["args"]["command"]
+            .as_str()
+            .and_then(|c| c.strip_prefix("make task-"))
+            .and_then(|i| i.parse::<usize>().ok())
+            .filter(|i| hook_indices.contains(i))
+    };
+    let mut hook_records: HashMap<usize, &Value> = HashMap::new();
+    let mut records: Vec<&Value> = Vec::new();
+    for r in &all {
+        match hook_index(r) {
+            Some(i) => assert!(
+                hook_records.insert(i, r).is_none(),
+                "two records for hook {i}"
+            ),
+            None => records.push(r),
+        }
+    }
+    // 5. `askbus hook`: it does not resend across a restart, so it allows only when a UI's
+    //    allow reached it; denies with the UI's message when one denied; and when a kill cut it
+    //    off, denies (fail closed) whatever a UI decided before or after the restart.
+    let (mut hook_allowed, mut hook_denied, mut hook_cut, mut hook_cut_allowed) = (0, 0, 0, 0);
+    for (index, code, stdout, stderr) in &hooks {
+        let r = hook_records.get(index);
+        let cut = stderr.contains("lost its connection to askbusd");
+        let winner = |r: &Value| {
+            let client = r["decidedBy"]["client"].as_str().unwrap_or_default();
+            let k = (0..UIS)
+                .find(|&k| ui_name(k) == client)
+                .unwrap_or_else(|| panic!("hook {index}: decided by no UI: {r}"));
+            let cid = r["correlationId"].as_str().unwrap();
+            let mine = sent
+                .get(&(k, cid))
+                .unwrap_or_else(|| panic!("hook {index}: {client} sent nothing: {r}"));
+            for field in ["confirmed", "outcome", "message"] {
+                assert_eq!(
+                    r["decision"][field], mine[field],
+                    "hook {index} {field}: {r}"
+                );
+            }
+            let won = acked.get(cid).is_some_and(|u| u[0] == k) || lost.contains(&(k, cid));
+            assert!(won, "hook {index}: {client} neither acked nor cut off: {r}");
+            mine["confirmed"] == true
+        };
+        if cut {
+            assert_eq!(
+                *code, 2,
+                "hook {index} cut off must deny: {stdout} {stderr}"
+            );
+            assert!(stdout.contains("\"deny\""), "hook {index}: {stdout}");
+            hook_cut += 1;
+            if let Some(r) = r {
+                // `delivered` may be true: a response is recorded delivered once committed to
+                // a connected producer, and a kill can still cut its frame off (PROTOCOL.md,
+                // "Durability"); the hook does not resend, so it stays so.
+                // Still pending at the kill, it was replayed and a UI decided it.
+                assert_eq!(r["reason"], "answered", "hook {index}: {r}");
+                if winner(r) {
+                    hook_cut_allowed += 1;
+                }
+            }
+            continue;
+        }
+        let r = r.unwrap_or_else(|| panic!("hook {index}: no record ({code} {stdout} {stderr})"));
+        assert_eq!(r["reason"], "answered", "hook {index}: {r}");
+        assert_eq!(r["delivered"], true, "hook {index}: {r}");
+        let allowed = winner(r);
+        if allowed {
+            assert_eq!(
+                (*code, stdout.trim()),
+                (0, r#"{"decision":"allow"}"#),
+                "hook {index}: {stderr}"
+            );
+            hook_allowed += 1;
+        } else {
+            let message = r["decision"]["message"].as_str().unwrap();
+            assert_eq!(*code, 2, "hook {index}: {stdout} {stderr}");
+            assert!(
+                stderr.contains(&format!("The user denied this tool call: {message}")),
+                "hook {index}: {stderr}"
+            );
+            hook_denied += 1;
+        }
+    }
+
     let strays: Vec<String> = records
         .iter()
         .filter(|r| !received.contains_key(r["correlationId"].as_str().unwrap()))
@@ -730,10 +887,10 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         strays.len(),
         strays[..strays.len().min(10)].join("\n")
     );
-    assert_eq!(records.len(), n, "one record per request");
+    assert_eq!(records.len(), received.len(), "one record per request");
     let mut undelivered = 0;
     let mut ids = HashSet::new();
-    for r in &records {
+    for r in records {
         let cid = r["correlationId"].as_str().unwrap();
         assert!(ids.insert(cid), "two records for {cid}");
         let (index, answers) = &received[cid];
@@ -773,15 +930,21 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
 
     eprintln!(
         "crash loop: {} approvals among them, decided {decisions:?}, {approvals_cut} of their \
-         acks cut off by a kill",
-        approvals.len()
+         acks cut off by a kill; {} askbus hook approvals: {hook_allowed} allowed, {hook_denied} \
+         denied by a UI, {hook_cut} cut off by a kill and so denied ({} of them stored \
+         and decided by a UI, {hook_cut_allowed} of those allowed)",
+        approvals.len(),
+        hooks.len(),
+        hook_records.len() - hook_allowed - hook_denied
     );
     eprintln!(
-        "crash loop: {n} requests ({python} Python, {node} Node, {asks} askbus ask) answered once \
-         each through {KILLS} SIGKILLs in {took:?}; {} acked, {acks_lost} acks cut off by a kill \
+        "crash loop: {n} requests ({python} Python, {node} Node, {} askbus ask, {} askbus hook) \
+         ended once each through {KILLS} SIGKILLs in {took:?}; {} acked, {acks_lost} acks cut off by a kill \
          (the answer committed, and given to the producer after the restart), {} losing answers told not-pending; {} UI \
-         answers cut off by kills; askbus ask restarted {ask_restarts} times (no daemon at its \
-         first connection); UIs answered on {} of the {} daemons, were acked on {}",
+         answers cut off by kills; askbus ask and hook restarted {ask_restarts} times (no daemon \
+         at their first connection); UIs answered on {} of the {} daemons, were acked on {}",
+        asks - hooks.len(),
+        hooks.len(),
         acked.len(),
         not_pending,
         lost.len(),
