@@ -6,7 +6,7 @@
 //
 //     {"ask": cid, "t": ms}                          before the question is sent
 //     {"cid": cid, "reason": ..., "answers": {...}}   its one terminal outcome
-//     {"cid": cid, "kind": "approval", "reason", "confirmed", "outcome", "message"}
+//     {"cid": cid, "kind": "approval", "reason", "confirmed", "outcome", "message", "payload"}
 //                                                     the same, for an approval
 //     {"error": string, "cid": cid}                   an ask that rejected
 //     {"dup": cid} / {"foreign": cid}                 wire-level violations (see below)
@@ -57,7 +57,7 @@ function toolFor(index) {
   return {
     toolCall: { name: "run_shell_command", args: { command } },
     details: { type: "exec", title: "Confirm Shell Command", command, rootCommand: "make", rootCommands: ["make"] },
-    outcomes: ["proceed_once", "proceed_always", "cancel"],
+    outcomes: ["proceed_once", "proceed_always", "modify_with_editor", "cancel"],
   };
 }
 
@@ -95,7 +95,7 @@ async function worker() {
       const c = await producer.confirm(toolCall, { details, outcomes, correlationId: cid, timeoutMs: Number(timeoutMs) });
       log({
         cid: c.correlationId, kind: "approval", reason: c.reason, confirmed: c.confirmed, outcome: c.outcome,
-        message: c.message ?? null, error: c.error === undefined ? null : String(c.error), t: Date.now(),
+        message: c.message ?? null, payload: c.payload ?? null, error: c.error === undefined ? null : String(c.error), t: Date.now(),
       });
       continue;
     }

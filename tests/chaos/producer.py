@@ -5,7 +5,7 @@ a SIGKILL loses nothing already logged:
 
     {"ask": cid, "t": monotonic}                        before the question is sent
     {"cid": cid, "reason": ..., "answers": {...}, "t"}   its one terminal outcome
-    {"cid": cid, "kind": "approval", "reason", "confirmed", "outcome", "message", "t"}
+    {"cid": cid, "kind": "approval", "reason", "confirmed", "outcome", "message", "payload", "t"}
                                                         the same, for an approval
     {"error": repr, "cid": cid}                          an ask that raised
     {"dup": cid, "gen": n} / {"foreign": cid}            wire-level violations (see below)
@@ -70,7 +70,7 @@ def tool_for(index: int) -> dict:
         "tool_call": {"name": "run_shell_command", "args": {"command": command}},
         "details": {"type": "exec", "title": "Confirm Shell Command", "command": command,
                     "rootCommand": "make", "rootCommands": ["make"]},
-        "outcomes": ["proceed_once", "proceed_always", "cancel"],
+        "outcomes": ["proceed_once", "proceed_always", "modify_with_editor", "cancel"],
     }
 
 
@@ -122,6 +122,7 @@ async def main() -> None:
                 )
                 log.write(cid=c.correlation_id, kind="approval", reason=c.reason,
                           confirmed=c.confirmed, outcome=c.outcome, message=c.message,
+                          payload=c.payload,
                           error=None if c.error is None else repr(c.error),
                           t=time.monotonic())
                 return

@@ -121,15 +121,20 @@ fn ui_name(ui: usize) -> String {
     format!("crash-ui-{ui}")
 }
 
-/// UI `ui`'s decision on approval `cid`: each UI decides differently (allow once, deny, allow
-/// always), and its message names the request and the UI.
+/// UI `ui`'s decision on approval `cid`: each UI decides differently (allow once, deny, and
+/// the third allow always or, for half the ids, allow with an edit: `modify_with_editor` with
+/// a payload), and its message (and payload) names the request and the UI. `payload` is null
+/// when there is none.
 fn decision(ui: usize, cid: &str) -> Value {
-    let (confirmed, outcome) = [
-        (true, "proceed_once"),
-        (false, "cancel"),
-        (true, "proceed_always"),
-    ][ui % 3];
-    json!({"confirmed": confirmed, "outcome": outcome, "message": format!("{cid}@{}", ui_name(ui))})
+    let me = format!("{cid}@{}", ui_name(ui));
+    let edits = cid.bytes().map(usize::from).sum::<usize>() % 2 == 0;
+    let (confirmed, outcome, payload) = match ui % 3 {
+        0 => (true, "proceed_once", Value::Null),
+        1 => (false, "cancel", Value::Null),
+        _ if edits => (true, "modify_with_editor", json!({"newContent": me})),
+        _ => (true, "proceed_always", Value::Null),
+    };
+    json!({"confirmed": confirmed, "outcome": outcome, "message": me, "payload": payload})
 }
 
 struct Shared {
@@ -197,6 +202,7 @@ async fn ui(k: usize, socket: PathBuf, mut generation: watch::Receiver<u64>, sha
                     let offered = f["outcomes"].as_array().cloned().unwrap_or_default();
                     if !offered.contains(&value["outcome"]) {
                         value["outcome"] = json!("proceed_once");
+                        value["payload"] = Value::Null;
                     }
                     shared.push(Ui::Sent {
                         ui: k,
@@ -213,6 +219,9 @@ async fn ui(k: usize, socket: PathBuf, mut generation: watch::Receiver<u64>, sha
                         });
                     }
                     let mut frame = value;
+                    if frame["payload"].is_null() {
+                        frame.as_object_mut().unwrap().remove("payload");
+                    }
                     frame["type"] = json!("tool-confirmation-response");
                     frame["correlationId"] = json!(cid);
                     raw.send(frame).await;
@@ -607,7 +616,8 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
                 assert_eq!(l["kind"] == "approval", approval, "{name}: {l}");
                 let got = if approval {
                     approvals.insert(cid.to_owned());
-                    json!({"confirmed": l["confirmed"], "outcome": l["outcome"], "message": l["message"]})
+                    json!({"confirmed": l["confirmed"], "outcome": l["outcome"],
+                           "message": l["message"], "payload": l["payload"]})
                 } else {
                     l["answers"].clone()
                 };
@@ -820,7 +830,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
             let mine = sent
                 .get(&(k, cid))
                 .unwrap_or_else(|| panic!("hook {index}: {client} sent nothing: {r}"));
-            for field in ["confirmed", "outcome", "message"] {
+            for field in ["confirmed", "outcome", "message", "payload"] {
                 assert_eq!(
                     r["decision"][field], mine[field],
                     "hook {index} {field}: {r}"
@@ -900,7 +910,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
             assert_eq!(r["kind"], "approval", "{r}");
             let tool = tool_for(*index);
             assert_eq!(r["toolCall"], tool["toolCall"], "{r}");
-            for field in ["confirmed", "outcome", "message"] {
+            for field in ["confirmed", "outcome", "message", "payload"] {
                 assert_eq!(r["decision"][field], answers[field], "{field}: {r}");
             }
         } else {

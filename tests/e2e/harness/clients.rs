@@ -153,6 +153,6 @@ pub fn tool_for(index: usize) -> Value {
         "toolCall": {"name": "run_shell_command", "args": {"command": command}},
         "details": {"type": "exec", "title": "Confirm Shell Command", "command": command,
                     "rootCommand": "make", "rootCommands": ["make"]},
-        "outcomes": ["proceed_once", "proceed_always", "cancel"],
+        "outcomes": ["proceed_once", "proceed_always", "modify_with_editor", "cancel"],
     })
 }
