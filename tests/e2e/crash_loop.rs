@@ -10,7 +10,8 @@
 //! A quarter of the Python and Node processes' requests are approvals
 //! (`tool-confirmation-request`, through each client's `confirm`), with no policy rule to decide
 //! them (the harness runs the daemon with policies off): the three UIs race to decide each one
-//! differently (the first allows once, the second denies, the third allows always), each with
+//! differently (the first allows once or dismisses, the second denies, the third allows always
+//! or with an edit), each with
 //! a message naming itself, so whose decision the producer got is plain. A quarter of the
 //! `askbus ask` share is `askbus hook gemini` instead (Gemini CLI's BeforeTool input for the
 //! same tool call): a hook holds one connection and does not resend, so a kill cuts it off.
@@ -121,20 +122,30 @@ fn ui_name(ui: usize) -> String {
     format!("crash-ui-{ui}")
 }
 
-/// UI `ui`'s decision on approval `cid`: each UI decides differently (allow once, deny, and
-/// the third allow always or, for half the ids, allow with an edit: `modify_with_editor` with
+/// What the daemon tells the producer of a dismissed approval.
+const DISMISSED: &str =
+    "The user dismissed the confirmation without deciding, so the tool call was not approved.";
+
+/// UI `ui`'s decision on approval `cid`, as the producer is to get it if it wins: each UI
+/// decides differently (the first allows once, or dismisses one id in seven; the second denies;
+/// the third allows always or, for half the ids, allows with an edit: `modify_with_editor` with
 /// a payload), and its message (and payload) names the request and the UI. `payload` is null
 /// when there is none.
 fn decision(ui: usize, cid: &str) -> Value {
     let me = format!("{cid}@{}", ui_name(ui));
-    let edits = cid.bytes().map(usize::from).sum::<usize>() % 2 == 0;
+    let sum = cid.bytes().map(usize::from).sum::<usize>();
     let (confirmed, outcome, payload) = match ui % 3 {
+        0 if sum % 7 == 3 => {
+            return json!({"reason": "dismissed", "confirmed": false, "outcome": "cancel",
+                          "message": DISMISSED, "payload": null})
+        }
         0 => (true, "proceed_once", Value::Null),
         1 => (false, "cancel", Value::Null),
-        _ if edits => (true, "modify_with_editor", json!({"newContent": me})),
+        _ if sum % 2 == 0 => (true, "modify_with_editor", json!({"newContent": me})),
         _ => (true, "proceed_always", Value::Null),
     };
-    json!({"confirmed": confirmed, "outcome": outcome, "message": me, "payload": payload})
+    json!({"reason": "answered", "confirmed": confirmed, "outcome": outcome, "message": me,
+           "payload": payload})
 }
 
 struct Shared {
@@ -218,10 +229,17 @@ async fn ui(k: usize, socket: PathBuf, mut generation: watch::Receiver<u64>, sha
                             frame: f.clone(),
                         });
                     }
-                    let mut frame = value;
-                    if frame["payload"].is_null() {
-                        frame.as_object_mut().unwrap().remove("payload");
-                    }
+                    let mut frame = if value["reason"] == "dismissed" {
+                        json!({"dismissed": true})
+                    } else {
+                        let mut frame = value;
+                        let m = frame.as_object_mut().unwrap();
+                        m.remove("reason");
+                        if m["payload"].is_null() {
+                            m.remove("payload");
+                        }
+                        frame
+                    };
                     frame["type"] = json!("tool-confirmation-response");
                     frame["correlationId"] = json!(cid);
                     raw.send(frame).await;
@@ -606,7 +624,9 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
                 assert!(l.get(bad).is_none_or(Value::is_null), "{name}: {l}");
             }
             if let Some(cid) = l["cid"].as_str() {
-                assert_eq!(l["reason"], "answered", "{name}: {l}");
+                // An approval may be dismissed too (never confirmed: checked below).
+                let dismissed = l["kind"] == "approval" && l["reason"] == "dismissed";
+                assert!(l["reason"] == "answered" || dismissed, "{name}: {l}");
                 let index: usize = cid
                     .strip_prefix(&format!("{name}:"))
                     .unwrap()
@@ -616,8 +636,9 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
                 assert_eq!(l["kind"] == "approval", approval, "{name}: {l}");
                 let got = if approval {
                     approvals.insert(cid.to_owned());
-                    json!({"confirmed": l["confirmed"], "outcome": l["outcome"],
-                           "message": l["message"], "payload": l["payload"]})
+                    json!({"reason": l["reason"], "confirmed": l["confirmed"],
+                           "outcome": l["outcome"], "message": l["message"],
+                           "payload": l["payload"]})
                 } else {
                     l["answers"].clone()
                 };
@@ -666,12 +687,14 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
                 decided,
                 gen,
             } => {
-                assert_eq!(outcome, "answered", "{cid}");
                 if let Some(d) = decided {
                     // The ack names the decision this UI sent (its Sent came before).
                     let mine = sent[&(*ui, cid.as_str())];
+                    assert_eq!(outcome, &mine["reason"], "{cid}");
                     assert_eq!(d["confirmed"], mine["confirmed"], "{cid}: {d}");
                     assert_eq!(d["outcome"], mine["outcome"], "{cid}: {d}");
+                } else {
+                    assert_eq!(outcome, "answered", "{cid}");
                 }
                 acked.entry(cid).or_default().push(*ui);
                 acked_on.insert(*gen);
@@ -727,14 +750,22 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
                 answers["outcome"] != "cancel",
                 "{cid}: {answers}"
             );
-            *decisions
-                .entry(answers["outcome"].as_str().unwrap_or("?").to_owned())
-                .or_default() += 1;
-            answers["message"].as_str().unwrap_or_default()
+            let key = if answers["reason"] == "dismissed" {
+                "dismissed"
+            } else {
+                answers["outcome"].as_str().unwrap_or("?")
+            };
+            *decisions.entry(key.to_owned()).or_default() += 1;
+            if answers["reason"] == "dismissed" {
+                // Only the first UI dismisses; the message is the daemon's.
+                format!("@{}", ui_name(0))
+            } else {
+                answers["message"].as_str().unwrap_or_default().to_owned()
+            }
         } else {
             let n_questions = questions_for(*index).as_array().unwrap().len();
             assert_eq!(obj.len(), n_questions, "{cid}: {answers}");
-            obj["0"].as_str().unwrap_or_default()
+            obj["0"].as_str().unwrap_or_default().to_owned()
         };
         let name = first.rsplit_once('@').map(|(_, n)| n).unwrap_or_default();
         let winner = (0..UIS)
@@ -838,7 +869,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
             }
             let won = acked.get(cid).is_some_and(|u| u[0] == k) || lost.contains(&(k, cid));
             assert!(won, "hook {index}: {client} neither acked nor cut off: {r}");
-            mine["confirmed"] == true
+            (*mine).clone()
         };
         if cut {
             assert_eq!(
@@ -852,18 +883,18 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
                 // a connected producer, and a kill can still cut its frame off (PROTOCOL.md,
                 // "Durability"); the hook does not resend, so it stays so.
                 // Still pending at the kill, it was replayed and a UI decided it.
-                assert_eq!(r["reason"], "answered", "hook {index}: {r}");
-                if winner(r) {
+                assert!(r["endedAt"].is_string(), "hook {index}: {r}");
+                if winner(r)["confirmed"] == true {
                     hook_cut_allowed += 1;
                 }
             }
             continue;
         }
         let r = r.unwrap_or_else(|| panic!("hook {index}: no record ({code} {stdout} {stderr})"));
-        assert_eq!(r["reason"], "answered", "hook {index}: {r}");
         assert_eq!(r["delivered"], true, "hook {index}: {r}");
-        let allowed = winner(r);
-        if allowed {
+        let mine = winner(r);
+        assert_eq!(r["reason"], mine["reason"], "hook {index}: {r}");
+        if mine["confirmed"] == true {
             assert_eq!(
                 (*code, stdout.trim()),
                 (0, r#"{"decision":"allow"}"#),
@@ -873,10 +904,12 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         } else {
             let message = r["decision"]["message"].as_str().unwrap();
             assert_eq!(*code, 2, "hook {index}: {stdout} {stderr}");
-            assert!(
-                stderr.contains(&format!("The user denied this tool call: {message}")),
-                "hook {index}: {stderr}"
-            );
+            let said = if mine["reason"] == "dismissed" {
+                DISMISSED.to_owned()
+            } else {
+                format!("The user denied this tool call: {message}")
+            };
+            assert!(stderr.contains(&said), "hook {index}: {stderr}");
             hook_denied += 1;
         }
     }
@@ -904,7 +937,12 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         let cid = r["correlationId"].as_str().unwrap();
         assert!(ids.insert(cid), "two records for {cid}");
         let (index, answers) = &received[cid];
-        assert_eq!(r["reason"], "answered", "{r}");
+        let reason = if approvals.contains(cid) {
+            &answers["reason"]
+        } else {
+            &json!("answered")
+        };
+        assert_eq!(&r["reason"], reason, "{r}");
         assert!(r["endedAt"].is_string(), "{r}");
         if approvals.contains(cid) {
             assert_eq!(r["kind"], "approval", "{r}");
