@@ -20,17 +20,20 @@
 //! - every request has exactly one terminal answer at its producer, `answered`, and no
 //!   producer connection carries a second terminal frame for an id or one for an id it did not
 //!   ask (the scripts watch the wire under their client); every producer process succeeds;
-//! - no request is decided twice: at most one `ask-user-ack` for an id, across every UI
+//! - no request is decided twice: at most one ack (`ask-user-ack`, `tool-confirmation-ack`) for
+//!   an id, across every UI
 //!   connection of every daemon;
 //! - the answer a producer got is exactly the one its acked UI sent; where the ack was lost to
 //!   a SIGKILL (committed, then killed before it went out), it is the answer of a UI whose
 //!   connection died with that answer unacknowledged, and the one the history records; for an
-//!   approval, the decision (`confirmed`, `outcome`, `message`) likewise, so `confirmed` only
+//!   approval, the decision (`confirmed`, `outcome`, `message`, `payload`) likewise, so `confirmed` only
 //!   where that UI allowed: never a decision no UI sent, and no restart or cut-off ever turns
-//!   into proceed (the clients fail closed, and any reason but `answered` fails the test);
+//!   into proceed (the clients fail closed, and any reason but `answered`, or `dismissed`
+//!   where the winning UI dismissed, fails the test);
 //! - each `askbus hook` allowed (exit 0) only where its record says a UI allowed and that UI
-//!   won, denied (exit 2) with the denying UI's message where one denied, and where a kill cut
-//!   its connection denied whatever a UI decided after the restart (fail closed);
+//!   won, denied (exit 2) with the denying UI's message (or the dismissal's) where one did not,
+//!   and where a kill cut its connection denied whatever a UI decided after the restart (fail
+//!   closed);
 //! - `askbus history --json` holds exactly one ended record per request, each `answered` with
 //!   that very answer and `decidedBy` that very UI (a hook cut off before its request was
 //!   stored has none: no peer was told of it); `askbus history verify` passes.
