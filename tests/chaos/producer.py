@@ -5,11 +5,17 @@ a SIGKILL loses nothing already logged:
 
     {"ask": cid, "t": monotonic}                        before the question is sent
     {"cid": cid, "reason": ..., "answers": {...}, "t"}   its one terminal outcome
+    {"cid": cid, "kind": "approval", "reason", "confirmed", "outcome", "message", "payload", "t"}
+                                                        the same, for an approval
     {"error": repr, "cid": cid}                          an ask that raised
     {"dup": cid, "gen": n} / {"foreign": cid}            wire-level violations (see below)
     {"done": true}                                       every question has ended
 
-Usage: producer.py SOCKET NAME TODO_FILE LOG_FILE CONCURRENCY TIMEOUT_MS
+Usage: producer.py SOCKET NAME TODO_FILE LOG_FILE CONCURRENCY TIMEOUT_MS [APPROVE_EVERY]
+
+With APPROVE_EVERY = k > 0 (the crash loop), every index with index % k == k - 1 is an approval
+(a tool-confirmation-request through AsyncProducer.confirm, tool_for(index)) instead of
+questions; 0 or absent (the chaos test): questions only.
 
 correlationIds are "NAME:INDEX", so every id names the process that asked it. The client
 matches responses to asks and drops frames it cannot match, which would hide exactly the
@@ -57,12 +63,23 @@ def questions_for(index: int) -> list:
     return [[choice], [choice, yesno], [text, yesno, choice]][index % 3]
 
 
+def tool_for(index: int) -> dict:
+    """The tool call and details an approval asks about (the crash loop's `tool_for`)."""
+    command = f"make task-{index}"
+    return {
+        "tool_call": {"name": "run_shell_command", "args": {"command": command}},
+        "details": {"type": "exec", "title": "Confirm Shell Command", "command": command,
+                    "rootCommand": "make", "rootCommands": ["make"]},
+        "outcomes": ["proceed_once", "proceed_always", "modify_with_editor", "cancel"],
+    }
+
+
 def watch_the_wire(producer: aio.AsyncProducer, prefix: str, log: Log) -> None:
     seen: set = set()
     inner = producer._dispatch
 
     def dispatch(frame: dict) -> None:
-        if frame.get("type") == "ask-user-response":
+        if frame.get("type") in ("ask-user-response", "tool-confirmation-response"):
             cid = frame.get("correlationId")
             key = (producer._gen, cid)
             if not (isinstance(cid, str) and cid.startswith(prefix)):
@@ -77,6 +94,7 @@ def watch_the_wire(producer: aio.AsyncProducer, prefix: str, log: Log) -> None:
 
 async def main() -> None:
     socket, name, todo_file, log_file, concurrency, timeout_ms = sys.argv[1:7]
+    approve_every = int(sys.argv[7]) if len(sys.argv) > 7 else 0
     with open(todo_file) as f:
         todo = [int(line) for line in f if line.strip()]
     log = Log(log_file)
@@ -96,6 +114,18 @@ async def main() -> None:
         cid = f"{prefix}{index}"
         async with gate:
             log.write(ask=cid, t=time.monotonic())
+            if approve_every and index % approve_every == approve_every - 1:
+                # confirm never raises for how it ended: a refused or lost request is a
+                # reason other than answered, which the test fails on.
+                c = await producer.confirm(
+                    **tool_for(index), timeout_ms=int(timeout_ms), correlation_id=cid
+                )
+                log.write(cid=c.correlation_id, kind="approval", reason=c.reason,
+                          confirmed=c.confirmed, outcome=c.outcome, message=c.message,
+                          payload=c.payload,
+                          error=None if c.error is None else repr(c.error),
+                          t=time.monotonic())
+                return
             try:
                 r = await producer.ask(
                     questions_for(index), timeout_ms=int(timeout_ms), correlation_id=cid

@@ -7,17 +7,36 @@
 //! count of acks the UIs have received (the seed is printed; `ASKBUS_CRASH_SEED` replays it,
 //! `ASKBUS_CRASH_REQUESTS` sets N). Every producer resumes on its own, with the same ids.
 //!
+//! A quarter of the Python and Node processes' requests are approvals
+//! (`tool-confirmation-request`, through each client's `confirm`), with no policy rule to decide
+//! them (the harness runs the daemon with policies off): the three UIs race to decide each one
+//! differently (the first allows once or dismisses, the second denies, the third allows always
+//! or with an edit), each with
+//! a message naming itself, so whose decision the producer got is plain. A quarter of the
+//! `askbus ask` share is `askbus hook gemini` instead (Gemini CLI's BeforeTool input for the
+//! same tool call): a hook holds one connection and does not resend, so a kill cuts it off.
+//!
 //! Asserted afterwards:
 //! - every request has exactly one terminal answer at its producer, `answered`, and no
 //!   producer connection carries a second terminal frame for an id or one for an id it did not
 //!   ask (the scripts watch the wire under their client); every producer process succeeds;
-//! - no request is decided twice: at most one `ask-user-ack` for an id, across every UI
+//! - no request is decided twice: at most one ack (`ask-user-ack`, `tool-confirmation-ack`) for
+//!   an id, across every UI
 //!   connection of every daemon;
 //! - the answer a producer got is exactly the one its acked UI sent; where the ack was lost to
 //!   a SIGKILL (committed, then killed before it went out), it is the answer of a UI whose
-//!   connection died with that answer unacknowledged, and the one the history records;
-//! - `askbus history --json` holds exactly N ended records, one per request, each `answered`
-//!   with that very answer and `decidedBy` that very UI; `askbus history verify` passes.
+//!   connection died with that answer unacknowledged, and the one the history records; for an
+//!   approval, the decision (`confirmed`, `outcome`, `message`, `payload`) likewise, so `confirmed` only
+//!   where that UI allowed: never a decision no UI sent, and no restart or cut-off ever turns
+//!   into proceed (the clients fail closed, and any reason but `answered`, or `dismissed`
+//!   where the winning UI dismissed, fails the test);
+//! - each `askbus hook` allowed (exit 0) only where its record says a UI allowed and that UI
+//!   won, denied (exit 2) with the denying UI's message (or the dismissal's) where one did not,
+//!   and where a kill cut its connection denied whatever a UI decided after the restart (fail
+//!   closed);
+//! - `askbus history --json` holds exactly one ended record per request, each `answered` with
+//!   that very answer and `decidedBy` that very UI (a hook cut off before its request was
+//!   stored has none: no peer was told of it); `askbus history verify` passes.
 
 use crate::harness as common;
 
@@ -28,7 +47,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::clients::{questions_for, ProducerScript};
+use common::clients::{questions_for, tool_for, ProducerScript};
 use common::{Daemon, Raw};
 use serde_json::{json, Value};
 use tokio::sync::watch;
@@ -40,6 +59,8 @@ const SCRIPT_CONCURRENCY: usize = 16;
 /// `askbus ask` processes running at once.
 const ASK_PARALLEL: usize = 8;
 const KILLS: usize = 6;
+/// Every `APPROVE_EVERY`th request of a script process is an approval (see `ProducerScript`).
+const APPROVE_EVERY: usize = 4;
 /// Far beyond the run: a request that times out was lost.
 const TIMEOUT_MS: u64 = 600_000;
 /// How long any one phase may take before the test fails (waits are on events; this only
@@ -80,6 +101,8 @@ enum Ui {
         ui: usize,
         cid: String,
         outcome: String,
+        /// For an approval, the decision the ack says this UI won with (`confirmed`, `outcome`).
+        decided: Option<Value>,
         gen: u64,
     },
     /// `not-pending`: another UI won, or the request ended otherwise.
@@ -100,6 +123,32 @@ enum Ui {
 
 fn ui_name(ui: usize) -> String {
     format!("crash-ui-{ui}")
+}
+
+/// What the daemon tells the producer of a dismissed approval.
+const DISMISSED: &str =
+    "The user dismissed the confirmation without deciding, so the tool call was not approved.";
+
+/// UI `ui`'s decision on approval `cid`, as the producer is to get it if it wins: each UI
+/// decides differently (the first allows once, or dismisses one id in seven; the second denies;
+/// the third allows always or, for half the ids, allows with an edit: `modify_with_editor` with
+/// a payload), and its message (and payload) names the request and the UI. `payload` is null
+/// when there is none.
+fn decision(ui: usize, cid: &str) -> Value {
+    let me = format!("{cid}@{}", ui_name(ui));
+    let sum = cid.bytes().map(usize::from).sum::<usize>();
+    let (confirmed, outcome, payload) = match ui % 3 {
+        0 if sum % 7 == 3 => {
+            return json!({"reason": "dismissed", "confirmed": false, "outcome": "cancel",
+                          "message": DISMISSED, "payload": null})
+        }
+        0 => (true, "proceed_once", Value::Null),
+        1 => (false, "cancel", Value::Null),
+        _ if sum % 2 == 0 => (true, "modify_with_editor", json!({"newContent": me})),
+        _ => (true, "proceed_always", Value::Null),
+    };
+    json!({"reason": "answered", "confirmed": confirmed, "outcome": outcome, "message": me,
+           "payload": payload})
 }
 
 struct Shared {
@@ -160,11 +209,63 @@ async fn ui(k: usize, socket: PathBuf, mut generation: watch::Receiver<u64>, sha
                     }
                     raw.send(common::answer(&cid, value)).await;
                 }
+                "tool-confirmation-request" => {
+                    let mut value = decision(k, &cid);
+                    // A UI offers only what the request offers (`askbus hook gemini` may offer
+                    // fewer): an approving outcome not offered becomes allow-once.
+                    let offered = f["outcomes"].as_array().cloned().unwrap_or_default();
+                    if !offered.contains(&value["outcome"]) {
+                        value["outcome"] = json!("proceed_once");
+                        value["payload"] = Value::Null;
+                    }
+                    shared.push(Ui::Sent {
+                        ui: k,
+                        cid: cid.clone(),
+                        value: value.clone(),
+                        gen: seen,
+                    });
+                    if open.insert(cid.clone()) {
+                        shared.open.send_modify(|n| *n += 1);
+                    } else {
+                        shared.push(Ui::Unexpected {
+                            ui: k,
+                            frame: f.clone(),
+                        });
+                    }
+                    let mut frame = if value["reason"] == "dismissed" {
+                        json!({"dismissed": true})
+                    } else {
+                        let mut frame = value;
+                        let m = frame.as_object_mut().unwrap();
+                        m.remove("reason");
+                        if m["payload"].is_null() {
+                            m.remove("payload");
+                        }
+                        frame
+                    };
+                    frame["type"] = json!("tool-confirmation-response");
+                    frame["correlationId"] = json!(cid);
+                    raw.send(frame).await;
+                }
                 "ask-user-ack" if open.remove(&cid) => {
                     shared.push(Ui::Ack {
                         ui: k,
                         cid,
                         outcome: f["outcome"].as_str().unwrap_or_default().to_owned(),
+                        decided: None,
+                        gen: seen,
+                    });
+                    shared.open.send_modify(|n| *n -= 1);
+                    shared.acks.send_modify(|n| *n += 1);
+                }
+                "tool-confirmation-ack" if open.remove(&cid) => {
+                    shared.push(Ui::Ack {
+                        ui: k,
+                        cid,
+                        outcome: f["reason"].as_str().unwrap_or_default().to_owned(),
+                        decided: Some(
+                            json!({"confirmed": f["confirmed"], "outcome": f["outcome"]}),
+                        ),
                         gen: seen,
                     });
                     shared.open.send_modify(|n| *n -= 1);
@@ -175,7 +276,7 @@ async fn ui(k: usize, socket: PathBuf, mut generation: watch::Receiver<u64>, sha
                     shared.open.send_modify(|n| *n -= 1);
                 }
                 // Another UI won (or this one, and the ack is on its way after it).
-                "ask-user-withdrawn" => {}
+                "ask-user-withdrawn" | "tool-confirmation-withdrawn" => {}
                 _ => shared.push(Ui::Unexpected { ui: k, frame: f }),
             }
         }
@@ -193,9 +294,45 @@ enum Done {
     /// ask-user-response) and what went wrong.
     Asks {
         got: Vec<(usize, Value)>,
+        /// `askbus hook gemini` runs: index, exit status, stdout, stderr.
+        hooks: Vec<(usize, i32, String, String)>,
         failures: Vec<String>,
         restarts: usize,
     },
+}
+
+/// Gemini CLI's BeforeTool hook input for the approval of `index` (`tool_for`'s command).
+fn hook_input(index: usize) -> String {
+    json!({"session_id": "crash-loop", "transcript_path": "/tmp/crash/chats/s.json",
+           "cwd": "/tmp", "hook_event_name": "BeforeTool",
+           "timestamp": "2026-12-06T06:00:00.000Z", "tool_name": "run_shell_command",
+           "tool_input": {"command": format!("make task-{index}")}})
+    .to_string()
+}
+
+/// Runs `askbus hook gemini` for the approval of `index`: (exit status, stdout, stderr).
+fn run_hook(socket: &Path, index: usize) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(common::cli_bin())
+        .env("ASKBUS_SOCKET", socket)
+        .args(["hook", "gemini", "--no-ui", "wait", "--timeout-ms"])
+        .arg(TIMEOUT_MS.to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run askbus hook");
+    let _ = child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(hook_input(index).as_bytes());
+    let out = child.wait_with_output().expect("askbus hook");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn read_lines(path: &Path) -> Vec<Value> {
@@ -217,11 +354,24 @@ fn ask_runner(
     end: usize,
     done: mpsc::Sender<Done>,
 ) {
-    let (mut got, mut failures, mut restarts) = (Vec::new(), Vec::new(), 0);
+    let (mut got, mut hooks, mut failures, mut restarts) = (Vec::new(), Vec::new(), Vec::new(), 0);
     loop {
         let index = next.fetch_add(1, Ordering::SeqCst);
         if index >= end {
             break;
+        }
+        if index % APPROVE_EVERY == APPROVE_EVERY - 1 {
+            loop {
+                let (code, stdout, stderr) = run_hook(&socket, index);
+                // No daemon at its connection: nothing was asked; the agent would run it again.
+                if stderr.contains("cannot reach askbusd") && restarts < MAX_ASK_RESTARTS {
+                    restarts += 1;
+                    continue;
+                }
+                hooks.push((index, code, stdout, stderr));
+                break;
+            }
+            continue;
         }
         loop {
             let out = Command::new(common::cli_bin())
@@ -254,6 +404,7 @@ fn ask_runner(
     }
     let _ = done.send(Done::Asks {
         got,
+        hooks,
         failures,
         restarts,
     });
@@ -345,6 +496,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
                 todo: &todo,
                 concurrency: SCRIPT_CONCURRENCY,
                 timeout_ms: TIMEOUT_MS,
+                approve_every: APPROVE_EVERY,
                 dir: &dir,
             };
             let mut child = if lang == "py" {
@@ -406,6 +558,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
     // Every producer ends by itself.
     let mut statuses = Vec::new();
     let (mut asked, mut ask_failures, mut ask_restarts) = (Vec::new(), Vec::new(), 0);
+    let mut hooks: Vec<(usize, i32, String, String)> = Vec::new();
     let finish = Instant::now() + PHASE;
     for _ in 0..SCRIPTS * 2 + ASK_PARALLEL {
         let wait = finish.saturating_duration_since(Instant::now());
@@ -413,10 +566,12 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
             Ok(Done::Script(name, status)) => statuses.push((name, status)),
             Ok(Done::Asks {
                 got,
+                hooks: h,
                 failures,
                 restarts,
             }) => {
                 asked.extend(got);
+                hooks.extend(h);
                 ask_failures.extend(failures);
                 ask_restarts += restarts;
             }
@@ -456,8 +611,10 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         "askbus ask failed:\n{}",
         ask_failures.join("\n")
     );
-    // correlationId -> (index, answers) as its producer received them.
+    // correlationId -> (index, answers) as its producer received them; for an approval, the
+    // decision (`confirmed`, `outcome`, `message`).
     let mut received: HashMap<String, (usize, Value)> = HashMap::new();
+    let mut approvals: HashSet<String> = HashSet::new();
     for (name, log, _, todo) in &scripts {
         let lines = read_lines(log);
         assert!(
@@ -467,23 +624,39 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         let mut outcomes = 0;
         for l in &lines {
             for bad in ["dup", "foreign", "error"] {
-                assert!(l.get(bad).is_none(), "{name}: {l}");
+                assert!(l.get(bad).is_none_or(Value::is_null), "{name}: {l}");
             }
             if let Some(cid) = l["cid"].as_str() {
-                assert_eq!(l["reason"], "answered", "{name}: {l}");
+                // An approval may be dismissed too (never confirmed: checked below).
+                let dismissed = l["kind"] == "approval" && l["reason"] == "dismissed";
+                assert!(l["reason"] == "answered" || dismissed, "{name}: {l}");
                 let index: usize = cid
                     .strip_prefix(&format!("{name}:"))
                     .unwrap()
                     .parse()
                     .unwrap();
-                let again = received.insert(cid.to_owned(), (index, l["answers"].clone()));
+                let approval = index % APPROVE_EVERY == APPROVE_EVERY - 1;
+                assert_eq!(l["kind"] == "approval", approval, "{name}: {l}");
+                let got = if approval {
+                    approvals.insert(cid.to_owned());
+                    json!({"reason": l["reason"], "confirmed": l["confirmed"],
+                           "outcome": l["outcome"], "message": l["message"],
+                           "payload": l["payload"]})
+                } else {
+                    l["answers"].clone()
+                };
+                let again = received.insert(cid.to_owned(), (index, got));
                 assert!(again.is_none(), "{name}: two terminal answers for {cid}");
                 outcomes += 1;
             }
         }
         assert_eq!(outcomes, todo.len(), "{name}: one outcome per request");
     }
-    assert_eq!(asked.len(), asks, "every askbus ask printed its response");
+    assert_eq!(
+        asked.len() + hooks.len(),
+        asks,
+        "every askbus ask printed its response, every askbus hook ended"
+    );
     for (index, frame) in asked {
         assert_eq!(frame["type"], "ask-user-response", "{frame}");
         assert_eq!(frame["reason"], "answered", "{frame}");
@@ -491,7 +664,7 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         let again = received.insert(cid.clone(), (index, frame["answers"].clone()));
         assert!(again.is_none(), "two askbus ask processes got {cid}");
     }
-    assert_eq!(received.len(), n);
+    assert_eq!(received.len(), n - hooks.len());
 
     // 2. The UIs: who won what, decided once.
     let mut sent: HashMap<(usize, &str), &Value> = HashMap::new();
@@ -514,9 +687,18 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
                 ui,
                 cid,
                 outcome,
+                decided,
                 gen,
             } => {
-                assert_eq!(outcome, "answered", "{cid}");
+                if let Some(d) = decided {
+                    // The ack names the decision this UI sent (its Sent came before).
+                    let mine = sent[&(*ui, cid.as_str())];
+                    assert_eq!(outcome, &mine["reason"], "{cid}");
+                    assert_eq!(d["confirmed"], mine["confirmed"], "{cid}: {d}");
+                    assert_eq!(d["outcome"], mine["outcome"], "{cid}: {d}");
+                } else {
+                    assert_eq!(outcome, "answered", "{cid}");
+                }
                 acked.entry(cid).or_default().push(*ui);
                 acked_on.insert(*gen);
             }
@@ -558,14 +740,36 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
     // 3. Each answer is its acked UI's (or, its ack lost to a kill, a UI's whose connection
     //    died waiting for it).
     let mut winners: HashMap<&str, usize> = HashMap::new();
-    let mut acks_lost = 0;
+    let (mut acks_lost, mut approvals_cut) = (0, 0);
+    let mut decisions: HashMap<String, usize> = HashMap::new();
     for (cid, (index, answers)) in &received {
-        let n_questions = questions_for(*index).as_array().unwrap().len();
         let obj = answers
             .as_object()
             .unwrap_or_else(|| panic!("{cid}: {answers}"));
-        assert_eq!(obj.len(), n_questions, "{cid}: {answers}");
-        let first = obj["0"].as_str().unwrap_or_default();
+        let first = if approvals.contains(cid) {
+            // Fail closed: confirmed exactly when the outcome approves.
+            assert_eq!(
+                answers["confirmed"] == true,
+                answers["outcome"] != "cancel",
+                "{cid}: {answers}"
+            );
+            let key = if answers["reason"] == "dismissed" {
+                "dismissed"
+            } else {
+                answers["outcome"].as_str().unwrap_or("?")
+            };
+            *decisions.entry(key.to_owned()).or_default() += 1;
+            if answers["reason"] == "dismissed" {
+                // Only the first UI dismisses; the message is the daemon's.
+                format!("@{}", ui_name(0))
+            } else {
+                answers["message"].as_str().unwrap_or_default().to_owned()
+            }
+        } else {
+            let n_questions = questions_for(*index).as_array().unwrap().len();
+            assert_eq!(obj.len(), n_questions, "{cid}: {answers}");
+            obj["0"].as_str().unwrap_or_default().to_owned()
+        };
         let name = first.rsplit_once('@').map(|(_, n)| n).unwrap_or_default();
         let winner = (0..UIS)
             .find(|&k| ui_name(k) == name)
@@ -588,11 +792,13 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
                     "{cid}: no UI was acked, and {name}'s answer was not cut off by a kill"
                 );
                 acks_lost += 1;
+                approvals_cut += usize::from(approvals.contains(cid));
             }
         }
         winners.insert(cid, winner);
     }
-    assert_eq!(acked.len() + acks_lost, n);
+    let acked_received = acked.keys().filter(|c| received.contains_key(**c)).count();
+    assert_eq!(acked_received + acks_lost, received.len());
     // A UI told not-pending lost to a decision that was committed before it was told: never
     // its own, even across a kill.
     let mut not_pending = 0;
@@ -618,10 +824,99 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         "{}",
         String::from_utf8_lossy(&history.stderr)
     );
-    let records: Vec<Value> = String::from_utf8_lossy(&history.stdout)
+    let all: Vec<Value> = String::from_utf8_lossy(&history.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    // The hooks' records (their ids are the hook's own), by index, apart from the rest.
+    let hook_indices: HashSet<usize> = hooks.iter().map(|h| h.0).collect();
+    let hook_index = |r: &Value| {
+        r["toolCall"]["args"]["command"]
+            .as_str()
+            .and_then(|c| c.strip_prefix("make task-"))
+            .and_then(|i| i.parse::<usize>().ok())
+            .filter(|i| hook_indices.contains(i))
+    };
+    let mut hook_records: HashMap<usize, &Value> = HashMap::new();
+    let mut records: Vec<&Value> = Vec::new();
+    for r in &all {
+        match hook_index(r) {
+            Some(i) => assert!(
+                hook_records.insert(i, r).is_none(),
+                "two records for hook {i}"
+            ),
+            None => records.push(r),
+        }
+    }
+    // 5. `askbus hook`: it does not resend across a restart, so it allows only when a UI's
+    //    allow reached it; denies with the UI's message when one denied; and when a kill cut it
+    //    off, denies (fail closed) whatever a UI decided before or after the restart.
+    let (mut hook_allowed, mut hook_denied, mut hook_cut, mut hook_cut_allowed) = (0, 0, 0, 0);
+    for (index, code, stdout, stderr) in &hooks {
+        let r = hook_records.get(index);
+        let cut = stderr.contains("lost its connection to askbusd");
+        let winner = |r: &Value| {
+            let client = r["decidedBy"]["client"].as_str().unwrap_or_default();
+            let k = (0..UIS)
+                .find(|&k| ui_name(k) == client)
+                .unwrap_or_else(|| panic!("hook {index}: decided by no UI: {r}"));
+            let cid = r["correlationId"].as_str().unwrap();
+            let mine = sent
+                .get(&(k, cid))
+                .unwrap_or_else(|| panic!("hook {index}: {client} sent nothing: {r}"));
+            for field in ["confirmed", "outcome", "message", "payload"] {
+                assert_eq!(
+                    r["decision"][field], mine[field],
+                    "hook {index} {field}: {r}"
+                );
+            }
+            let won = acked.get(cid).is_some_and(|u| u[0] == k) || lost.contains(&(k, cid));
+            assert!(won, "hook {index}: {client} neither acked nor cut off: {r}");
+            (*mine).clone()
+        };
+        if cut {
+            assert_eq!(
+                *code, 2,
+                "hook {index} cut off must deny: {stdout} {stderr}"
+            );
+            assert!(stdout.contains("\"deny\""), "hook {index}: {stdout}");
+            hook_cut += 1;
+            if let Some(r) = r {
+                // `delivered` may be true: a response is recorded delivered once committed to
+                // a connected producer, and a kill can still cut its frame off (PROTOCOL.md,
+                // "Durability"); the hook does not resend, so it stays so.
+                // Still pending at the kill, it was replayed and a UI decided it.
+                assert!(r["endedAt"].is_string(), "hook {index}: {r}");
+                if winner(r)["confirmed"] == true {
+                    hook_cut_allowed += 1;
+                }
+            }
+            continue;
+        }
+        let r = r.unwrap_or_else(|| panic!("hook {index}: no record ({code} {stdout} {stderr})"));
+        assert_eq!(r["delivered"], true, "hook {index}: {r}");
+        let mine = winner(r);
+        assert_eq!(r["reason"], mine["reason"], "hook {index}: {r}");
+        if mine["confirmed"] == true {
+            assert_eq!(
+                (*code, stdout.trim()),
+                (0, r#"{"decision":"allow"}"#),
+                "hook {index}: {stderr}"
+            );
+            hook_allowed += 1;
+        } else {
+            let message = r["decision"]["message"].as_str().unwrap();
+            assert_eq!(*code, 2, "hook {index}: {stdout} {stderr}");
+            let said = if mine["reason"] == "dismissed" {
+                DISMISSED.to_owned()
+            } else {
+                format!("The user denied this tool call: {message}")
+            };
+            assert!(stderr.contains(&said), "hook {index}: {stderr}");
+            hook_denied += 1;
+        }
+    }
+
     let strays: Vec<String> = records
         .iter()
         .filter(|r| !received.contains_key(r["correlationId"].as_str().unwrap()))
@@ -638,16 +933,30 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
         strays.len(),
         strays[..strays.len().min(10)].join("\n")
     );
-    assert_eq!(records.len(), n, "one record per request");
+    assert_eq!(records.len(), received.len(), "one record per request");
     let mut undelivered = 0;
     let mut ids = HashSet::new();
-    for r in &records {
+    for r in records {
         let cid = r["correlationId"].as_str().unwrap();
         assert!(ids.insert(cid), "two records for {cid}");
-        let (_, answers) = &received[cid];
-        assert_eq!(r["reason"], "answered", "{r}");
+        let (index, answers) = &received[cid];
+        let reason = if approvals.contains(cid) {
+            &answers["reason"]
+        } else {
+            &json!("answered")
+        };
+        assert_eq!(&r["reason"], reason, "{r}");
         assert!(r["endedAt"].is_string(), "{r}");
-        assert_eq!(&r["answers"], answers, "{r}");
+        if approvals.contains(cid) {
+            assert_eq!(r["kind"], "approval", "{r}");
+            let tool = tool_for(*index);
+            assert_eq!(r["toolCall"], tool["toolCall"], "{r}");
+            for field in ["confirmed", "outcome", "message", "payload"] {
+                assert_eq!(r["decision"][field], answers[field], "{field}: {r}");
+            }
+        } else {
+            assert_eq!(&r["answers"], answers, "{r}");
+        }
         assert_eq!(r["decidedBy"]["kind"], "human", "{r}");
         assert_eq!(r["decidedBy"]["client"], ui_name(winners[cid]), "{r}");
         if r["delivered"] != true {
@@ -671,11 +980,22 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
     );
 
     eprintln!(
-        "crash loop: {n} requests ({python} Python, {node} Node, {asks} askbus ask) answered once \
-         each through {KILLS} SIGKILLs in {took:?}; {} acked, {acks_lost} acks cut off by a kill \
+        "crash loop: {} approvals among them, decided {decisions:?}, {approvals_cut} of their \
+         acks cut off by a kill; {} askbus hook approvals: {hook_allowed} allowed, {hook_denied} \
+         denied by a UI, {hook_cut} cut off by a kill and so denied ({} of them stored \
+         and decided by a UI, {hook_cut_allowed} of those allowed)",
+        approvals.len(),
+        hooks.len(),
+        hook_records.len() - hook_allowed - hook_denied
+    );
+    eprintln!(
+        "crash loop: {n} requests ({python} Python, {node} Node, {} askbus ask, {} askbus hook) \
+         ended once each through {KILLS} SIGKILLs in {took:?}; {} acked, {acks_lost} acks cut off by a kill \
          (the answer committed, and given to the producer after the restart), {} losing answers told not-pending; {} UI \
-         answers cut off by kills; askbus ask restarted {ask_restarts} times (no daemon at its \
-         first connection); UIs answered on {} of the {} daemons, were acked on {}",
+         answers cut off by kills; askbus ask and hook restarted {ask_restarts} times (no daemon \
+         at their first connection); UIs answered on {} of the {} daemons, were acked on {}",
+        asks - hooks.len(),
+        hooks.len(),
         acked.len(),
         not_pending,
         lost.len(),

@@ -72,6 +72,9 @@ pub struct ProducerScript<'a> {
     pub todo: &'a [usize],
     pub concurrency: usize,
     pub timeout_ms: u64,
+    /// k > 0: every index with `index % k == k - 1` is an approval (`tool_for(index)`) instead
+    /// of questions; 0: questions only.
+    pub approve_every: usize,
     /// Where the todo list, the log and stderr go (`NAME.todo`, `NAME.log`, `NAME.err`).
     pub dir: &'a Path,
 }
@@ -99,6 +102,7 @@ impl ProducerScript<'_> {
             .arg(self.log())
             .arg(self.concurrency.to_string())
             .arg(self.timeout_ms.to_string())
+            .arg(self.approve_every.to_string())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(self.stderr()).expect("stderr file"))
@@ -139,4 +143,16 @@ pub fn questions_for(index: usize) -> Value {
         1 => json!([choice, yesno]),
         _ => json!([text, yesno, choice]),
     }
+}
+
+/// The tool call, details and offered outcomes of the approval the producer scripts ask for
+/// an index (their `tool_for`).
+pub fn tool_for(index: usize) -> Value {
+    let command = format!("make task-{index}");
+    json!({
+        "toolCall": {"name": "run_shell_command", "args": {"command": command}},
+        "details": {"type": "exec", "title": "Confirm Shell Command", "command": command,
+                    "rootCommand": "make", "rootCommands": ["make"]},
+        "outcomes": ["proceed_once", "proceed_always", "modify_with_editor", "cancel"],
+    })
 }

@@ -230,6 +230,11 @@ fn to_record(r: &Row<'_>) -> rusqlite::Result<HistoryRecord> {
                 if let Some(m) = resp.get("message") {
                     d["message"] = m.clone();
                 }
+                // With modify_with_editor the payload is what the person approved instead
+                // (the edited content): the record of the decision must show it.
+                if let Some(p) = resp.get("payload") {
+                    d["payload"] = p.clone();
+                }
                 decision = Some(d);
             }
         } else if answered {
