@@ -14,7 +14,8 @@
 //! or with an edit), each with
 //! a message naming itself, so whose decision the producer got is plain. A quarter of the
 //! `askbus ask` share is `askbus hook gemini` instead (Gemini CLI's BeforeTool input for the
-//! same tool call): a hook holds one connection and does not resend, so a kill cuts it off.
+//! same tool call): a hook resends its request under the same id when a kill cuts its
+//! connection, as every producer does.
 //!
 //! Asserted afterwards:
 //! - every request has exactly one terminal answer at its producer, `answered`, and no
@@ -31,12 +32,10 @@
 //!   into proceed (the clients fail closed, and any reason but `answered`, or `dismissed`
 //!   where the winning UI dismissed, fails the test);
 //! - each `askbus hook` allowed (exit 0) only where its record says a UI allowed and that UI
-//!   won, denied (exit 2) with the denying UI's message (or the dismissal's) where one did not,
-//!   and where a kill cut its connection denied whatever a UI decided after the restart (fail
-//!   closed);
+//!   won, and denied (exit 2) with the denying UI's message (or the dismissal's) where one did
+//!   not, kills or not: a restart is no reason to deny;
 //! - `askbus history --json` holds exactly one ended record per request, each `answered` with
-//!   that very answer and `decidedBy` that very UI (a hook cut off before its request was
-//!   stored has none: no peer was told of it); `askbus history verify` passes.
+//!   that very answer and `decidedBy` that very UI; `askbus history verify` passes.
 
 use crate::harness as common;
 
@@ -848,10 +847,10 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
             None => records.push(r),
         }
     }
-    // 5. `askbus hook`: it does not resend across a restart, so it allows only when a UI's
-    //    allow reached it; denies with the UI's message when one denied; and when a kill cut it
-    //    off, denies (fail closed) whatever a UI decided before or after the restart.
-    let (mut hook_allowed, mut hook_denied, mut hook_cut, mut hook_cut_allowed) = (0, 0, 0, 0);
+    // 5. `askbus hook`: it resends across a restart under the same id (the daemon re-attaches
+    //    it), so it allows only when the winning UI allowed, and denies with that UI's message
+    //    (or the dismissal's) when it did not.
+    let (mut hook_allowed, mut hook_denied) = (0, 0);
     for (index, code, stdout, stderr) in &hooks {
         let r = hook_records.get(index);
         let cut = stderr.contains("lost its connection to askbusd");
@@ -874,25 +873,9 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
             assert!(won, "hook {index}: {client} neither acked nor cut off: {r}");
             (*mine).clone()
         };
-        if cut {
-            assert_eq!(
-                *code, 2,
-                "hook {index} cut off must deny: {stdout} {stderr}"
-            );
-            assert!(stdout.contains("\"deny\""), "hook {index}: {stdout}");
-            hook_cut += 1;
-            if let Some(r) = r {
-                // `delivered` may be true: a response is recorded delivered once committed to
-                // a connected producer, and a kill can still cut its frame off (PROTOCOL.md,
-                // "Durability"); the hook does not resend, so it stays so.
-                // Still pending at the kill, it was replayed and a UI decided it.
-                assert!(r["endedAt"].is_string(), "hook {index}: {r}");
-                if winner(r)["confirmed"] == true {
-                    hook_cut_allowed += 1;
-                }
-            }
-            continue;
-        }
+        // A hook resumes across a restart within its timeout (far beyond the run here): a kill
+        // never cuts it off for good, and it gets the decision of the UI that won.
+        assert!(!cut, "hook {index} gave up on askbusd: {stdout} {stderr}");
         let r = r.unwrap_or_else(|| panic!("hook {index}: no record ({code} {stdout} {stderr})"));
         assert_eq!(r["delivered"], true, "hook {index}: {r}");
         let mine = winner(r);
@@ -982,11 +965,9 @@ fn crash_loop_every_request_decided_once_and_delivered_as_acked() {
     eprintln!(
         "crash loop: {} approvals among them, decided {decisions:?}, {approvals_cut} of their \
          acks cut off by a kill; {} askbus hook approvals: {hook_allowed} allowed, {hook_denied} \
-         denied by a UI, {hook_cut} cut off by a kill and so denied ({} of them stored \
-         and decided by a UI, {hook_cut_allowed} of those allowed)",
+         denied by a UI",
         approvals.len(),
         hooks.len(),
-        hook_records.len() - hook_allowed - hook_denied
     );
     eprintln!(
         "crash loop: {n} requests ({python} Python, {node} Node, {} askbus ask, {} askbus hook) \

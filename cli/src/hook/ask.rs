@@ -1,18 +1,20 @@
 //! Asking through askbusd for one hook call: the request frame (the agent's approval or
-//! questions, the timeout, the no-UI policy, the context), the one exchange on one
-//! connection, and how the reply (or its absence) becomes a [`Verdict`] with the [`Cause`]
+//! questions, the timeout, the no-UI policy, the context), the exchange (resumed under the
+//! same id across a daemon restart), and how the reply (or its absence) becomes a [`Verdict`] with the [`Cause`]
 //! the policy flags act on. Only a person's explicit, consistent approval of an outcome that
 //! was offered allows.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use bytes::Bytes;
 use serde_json::{Map, Value};
+use tokio::time::Instant;
 
-use askbus::client::{new_correlation_id, ClientError, Connection};
+use askbus::client::{new_correlation_id, Backoff, ClientError, Connection};
 use askbus::protocol::{
-    ApprovalResponse, ClientFrame, NoUiPolicy, Outcome, ProducerResponse, ServerFrame, ToolOutcome,
-    PROTOCOL_VERSION,
+    ApprovalResponse, ClientFrame, ErrorCode, NoUiPolicy, Outcome, ProducerResponse, ServerFrame,
+    ToolOutcome, PROTOCOL_VERSION,
 };
 
 use super::agent::{AgentHook, Event, Request, Verdict};
@@ -72,7 +74,10 @@ pub(super) async fn decide(
             cause,
         )
     };
-    match exchange(socket, &args.client, payload, &id).await {
+    // A resend after a restart is bounded by the request's own timeout (and a little for the
+    // daemon's own end of it to arrive first).
+    let deadline = Instant::now() + Duration::from_millis(timeout_ms.saturating_add(2_000));
+    match exchange(socket, &args.client, payload, &id, deadline).await {
         Ok(Ended::Approval(r)) => match expect {
             Expect::Approval(offered) => approval_verdict(r, &offered),
             Expect::Answers(_) => undecided(
@@ -269,13 +274,21 @@ enum ExchangeError {
     Lost { path: PathBuf, source: ClientError },
 }
 
-/// One connection, `hello` and the request written back to back (no round trip before the
-/// request is on the socket), then the wait for the request's one terminal frame.
+/// The exchange, resumed across a daemon restart: `hello` and the request written back to
+/// back on one connection (no round trip before the request is on the socket), then the wait
+/// for the request's one terminal frame. When the connection drops without that frame (a
+/// daemon with a store stops or crashes and keeps the request pending), the daemon answers
+/// `store-unavailable` (transient), or refuses a resend as `duplicate-correlation-id` (the
+/// dropped connection's copy is still held), the same request is sent again under the same id
+/// on the shared [`Backoff`] until `deadline`: a daemon with a store re-attaches it (its
+/// original deadline stands), so a restart is no longer a reason to deny. A `shutdown`
+/// answer (a daemon without a store: protocol v1, the request is gone) still denies.
 async fn exchange(
     socket: &Path,
     client: &str,
     request: Bytes,
     id: &str,
+    deadline: Instant,
 ) -> Result<Ended, ExchangeError> {
     let lost = |source| ExchangeError::Lost {
         path: socket.to_owned(),
@@ -285,39 +298,82 @@ async fn exchange(
         ClientError::Connect { path, source } => ExchangeError::Unreachable { path, source },
         other => lost(other),
     })?;
-    let refused = |e: askbus::protocol::ErrorFrame| Ended::Refused {
-        code: e.code.to_string(),
-        message: e.message,
+    let mut backoff = Backoff::default();
+    let mut resend = false;
+    loop {
+        let why = match attempt(&mut conn, client, request.clone(), id, resend).await {
+            Ok(Attempt::Ended(ended)) => return Ok(ended),
+            Ok(Attempt::Again(why)) => why,
+            Err(e) => e,
+        };
+        resend = true;
+        conn = loop {
+            let delay = backoff.next_delay();
+            if Instant::now() + delay >= deadline {
+                return Err(lost(why));
+            }
+            tokio::time::sleep(delay).await;
+            if let Ok(c) = Connection::connect(socket).await {
+                break c;
+            }
+        };
+        backoff.reset();
+    }
+}
+
+/// How one connection's exchange ended.
+enum Attempt {
+    Ended(Ended),
+    /// Ask again (the next daemon, or this one once it can take it).
+    Again(ClientError),
+}
+
+async fn attempt(
+    conn: &mut Connection,
+    client: &str,
+    request: Bytes,
+    id: &str,
+    resend: bool,
+) -> Result<Attempt, ClientError> {
+    let again = |e: askbus::protocol::ErrorFrame| {
+        let code = e.code.known();
+        let transient = code == Some(ErrorCode::StoreUnavailable)
+            || (resend && code == Some(ErrorCode::DuplicateCorrelationId));
+        if transient {
+            Attempt::Again(ClientError::Rejected(e))
+        } else {
+            Attempt::Ended(Ended::Refused {
+                code: e.code.to_string(),
+                message: e.message,
+            })
+        }
     };
     let hello = ClientFrame::Hello {
         via: None,
         protocol: PROTOCOL_VERSION,
         client: Some(client),
     };
-    match conn.send(&hello).await {
-        Ok(()) => {}
-        Err(ClientError::Rejected(e)) => return Ok(refused(e)),
-        Err(e) => return Err(lost(e)),
-    }
-    match conn.send_raw(request).await {
-        Ok(()) => {}
-        Err(ClientError::Rejected(e)) => return Ok(refused(e)),
-        Err(e) => return Err(lost(e)),
+    for sent in [conn.send(&hello).await, conn.send_raw(request).await] {
+        match sent {
+            Ok(()) => {}
+            Err(ClientError::Rejected(e)) => return Ok(again(e)),
+            Err(e) => return Err(e),
+        }
     }
     loop {
-        match conn.recv().await.map_err(lost)? {
+        match conn.recv().await? {
             Some(ServerFrame::ToolConfirmationResponse(r)) if r.correlation_id == id => {
-                return Ok(Ended::Approval(r))
+                return Ok(Attempt::Ended(Ended::Approval(r)))
             }
             Some(ServerFrame::AskUserResponse(r)) if r.correlation_id == id => {
-                return Ok(Ended::Question(r))
+                return Ok(Attempt::Ended(Ended::Question(r)))
             }
             // An error without an id is about the connection (hello), so about this request.
             Some(ServerFrame::Error(e)) if e.correlation_id.as_deref().is_none_or(|c| c == id) => {
-                return Ok(refused(e))
+                return Ok(again(e))
             }
             Some(_) => continue,
-            None => return Err(lost(ClientError::Closed)),
+            None => return Err(ClientError::Closed),
         }
     }
 }
