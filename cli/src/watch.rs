@@ -211,16 +211,59 @@ fn raw_line(e: &BusEvent) -> String {
             }
         }
         _ => {
-            if let Some(ui) = &e.ui {
-                out.push_str(&format!(" by {}", who(ui.client.as_deref(), ui.pid)));
-                if let Some(node) = &ui.node {
-                    out.push_str(&format!(" on {node}"));
-                }
-            }
+            out.push_str(&decider(e));
             if let Some(ms) = e.latency_ms {
                 out.push_str(&format!(" after {}", duration(ms)));
             }
         }
+    }
+    out
+}
+
+/// Who or what ended it, from `decidedBy` (a daemon before it: the UI, if any): " allowed by
+/// rule run_shell_command (User: x.toml)", " answered in the editor (acp)", " by alice via
+/// telegram (askbus-telegram/0.1 (pid 7))", " by askbus-ui/0.1.0 (pid 7) on laptop".
+fn decider(e: &BusEvent) -> String {
+    let d = e.decided_by.as_deref();
+    let kind = d.map_or("", |d| d.kind.as_str());
+    let via = d
+        .and_then(|d| d.via.as_deref())
+        .filter(|v| !matches!(*v, "client" | "federation"));
+    if let (Some(d), "rule") = (d, kind) {
+        let rule = d.rule.as_ref();
+        let field = |k: &str| rule.and_then(|r| r.get(k)).and_then(|v| v.as_str());
+        let verb = match field("decision") {
+            Some("allow") => "allowed",
+            Some("deny") => "denied",
+            _ => "decided",
+        };
+        let mut out = format!(" {verb} by rule");
+        if let Some(tool) = field("toolName") {
+            out.push_str(&format!(" {tool}"));
+        }
+        if let Some(source) = field("source") {
+            out.push_str(&format!(" ({source})"));
+        }
+        return out;
+    }
+    let Some(ui) = &e.ui else {
+        // A person decided outside askbus, as its producer said withdrawing it.
+        return match (kind, via) {
+            ("human", Some("acp")) => " answered in the editor (acp)".to_owned(),
+            ("human", Some(via)) => format!(" answered elsewhere (via {via})"),
+            ("human", None) => " answered elsewhere".to_owned(),
+            _ => String::new(),
+        };
+    };
+    let client = who(ui.client.as_deref(), ui.pid);
+    let mut out = match (d.and_then(|d| d.user.as_deref()), via) {
+        (Some(user), Some(via)) => format!(" by {user} via {via} ({client})"),
+        (Some(user), None) => format!(" by {user} ({client})"),
+        (None, Some(via)) => format!(" by {client} via {via}"),
+        (None, None) => format!(" by {client}"),
+    };
+    if let Some(node) = &ui.node {
+        out.push_str(&format!(" on {node}"));
     }
     out
 }
@@ -345,6 +388,49 @@ mod tests {
             "questionTypes": [], "headers": []}),
         );
         assert_eq!(line(&e), "t  rejected       -  a (pid 1): invalid-request");
+    }
+
+    #[test]
+    fn decided_by_lines() {
+        let end = |extra: serde_json::Value| {
+            let mut v = json!({"event": "answered", "ts": "t", "correlationId": "c1",
+                "producer": {"client": "a", "pid": 1, "uid": 0}, "latencyMs": 3,
+                "questionTypes": [], "headers": []});
+            for (k, x) in extra.as_object().unwrap() {
+                v[k] = x.clone();
+            }
+            line(&event(v))
+        };
+        assert_eq!(
+            end(
+                json!({"ui": {"client": "policy (User: x.toml)", "pid": null},
+                "decidedBy": {"kind": "rule", "rule": {"toolName": "run_shell_command",
+                "decision": "allow", "priority": 1, "source": "User: x.toml"}}})
+            ),
+            "t  answered       c1  a (pid 1) allowed by rule run_shell_command (User: x.toml) \
+             after 3 ms"
+        );
+        assert_eq!(
+            end(json!({"event": "withdrawn",
+                "decidedBy": {"kind": "human", "via": "acp", "uid": 0, "client": "a"}})),
+            "t  withdrawn      c1  a (pid 1) answered in the editor (acp) after 3 ms"
+        );
+        assert_eq!(
+            end(json!({"event": "withdrawn", "decidedBy": {"kind": "producer"}})),
+            "t  withdrawn      c1  a (pid 1) after 3 ms"
+        );
+        assert_eq!(
+            end(json!({"ui": {"client": "askbus-telegram/0.1", "pid": 7},
+                "decidedBy": {"kind": "human", "via": "telegram", "uid": 0, "user": "alice",
+                "client": "askbus-telegram/0.1"}})),
+            "t  answered       c1  a (pid 1) by alice via telegram (askbus-telegram/0.1 (pid 7)) \
+             after 3 ms"
+        );
+        assert_eq!(
+            end(json!({"ui": {"client": "askbus-ui/0.1.0", "pid": 7},
+                "decidedBy": {"kind": "human", "via": "client", "uid": 0}})),
+            "t  answered       c1  a (pid 1) by askbus-ui/0.1.0 (pid 7) after 3 ms"
+        );
     }
 
     #[test]

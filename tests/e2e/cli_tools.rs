@@ -109,7 +109,7 @@ async fn watch_shows_one_full_exchange() {
     );
     let answered = text_feed.line();
     let prefix = format!(
-        "answered       {id}  askbus-cli/{version} (pid {ask_pid}) by askbus-ui/{version} (pid {}) after ",
+        "answered       {id}  askbus-cli/{version} (pid {ask_pid}) by askbus-ui/{version} (pid {}) via tui after ",
         ui.pid()
     );
     assert!(
@@ -133,7 +133,9 @@ async fn watch_shows_one_full_exchange() {
         json!({"type": "bus-event", "event": "answered", "ts": ts, "correlationId": id,
             "producer": {"client": format!("askbus-cli/{version}"), "pid": ask_pid, "uid": uid},
             "ui": {"client": format!("askbus-ui/{version}"), "pid": ui.pid()},
-            "latencyMs": latency, "questionTypes": ["yesno"], "headers": ["Go"]})
+            "latencyMs": latency, "questionTypes": ["yesno"], "headers": ["Go"],
+            "decidedBy": {"kind": "human", "via": "tui", "uid": uid,
+                          "client": format!("askbus-ui/{version}")}})
     );
     // Watchers never see question text or answers.
     assert!(!request.contains("secret") && !answered.contains("Yes"));

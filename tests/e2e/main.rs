@@ -24,6 +24,7 @@ mod config;
 mod conformance_e2e;
 mod context;
 mod crash_loop;
+mod decided_by;
 mod exhaustion;
 mod federation;
 mod first_half_hour;

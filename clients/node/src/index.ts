@@ -56,6 +56,7 @@ export {
   type AnswerFrame,
   type AskFrame,
   type BusEventFrame,
+  type DecidedBy,
   type CancelFrame,
   type ErrorFrame,
   type HelloFrame,

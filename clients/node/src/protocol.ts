@@ -183,6 +183,20 @@ export interface ErrorFrame {
 export interface WatchingFrame {
   type: "watching";
 }
+/**
+ * Who or what ended a request, as its history record and an observer's end event both say.
+ * `uid` is the kernel's; `via`, `client` and `user` what the deciding UI claimed (`via` `acp`
+ * on a `withdrawn` event: the editor answered it); `rule` the policy rule (`kind` `rule`).
+ */
+export interface DecidedBy {
+  kind: "human" | "rule" | "timeout" | "no-ui" | "producer" | "shutdown" | "rejected";
+  via?: string;
+  uid?: number;
+  client?: string;
+  node?: string;
+  user?: string;
+  rule?: unknown;
+}
 /** To observers: a request became pending or ended. Never the question text or the answers. */
 export interface BusEventFrame {
   type: "bus-event";
@@ -201,6 +215,8 @@ export interface BusEventFrame {
   headers: string[];
   code?: string;
   notify?: { sink: string; result: NotifyResult; count: number; error?: string };
+  /** Ends but `rejected`: who or what decided it (absent from a daemon before it). */
+  decidedBy?: DecidedBy;
 }
 export interface StatsFrame {
   type: "stats";

@@ -24,7 +24,9 @@ import {
   Producer,
   subscribe,
   UnsupportedProtocol,
+  type BusEventFrame,
   type ClientFrame,
+  type DecidedBy,
   type RequestContext,
 } from "../src/index.js";
 import { closeLater, REPO_ROOT, startDaemon, within, type Daemon } from "./helpers.js";
@@ -75,6 +77,23 @@ test("every server example decodes, through the framing, without loss", () => {
     assert.equal(frame.type, e.type, e.file);
     assert.deepStrictEqual(JSON.parse(JSON.stringify(frame)), JSON.parse(text(e.file)), e.file);
   });
+});
+
+test("end bus-events say who or what decided: a rule, the editor via acp, a person", () => {
+  const decided = (name: string): DecidedBy | undefined => {
+    const frame = parseServerFrame(encodeFrame(example(`server/${name}`)).subarray(4));
+    assert.equal(frame.type, "bus-event");
+    return (frame as BusEventFrame).decidedBy;
+  };
+  const rule = decided("bus-event.answered.rule.json");
+  assert.equal(rule?.kind, "rule");
+  assert.equal((rule?.rule as { source?: string }).source, "User: mine.toml");
+  assert.deepStrictEqual(
+    [decided("bus-event.withdrawn.acp.json")?.kind, decided("bus-event.withdrawn.acp.json")?.via],
+    ["human", "acp"],
+  );
+  assert.equal(decided("bus-event.answered.json")?.via, "client");
+  assert.equal(decided("bus-event.request.json"), undefined);
 });
 
 test("error examples map to their AskbusError subclasses", () => {

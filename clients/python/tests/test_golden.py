@@ -148,6 +148,11 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
                            ("node", parsed.node)):
             if value is not None:
                 out[key] = value
+        if parsed.decided_by is not None:
+            d = parsed.decided_by
+            out["decidedBy"] = {k: v for k, v in (
+                ("kind", d.kind), ("via", d.via), ("uid", d.uid), ("client", d.client),
+                ("node", d.node), ("user", d.user), ("rule", d.rule)) if v is not None}
         return out
     raise AssertionError(f"no wire form for {parsed!r}")
 
@@ -388,7 +393,8 @@ class GoldenConversationTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual((w.reason, req.withdraw_reason), ("answered", "answered"))
 
     async def test_observer(self) -> None:
-        names = ["bus-event.request", "bus-event.answered", "bus-event.rejected"]
+        names = ["bus-event.request", "bus-event.answered", "bus-event.rejected",
+                 "bus-event.answered.rule", "bus-event.withdrawn.acp"]
 
         def reply(frame: Dict[str, Any]) -> List[Dict[str, Any]]:
             if frame["type"] == "hello":
@@ -406,6 +412,19 @@ class GoldenConversationTest(unittest.IsolatedAsyncioTestCase):
                     break
         self.assertEqual(got, [server(n) for n in names])
         self.assertEqual(daemon.sent_of_type("watch"), [client("watch")])
+
+    def test_decided_by_is_typed(self) -> None:
+        rule = _frames.parse_server_frame(server("bus-event.answered.rule"))
+        assert isinstance(rule, BusEvent) and rule.decided_by is not None
+        self.assertEqual(rule.decided_by.kind, "rule")
+        self.assertEqual(rule.decided_by.rule["source"], "User: mine.toml")
+        acp = _frames.parse_server_frame(server("bus-event.withdrawn.acp"))
+        assert isinstance(acp, BusEvent) and acp.decided_by is not None
+        self.assertEqual((acp.event, acp.decided_by.kind, acp.decided_by.via),
+                         ("withdrawn", "human", "acp"))
+        request = _frames.parse_server_frame(server("bus-event.request"))
+        assert isinstance(request, BusEvent)
+        self.assertIsNone(request.decided_by)
 
 
 if __name__ == "__main__":

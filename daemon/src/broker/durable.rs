@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::{Deserialize, Serialize};
 use tokio::time::{Duration, Instant};
 
 use super::body::{Body, Origin};
@@ -20,50 +19,7 @@ use super::{Broker, Effects, PeerId, Valid};
 use crate::protocol::{End, ProducerInfo, RequestContext};
 use crate::questions::DaemonOutcome;
 
-/// Who or what decided a request: the `decidedBy` of its record. `uid` comes from the kernel;
-/// `via`, `client` and `user` are what the deciding UI claimed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DecidedBy {
-    /// `human`, `timeout`, `no-ui`, `producer`, `shutdown` or `rule`.
-    pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub via: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uid: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user: Option<String>,
-    /// The policy rule that decided (`kind` `rule`), as the policy engine describes it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rule: Option<serde_json::Value>,
-}
-
-impl DecidedBy {
-    /// The decider of an end no UI chose.
-    pub fn of_end(end: End) -> DecidedBy {
-        let kind = match end {
-            End::Answered | End::Dismissed => "human",
-            End::Timeout => "timeout",
-            End::NoUi => "no-ui",
-            End::Withdrawn | End::ProducerGone => "producer",
-            End::Shutdown => "shutdown",
-            End::Rejected => "rejected",
-        };
-        DecidedBy {
-            kind: kind.to_owned(),
-            via: None,
-            uid: None,
-            client: None,
-            node: None,
-            user: None,
-            rule: None,
-        }
-    }
-}
+pub use crate::protocol::DecidedBy;
 
 /// The UI behind an answer, beyond what `UiInfo` tells producers: its uid (kernel), the `via`
 /// it claimed, and the `user` its answer named.
@@ -343,27 +299,7 @@ impl Broker {
                 },
             );
         }
-        let mut decided_by = DecidedBy::of_end(ended.end);
-        if let Some(ui) = &ended.by {
-            decided_by.client.clone_from(&ui.client);
-            decided_by.node.clone_from(&ui.node);
-        }
-        if let Some(rule) = ended.decider.as_ref().and_then(|d| d.rule.clone()) {
-            decided_by = DecidedBy::of_end(ended.end);
-            decided_by.kind = "rule".into();
-            decided_by.rule = Some(rule);
-        } else if let Some(who) = &ended.decider {
-            if who.elsewhere {
-                // The producer's word, under the producer's name.
-                decided_by.kind = "human".into();
-                decided_by.client.clone_from(&req.producer_info.client);
-            }
-            decided_by.uid = who.uid;
-            decided_by.via = Some(who.via.clone().unwrap_or_else(|| "client".into()));
-            decided_by.user.clone_from(&who.user);
-        } else if ended.by.is_some() {
-            decided_by.via = Some("federation".into());
-        }
+        let decided_by = ended.decided_by(req);
         fx.durable.push(Durable::Ended(Box::new(EndedRecord {
             id: Arc::from(id),
             end: ended.end,

@@ -285,6 +285,7 @@ pub(super) fn event(
         details_type: None,
         confirmed: None,
         outcome: None,
+        decided_by: None,
         notify: None,
     };
     if let Some(facts) = &f.approval {

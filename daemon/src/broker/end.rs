@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use tokio::time::Instant;
 
 use super::body::{Body, Told};
-use super::durable::Decider;
+use super::durable::{DecidedBy, Decider};
 use super::pending::Pending;
 use super::{effects, Broker, Effects, PeerId};
 use crate::approvals;
@@ -122,6 +122,7 @@ impl Broker {
         fx: &mut Effects,
     ) {
         self.ended_durably(id, &req, &ended, fx, now);
+        let decided_by = (!self.watchers.is_empty()).then(|| Box::new(ended.decided_by(&req)));
         let Ended {
             end,
             by: ui,
@@ -153,7 +154,8 @@ impl Broker {
         let facts = effects::Facts::of(id, &req, told.as_ref());
         if !self.watchers.is_empty() {
             let kind = BusEventKind::End(end);
-            let event = effects::event(&facts, kind, None, ui.clone(), Some(latency), None);
+            let mut event = effects::event(&facts, kind, None, ui.clone(), Some(latency), None);
+            event.decided_by = decided_by;
             fx.events.push(event);
         }
         let mut record = effects::record(&facts, end, None, ui, latency, answers);
@@ -195,6 +197,34 @@ impl Ended {
             told: Some(unanswered(id, req, outcome)),
             decider: None,
         }
+    }
+
+    /// Who or what decided it: the one `decidedBy` its history record and the watchers' end
+    /// event both carry.
+    pub(super) fn decided_by(&self, req: &Pending) -> DecidedBy {
+        let mut decided_by = DecidedBy::of_end(self.end);
+        if let Some(rule) = self.decider.as_ref().and_then(|d| d.rule.clone()) {
+            decided_by.kind = "rule".into();
+            decided_by.rule = Some(rule);
+            return decided_by;
+        }
+        if let Some(ui) = &self.by {
+            decided_by.client.clone_from(&ui.client);
+            decided_by.node.clone_from(&ui.node);
+        }
+        if let Some(who) = &self.decider {
+            if who.elsewhere {
+                // The producer's word, under the producer's name.
+                decided_by.kind = "human".into();
+                decided_by.client.clone_from(&req.producer_info.client);
+            }
+            decided_by.uid = who.uid;
+            decided_by.via = Some(who.via.clone().unwrap_or_else(|| "client".into()));
+            decided_by.user.clone_from(&who.user);
+        } else if self.by.is_some() {
+            decided_by.via = Some("federation".into());
+        }
+        decided_by
     }
 
     pub(super) fn untold(end: End) -> Ended {

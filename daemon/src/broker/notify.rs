@@ -63,6 +63,7 @@ impl Broker {
             details_type: None,
             confirmed: None,
             outcome: None,
+            decided_by: None,
             notify: Some(Box::new(NotifyFacts {
                 sink: report.sink,
                 result: report.result,

@@ -16,6 +16,7 @@ from .types import (
     Answers,
     ApprovalResponse,
     BusEvent,
+    DecidedBy,
     ProducerInfo,
     RequestContext,
     Response,
@@ -536,6 +537,18 @@ def _strings(frame: Mapping[str, Any], key: str) -> List[str]:
     return list(value)
 
 
+def parse_decided_by(value: Any) -> Optional[DecidedBy]:
+    """``decidedBy`` of an end bus-event (and of a history record)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ProtocolError("askbusd sent a decidedBy that is not an object")
+    return DecidedBy(kind=_field(value, "kind", str), via=_optional(value, "via", str),
+                     uid=_optional(value, "uid", int), client=_optional(value, "client", str),
+                     node=_optional(value, "node", str), user=_optional(value, "user", str),
+                     rule=value.get("rule"))
+
+
 def parse_bus_event(frame: Mapping[str, Any]) -> BusEvent:
     ui = frame.get("ui")
     if ui is not None and not isinstance(ui, dict):
@@ -560,6 +573,7 @@ def parse_bus_event(frame: Mapping[str, Any]) -> BusEvent:
         outcome=_optional(frame, "outcome", str),
         notify=_optional(frame, "notify", dict),
         node=_optional(frame, "node", str),
+        decided_by=parse_decided_by(frame.get("decidedBy")),
     )
 
 

@@ -299,6 +299,23 @@ class UiInfo:
 
 
 @dataclass(frozen=True)
+class DecidedBy:
+    """Who or what ended a request, as its history record and an observer's end event both
+    say. ``kind`` is ``"human"``, ``"rule"``, ``"timeout"``, ``"no-ui"``, ``"producer"``,
+    ``"shutdown"`` or ``"rejected"``; ``uid`` is the kernel's, ``via``, ``client`` and
+    ``user`` what the deciding UI claimed (``via`` ``"acp"`` on a ``withdrawn`` event: the
+    editor answered it); ``rule`` the policy rule that decided (``kind == "rule"``)."""
+
+    kind: str
+    via: Optional[str] = None
+    uid: Optional[int] = None
+    client: Optional[str] = None
+    node: Optional[str] = None
+    user: Optional[str] = None
+    rule: Optional[Any] = None
+
+
+@dataclass(frozen=True)
 class BusEvent:
     """One thing that happened on the bus, as an observer (``askbus.watch()``) sees it: who
     and how long, never the question text or the answers.
@@ -334,6 +351,8 @@ class BusEvent:
     notify: Optional[Dict[str, Any]] = None
     #: Federation: the node the request was asked on.
     node: Optional[str] = None
+    #: Ends (not ``rejected``): who or what decided it; ``None`` from a daemon before it.
+    decided_by: Optional[DecidedBy] = None
 
 
 R = TypeVar("R")

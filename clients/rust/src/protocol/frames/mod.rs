@@ -6,6 +6,7 @@
 mod approval;
 mod client;
 mod context;
+mod decided;
 mod history;
 mod inbound;
 mod notify;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 pub use approval::*;
 pub use client::ClientFrame;
 pub use context::*;
+pub use decided::DecidedBy;
 pub use history::*;
 pub use inbound::*;
 pub use notify::*;

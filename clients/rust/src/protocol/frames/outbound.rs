@@ -83,6 +83,10 @@ pub struct BusEvent {
     pub confirmed: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<ToolOutcome>,
+    /// Ends: who or what decided it, as its history record says (`None` from a daemon
+    /// before this field, and on `request`, `rejected` and `notify`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<Box<super::DecidedBy>>,
     /// `notify` events: a notifier's delivery report (the `producer` is the notifier).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<Box<super::NotifyFacts>>,
