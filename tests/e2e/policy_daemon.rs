@@ -160,6 +160,15 @@ async fn rules_allow_deny_or_ask_before_any_ui() {
                     .any(|r| r["ui"]["client"] == "policy (User: mine.toml)"),
                 "{recs:?}"
             );
+            // Each line names its rule, as the bus-event and the history do.
+            for r in &by_policy {
+                let by = &r["decidedBy"];
+                assert_eq!(by["kind"], "rule", "{r}");
+                let source = format!("policy ({})", by["rule"]["source"].as_str().unwrap());
+                assert_eq!(r["ui"]["client"], source.as_str(), "{r}");
+                assert!(by["rule"]["decision"].is_string(), "{r}");
+                assert!(by["rule"]["toolName"].is_string(), "{r}");
+            }
             break;
         }
         assert!(Instant::now() < deadline, "telemetry: {recs:?}");

@@ -1021,10 +1021,10 @@ fn telemetry_records_match_their_schema() {
         code: None,
         agent: None,
         project: None,
-        decided_by: Some(askbusd::telemetry::record::DecidedElsewhere {
-            kind: "human",
-            via: "acp".into(),
-        }),
+        decided_by: Some(Box::new(askbus::protocol::DecidedBy {
+            via: Some("acp".into()),
+            ..askbus::protocol::DecidedBy::of_end(End::Answered)
+        })),
         latency_ms: 4180,
         question_types: vec!["choice", "yesno"],
         dismissed: true,

@@ -123,19 +123,31 @@ impl Broker {
     ) {
         self.ended_durably(id, &req, &ended, fx, now);
         let decided_by = (!self.watchers.is_empty()).then(|| Box::new(ended.decided_by(&req)));
+        // The telemetry line names its decider only where `reason` and `ui` cannot: answered
+        // elsewhere, or by a policy rule. The same object, from the same function.
+        // Answered elsewhere keeps the line's promised `{kind, via}` (the producer's claim).
+        let recorded = ended
+            .decider
+            .as_ref()
+            .filter(|d| d.elsewhere || d.rule.is_some())
+            .map(|d| {
+                let full = decided_by
+                    .clone()
+                    .unwrap_or_else(|| Box::new(ended.decided_by(&req)));
+                if d.rule.is_some() {
+                    return full;
+                }
+                Box::new(DecidedBy {
+                    via: full.via,
+                    ..DecidedBy::of_end(End::Answered)
+                })
+            });
         let Ended {
             end,
             by: ui,
             told,
-            decider,
+            decider: _,
         } = ended;
-        let elsewhere =
-            decider
-                .filter(|d| d.elsewhere)
-                .map(|d| crate::telemetry::record::DecidedElsewhere {
-                    kind: "human",
-                    via: d.via.unwrap_or_else(|| "client".into()),
-                });
         self.stats.count(end);
         if req.body.kind() == RequestKind::Approval {
             let decision = told
@@ -159,7 +171,7 @@ impl Broker {
             fx.events.push(event);
         }
         let mut record = effects::record(&facts, end, None, ui, latency, answers);
-        record.decided_by = elsewhere;
+        record.decided_by = recorded;
         fx.records.push(record);
         if let (Some(told), Some(producer)) = (told, req.origin.producer()) {
             fx.frame(producer, told.encode());

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use crate::protocol::{End, ErrorCode, ProducerInfo, ToolOutcome, UiInfo};
+use crate::protocol::{DecidedBy, End, ErrorCode, ProducerInfo, ToolOutcome, UiInfo};
 
 /// One request's end, with the reference tool's ask_user metrics. The `Serialize` derive is
 /// the specification of the line; [`Record::write_line`] writes the same bytes, faster (tested).
@@ -35,11 +35,12 @@ pub struct Record {
     pub project: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ui: Option<UiInfo>,
-    /// Present only for a request its producer withdrew because a person answered it
-    /// elsewhere (`answered-elsewhere`, e.g. in the editor of `askbus acp`); every other
-    /// decider follows from `reason` and `ui`.
+    /// Present only when `reason` and `ui` cannot say who decided: a request its producer
+    /// withdrew because a person answered it elsewhere (`answered-elsewhere`, e.g. in the
+    /// editor of `askbus acp`: kind `human`), and one a policy rule decided (kind `rule`).
+    /// The same object the bus-event and the history carry (`Ended::decided_by`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub decided_by: Option<DecidedElsewhere>,
+    pub decided_by: Option<Box<DecidedBy>>,
     pub latency_ms: u64,
     #[serde(rename = "question_types")]
     pub question_types: Vec<&'static str>,
@@ -51,15 +52,6 @@ pub struct Record {
     /// Set for approvals, whose line has its own shape (`write_line`).
     #[serde(skip)]
     pub approval: Option<Box<ApprovalFacts>>,
-}
-
-/// `decidedBy` of a request answered outside askbus: `{"kind":"human","via":…}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DecidedElsewhere {
-    /// Always `human`.
-    pub kind: &'static str,
-    /// Where, as its producer claimed (`acp`), else `client`.
-    pub via: String,
 }
 
 /// What an approval's record says beyond the fields every record has.
@@ -92,7 +84,7 @@ struct ApprovalLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     ui: Option<&'a UiInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    decided_by: Option<&'a DecidedElsewhere>,
+    decided_by: Option<&'a DecidedBy>,
     latency_ms: u64,
     #[serde(flatten)]
     facts: &'a ApprovalFacts,
@@ -114,7 +106,7 @@ impl Record {
                 code: self.code.map(ErrorCode::as_str),
                 producer: &self.producer,
                 ui: self.ui.as_ref(),
-                decided_by: self.decided_by.as_ref(),
+                decided_by: self.decided_by.as_deref(),
                 latency_ms: self.latency_ms,
                 facts,
             };
@@ -186,11 +178,9 @@ impl Record {
             out.push(b'}');
         }
         if let Some(d) = &self.decided_by {
-            out.extend_from_slice(b",\"decidedBy\":{\"kind\":");
-            write_str(out, d.kind);
-            out.extend_from_slice(b",\"via\":");
-            write_str(out, &d.via);
-            out.push(b'}');
+            // Rare (answered elsewhere, or by a rule): serde writes the object.
+            out.extend_from_slice(b",\"decidedBy\":");
+            serde_json::to_writer(&mut *out, d).expect("decidedBy serializes");
         }
         out.extend_from_slice(b",\"latencyMs\":");
         write_u64(out, self.latency_ms);
@@ -276,10 +266,11 @@ mod tests {
         let elsewhere = Record {
             reason: End::Withdrawn,
             ui: None,
-            decided_by: Some(DecidedElsewhere {
-                kind: "human",
-                via: "a\"cp".into(),
-            }),
+            decided_by: Some(Box::new(DecidedBy {
+                via: Some("a\"cp".into()),
+                uid: Some(1000),
+                ..DecidedBy::of_end(End::Answered)
+            })),
             ..full.clone()
         };
         let none_ui = Record {
