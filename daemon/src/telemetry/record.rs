@@ -273,6 +273,14 @@ mod tests {
             })),
             ..full.clone()
         };
+        let by_rule = Record {
+            decided_by: Some(Box::new(DecidedBy {
+                kind: "rule".into(),
+                rule: Some(serde_json::json!({"toolName": "x", "decision": "allow"})),
+                ..DecidedBy::of_end(End::Answered)
+            })),
+            ..full.clone()
+        };
         let none_ui = Record {
             ui: None,
             agent: None,
@@ -280,7 +288,7 @@ mod tests {
             ..full.clone()
         };
         let mut ts_text = (SystemTime::UNIX_EPOCH, Vec::new());
-        for record in [&full, &bare, &elsewhere, &none_ui, &full] {
+        for record in [&full, &bare, &elsewhere, &by_rule, &none_ui, &full] {
             let mut ours = Vec::new();
             record.write_line(&mut ours, &mut ts_text);
             let mut theirs = serde_json::to_vec(record).unwrap();
