@@ -225,6 +225,25 @@ def remote_pending(sock):
     return fed.get("remotePending", -1) if fed.get("connected") else -1
 
 
+def start_nodes(n, args, tmp, port, nodes):
+    """Starts `n` askbusd nodes on the server at `port` (appended to `nodes` as they start, so
+    the caller stops them whatever happens) and waits until each sees the n - 1 others."""
+    for i in range(n):
+        d = os.path.join(tmp, f"n{i}")
+        os.makedirs(d)
+        env = dict(os.environ, ASKBUS_LOG="warn", ASKBUS_POLICIES="off", XDG_CONFIG_HOME=d)
+        p = subprocess.Popen([args.bin, "--socket", f"{d}/s", "--no-store", "--nats",
+                              f"nats://127.0.0.1:{port}", "--node", f"n{i}", *NODE_ARGS],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        nodes.append((p, f"{d}/s"))
+    for _, sock in nodes:
+        while not os.path.exists(sock):
+            time.sleep(0.01)
+    for _, sock in nodes:
+        while len(stats(sock).get("federation", {}).get("nodes", [])) < n - 1:
+            time.sleep(0.05)
+
+
 def reconcile(n, args):
     """The restart scenario: see the module's doc."""
     tmp = tempfile.mkdtemp(prefix="askbus-reconcile-")
@@ -232,20 +251,7 @@ def reconcile(n, args):
     nats = start_nats(args, port, mport)
     nodes = []
     try:
-        for i in range(n):
-            d = os.path.join(tmp, f"n{i}")
-            os.makedirs(d)
-            env = dict(os.environ, ASKBUS_LOG="warn", ASKBUS_POLICIES="off", XDG_CONFIG_HOME=d)
-            p = subprocess.Popen([args.bin, "--socket", f"{d}/s", "--no-store", "--nats",
-                                  f"nats://127.0.0.1:{port}", "--node", f"n{i}", *NODE_ARGS],
-                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            nodes.append((p, f"{d}/s"))
-        for _, sock in nodes:
-            while not os.path.exists(sock):
-                time.sleep(0.01)
-        for _, sock in nodes:
-            while len(stats(sock).get("federation", {}).get("nodes", [])) < n - 1:
-                time.sleep(0.05)
+        start_nodes(n, args, tmp, port, nodes)
         shower = nodes[1][0].pid
         time.sleep(1)
         rss0 = rss_kib(shower)
@@ -323,21 +329,7 @@ def run(n, args):
             except OSError:
                 time.sleep(0.05)
         t0 = time.monotonic()
-        for i in range(n):
-            d = os.path.join(tmp, f"n{i}")
-            os.makedirs(d)
-            env = dict(os.environ, ASKBUS_LOG="warn", ASKBUS_POLICIES="off", XDG_CONFIG_HOME=d)
-            p = subprocess.Popen([args.bin, "--socket", f"{d}/s", "--no-store", "--nats",
-                                  f"nats://127.0.0.1:{port}", "--node", f"n{i}", *NODE_ARGS],
-                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            nodes.append((p, f"{d}/s"))
-        for _, sock in nodes:
-            while not os.path.exists(sock):
-                time.sleep(0.01)
-        # Formed: every node sees the n - 1 others.
-        for _, sock in nodes:
-            while len(stats(sock).get("federation", {}).get("nodes", [])) < n - 1:
-                time.sleep(0.05)
+        start_nodes(n, args, tmp, port, nodes)
         formed = time.monotonic() - t0
         time.sleep(1)
         v0 = monitor(mport, "/varz")
