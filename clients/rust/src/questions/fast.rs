@@ -17,32 +17,8 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use super::{js_trim, unescape, Normalized, QuestionMeta, QuestionType};
+use crate::protocol::parse::fast::Str;
 use crate::protocol::{parse_fast, FastFrame, RequestHead};
-
-/// A string, borrowed from the input where it holds no escapes.
-struct Str<'a>(Cow<'a, str>);
-
-impl<'de> Deserialize<'de> for Str<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Str<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Str<'de>, E> {
-                Ok(Str(Cow::Borrowed(s)))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Str<'de>, E> {
-                Ok(Str(Cow::Owned(s.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, s: String) -> Result<Str<'de>, E> {
-                Ok(Str(Cow::Owned(s)))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
 
 /// The keys a plain question may have, in the order they came.
 #[derive(Clone, Copy, PartialEq)]

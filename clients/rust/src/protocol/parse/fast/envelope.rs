@@ -159,8 +159,9 @@ impl<'de> Deserialize<'de> for Context<'de> {
     }
 }
 
-/// A string, borrowed from the payload where it holds no escapes.
-pub(super) struct Str<'a>(Cow<'a, str>);
+/// A string, borrowed from the payload where it holds no escapes (also what `questions::fast`
+/// reads its questions' strings as).
+pub(crate) struct Str<'a>(pub(crate) Cow<'a, str>);
 
 impl<'de> Deserialize<'de> for Str<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -175,6 +176,9 @@ impl<'de> Deserialize<'de> for Str<'de> {
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Str<'de>, E> {
                 Ok(Str(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, s: String) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(s)))
             }
         }
         d.deserialize_str(V)

@@ -20,6 +20,7 @@ use serde_json::value::RawValue;
 mod envelope;
 mod guards;
 
+pub(crate) use envelope::Str;
 use envelope::{Answers, Envelope};
 use guards::{has_surrogate_escape, may_hold_huge_number, may_nest_too_deep};
 
