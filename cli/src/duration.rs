@@ -1,4 +1,5 @@
-//! How long something has left, as every askbus screen and line says it ("9m 59s").
+//! How long something has left, as every askbus screen and line says it ("9m 59s"), and the
+//! wait for such a moment in the subscribers' loops.
 
 use std::time::Duration;
 
@@ -9,6 +10,15 @@ pub fn short(d: Duration) -> String {
         0..=59 => format!("{s}s"),
         60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
         _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// Sleeps until `at`, or forever when there is nothing to wake for (a `select!` arm of the
+/// subscribers' loops: the notifier and `askbus chat`).
+pub async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -160,6 +160,15 @@ pub fn describe(e: &anyhow::Error) -> (String, Option<&'static str>, u8) {
     (text, hint, code.unwrap_or(exit::FAILURE))
 }
 
+/// Why a reconnecting subscriber's connection went down, in one line (the notifier's and
+/// `askbus chat`'s "…; retrying in 2s").
+pub fn connection_down(error: askbus::client::ClientError) -> String {
+    match error {
+        askbus::client::ClientError::Closed => "askbusd closed the connection".to_owned(),
+        e => describe(&e.into()).0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

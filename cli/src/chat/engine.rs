@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use askbus::client::{ClientError, UiAnswerer, UiEvent, UiSubscription, Update};
+use askbus::client::{UiAnswerer, UiEvent, UiSubscription, Update};
 use askbus::protocol::{Code, ErrorCode, SubscribeFilter};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -167,7 +167,7 @@ impl Engine {
                     Ok(Update::Down { error, retry_in }) => {
                         self.answerer = None;
                         if !was_down {
-                            eprintln!("askbus chat: {}; retrying in {}", term::sanitize(&down_text(error)), crate::duration::short(retry_in));
+                            eprintln!("askbus chat: {}; retrying in {}", term::sanitize(&crate::fail::connection_down(error)), crate::duration::short(retry_in));
                             was_down = true;
                         }
                     }
@@ -178,7 +178,7 @@ impl Engine {
                     Some(event) => self.platform(event).await,
                     None => bail!("the {} connection ended", self.via),
                 },
-                _ = sleep_until(wake) => self.tick(),
+                _ = crate::duration::sleep_until(wake) => self.tick(),
             }
         }
     }
@@ -585,19 +585,5 @@ impl View<()> {
     /// An outcome view: it has no taps, so it needs no seal.
     fn clone_over(view: View<card::Action>) -> View<String> {
         view.map(|_| String::new())
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
-fn down_text(error: ClientError) -> String {
-    match error {
-        ClientError::Closed => "askbusd closed the connection".to_owned(),
-        e => crate::fail::describe(&e.into()).0,
     }
 }

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use askbus::client::{ClientError, UiAnswerer, UiEvent, UiSubscription, Update};
+use askbus::client::{UiAnswerer, UiEvent, UiSubscription, Update};
 use askbus::protocol::{Code, Decision, ErrorCode, SubscribeFilter};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -288,7 +288,7 @@ impl Notifier {
                     Ok(Update::Down { error, retry_in }) => {
                         self.answerer = None;
                         if !was_down {
-                            eprintln!("askbus notify: {}; retrying in {}", term::sanitize(&down_text(error)), crate::duration::short(retry_in));
+                            eprintln!("askbus notify: {}; retrying in {}", term::sanitize(&crate::fail::connection_down(error)), crate::duration::short(retry_in));
                             was_down = true;
                         }
                     }
@@ -296,7 +296,7 @@ impl Notifier {
                 },
                 Some(signal) = signal_rx.recv() => self.signal(signal).await,
                 Some(report) = push_rx.recv() => self.push_report(report),
-                _ = sleep_until(wake) => self.tick().await,
+                _ = crate::duration::sleep_until(wake) => self.tick().await,
             }
             if let (false, Some(ui)) = (self.reports.is_empty(), &self.answerer) {
                 self.reports.flush(ui).await;
@@ -525,18 +525,4 @@ fn open_actions() -> Vec<(String, String)> {
         ("open".into(), "Open".into()),
         ("default".into(), "Open".into()),
     ]
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
-}
-
-fn down_text(error: ClientError) -> String {
-    match error {
-        ClientError::Closed => "askbusd closed the connection".to_owned(),
-        e => crate::fail::describe(&e.into()).0,
-    }
 }
