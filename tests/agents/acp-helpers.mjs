@@ -58,17 +58,25 @@ export async function editorSession(proc, { cwd, prompt = 'Create the file.', on
   const received = [];
   const sent = [];
   const seen = { permissions: [], elicitations: [], updates: [], cancelled: [] };
+  // The SDK cancels its reader when the connection ends, while the agent may still be writing
+  // (its last updates after a finished turn). A chunk after that is recorded, never enqueued:
+  // enqueue on a closed stream throws outside any test, and node:test pins the throw on
+  // whichever test runs next.
+  let open = true;
   const input = new ReadableStream({
     start(c) {
       proc.child.stdout.on('data', (d) => {
         received.push(Buffer.from(d));
-        c.enqueue(new Uint8Array(d));
+        if (open) c.enqueue(new Uint8Array(d));
       });
       proc.child.stdout.on('end', () => {
-        try {
-          c.close();
-        } catch {}
+        if (!open) return;
+        open = false;
+        c.close();
       });
+    },
+    cancel() {
+      open = false;
     },
   });
   const output = new WritableStream({
