@@ -326,6 +326,7 @@ fn daemon_kind(bin: Option<&Path>, telemetry: bool, w: &Workload) -> Result<Kind
         bin,
         telemetry,
         args,
+        policies: None,
     })
 }
 

@@ -27,6 +27,9 @@ pub enum Kind {
         telemetry: bool,
         /// Extra flags (limits a workload needs).
         args: Vec<String>,
+        /// The user tier's policy rules (a TOML file) the daemon loads; `None`: no rules of
+        /// the user's own, only the shipped defaults.
+        policies: Option<String>,
     },
     Relay {
         exe: PathBuf,
@@ -58,6 +61,7 @@ impl Kind {
                 bin,
                 telemetry,
                 args,
+                policies,
             } => {
                 // An empty config file of our own, so the user's config does not change what
                 // is measured (limits, access rules, metrics).
@@ -80,6 +84,19 @@ impl Kind {
                     cmd.arg("--no-store");
                 }
                 cmd.args(args);
+                // Rules of our own too: the user's and the machine's would change which
+                // approvals a person is asked about. The user tier is $XDG_CONFIG_HOME's.
+                let user = dir.join("config").join("askbus").join("policies");
+                std::fs::create_dir_all(&user)
+                    .with_context(|| format!("cannot create {}", user.display()))?;
+                if let Some(rules) = policies {
+                    let file = user.join("bench.toml");
+                    std::fs::write(&file, rules)
+                        .with_context(|| format!("cannot write {}", file.display()))?;
+                }
+                cmd.env("XDG_CONFIG_HOME", dir.join("config"))
+                    .arg("--policy-admin-dir")
+                    .arg(dir.join("admin-policies"));
                 // Its own log level: the ready line is logged at info, and a debug log
                 // would be part of what is measured.
                 cmd.env_remove("ASKBUS_CONFIG").env_remove("ASKBUS_LOG");

@@ -88,10 +88,10 @@ fn sql(store: &Path, q: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-async fn restart_keeps_pending(kill: bool) {
+async fn restart_keeps_pending(kill: bool, extra: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(&dir);
-    let mut d = start(&store, &[]);
+    let mut d = start(&store, extra);
     let mut p = d.connect().await;
     p.send(request_with("q1", json!({"timeoutMs": 600_000})))
         .await;
@@ -144,12 +144,20 @@ async fn restart_keeps_pending(kill: bool) {
 
 #[test]
 fn sigkill_keeps_pending_questions_and_approvals() {
-    common::rt().block_on(restart_keeps_pending(true));
+    common::rt().block_on(restart_keeps_pending(true, &[]));
+}
+
+/// `--store-sync normal` drops the fsync per commit, not the commit: what a UI was shown and
+/// what a producer was answered is in the WAL before they hear of it, so a crash of askbusd
+/// loses nothing.
+#[test]
+fn sigkill_keeps_pending_under_store_sync_normal() {
+    common::rt().block_on(restart_keeps_pending(true, &["--store-sync", "normal"]));
 }
 
 #[test]
 fn sigterm_keeps_pending_questions_and_approvals_and_exits_0() {
-    common::rt().block_on(restart_keeps_pending(false));
+    common::rt().block_on(restart_keeps_pending(false, &[]));
 }
 
 #[test]

@@ -50,6 +50,7 @@ pub(super) fn history(bin: &Path, records: usize) -> Result<History> {
         bin: bin.to_owned(),
         telemetry: false,
         args: vec!["--store".into(), path.display().to_string()],
+        policies: None,
     };
     // An empty store: its schema, and the memory of a daemon with no history.
     let empty = Target::start(&kind(&store))?;

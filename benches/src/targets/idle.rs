@@ -27,6 +27,7 @@ pub(super) fn idle_connections(
             "--max-connections-per-uid".into(),
             limit,
         ],
+        policies: None,
     };
     let target = Target::start(&kind)?;
     let pid = target.pid();

@@ -8,7 +8,7 @@
 //! against itself without, a restart with many pending, the durable round trip against
 //! JetStream's) and `history` (a query over a million records, memory against history). The
 //! approval row compares askbusd with itself: an approval's round trip against a question's of
-//! the same size.
+//! the same size; `policy` an approval a rule decides against a question a person answers.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +27,7 @@ mod federation;
 mod history;
 mod idle;
 mod pending;
+mod policy;
 mod startup;
 mod store;
 
@@ -84,6 +85,9 @@ enum Group {
     Start,
     /// An approval's sequential round trip against a question's
     Approval,
+    /// An approval a rule decides against a question a person answers, and questions with
+    /// 1,000 rules loaded against policies off
+    Policy,
     /// The store: on vs --no-store, a restart with many pending, history over a million
     /// records, the durable round trip against JetStream's
     Store,
@@ -395,6 +399,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "×",
             json!({"approval_us": approval_us, "question_us": question_us}),
         ));
+    }
+
+    // 11b: the policy rules: an approval they decide, and questions beside them.
+    if wanted(Group::Policy) {
+        policy::rows(c, &bin, threads, a.rounds, &mut rows)?;
     }
 
     // 12–17: the store.

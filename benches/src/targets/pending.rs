@@ -46,6 +46,7 @@ pub(super) fn pending(bin: &std::path::Path, c: &Counts, threads: usize) -> Resu
             "--no-ui".into(),
             "wait".into(),
         ],
+        policies: None,
     };
     let target = Target::start(&kind)?;
     let pid = target.pid();

@@ -41,6 +41,13 @@ pub(super) fn rows(
         "×",
         json!({"store_per_s": t.on, "no_store_per_s": t.off}),
     ));
+    rows.push(row(
+        "the same with --store-sync normal (no fsync per commit)",
+        Bound::Ge(0.8),
+        t.normal / t.off,
+        "×",
+        json!({"store_per_s": t.normal, "no_store_per_s": t.off}),
+    ));
     let l = on_off(seq, bin, a.rounds, |r| r.latency_us.p50)?;
     rows.push(row(
         "sequential round trip p50, store on vs --no-store",
@@ -48,6 +55,13 @@ pub(super) fn rows(
         l.on / l.off,
         "×",
         json!({"store_us": l.on, "no_store_us": l.off}),
+    ));
+    rows.push(row(
+        "the same with --store-sync normal (no fsync per commit)",
+        Bound::Le(1.25),
+        l.normal / l.off,
+        "×",
+        json!({"store_us": l.normal, "no_store_us": l.off}),
     ));
     let r = restart(bin, c, a.client_threads as usize)?;
     rows.push(row(
@@ -112,39 +126,48 @@ pub(super) fn rows(
 /// How long a restart may take before the bench gives up on it.
 const READY_LIMIT: Duration = Duration::from_secs(120);
 
-/// Medians of askbusd with its store (a fresh file each run) and with `--no-store`, alternated.
+/// Medians of askbusd with its store (a fresh file each run; `--store-sync full`, the
+/// default, and `normal`) and with `--no-store`, alternated.
 pub(super) struct OnOff {
     pub(super) on: f64,
+    pub(super) normal: f64,
     pub(super) off: f64,
 }
 
-/// askbusd as `daemon_kind` makes it for `spec`, with a store at `path` when given.
-fn kind(bin: &Path, spec: &Spec, path: Option<&Path>) -> Result<Kind> {
+/// askbusd as `daemon_kind` makes it for `spec`, with a store at `path` when given, synced
+/// as `sync` says (`full` or `normal`).
+fn kind(bin: &Path, spec: &Spec, path: Option<&Path>, sync: &str) -> Result<Kind> {
     let mut k = daemon_kind(Some(bin), true, &spec.workload)?;
     if let (Some(path), Kind::Askbusd { args, .. }) = (path, &mut k) {
         args.extend(["--store".into(), path.display().to_string()]);
+        args.extend(["--store-sync".into(), sync.into()]);
     }
     Ok(k)
 }
 
-/// `f` of a run of `spec` against askbusd with a new store and against `--no-store`, `rounds`
-/// times each, alternated: the medians.
+/// `f` of a run of `spec` against askbusd with a new store (each sync mode) and against
+/// `--no-store`, `rounds` times each, alternated: the medians.
 pub(super) fn on_off(
     spec: &Spec,
     bin: &Path,
     rounds: u64,
     f: impl Fn(&crate::report::Run) -> f64,
 ) -> Result<OnOff> {
-    let (mut on, mut off) = (Vec::new(), Vec::new());
+    let (mut on, mut normal, mut off) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
-        let dir = TempDir::new()?;
-        let with = kind(bin, spec, Some(&dir.0.join("store.db")))?;
-        on.push(f(&measure(&On::Start(with), spec)?));
-        drop(dir);
-        off.push(f(&measure(&On::Start(kind(bin, spec, None)?), spec)?));
+        for (sync, into) in [("full", &mut on), ("normal", &mut normal)] {
+            let dir = TempDir::new()?;
+            let with = kind(bin, spec, Some(&dir.0.join("store.db")), sync)?;
+            into.push(f(&measure(&On::Start(with), spec)?));
+        }
+        off.push(f(&measure(
+            &On::Start(kind(bin, spec, None, "full")?),
+            spec,
+        )?));
     }
     Ok(OnOff {
         on: median(on),
+        normal: median(normal),
         off: median(off),
     })
 }
@@ -182,6 +205,7 @@ pub(super) fn restart(bin: &Path, c: &Counts, threads: usize) -> Result<Restart>
             "--no-ui".into(),
             "wait".into(),
         ],
+        policies: None,
     };
     let first = Target::start(&kind)?;
     let socket = first.socket().to_owned();
@@ -292,7 +316,7 @@ pub(super) fn against_jetstream(
     let (mut askbus, mut js) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         let dir = TempDir::new()?;
-        let with = kind(bin, spec, Some(&dir.0.join("store.db")))?;
+        let with = kind(bin, spec, Some(&dir.0.join("store.db")), "full")?;
         askbus.push(measure(&On::Start(with), spec)?.latency_us.p50);
         drop(dir);
         js.push(rt.block_on(jetstream(&nats.url(), round, &payload, warmup, n))?);

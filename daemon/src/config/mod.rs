@@ -209,6 +209,12 @@ pub struct Options {
     /// Whether ended records keep question text, answers and diffs [default: keep]
     #[arg(long, value_name = "MODE")]
     pub history_text: Option<HistoryTextOption>,
+    /// When the store's commits reach the disk: `full` fsyncs each commit before any peer
+    /// hears of it (a power cut loses nothing acknowledged); `normal` does not (a crash or
+    /// SIGKILL of askbusd still loses nothing; a power cut can lose the last commits)
+    /// [default: full]
+    #[arg(long, value_name = "MODE")]
+    pub store_sync: Option<crate::store::StoreSync>,
 }
 
 /// `--telemetry PATH`, `--store PATH`: a path given on the command line.
@@ -358,6 +364,7 @@ impl Default for DaemonConfig {
                 path: askbus::history::default_store_path(),
                 retention: DEFAULT_RETENTION,
                 history_text: crate::store::HistoryText::Keep,
+                sync: crate::store::StoreSync::Full,
             }),
             resume_grace: DEFAULT_RESUME_GRACE,
         }
@@ -411,6 +418,7 @@ impl Options {
             resume_grace: self.resume_grace.or(below.resume_grace),
             retention: self.retention.or(below.retention),
             history_text: self.history_text.or(below.history_text),
+            store_sync: self.store_sync.or(below.store_sync),
         }
     }
 
@@ -492,6 +500,7 @@ impl Options {
                             Some(HistoryTextOption::Redact) => crate::store::HistoryText::Redact,
                             _ => crate::store::HistoryText::Keep,
                         },
+                        sync: self.store_sync.unwrap_or_default(),
                     })
                 },
                 resume_grace: self.resume_grace.unwrap_or(DEFAULT_RESUME_GRACE),

@@ -136,6 +136,7 @@ fn bad_values_are_named_with_their_line() {
             "invalid value",
         ),
         ("log_format = \"xml\"", "log_format", 1, "unknown variant"),
+        ("store_sync = \"off\"", "store_sync", 1, "unknown variant"),
         ("log_level = \"=[\"", "log_level", 1, "bad log filter"),
         (
             "metrics_listen = \"0.0.0.0:9\"",
@@ -275,6 +276,8 @@ fn a_flag_takes_what_its_key_takes() {
         "/tmp/a.db",
         "--resume-grace",
         "90s",
+        "--store-sync",
+        "normal",
     ])
     .unwrap();
     let file = parse_ok(
@@ -284,9 +287,12 @@ nats = "nats://a:4222, nats://b:4222"
 node = "n-1"
 store = "/tmp/a.db"
 resume_grace = "90s"
+store_sync = "normal"
 "#,
     );
     assert_eq!(o, file);
+    let store = o.resolve(0).daemon.store.expect("a store");
+    assert_eq!(store.sync, crate::store::StoreSync::Normal);
     for bad in [
         &["--max-pending", "0"][..],
         &["--max-frame-bytes", "63"],

@@ -38,6 +38,29 @@ pub enum HistoryText {
     Redact,
 }
 
+/// When a commit reaches the disk (`store_sync`, SQLite's `synchronous` in WAL mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum StoreSync {
+    /// Every commit is fsynced before its frames go out: a power cut loses nothing any peer
+    /// was told.
+    #[default]
+    Full,
+    /// Commits are written to the WAL without an fsync (the WAL is synced at checkpoints): a
+    /// crash or SIGKILL of askbusd loses nothing, a power cut or kernel panic can lose the
+    /// commits since the last checkpoint.
+    Normal,
+}
+
+impl StoreSync {
+    fn pragma(self) -> &'static str {
+        match self {
+            StoreSync::Full => "FULL",
+            StoreSync::Normal => "NORMAL",
+        }
+    }
+}
+
 /// What a store is opened with.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -45,6 +68,7 @@ pub struct StoreOptions {
     /// Ended records older than this are removed (whole, from the old end of the chain).
     pub retention: Duration,
     pub history_text: HistoryText,
+    pub sync: StoreSync,
 }
 
 /// Why the store cannot be opened: the daemon stops and says so. Nothing is truncated.
@@ -158,8 +182,9 @@ impl Store {
             tracing::warn!(mode, "the store could not switch to WAL mode");
         }
         // FULL: a transaction is on disk when its commit returns, so a power cut loses nothing
-        // the daemon acted on (group commit pays the fsync once per group).
-        conn.pragma_update(None, "synchronous", "FULL")
+        // the daemon acted on (group commit pays the fsync once per group). NORMAL trades
+        // the power cut's last commits for no fsync on the commit path.
+        conn.pragma_update(None, "synchronous", opts.sync.pragma())
             .map_err(corrupt)?;
         match schema::migrate(&mut conn).map_err(corrupt)? {
             schema::Found::Newer(found) => {
