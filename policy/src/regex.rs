@@ -10,8 +10,9 @@
 pub struct JsRegex {
     source: String,
     re: regress::Regex,
-    /// A literal every match contains (the pattern's leading literal run, when it has no
-    /// alternation): a text without it cannot match, and the engine is not run.
+    /// A literal every match contains (the longest plain run of the pattern's top-level
+    /// sequence, when it has no alternation): a text without it cannot match, and the engine
+    /// is not run.
     required: Vec<u16>,
 }
 
@@ -40,7 +41,12 @@ impl JsRegex {
             Ok(re) => Ok(JsRegex {
                 source: pattern.to_string(),
                 re,
-                required: required_literal(pattern),
+                // Under `i` a literal matches in either case: none is required as written.
+                required: if flags.contains('i') {
+                    vec![]
+                } else {
+                    required_literal(pattern)
+                },
             }),
             Err(e) => Err(RegexError {
                 pattern: pattern.to_string(),
@@ -91,13 +97,17 @@ impl JsRegex {
     }
 }
 
-/// The pattern's leading literal run (at least 3 units), if it has no top-level `|`:
-/// every match then contains it. Conservative: it stops at the first character that is not
-/// plainly literal, and drops a literal a quantifier follows.
+/// The longest literal run (at least 3 units) of the pattern's top-level sequence, if it has
+/// no top-level `|`: every match then contains it. A run is plain characters and identity
+/// escapes, none quantified; `^`, `$`, `\\b` and `\\B` match no text, so the characters either
+/// side of one are adjacent in every match and the run goes on through it (a `commandRegex` of
+/// `^git` becomes `"command":"^git`, whose run is `"command":"git`). A group, a class, `.` or a
+/// quantified atom ends a run and is skipped; anything this does not read plainly (an escape
+/// like `\\u0041`, an Annex B literal brace) ends the search with the runs found so far.
 fn required_literal(pattern: &str) -> Vec<u16> {
     let chars: Vec<char> = pattern.chars().collect();
     // An alternation at the top level makes no literal required; one inside a group does not
-    // matter (the run stops at the group's parenthesis).
+    // matter (the group is skipped).
     let (mut depth, mut class, mut k) = (0i32, false, 0);
     while k < chars.len() {
         match chars[k] {
@@ -111,32 +121,114 @@ fn required_literal(pattern: &str) -> Vec<u16> {
         }
         k += 1;
     }
-    let mut lit: Vec<char> = vec![];
+    let (mut best, mut run): (Vec<char>, Vec<char>) = (vec![], vec![]);
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
-        let (ch, next) = if c == '\\' {
-            match chars.get(i + 1) {
-                Some(&e) if !e.is_ascii_alphanumeric() && e != 'u' && e != 'x' && e != 'c' => {
-                    (e, i + 2)
-                }
-                _ => break,
-            }
-        } else if "^$.?*+()[]{}".contains(c) {
-            break;
-        } else {
-            (c, i + 1)
-        };
-        if matches!(chars.get(next), Some('?' | '*' | '+' | '{')) {
-            break;
+        if c == '^' || c == '$' {
+            i += 1;
+            continue;
         }
-        lit.push(ch);
-        i = next;
+        if c == '\\' && matches!(chars.get(i + 1), Some('b' | 'B')) {
+            i += 2;
+            continue;
+        }
+        let literal = match c {
+            '\\' => match chars.get(i + 1) {
+                Some(&e) if !e.is_ascii_alphanumeric() => Some((e, i + 2)),
+                _ => None,
+            },
+            '.' | '?' | '*' | '+' | '(' | ')' | '[' | ']' | '{' | '}' | '|' => None,
+            _ => Some((c, i + 1)),
+        };
+        match literal {
+            Some((ch, next)) if !matches!(chars.get(next), Some('?' | '*' | '+' | '{')) => {
+                run.push(ch);
+                i = next;
+            }
+            _ => {
+                if run.len() > best.len() {
+                    best = std::mem::take(&mut run);
+                }
+                run.clear();
+                match skip_atom(&chars, i) {
+                    Some(next) => i = next,
+                    None => break,
+                }
+            }
+        }
     }
-    if lit.len() < 3 {
+    if run.len() > best.len() {
+        best = run;
+    }
+    if best.len() < 3 {
         return vec![];
     }
-    lit.iter().collect::<String>().encode_utf16().collect()
+    best.iter().collect::<String>().encode_utf16().collect()
+}
+
+/// Past the atom at `i` and its quantifier: a group, a class, `.`, an identity escape or a
+/// plain character. `None` for what is not read here (other escapes, a brace that is no
+/// quantifier, a stray bracket): the literal search stops there.
+fn skip_atom(chars: &[char], i: usize) -> Option<usize> {
+    let mut j = match chars[i] {
+        '(' => {
+            let (mut depth, mut class, mut j) = (0i32, false, i);
+            loop {
+                match chars.get(j)? {
+                    '\\' => j += 1,
+                    '[' if !class => class = true,
+                    ']' if class => class = false,
+                    '(' if !class => depth += 1,
+                    ')' if !class => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break j + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        '[' => {
+            let mut j = i + 1;
+            loop {
+                match chars.get(j)? {
+                    '\\' => j += 1,
+                    ']' => break j + 1,
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        '\\' => match chars.get(i + 1) {
+            Some(&e) if !e.is_ascii_alphanumeric() => i + 2,
+            // \d \w \s and their negations: one unit of a class.
+            Some('d' | 'D' | 'w' | 'W' | 's' | 'S') => i + 2,
+            _ => return None,
+        },
+        '?' | '*' | '+' | '{' | '}' | ')' | ']' | '|' => return None,
+        _ => i + 1,
+    };
+    match chars.get(j) {
+        Some('?' | '*' | '+') => j += 1,
+        Some('{') => {
+            let close = j + chars[j..].iter().position(|&c| c == '}')?;
+            let inner: String = chars[j + 1..close].iter().collect();
+            let (lo, hi) = inner.split_once(',').unwrap_or((&inner, "0"));
+            let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
+            if lo.is_empty() || !digits(lo) || !digits(hi) {
+                return None;
+            }
+            j = close + 1;
+        }
+        _ => return Some(j),
+    }
+    if chars.get(j) == Some(&'?') {
+        j += 1;
+    }
+    Some(j)
 }
 
 /// Without the `u` flag, `\\u` not followed by four hex digits is Annex B's identity escape
@@ -249,6 +341,54 @@ mod tests {
         );
         assert!(required_literal("ab|cd").is_empty());
         assert_eq!(String::from_utf16_lossy(&required_literal("abcd?e")), "abc");
+    }
+
+    /// Every literal `required_literal` names is in every text the regex matches: checked on
+    /// patterns of each construct against texts that match them.
+    #[test]
+    fn the_required_literal_is_in_every_match() {
+        let lit = |p: &str| String::from_utf16_lossy(&required_literal(p));
+        for (pattern, want, matching) in [
+            (
+                r#""command":"^make t-1( |$)"#,
+                r#""command":"make t-1"#,
+                None,
+            ),
+            (r"^abc\bdef$", "abcdef", None),
+            (
+                r"x(?:ab)*longest\.run[0-9]+tail",
+                "longest.run",
+                Some("xlongest.run7tail"),
+            ),
+            (r"ab\d{2,3}cdefg", "cdefg", Some("ab12cdefg")),
+            (r"(?<=pre)fix-ed", "fix-ed", Some("prefix-ed")),
+            (r"abcd\u0041efghij", "abcd", Some("abcdAefghij")),
+            (r"abcd\1efghij", "abcd", None),
+            (r"abc{efghij", "ab", None),
+            (r"[a-z]+\.rs", ".rs", Some("main.rs")),
+            (r"(a|b)cde", "cde", Some("acde")),
+            (r"abc*defgh", "defgh", Some("abdefgh")),
+            (r"abc+?defgh", "defgh", Some("abcdefgh")),
+        ] {
+            assert_eq!(
+                lit(pattern),
+                if want.len() < 3 { "" } else { want },
+                "{pattern}"
+            );
+            if let Some(text) = matching {
+                assert!(
+                    JsRegex::new(pattern).unwrap().test(text),
+                    "{pattern} on {text}"
+                );
+                assert!(text.contains(&lit(pattern)), "{pattern}");
+            }
+        }
+        // A literal matches in either case under `i`: none is required.
+        assert!(JsRegex::with_flags("abcdef", "i")
+            .unwrap()
+            .required()
+            .is_empty());
+        assert!(JsRegex::with_flags("abcdef", "i").unwrap().test("ABCDEF"));
         assert!(JsRegex::new(r"\x00abc").unwrap().test("\u{0}abc"));
     }
 }

@@ -34,8 +34,12 @@ pub(super) struct Literals {
     uncovered: Vec<usize>,
 }
 
-/// The most wildcard rules copied into every name's list.
-pub(super) const MAX_MERGED_WILD: usize = 64;
+/// The most entries the merged lists may hold in all (names × their rules and the wildcard
+/// ones; 2 MiB of indexes): within it every name's list has the wildcard rules merged in, so
+/// a call by one name gets the literal search over all its candidates. Hundreds of wildcard
+/// rules are common (each MCP server's `toolName = "*"`), and without the merge each check
+/// would sort and visit them all with no literal search.
+pub(super) const MAX_MERGED_ENTRIES: usize = 1 << 18;
 
 impl Literals {
     pub(super) fn new(rules: &[Rule], list: &[usize]) -> Option<Literals> {
@@ -143,7 +147,8 @@ impl Index {
                 }
             }
         }
-        if ix.wild.len() <= MAX_MERGED_WILD {
+        let entries: usize = ix.exact.values().map(|l| l.len() + ix.wild.len()).sum();
+        if entries <= MAX_MERGED_ENTRIES {
             let keys: Vec<String> = ix.exact.keys().cloned().collect();
             for k in keys {
                 let mut list = ix.exact[&k].clone();
@@ -228,6 +233,19 @@ mod tests {
                 (i * 53) % 900,
             ));
         }
+        // Wildcard rules of MCP servers, and anchored command patterns (whose literal runs
+        // through the `^`), in the numbers people have them.
+        for i in 0..80 {
+            let d = ["allow", "deny", "ask_user"][i % 3];
+            text.push_str(&format!(
+                "[[rule]]\ntoolName = \"*\"\nmcpName = \"srv{i}\"\ndecision = \"{d}\"\npriority = {}\n\n\
+                 [[rule]]\ntoolName = \"run_shell_command\"\ncommandRegex = \"^tool{i} run( |$)\"\ndecision = \"{d}\"\npriority = {}\n\n\
+                 [[rule]]\ntoolName = \"run_shell_command\"\ncommandRegex = \"make\\\\s+t{i}\\\\b\"\ndecision = \"{d}\"\npriority = {}\n\n",
+                (i * 29) % 900,
+                (i * 31) % 900,
+                (i * 41) % 900,
+            ));
+        }
         text.push_str(
             "[[rule]]\ntoolName = \"*\"\nargsPattern = \"secret\"\ndecision = \"deny\"\npriority = 500\n\n\
              [[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = \"git\"\ndecision = \"allow\"\npriority = 300\n\n\
@@ -271,6 +289,10 @@ mod tests {
             ("write_file", "{}".into()),
             ("read_file", "{\"file_path\":\"secret\"}".into()),
             ("read_file", "{\"file_path\":\"a\"}".into()),
+            ("run_shell_command", shell("make   t7 && make t77")),
+            ("run_shell_command", shell("make t7x; tool70 run")),
+            ("mcp_srv3_query", "{\"sql\":\"select\"}".into()),
+            ("query", "{\"sql\":\"select\"}".into()),
         ];
         for i in (0..40).step_by(3) {
             calls.push((
@@ -290,11 +312,11 @@ mod tests {
                 let scan = indexed.scanning();
                 for (tool, args) in &calls {
                     let args = crate::json::parse(args).expect("args");
-                    for has_args in [true, false] {
+                    for (has_args, server) in [(true, None), (false, None), (true, Some("srv3"))] {
                         let call = Call {
                             name: tool,
                             args: has_args.then_some(&args),
-                            server: None,
+                            server,
                             annotations: None,
                             subagent: None,
                         };
