@@ -405,7 +405,7 @@ fn targets_quick() {
     ]);
     assert_eq!(t["quick"], true);
     let rows = t["rows"].as_array().expect("rows");
-    assert_eq!(rows.len(), 17, "one row per target: {t}");
+    assert_eq!(rows.len(), 21, "one row per target: {t}");
     let mut met = 0;
     for r in rows {
         assert!(r["what"].as_str().is_some_and(|w| !w.is_empty()), "{r}");
@@ -453,26 +453,60 @@ fn targets_quick() {
         &rows[5]["detail"]["rss_each_kib"],
         "RSS per pending question",
     );
-    // The store's rows: ratios of positive figures, a restart, a history query that found
-    // records, the daemon's memory, JetStream's side.
-    for i in [11, 12, 13, 14, 16] {
+    // The policy rows: an approval a rule decided with no UI (the probe says so) and questions
+    // with the rules loaded, both ratios of positive figures.
+    let by_rule = &rows[11];
+    assert!(
+        by_rule["what"]
+            .as_str()
+            .unwrap()
+            .starts_with("approval a rule allows"),
+        "{by_rule}"
+    );
+    positive(
+        &by_rule["detail"]["approval_by_rule_us"],
+        "approval by rule p50",
+    );
+    positive(&by_rule["detail"]["question_us"], "question p50 with rules");
+    positive(&rows[12]["detail"]["rules_us"], "question p50 with rules");
+    positive(
+        &rows[12]["detail"]["off_us"],
+        "question p50 with policies off",
+    );
+    // The store's rows, each mode's throughput and p50 against --no-store's: ratios of positive
+    // figures, a restart, a history query that found records, the daemon's memory, JetStream's
+    // side.
+    for i in [11, 12, 13, 14, 15, 16, 17, 18, 20] {
         positive(&rows[i]["measured"], rows[i]["what"].as_str().unwrap());
     }
-    positive(&rows[11]["detail"]["store_per_s"], "store throughput");
-    positive(&rows[11]["detail"]["no_store_per_s"], "no-store throughput");
-    positive(&rows[12]["detail"]["store_us"], "store p50");
-    positive(&rows[13]["detail"]["rss_after_kib"], "RSS after a restart");
     assert!(
-        rows[14]["detail"]["records_answered"]
-            .as_u64()
-            .is_some_and(|n| n > 0),
+        rows[14]["what"]
+            .as_str()
+            .unwrap()
+            .contains("--store-sync normal"),
         "{}",
         rows[14]
     );
-    positive(&rows[14]["detail"]["direct_ms"], "history on the file");
-    assert!(rows[15]["measured"].as_f64().is_some_and(f64::is_finite));
-    positive(&rows[15]["detail"]["rss_kib"], "RSS with history");
-    positive(&rows[16]["detail"]["jetstream_us"], "JetStream p50");
+    for i in [13, 14] {
+        positive(&rows[i]["detail"]["store_per_s"], "store throughput");
+        positive(&rows[i]["detail"]["no_store_per_s"], "no-store throughput");
+    }
+    for i in [15, 16] {
+        positive(&rows[i]["detail"]["store_us"], "store p50");
+        positive(&rows[i]["detail"]["no_store_us"], "no-store p50");
+    }
+    positive(&rows[17]["detail"]["rss_after_kib"], "RSS after a restart");
+    assert!(
+        rows[18]["detail"]["records_answered"]
+            .as_u64()
+            .is_some_and(|n| n > 0),
+        "{}",
+        rows[18]
+    );
+    positive(&rows[18]["detail"]["direct_ms"], "history on the file");
+    assert!(rows[19]["measured"].as_f64().is_some_and(f64::is_finite));
+    positive(&rows[19]["detail"]["rss_kib"], "RSS with history");
+    positive(&rows[20]["detail"]["jetstream_us"], "JetStream p50");
 }
 
 /// `askbus bench federation` on a real nats-server (`$NATS_SERVER` or `nats-server` on the
