@@ -3,9 +3,14 @@
 //! which performs them in order (honouring the platform's rate limits, retrying network
 //! errors with backoff) and reports back [`In`] events: what was posted, the taps and
 //! replies people made. Views arrive with their buttons sealed (callback data strings).
+//! Every platform's worker is [`sender`] around its own [`Perform`], and retries its API calls
+//! with [`retrying`].
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::time::Duration;
+
+use tokio::sync::mpsc;
 
 use super::card::{Block, User, View};
 
@@ -66,6 +71,10 @@ pub enum In {
         user: User,
         reply_to: Option<Msg>,
         text: String,
+        /// The platform's handle of the reply when it must be answered like a tap (Discord's
+        /// modal submission is an interaction): the engine acks it, or refuses it, by a
+        /// [`Out::Toast`].
+        ack: Option<String>,
     },
     /// A post that could not be made (after the retries).
     Failed {
@@ -122,7 +131,7 @@ pub enum Failure {
 
 pub fn failure_text(f: Failure) -> String {
     match f {
-        Failure::RetryAfter(d) => format!("rate limited for {}s", d.as_secs()),
+        Failure::RetryAfter(d) => format!("rate limited for {:.1}s", d.as_secs_f64()),
         Failure::Transient(e) | Failure::Unauthorized(e) | Failure::Refused(e) => e,
     }
 }
@@ -136,6 +145,76 @@ impl Backoff {
         let d = Duration::from_millis(250u64 << self.0.min(7)).min(Duration::from_secs(30));
         self.0 += 1;
         d
+    }
+}
+
+/// `call`, waiting out rate limits and retrying network errors (at most `attempts` tries for
+/// the latter; a 429 is always waited out, it is a promise of service). `what` names the call
+/// in the log line: never a URL (a token may be in it).
+pub async fn retrying<T, F, Fut>(
+    platform: &str,
+    what: &str,
+    attempts: u32,
+    mut call: F,
+) -> Result<T, Failure>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Failure>>,
+{
+    let mut backoff = Backoff::default();
+    let mut tries = 0;
+    loop {
+        match call().await {
+            Err(Failure::RetryAfter(d)) => {
+                eprintln!(
+                    "askbus chat: {platform} asks to wait {:.1}s ({what})",
+                    d.as_secs_f64()
+                );
+                tokio::time::sleep(d).await;
+            }
+            Err(Failure::Transient(e)) => {
+                tries += 1;
+                if tries >= attempts {
+                    return Err(Failure::Transient(e));
+                }
+                tokio::time::sleep(backoff.next()).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// What a platform does with one engine operation (and what it reports back, if anything).
+pub trait Perform: Send + 'static {
+    fn perform(&mut self, op: Out) -> impl Future<Output = Option<In>> + Send;
+}
+
+/// A platform's worker: the engine's operations performed one at a time, in order, a burst
+/// of edits to one message folded into one call (see [`enqueue`]).
+pub async fn sender<P: Perform>(
+    mut platform: P,
+    mut rx: mpsc::UnboundedReceiver<Out>,
+    tx: mpsc::UnboundedSender<In>,
+) {
+    let mut queue = VecDeque::new();
+    loop {
+        if queue.is_empty() {
+            match rx.recv().await {
+                Some(op) => enqueue(&mut queue, op),
+                None => return,
+            }
+        }
+        while let Ok(op) = rx.try_recv() {
+            enqueue(&mut queue, op);
+        }
+        let Some(op) = queue.pop_front() else {
+            continue;
+        };
+        if let Some(event) = platform.perform(op).await {
+            if tx.send(event).is_err() {
+                return;
+            }
+        }
     }
 }
 

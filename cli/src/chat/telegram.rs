@@ -9,14 +9,15 @@
 //! network errors and 5xx retry with exponential backoff. The token is part of every URL, so
 //! no URL ever reaches a log or an error: reqwest's errors are stripped of theirs.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::card::{Block, Button, User, View};
-use super::platform::{enqueue, failure_text, fit, Backoff, Failure, In, Msg, Out};
+use super::platform::{
+    failure_text, fit, retrying, sender, Backoff, Failure, In, Msg, Out, Perform,
+};
 use super::text::defuse_mentions;
 
 /// Telegram's limit on a message's text (characters after entity parsing).
@@ -98,35 +99,14 @@ impl Api {
         })
     }
 
-    /// `call`, waiting out rate limits and retrying network errors (at most `attempts` tries
-    /// for the latter; a 429 is always waited out, it is a promise of service).
+    /// `call`, waiting out rate limits and retrying network errors (`platform::retrying`).
     async fn call_retrying(
         &self,
         method: &str,
         body: &Value,
         attempts: u32,
     ) -> Result<Value, Failure> {
-        let mut backoff = Backoff::default();
-        let mut tries = 0;
-        loop {
-            match self.call(method, body).await {
-                Err(Failure::RetryAfter(d)) => {
-                    eprintln!(
-                        "askbus chat: telegram asks to wait {}s ({method})",
-                        d.as_secs()
-                    );
-                    tokio::time::sleep(d).await;
-                }
-                Err(Failure::Transient(e)) => {
-                    tries += 1;
-                    if tries >= attempts {
-                        return Err(Failure::Transient(e));
-                    }
-                    tokio::time::sleep(backoff.next()).await;
-                }
-                other => return other,
-            }
-        }
+        retrying("telegram", method, attempts, || self.call(method, body)).await
     }
 }
 
@@ -134,32 +114,24 @@ impl Api {
 pub fn spawn(cfg: Config) -> (mpsc::UnboundedSender<Out>, mpsc::UnboundedReceiver<In>) {
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let (in_tx, in_rx) = mpsc::unbounded_channel();
-    tokio::spawn(sender(cfg.clone(), out_rx, in_tx.clone()));
+    let worker = Worker {
+        api: Api::new(&cfg, Duration::from_secs(30)),
+        cfg: cfg.clone(),
+    };
+    tokio::spawn(sender(worker, out_rx, in_tx.clone()));
     tokio::spawn(poller(cfg, in_tx));
     (out_tx, in_rx)
 }
 
-async fn sender(cfg: Config, mut rx: mpsc::UnboundedReceiver<Out>, tx: mpsc::UnboundedSender<In>) {
-    let api = Api::new(&cfg, Duration::from_secs(30));
-    let mut queue = VecDeque::new();
-    loop {
-        if queue.is_empty() {
-            match rx.recv().await {
-                Some(op) => enqueue(&mut queue, op),
-                None => return,
-            }
-        }
-        while let Ok(op) = rx.try_recv() {
-            enqueue(&mut queue, op);
-        }
-        let Some(op) = queue.pop_front() else {
-            continue;
-        };
-        if let Some(event) = perform(&api, &cfg, op).await {
-            if tx.send(event).is_err() {
-                return;
-            }
-        }
+/// The sender's side: the API and where to post.
+struct Worker {
+    api: Api,
+    cfg: Config,
+}
+
+impl Perform for Worker {
+    async fn perform(&mut self, op: Out) -> Option<In> {
+        perform(&self.api, &self.cfg, op).await
     }
 }
 
@@ -357,6 +329,7 @@ fn update(cfg: &Config, id: u64, u: &Value) -> Option<In> {
             .and_then(Value::as_i64)
             .map(|i| i.to_string()),
         text: m.get("text").and_then(Value::as_str)?.to_owned(),
+        ack: None,
     })
 }
 

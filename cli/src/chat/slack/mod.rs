@@ -27,7 +27,8 @@
 mod blocks;
 mod socket;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -37,7 +38,9 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 use super::card::{Block, Button, User, View};
-use super::platform::{enqueue, failure_text, fit, Backoff, Failure, In, Out, Seen};
+use super::platform::{
+    failure_text, fit, retrying, sender, Backoff, Failure, In, Out, Perform, Seen,
+};
 use super::text::clip;
 use blocks::{escape, plain, render};
 use socket::socket;
@@ -107,7 +110,9 @@ impl Bucket {
 struct Api {
     http: reqwest::Client,
     base: String,
-    buckets: HashMap<&'static str, Bucket>,
+    /// Behind a lock so calls take `&self` (the sender and the socket each have their own
+    /// `Api`; the lock is never contended across an await).
+    buckets: Mutex<HashMap<&'static str, Bucket>>,
 }
 
 impl Api {
@@ -130,21 +135,24 @@ impl Api {
                 .build()
                 .expect("the HTTP client builds (rustls with bundled roots)"),
             base: base.trim_end_matches('/').to_owned(),
-            buckets: tiers.into_iter().collect(),
+            buckets: Mutex::new(tiers.into_iter().collect()),
         }
     }
 
     async fn call(
-        &mut self,
+        &self,
         method: &'static str,
         token: &str,
         body: &Value,
     ) -> Result<Value, Failure> {
-        if let Some(b) = self.buckets.get_mut(method) {
-            let wait = b.take();
-            if !wait.is_zero() {
-                tokio::time::sleep(wait).await;
-            }
+        let wait = self
+            .buckets
+            .lock()
+            .expect("the bucket lock is never poisoned")
+            .get_mut(method)
+            .map_or(Duration::ZERO, Bucket::take);
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
         }
         let resp = self
             .http
@@ -194,35 +202,15 @@ impl Api {
         })
     }
 
-    /// `call`, waiting out rate limits and retrying network errors (at most `attempts` tries).
+    /// `call`, waiting out rate limits and retrying network errors (`platform::retrying`).
     async fn call_retrying(
-        &mut self,
+        &self,
         method: &'static str,
         token: &str,
         body: &Value,
         attempts: u32,
     ) -> Result<Value, Failure> {
-        let mut backoff = Backoff::default();
-        let mut tries = 0;
-        loop {
-            match self.call(method, token, body).await {
-                Err(Failure::RetryAfter(d)) => {
-                    eprintln!(
-                        "askbus chat: slack asks to wait {}s ({method})",
-                        d.as_secs()
-                    );
-                    tokio::time::sleep(d).await;
-                }
-                Err(Failure::Transient(e)) => {
-                    tries += 1;
-                    if tries >= attempts {
-                        return Err(Failure::Transient(e));
-                    }
-                    tokio::time::sleep(backoff.next()).await;
-                }
-                other => return other,
-            }
-        }
+        retrying("slack", method, attempts, || self.call(method, token, body)).await
     }
 }
 
@@ -230,32 +218,24 @@ impl Api {
 pub fn spawn(cfg: Config) -> (mpsc::UnboundedSender<Out>, mpsc::UnboundedReceiver<In>) {
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let (in_tx, in_rx) = mpsc::unbounded_channel();
-    tokio::spawn(sender(cfg.clone(), out_rx, in_tx.clone()));
+    let worker = Worker {
+        api: Api::new(&cfg.api_base),
+        cfg: cfg.clone(),
+    };
+    tokio::spawn(sender(worker, out_rx, in_tx.clone()));
     tokio::spawn(socket(cfg, in_tx));
     (out_tx, in_rx)
 }
 
-async fn sender(cfg: Config, mut rx: mpsc::UnboundedReceiver<Out>, tx: mpsc::UnboundedSender<In>) {
-    let mut api = Api::new(&cfg.api_base);
-    let mut queue = VecDeque::new();
-    loop {
-        if queue.is_empty() {
-            match rx.recv().await {
-                Some(op) => enqueue(&mut queue, op),
-                None => return,
-            }
-        }
-        while let Ok(op) = rx.try_recv() {
-            enqueue(&mut queue, op);
-        }
-        let Some(op) = queue.pop_front() else {
-            continue;
-        };
-        if let Some(event) = perform(&mut api, &cfg, op).await {
-            if tx.send(event).is_err() {
-                return;
-            }
-        }
+/// The sender's side: the Web API and where to post.
+struct Worker {
+    api: Api,
+    cfg: Config,
+}
+
+impl Perform for Worker {
+    async fn perform(&mut self, op: Out) -> Option<In> {
+        perform(&self.api, &self.cfg, op).await
     }
 }
 
@@ -274,7 +254,7 @@ fn split_tap(tap: &str) -> (&str, &str, &str) {
     )
 }
 
-async fn perform(api: &mut Api, cfg: &Config, op: Out) -> Option<In> {
+async fn perform(api: &Api, cfg: &Config, op: Out) -> Option<In> {
     let token = cfg.bot_token.as_str();
     match op {
         Out::Post { key, view } => {

@@ -7,7 +7,7 @@ use super::*;
 
 /// The socket: opened, read, acked, reopened, for as long as the engine listens.
 pub(super) async fn socket(cfg: Config, tx: mpsc::UnboundedSender<In>) {
-    let mut api = Api::new(&cfg.api_base);
+    let api = Api::new(&cfg.api_base);
     let mut backoff = Backoff::default();
     let mut seen = Seen::new();
     let mut was_down = false;
@@ -189,6 +189,7 @@ pub(super) fn interactive(p: &Value) -> Vec<In> {
                     .and_then(Value::as_str)
                     .map(str::to_owned),
                 text: text.to_owned(),
+                ack: None,
             }]
         }
         _ => Vec::new(),
