@@ -735,8 +735,8 @@ fn rate_limits_drops_redelivery_restart_and_digest() {
     });
 }
 
-/// The help names the platforms that exist (Telegram, Slack) and no other: a newcomer who
-/// reads "Discord" there finds no `askbus chat discord`.
+/// The help names the platforms that exist (Telegram, Slack, Discord) and no other: a
+/// newcomer who reads a platform's name there finds its `askbus chat PLATFORM`.
 #[test]
 fn help_names_only_the_platforms_that_exist() {
     let help = |args: &[&str]| {
@@ -748,23 +748,21 @@ fn help_names_only_the_platforms_that_exist() {
         String::from_utf8(out.stdout).unwrap()
     };
     let chat = help(&["chat", "--help"]);
-    for platform in ["telegram", "slack"] {
+    for platform in ["telegram", "slack", "discord"] {
         assert!(chat.contains(platform), "{chat}");
+        help(&["chat", platform, "--help"]);
     }
     let top = help(&["--help"]);
     let line = top
         .lines()
         .find(|l| l.trim_start().starts_with("chat "))
         .unwrap_or_else(|| panic!("{top}"));
-    assert!(line.contains("Telegram or Slack"), "{line}");
-    for args in [
-        &["--help"][..],
-        &["chat", "--help"],
-        &["chat", "telegram", "--help"],
-        &["chat", "slack", "--help"],
-    ] {
-        let text = help(args);
-        assert!(!text.to_lowercase().contains("discord"), "{args:?}: {text}");
+    assert!(line.contains("Telegram, Slack or Discord"), "{line}");
+    for args in [&["--help"][..], &["chat", "--help"]] {
+        let text = help(args).to_lowercase();
+        for absent in ["whatsapp", "matrix", "teams"] {
+            assert!(!text.contains(absent), "{args:?}: {text}");
+        }
     }
 }
 

@@ -60,7 +60,24 @@ pub fn spawn(cfg: Config) -> (mpsc::UnboundedSender<Out>, mpsc::UnboundedReceive
         rest: rest.clone(),
         channel: cfg.channel.clone(),
     };
-    tokio::spawn(sender(worker, out_rx, in_tx.clone()));
+    // Answers to interactions skip the queue: a post waiting out a rate limit must not
+    // make a tap miss its 3 seconds.
+    let (queued_tx, queued_rx) = mpsc::unbounded_channel();
+    let answers = rest.clone();
+    tokio::spawn(async move {
+        let mut out_rx = out_rx;
+        while let Some(op) = out_rx.recv().await {
+            match op {
+                Out::Toast { .. } | Out::Prompt { .. } => answer(&answers, op),
+                other => {
+                    if queued_tx.send(other).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    tokio::spawn(sender(worker, queued_rx, in_tx.clone()));
     tokio::spawn(gateway::gateway(cfg, rest, in_tx));
     (out_tx, in_rx)
 }
@@ -100,6 +117,47 @@ async fn callback(rest: Rest, handle: String, body: Value) {
             "askbus chat: cannot answer a discord interaction: {}",
             failure_text(e)
         );
+    }
+}
+
+/// Answers an interaction on a task of its own: a tap's ack or ephemeral notice, a modal.
+fn answer(rest: &Rest, op: Out) {
+    match op {
+        Out::Toast { reply, text, .. } => {
+            let body = if text.is_empty() {
+                json!({"type": DEFERRED_UPDATE})
+            } else {
+                json!({"type": CHANNEL_MESSAGE, "data": {"content": escape(&text),
+                    "flags": EPHEMERAL, "allowed_mentions": {"parse": []}}})
+            };
+            tokio::spawn(callback(rest.clone(), reply, body));
+        }
+        Out::Prompt {
+            reply_to,
+            text,
+            tap,
+            ..
+        } => {
+            let Some(tap) = tap else {
+                eprintln!("askbus chat: a prompt without a tap cannot open a Discord modal");
+                return;
+            };
+            let body = if split_handle(&tap).2 {
+                // A modal cannot answer a modal: the message's Answer button opens the next.
+                json!({"type": DEFERRED_UPDATE})
+            } else {
+                json!({"type": MODAL, "data": {
+                    "custom_id": format!("{REPLY_MODAL}{reply_to}"),
+                    "title": "askbus",
+                    "components": [
+                        {"type": 10, "content": escape(&clip(&text, 1900))},
+                        {"type": 18, "label": "Your answer", "component": {
+                            "type": 4, "custom_id": REPLY_INPUT, "style": 2,
+                            "min_length": 1, "max_length": 4000, "required": true}}]}})
+            };
+            tokio::spawn(callback(rest.clone(), tap, body));
+        }
+        Out::Post { .. } | Out::Edit { .. } => {}
     }
 }
 
@@ -150,40 +208,8 @@ impl Perform for Worker {
                     }
                 }
             }
-            Out::Toast { reply, text, .. } => {
-                let body = if text.is_empty() {
-                    json!({"type": DEFERRED_UPDATE})
-                } else {
-                    json!({"type": CHANNEL_MESSAGE, "data": {"content": escape(&text),
-                        "flags": EPHEMERAL, "allowed_mentions": {"parse": []}}})
-                };
-                tokio::spawn(callback(self.rest.clone(), reply, body));
-                None
-            }
-            Out::Prompt {
-                reply_to,
-                text,
-                tap,
-                ..
-            } => {
-                let Some(tap) = tap else {
-                    eprintln!("askbus chat: a prompt without a tap cannot open a Discord modal");
-                    return None;
-                };
-                let body = if split_handle(&tap).2 {
-                    // A modal cannot answer a modal: the message's Answer button opens the next.
-                    json!({"type": DEFERRED_UPDATE})
-                } else {
-                    json!({"type": MODAL, "data": {
-                        "custom_id": format!("{REPLY_MODAL}{reply_to}"),
-                        "title": "askbus",
-                        "components": [
-                            {"type": 10, "content": escape(&clip(&text, 1900))},
-                            {"type": 18, "label": "Your answer", "component": {
-                                "type": 4, "custom_id": REPLY_INPUT, "style": 2,
-                                "min_length": 1, "max_length": 4000, "required": true}}]}})
-                };
-                tokio::spawn(callback(self.rest.clone(), tap, body));
+            op @ (Out::Toast { .. } | Out::Prompt { .. }) => {
+                answer(&self.rest, op);
                 None
             }
         }

@@ -59,12 +59,13 @@ impl Rest {
             .expect("the limits lock is never poisoned")
     }
 
-    /// How long `route` must wait before it may be called.
-    fn wait(&self, route: &str) -> Duration {
+    /// How long `route` must wait before it may be called (interaction callbacks, `bot`
+    /// false, are not bound by the global limit).
+    fn wait(&self, route: &str, bot: bool) -> Duration {
         let l = self.limits();
         let now = Instant::now();
         let key = l.bucket_of.get(route).map_or(route, String::as_str);
-        [l.global, l.until.get(key).copied()]
+        [l.global.filter(|_| bot), l.until.get(key).copied()]
             .into_iter()
             .flatten()
             .map(|t| t.saturating_duration_since(now))
@@ -108,7 +109,7 @@ impl Rest {
         body: Option<&Value>,
         bot: bool,
     ) -> Result<Value, Failure> {
-        let wait = self.wait(route);
+        let wait = self.wait(route, bot);
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
         }
