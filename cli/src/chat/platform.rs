@@ -116,6 +116,51 @@ pub fn fit(blocks: &mut [Block], max: usize) {
     }
 }
 
+/// What a post's outcome means for the engine: the message it made (`msg` reads its
+/// reference from the platform's answer), a failure to post (after the retries), or the end.
+pub fn posted<T>(
+    key: String,
+    r: Result<T, Failure>,
+    msg: impl FnOnce(&T) -> Option<Msg>,
+) -> Option<In> {
+    match r {
+        Ok(v) => Some(In::Posted { key, msg: msg(&v)? }),
+        Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
+        Err(e) => Some(In::Failed {
+            key,
+            error: failure_text(e),
+        }),
+    }
+}
+
+/// What an edit's outcome means for the engine: nothing (a failure is logged), or the end.
+pub fn edited<T>(r: Result<T, Failure>) -> Option<In> {
+    match r {
+        Ok(_) => None,
+        Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
+        Err(e) => {
+            eprintln!("askbus chat: cannot edit a message: {}", failure_text(e));
+            None
+        }
+    }
+}
+
+/// A platform's user object (`id`, `username`, or `alt` when it has no username) as a
+/// [`User`].
+pub fn json_user(u: Option<&serde_json::Value>, alt: &str) -> User {
+    let s = |k: &str| {
+        u.and_then(|u| u.get(k))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let name = match s("username") {
+        n if n.is_empty() => s(alt),
+        n => n,
+    };
+    User { id: s("id"), name }
+}
+
 /// Why a platform API call failed (every platform sorts its errors into these).
 #[derive(Debug)]
 pub enum Failure {

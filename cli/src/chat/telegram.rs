@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 use super::card::{Block, Button, User, View};
 use super::platform::{
-    failure_text, fit, retrying, sender, Backoff, Failure, In, Msg, Out, Perform,
+    edited, failure_text, fit, posted, retrying, sender, Backoff, Failure, In, Msg, Out, Perform,
 };
 use super::text::defuse_mentions;
 
@@ -114,24 +114,16 @@ impl Api {
 pub fn spawn(cfg: Config) -> (mpsc::UnboundedSender<Out>, mpsc::UnboundedReceiver<In>) {
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let (in_tx, in_rx) = mpsc::unbounded_channel();
-    let worker = Worker {
-        api: Api::new(&cfg, Duration::from_secs(30)),
-        cfg: cfg.clone(),
-    };
+    let worker = (Api::new(&cfg, Duration::from_secs(30)), cfg.clone());
     tokio::spawn(sender(worker, out_rx, in_tx.clone()));
     tokio::spawn(poller(cfg, in_tx));
     (out_tx, in_rx)
 }
 
 /// The sender's side: the API and where to post.
-struct Worker {
-    api: Api,
-    cfg: Config,
-}
-
-impl Perform for Worker {
+impl Perform for (Api, Config) {
     async fn perform(&mut self, op: Out) -> Option<In> {
-        perform(&self.api, &self.cfg, op).await
+        perform(&self.0, &self.1, op).await
     }
 }
 
@@ -144,17 +136,8 @@ async fn perform(api: &Api, cfg: &Config, op: Out) -> Option<In> {
             if let Some(m) = markup {
                 body["reply_markup"] = m;
             }
-            match api.call_retrying("sendMessage", &body, 8).await {
-                Ok(r) => Some(In::Posted {
-                    key,
-                    msg: message_id(&r)?,
-                }),
-                Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
-                Err(e) => Some(In::Failed {
-                    key,
-                    error: failure_text(e),
-                }),
-            }
+            let r = api.call_retrying("sendMessage", &body, 8).await;
+            posted(key, r, message_id)
         }
         Out::Edit { msg, view } => {
             let (text, markup) = render(&view);
@@ -162,13 +145,8 @@ async fn perform(api: &Api, cfg: &Config, op: Out) -> Option<In> {
                 "text": text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": true},
                 "reply_markup": markup.unwrap_or_else(|| json!({"inline_keyboard": []}))});
             match api.call_retrying("editMessageText", &body, 8).await {
-                Ok(_) => None,
                 Err(Failure::Refused(e)) if e.contains("message is not modified") => None,
-                Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
-                Err(e) => {
-                    eprintln!("askbus chat: cannot edit a message: {}", failure_text(e));
-                    None
-                }
+                r => edited(r),
             }
         }
         Out::Toast { reply, text, alert } => {

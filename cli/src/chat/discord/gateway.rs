@@ -22,7 +22,7 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 use super::rest::Rest;
 use super::{handle, Config, REPLY_INPUT, REPLY_MODAL};
 use crate::chat::card::User;
-use crate::chat::platform::{failure_text, Backoff, Failure, In, Seen};
+use crate::chat::platform::{failure_text, json_user, Backoff, Failure, In, Seen};
 
 /// Gateway opcodes.
 const DISPATCH: u64 = 0;
@@ -370,19 +370,12 @@ fn closed(code: Option<u16>) -> End {
     }
 }
 
+/// Who made an interaction: `member.user` in a server, `user` in a direct message.
 fn user(d: &Value) -> User {
-    let u = d.pointer("/member/user").or_else(|| d.get("user"));
-    let s = |k: &str| {
-        u.and_then(|u| u.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    let name = match s("username") {
-        n if n.is_empty() => s("global_name"),
-        n => n,
-    };
-    User { id: s("id"), name }
+    json_user(
+        d.pointer("/member/user").or_else(|| d.get("user")),
+        "global_name",
+    )
 }
 
 /// The first text input's value in a modal submission (in a Label, or an Action Row).

@@ -23,7 +23,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::platform::{failure_text, retrying, sender, Failure, In, Out, Perform};
+use super::platform::{edited, failure_text, posted, retrying, sender, In, Out, Perform};
 use super::text::clip;
 use render::{escape, render};
 use rest::Rest;
@@ -175,17 +175,9 @@ impl Perform for Worker {
                         .call(Method::POST, &path, &route, Some(&body), true)
                 })
                 .await;
-                match r {
-                    Ok(m) => Some(In::Posted {
-                        key,
-                        msg: m.get("id").and_then(Value::as_str)?.to_owned(),
-                    }),
-                    Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
-                    Err(e) => Some(In::Failed {
-                        key,
-                        error: failure_text(e),
-                    }),
-                }
+                posted(key, r, |m| {
+                    m.get("id").and_then(Value::as_str).map(str::to_owned)
+                })
             }
             Out::Edit { msg, view } => {
                 let (content, components) = render(&view);
@@ -199,14 +191,7 @@ impl Perform for Worker {
                         .call(Method::PATCH, &path, &route, Some(&body), true)
                 })
                 .await;
-                match r {
-                    Ok(_) => None,
-                    Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
-                    Err(e) => {
-                        eprintln!("askbus chat: cannot edit a message: {}", failure_text(e));
-                        None
-                    }
-                }
+                edited(r)
             }
             op @ (Out::Toast { .. } | Out::Prompt { .. }) => {
                 answer(&self.rest, op);

@@ -106,7 +106,8 @@ pub fn render(view: &View<String>) -> (String, Value) {
         if n <= MAX_CONTENT || budget <= 100 {
             break clip(&text, MAX_CONTENT);
         }
-        budget = budget.saturating_sub(n - MAX_CONTENT + 50).max(100);
+        // Escapes grow the text in proportion: shrink the budget in the same proportion.
+        budget = (budget * MAX_CONTENT / n).saturating_sub(20).max(100);
     };
     let rows: Vec<&Vec<Button<String>>> = view.rows.iter().filter(|r| !r.is_empty()).collect();
     // A row of more than five buttons is wrapped; rows beyond five are dropped (the card has

@@ -37,9 +37,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
-use super::card::{Block, Button, User, View};
+use super::card::{Block, Button, View};
 use super::platform::{
-    failure_text, fit, retrying, sender, Backoff, Failure, In, Out, Perform, Seen,
+    edited, failure_text, fit, posted, retrying, sender, Backoff, Failure, In, Out, Perform, Seen,
 };
 use super::text::clip;
 use blocks::{escape, plain, render};
@@ -218,24 +218,16 @@ impl Api {
 pub fn spawn(cfg: Config) -> (mpsc::UnboundedSender<Out>, mpsc::UnboundedReceiver<In>) {
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let (in_tx, in_rx) = mpsc::unbounded_channel();
-    let worker = Worker {
-        api: Api::new(&cfg.api_base),
-        cfg: cfg.clone(),
-    };
+    let worker = (Api::new(&cfg.api_base), cfg.clone());
     tokio::spawn(sender(worker, out_rx, in_tx.clone()));
     tokio::spawn(socket(cfg, in_tx));
     (out_tx, in_rx)
 }
 
 /// The sender's side: the Web API and where to post.
-struct Worker {
-    api: Api,
-    cfg: Config,
-}
-
-impl Perform for Worker {
+impl Perform for (Api, Config) {
     async fn perform(&mut self, op: Out) -> Option<In> {
-        perform(&self.api, &self.cfg, op).await
+        perform(&self.0, &self.1, op).await
     }
 }
 
@@ -261,34 +253,18 @@ async fn perform(api: &Api, cfg: &Config, op: Out) -> Option<In> {
             let (text, blocks) = render(&view);
             let body = json!({"channel": cfg.channel, "text": text, "blocks": blocks,
                 "unfurl_links": false, "unfurl_media": false});
-            match api.call_retrying("chat.postMessage", token, &body, 8).await {
-                Ok(r) => {
-                    let channel = r.get("channel").and_then(Value::as_str)?;
-                    let ts = r.get("ts").and_then(Value::as_str)?;
-                    Some(In::Posted {
-                        key,
-                        msg: format!("{channel}:{ts}"),
-                    })
-                }
-                Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
-                Err(e) => Some(In::Failed {
-                    key,
-                    error: failure_text(e),
-                }),
-            }
+            let r = api.call_retrying("chat.postMessage", token, &body, 8).await;
+            posted(key, r, |r| {
+                let channel = r.get("channel").and_then(Value::as_str)?;
+                let ts = r.get("ts").and_then(Value::as_str)?;
+                Some(format!("{channel}:{ts}"))
+            })
         }
         Out::Edit { msg, view } => {
             let (channel, ts) = split_msg(&msg);
             let (text, blocks) = render(&view);
             let body = json!({"channel": channel, "ts": ts, "text": text, "blocks": blocks});
-            match api.call_retrying("chat.update", token, &body, 8).await {
-                Ok(_) => None,
-                Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
-                Err(e) => {
-                    eprintln!("askbus chat: cannot edit a message: {}", failure_text(e));
-                    None
-                }
-            }
+            edited(api.call_retrying("chat.update", token, &body, 8).await)
         }
         Out::Toast { reply, text, .. } => {
             // The envelope was acked when it came; only a notice needs a call.
