@@ -146,6 +146,19 @@ pub struct DiscordArgs {
     pub token_file: Option<PathBuf>,
 }
 
+impl CommonArgs {
+    /// `--api-base`, or the platform's public API.
+    fn api_base(&self, default: &str) -> String {
+        self.api_base.clone().unwrap_or_else(|| default.to_owned())
+    }
+
+    /// The state file (`--state`, or the default for `platform` and `chat`) and its path.
+    fn state(&self, platform: &str, chat: &str) -> Result<(StateFile, PathBuf)> {
+        let path = state_path(self, platform, chat)?;
+        Ok((StateFile::load(&path)?, path))
+    }
+}
+
 /// A token read from `env` or `file`, refused when it has characters no token has (it goes
 /// into an HTTP header or a URL).
 fn token(env: &str, file: Option<&Path>, flag: &str) -> Result<String> {
@@ -175,14 +188,9 @@ pub async fn run(socket: &Path, args: ChatArgs) -> Result<ExitCode> {
             if t.chat.parse::<i64>().is_err() && !t.chat.starts_with('@') {
                 bail!("--chat takes a numeric chat id (or @channelname)");
             }
-            let state_path = state_path(&t.common, "telegram", &t.chat)?;
-            let state = StateFile::load(&state_path)?;
+            let (state, state_path) = t.common.state("telegram", &t.chat)?;
             let cfg = telegram::Config {
-                api_base: t
-                    .common
-                    .api_base
-                    .clone()
-                    .unwrap_or_else(|| telegram::DEFAULT_API_BASE.into()),
+                api_base: t.common.api_base(telegram::DEFAULT_API_BASE),
                 token,
                 chat: t.chat.clone(),
                 poll_secs: t.poll_timeout,
@@ -213,14 +221,9 @@ pub async fn run(socket: &Path, args: ChatArgs) -> Result<ExitCode> {
             if s.channel.is_empty() || !s.channel.chars().all(|c| c.is_ascii_alphanumeric()) {
                 bail!("--channel takes a channel or user id (C0123ABCD, U0123ABCD)");
             }
-            let state_path = state_path(&s.common, "slack", &s.channel)?;
-            let state = StateFile::load(&state_path)?;
+            let (state, state_path) = s.common.state("slack", &s.channel)?;
             let cfg = slack::Config {
-                api_base: s
-                    .common
-                    .api_base
-                    .clone()
-                    .unwrap_or_else(|| slack::DEFAULT_API_BASE.into()),
+                api_base: s.common.api_base(slack::DEFAULT_API_BASE),
                 app_token,
                 bot_token,
                 channel: s.channel.clone(),
@@ -248,14 +251,9 @@ pub async fn run(socket: &Path, args: ChatArgs) -> Result<ExitCode> {
                     crate::term::sanitize(u)
                 );
             }
-            let state_path = state_path(&d.common, "discord", &d.channel)?;
-            let state = StateFile::load(&state_path)?;
+            let (state, state_path) = d.common.state("discord", &d.channel)?;
             let cfg = discord::Config {
-                api_base: d
-                    .common
-                    .api_base
-                    .clone()
-                    .unwrap_or_else(|| discord::DEFAULT_API_BASE.into()),
+                api_base: d.common.api_base(discord::DEFAULT_API_BASE),
                 token,
                 channel: d.channel.clone(),
             };

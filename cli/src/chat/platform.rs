@@ -161,6 +161,35 @@ pub fn json_user(u: Option<&serde_json::Value>, alt: &str) -> User {
     User { id: s("id"), name }
 }
 
+/// The tap a modal opens in answer to (`Out::Prompt`'s), or `None`, logged: a modal needs
+/// one (the engine always gives it; a platform's own redelivery might not).
+pub fn modal_tap(tap: Option<String>, platform: &str) -> Option<String> {
+    if tap.is_none() {
+        eprintln!("askbus chat: a prompt without a tap cannot open a {platform} modal");
+    }
+    tap
+}
+
+/// A message's text from its blocks, each written by `one` in the platform's markup: a meta
+/// or note line right below what precedes it, other blocks a blank line apart; "…" when
+/// there is nothing.
+pub fn join_blocks(blocks: &[Block], one: impl Fn(&Block) -> String) -> String {
+    let mut text = String::new();
+    for b in blocks {
+        if !text.is_empty() {
+            text.push_str(match b {
+                Block::Meta(_) | Block::Note(_) => "\n",
+                _ => "\n\n",
+            });
+        }
+        text.push_str(&one(b));
+    }
+    if text.is_empty() {
+        text.push('…');
+    }
+    text
+}
+
 /// Why a platform API call failed (every platform sorts its errors into these).
 #[derive(Debug)]
 pub enum Failure {

@@ -16,7 +16,8 @@ use tokio::sync::mpsc;
 
 use super::card::{Block, Button, User, View};
 use super::platform::{
-    edited, failure_text, fit, posted, retrying, sender, Backoff, Failure, In, Msg, Out, Perform,
+    edited, failure_text, fit, join_blocks, posted, retrying, sender, Backoff, Failure, In, Msg,
+    Out, Perform,
 };
 use super::text::defuse_mentions;
 
@@ -334,24 +335,12 @@ fn escape_attr(s: &str) -> String {
 pub fn render(view: &View<String>) -> (String, Option<Value>) {
     let mut blocks = view.blocks.clone();
     fit(&mut blocks, MAX_TEXT - 96);
-    let mut text = String::new();
-    for b in &blocks {
-        if !text.is_empty() {
-            text.push_str(match b {
-                Block::Meta(_) | Block::Note(_) => "\n",
-                _ => "\n\n",
-            });
-        }
-        match b {
-            Block::Title(s) => text.push_str(&format!("<b>{}</b>", escape(s))),
-            Block::Meta(s) | Block::Note(s) => text.push_str(&format!("<i>{}</i>", escape(s))),
-            Block::Text(s) => text.push_str(&escape(s)),
-            Block::Code(s) => text.push_str(&format!("<pre>{}</pre>", escape(s))),
-        }
-    }
-    if text.is_empty() {
-        text.push('…');
-    }
+    let text = join_blocks(&blocks, |b| match b {
+        Block::Title(s) => format!("<b>{}</b>", escape(s)),
+        Block::Meta(s) | Block::Note(s) => format!("<i>{}</i>", escape(s)),
+        Block::Text(s) => escape(s),
+        Block::Code(s) => format!("<pre>{}</pre>", escape(s)),
+    });
     let rows: Vec<Value> = view
         .rows
         .iter()

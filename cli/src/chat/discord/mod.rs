@@ -23,7 +23,9 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::platform::{edited, failure_text, posted, retrying, sender, In, Out, Perform};
+use super::platform::{
+    edited, failure_text, modal_tap, posted, retrying, sender, In, Out, Perform,
+};
 use super::text::clip;
 use render::{escape, render};
 use rest::Rest;
@@ -138,8 +140,7 @@ fn answer(rest: &Rest, op: Out) {
             tap,
             ..
         } => {
-            let Some(tap) = tap else {
-                eprintln!("askbus chat: a prompt without a tap cannot open a Discord modal");
+            let Some(tap) = modal_tap(tap, "Discord") else {
                 return;
             };
             let body = if split_handle(&tap).2 {

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use crate::chat::card::{Block, Button, View};
-use crate::chat::platform::fit;
+use crate::chat::platform::{fit, join_blocks};
 use crate::chat::text::{clip, defuse_mentions};
 
 /// Discord's limit on a message's `content`, in characters.
@@ -65,33 +65,18 @@ fn code(s: &str) -> String {
 }
 
 fn content(blocks: &[Block]) -> String {
-    let mut text = String::new();
-    for b in blocks {
-        if !text.is_empty() {
-            text.push_str(match b {
-                Block::Meta(_) | Block::Note(_) => "\n",
-                _ => "\n\n",
-            });
-        }
-        match b {
-            Block::Title(s) => text.push_str(&format!("**{}**", escape(s))),
-            // Subtext, line by line (`-# ` holds for one line).
-            Block::Meta(s) | Block::Note(s) => {
-                let lines: Vec<String> = s
-                    .split('\n')
-                    .filter(|l| !l.trim().is_empty())
-                    .map(|l| format!("-# {}", escape(l)))
-                    .collect();
-                text.push_str(&lines.join("\n"));
-            }
-            Block::Text(s) => text.push_str(&escape(s)),
-            Block::Code(s) => text.push_str(&format!("```\n{}\n```", code(s))),
-        }
-    }
-    if text.is_empty() {
-        text.push('…');
-    }
-    text
+    join_blocks(blocks, |b| match b {
+        Block::Title(s) => format!("**{}**", escape(s)),
+        // Subtext, line by line (`-# ` holds for one line).
+        Block::Meta(s) | Block::Note(s) => s
+            .split('\n')
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| format!("-# {}", escape(l)))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Block::Text(s) => escape(s),
+        Block::Code(s) => format!("```\n{}\n```", code(s)),
+    })
 }
 
 /// The message's `content` (within [`MAX_CONTENT`] once escaped) and its `components`.

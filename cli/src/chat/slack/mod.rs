@@ -39,7 +39,8 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 use super::card::{Block, Button, View};
 use super::platform::{
-    edited, failure_text, fit, posted, retrying, sender, Backoff, Failure, In, Out, Perform, Seen,
+    edited, failure_text, fit, modal_tap, posted, retrying, sender, Backoff, Failure, In, Out,
+    Perform, Seen,
 };
 use super::text::clip;
 use blocks::{escape, plain, render};
@@ -287,10 +288,7 @@ async fn perform(api: &Api, cfg: &Config, op: Out) -> Option<In> {
             tap,
             ..
         } => {
-            let Some(tap) = tap else {
-                eprintln!("askbus chat: a prompt without a tap cannot open a Slack modal");
-                return None;
-            };
+            let tap = modal_tap(tap, "Slack")?;
             let (_, _, trigger) = split_tap(&tap);
             let view = json!({"type": "modal", "callback_id": REPLY_CALLBACK,
                 "private_metadata": reply_to,
