@@ -14,8 +14,6 @@
 use crate::harness as common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
@@ -26,15 +24,16 @@ use axum::routing::{get, patch, post};
 use axum::Router;
 use common::{Daemon, Raw};
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
+
+use crate::chat_common::{ask, chat_log, logged, producer, Chat, Shared};
 
 const TOKEN: &str = "MTA5ODc2NTQzMjEwOTg3NjU0.GaBcDe.test_token-abc";
 const CHANNEL: &str = "1100000000000000001";
 const GUILD: &str = "1200000000000000001";
 const ALICE: &str = "1300000000000000001";
 const MALLORY: &str = "1300000000000000666";
-const WAIT: Duration = Duration::from_secs(30);
 /// Intents that need the Developer Portal's approval: GUILD_MEMBERS, GUILD_PRESENCES,
 /// MESSAGE_CONTENT.
 const PRIVILEGED: u64 = (1 << 1) | (1 << 8) | (1 << 15);
@@ -93,40 +92,26 @@ struct St {
 
 #[derive(Clone)]
 struct Stand {
-    st: Arc<Mutex<St>>,
-    tick: Arc<watch::Sender<u64>>,
+    shared: Shared<St>,
     base: String,
 }
 
-impl Stand {
-    fn changed(&self) {
-        self.tick.send_modify(|t| *t += 1);
+impl std::ops::Deref for Stand {
+    type Target = Shared<St>;
+    fn deref(&self) -> &Shared<St> {
+        &self.shared
     }
+}
 
-    async fn until<T>(&self, what: &str, mut f: impl FnMut(&St) -> Option<T>) -> T {
-        let mut rx = self.tick.subscribe();
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(v) = f(&self.st.lock().unwrap()) {
-                return v;
-            }
-            match tokio::time::timeout_at(deadline, rx.changed()).await {
-                Ok(Ok(())) => {}
-                _ => {
-                    let st = self.st.lock().unwrap();
-                    let calls: Vec<String> = st
-                        .calls
-                        .iter()
-                        .map(|c| format!("{} {}", c.0, c.1))
-                        .collect();
-                    panic!(
-                        "timed out waiting for {what}; calls: {calls:#?}; callbacks {:?}; \
-                         refused {:?}",
-                        st.callbacks, st.refused
-                    )
-                }
-            }
-        }
+impl Stand {
+    async fn until<T>(&self, what: &str, f: impl FnMut(&St) -> Option<T>) -> T {
+        self.until_or(what, f, |st| {
+            format!(
+                "calls: {:#?}; callbacks {:?}; refused {:?}",
+                st.calls, st.callbacks, st.refused
+            )
+        })
+        .await
     }
 
     /// A Dispatch in the session: sent now if connected, replayed on a Resume otherwise.
@@ -453,74 +438,53 @@ async fn post_message(
     headers: HeaderMap,
     raw: axum::body::Bytes,
 ) -> Response {
-    if !authorized(&headers) {
-        return unauthorized();
-    }
-    let body: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
     let route = "POST /channels/messages";
-    let reply = {
-        let mut st = s.st.lock().unwrap();
-        st.calls.push((route.into(), body.clone()));
+    message_call(&s, route, &channel, &headers, &raw, |st, body| {
         let now = Instant::now();
-        if early(&mut st, route) {
-            limited(0.1, false)
-        } else if let Some(secs) = st.global_limit.take() {
+        if let Some(secs) = st.global_limit.take() {
             st.limited_at.push(now);
             st.global_until = Some(now + Duration::from_secs_f64(secs));
-            limited(secs, true)
-        } else if st.rate_limit > 0 {
+            return limited(secs, true);
+        }
+        if st.rate_limit > 0 {
             st.rate_limit -= 1;
             st.limited_at.push(now);
             st.reset_at
                 .insert(route.into(), now + Duration::from_millis(250));
-            limited(0.25, false)
-        } else if channel != CHANNEL {
-            error(StatusCode::NOT_FOUND, "Unknown Channel", 10003)
-        } else if let Err(e) = check_message(&body) {
-            st.refused.push(e.clone());
-            error(
-                StatusCode::BAD_REQUEST,
-                &format!("Invalid Form Body: {e}"),
-                50035,
-            )
-        } else {
-            st.next_id += 1;
-            let id = format!("16000000000000{:05}", st.next_id);
-            st.messages.insert(
-                id.clone(),
-                Message {
-                    content: body["content"].as_str().unwrap_or("").to_owned(),
-                    components: body["components"].clone(),
-                    edits: 0,
-                },
-            );
-            st.posted_at.push(now);
-            let mut r = json_response(
-                StatusCode::OK,
-                json!({"id": id, "channel_id": CHANNEL, "type": 0, "content": body["content"],
-                    "components": body["components"], "author": {"id": "1500000000000000001",
-                        "username": "askbus", "bot": true}, "flags": body["flags"]}),
-            );
-            let h = r.headers_mut();
-            h.insert("x-ratelimit-bucket", "msgs-bucket".parse().unwrap());
-            h.insert("x-ratelimit-limit", "5".parse().unwrap());
-            match st.spend_bucket.take() {
-                Some(secs) => {
-                    h.insert("x-ratelimit-remaining", "0".parse().unwrap());
-                    h.insert("x-ratelimit-reset-after", secs.to_string().parse().unwrap());
-                    st.reset_at
-                        .insert(route.into(), now + Duration::from_secs_f64(secs));
-                }
-                None => {
-                    h.insert("x-ratelimit-remaining", "4".parse().unwrap());
-                    h.insert("x-ratelimit-reset-after", "1.0".parse().unwrap());
-                }
-            }
-            r
+            return limited(0.25, false);
         }
-    };
-    s.changed();
-    reply
+        st.next_id += 1;
+        let id = format!("16000000000000{:05}", st.next_id);
+        st.messages.insert(
+            id.clone(),
+            Message {
+                content: body["content"].as_str().unwrap_or("").to_owned(),
+                components: body["components"].clone(),
+                edits: 0,
+            },
+        );
+        st.posted_at.push(now);
+        let mut r = json_response(
+            StatusCode::OK,
+            json!({"id": id, "channel_id": CHANNEL, "type": 0, "content": body["content"],
+                "components": body["components"], "author": {"id": "1500000000000000001",
+                    "username": "askbus", "bot": true}, "flags": body["flags"]}),
+        );
+        let h = r.headers_mut();
+        h.insert("x-ratelimit-bucket", "msgs-bucket".parse().unwrap());
+        h.insert("x-ratelimit-limit", "5".parse().unwrap());
+        let (remaining, reset_after) = match st.spend_bucket.take() {
+            Some(secs) => {
+                st.reset_at
+                    .insert(route.into(), now + Duration::from_secs_f64(secs));
+                ("0", secs.to_string())
+            }
+            None => ("4", "1.0".to_owned()),
+        };
+        h.insert("x-ratelimit-remaining", remaining.parse().unwrap());
+        h.insert("x-ratelimit-reset-after", reset_after.parse().unwrap());
+        r
+    })
 }
 
 async fn patch_message(
@@ -529,11 +493,34 @@ async fn patch_message(
     headers: HeaderMap,
     raw: axum::body::Bytes,
 ) -> Response {
-    if !authorized(&headers) {
+    let route = "PATCH /channels/messages";
+    message_call(&s, route, &channel, &headers, &raw, |st, body| {
+        match st.messages.get_mut(&id) {
+            Some(m) => {
+                m.content = body["content"].as_str().unwrap_or("").to_owned();
+                m.components = body["components"].clone();
+                m.edits += 1;
+                json_response(StatusCode::OK, json!({"id": id, "channel_id": CHANNEL}))
+            }
+            None => error(StatusCode::NOT_FOUND, "Unknown Message", 10008),
+        }
+    })
+}
+
+/// What every message call goes through (the token, the call recorded, the bucket and the
+/// global limit, the channel, Discord's checks of the message), then `f`.
+fn message_call(
+    s: &Stand,
+    route: &str,
+    channel: &str,
+    headers: &HeaderMap,
+    raw: &[u8],
+    f: impl FnOnce(&mut St, &Value) -> Response,
+) -> Response {
+    if !authorized(headers) {
         return unauthorized();
     }
-    let body: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    let route = "PATCH /channels/messages";
+    let body: Value = serde_json::from_slice(raw).unwrap_or(Value::Null);
     let reply = {
         let mut st = s.st.lock().unwrap();
         st.calls.push((route.into(), body.clone()));
@@ -548,13 +535,8 @@ async fn patch_message(
                 &format!("Invalid Form Body: {e}"),
                 50035,
             )
-        } else if let Some(m) = st.messages.get_mut(&id) {
-            m.content = body["content"].as_str().unwrap_or("").to_owned();
-            m.components = body["components"].clone();
-            m.edits += 1;
-            json_response(StatusCode::OK, json!({"id": id, "channel_id": CHANNEL}))
         } else {
-            error(StatusCode::NOT_FOUND, "Unknown Message", 10008)
+            f(&mut st, &body)
         }
     };
     s.changed();
@@ -722,12 +704,10 @@ fn gateway_op(s: &Stand, v: &Value, tx: &mpsc::UnboundedSender<String>) -> Optio
 }
 
 async fn stand_in() -> Stand {
-    let (tx, _) = watch::channel(0);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let stand = Stand {
-        st: Arc::default(),
-        tick: Arc::new(tx),
+        shared: Shared::new(),
         base: base.clone(),
     };
     let app = Router::new()
@@ -748,17 +728,6 @@ async fn stand_in() -> Stand {
     stand
 }
 
-struct Chat {
-    child: Child,
-}
-
-impl Drop for Chat {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn chat(d: &Daemon, s: &Stand, extra: &[&str]) -> Chat {
     let mut cmd = d.cli();
     cmd.args([
@@ -774,31 +743,8 @@ fn chat(d: &Daemon, s: &Stand, extra: &[&str]) -> Chat {
     .arg("--state")
     .arg(d.dir.path().join("chat.json"))
     .args(extra)
-    .env("ASKBUS_DISCORD_TOKEN", TOKEN)
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::from(
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(d.dir.path().join("chat.log"))
-            .unwrap(),
-    ));
-    Chat {
-        child: cmd.spawn().expect("askbus chat"),
-    }
-}
-
-fn chat_log(d: &Daemon) -> String {
-    std::fs::read_to_string(d.dir.path().join("chat.log")).unwrap_or_default()
-}
-
-async fn producer(d: &Daemon) -> Raw {
-    let mut p = d.connect().await;
-    p.send(json!({"type": "hello", "protocol": 1, "client": "gemini-cli/0.61.0"}))
-        .await;
-    p.recv_type("welcome").await;
-    p
+    .env("ASKBUS_DISCORD_TOKEN", TOKEN);
+    Chat::spawn(d, cmd)
 }
 
 async fn watcher(d: &Daemon) -> Raw {
@@ -817,11 +763,6 @@ async fn decided_by(w: &mut Raw, id: &str) -> Value {
             return e["decidedBy"].clone();
         }
     }
-}
-
-fn ask(id: &str, questions: Value) -> Value {
-    json!({"type": "ask-user-request", "correlationId": id, "questions": questions,
-        "context": {"agent": "gemini-cli", "project": "shop"}})
 }
 
 fn approval(id: &str, command: &str) -> Value {
@@ -1131,9 +1072,7 @@ fn ended_elsewhere_spoofing_rate_limits_resume_restart_and_digest() {
         // The same interaction delivered again: not applied again (nor answered twice).
         let again = s.st.lock().unwrap().interactions[&i].clone();
         s.dispatch("INTERACTION_CREATE", again);
-        while !chat_log(&d).contains("refused a redelivered interaction") {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        logged(&d, "refused a redelivered interaction").await;
         // A Reconnect (op 7): resumed on a new connection; an unresumable Invalid Session:
         // identified again.
         let n = s.st.lock().unwrap().connections.len();
