@@ -16,10 +16,12 @@ use tokio::sync::watch;
 /// How long a wait on a stand-in may take before the test fails.
 pub const WAIT: Duration = Duration::from_secs(30);
 
-/// A stand-in's state `S` and its tick.
+/// A stand-in: its state `S`, the tick of its changes, and where it is served (each suite
+/// adds its own methods for its own `S`).
 pub struct Shared<S> {
     pub st: Arc<Mutex<S>>,
     tick: Arc<watch::Sender<u64>>,
+    pub base: String,
 }
 
 impl<S> Clone for Shared<S> {
@@ -27,15 +29,17 @@ impl<S> Clone for Shared<S> {
         Shared {
             st: self.st.clone(),
             tick: self.tick.clone(),
+            base: self.base.clone(),
         }
     }
 }
 
 impl<S: Default> Shared<S> {
-    pub fn new() -> Shared<S> {
+    pub fn new(base: &str) -> Shared<S> {
         Shared {
             st: Arc::default(),
             tick: Arc::new(watch::channel(0).0),
+            base: base.to_owned(),
         }
     }
 }

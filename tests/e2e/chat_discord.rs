@@ -90,18 +90,8 @@ struct St {
     refused: Vec<String>,
 }
 
-#[derive(Clone)]
-struct Stand {
-    shared: Shared<St>,
-    base: String,
-}
-
-impl std::ops::Deref for Stand {
-    type Target = Shared<St>;
-    fn deref(&self) -> &Shared<St> {
-        &self.shared
-    }
-}
+/// The stand-in.
+type Stand = Shared<St>;
 
 impl Stand {
     async fn until<T>(&self, what: &str, f: impl FnMut(&St) -> Option<T>) -> T {
@@ -706,10 +696,7 @@ fn gateway_op(s: &Stand, v: &Value, tx: &mpsc::UnboundedSender<String>) -> Optio
 async fn stand_in() -> Stand {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let stand = Stand {
-        shared: Shared::new(),
-        base: base.clone(),
-    };
+    let stand = Stand::new(&base);
     let app = Router::new()
         .route("/api/v10/gateway/bot", get(gateway_bot))
         .route("/api/v10/channels/{channel}/messages", post(post_message))

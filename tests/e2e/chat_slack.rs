@@ -57,18 +57,8 @@ struct St {
     refused: Vec<String>,
 }
 
-#[derive(Clone)]
-struct Stand {
-    shared: Shared<St>,
-    base: String,
-}
-
-impl std::ops::Deref for Stand {
-    type Target = Shared<St>;
-    fn deref(&self) -> &Shared<St> {
-        &self.shared
-    }
-}
+/// The stand-in.
+type Stand = Shared<St>;
 
 impl Stand {
     async fn until<T>(&self, what: &str, f: impl FnMut(&St) -> Option<T>) -> T {
@@ -466,10 +456,7 @@ async fn serve_socket(s: Stand, mut sock: WebSocket) {
 async fn stand_in() -> Stand {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let stand = Stand {
-        shared: Shared::new(),
-        base: base.clone(),
-    };
+    let stand = Stand::new(&base);
     let app = Router::new()
         .route("/api/{method}", post(api))
         .route("/link/", get(link))

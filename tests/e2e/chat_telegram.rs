@@ -48,17 +48,8 @@ struct St {
     refused: Vec<String>,
 }
 
-#[derive(Clone)]
-struct Stand {
-    shared: Shared<St>,
-}
-
-impl std::ops::Deref for Stand {
-    type Target = Shared<St>;
-    fn deref(&self) -> &Shared<St> {
-        &self.shared
-    }
-}
+/// The stand-in.
+type Stand = Shared<St>;
 
 impl Stand {
     /// Waits until `f` returns something.
@@ -318,9 +309,7 @@ async fn get_updates(s: Stand, body: Value) -> Reply {
 }
 
 async fn stand_in() -> (Stand, String) {
-    let stand = Stand {
-        shared: Shared::new(),
-    };
+    let stand = Stand::new("");
     let app = Router::new()
         .route("/{bot}/{method}", post(api))
         .with_state(stand.clone());
