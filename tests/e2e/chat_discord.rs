@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::chat_common::{ask, chat_log, logged, producer, Chat, Shared};
+use crate::chat_common::{ask, chat_log, logged, producer, shell_approval, Chat, Shared};
 
 const TOKEN: &str = "MTA5ODc2NTQzMjEwOTg3NjU0.GaBcDe.test_token-abc";
 const CHANNEL: &str = "1100000000000000001";
@@ -356,6 +356,17 @@ fn error(status: StatusCode, message: &str, code: u64) -> Response {
     json_response(status, json!({"message": message, "code": code}))
 }
 
+/// Discord's 400 for a body it refuses; the test records it (no call should get one).
+fn invalid(st: &mut St, e: String) -> Response {
+    let r = error(
+        StatusCode::BAD_REQUEST,
+        &format!("Invalid Form Body: {e}"),
+        50035,
+    );
+    st.refused.push(e);
+    r
+}
+
 fn authorized(headers: &HeaderMap) -> bool {
     headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(&format!("Bot {TOKEN}"))
 }
@@ -519,12 +530,7 @@ fn message_call(
         } else if channel != CHANNEL {
             error(StatusCode::NOT_FOUND, "Unknown Channel", 10003)
         } else if let Err(e) = check_message(&body) {
-            st.refused.push(e.clone());
-            error(
-                StatusCode::BAD_REQUEST,
-                &format!("Invalid Form Body: {e}"),
-                50035,
-            )
+            invalid(&mut st, e)
         } else {
             f(&mut st, &body)
         }
@@ -553,12 +559,7 @@ async fn interaction_callback(
                 40060,
             )
         } else if let Err(e) = check_callback(&body) {
-            st.refused.push(e.clone());
-            error(
-                StatusCode::BAD_REQUEST,
-                &format!("Invalid Form Body: {e}"),
-                50035,
-            )
+            invalid(&mut st, e)
         } else {
             st.callbacks.push((id, body));
             StatusCode::NO_CONTENT.into_response()
@@ -953,6 +954,17 @@ fn every_kind_answered_from_discord_through_the_daemon() {
         );
         s.message_where(&mid, "the decision", |m| m.components == json!([]))
             .await;
+
+        // Allow always, the agent's own (it offers proceed_always).
+        p.send(approval("a-4", "rm -rf cache")).await;
+        let (mid, m) = s.message("rm -rf cache").await;
+        s.tap(ALICE, &mid, &button(&m, "Allow always"));
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (r["correlationId"].as_str(), r["outcome"].as_str()),
+            (Some("a-4"), Some("proceed_always")),
+            "{r}"
+        );
         // Every interaction was answered, once.
         s.until("every interaction answered", |st| {
             (st.callbacks.len() == st.interactions.len()).then_some(())
@@ -1174,5 +1186,54 @@ fn heartbeats_and_a_zombied_connection_resumed() {
             1,
             "resumed, not identified"
         );
+    });
+}
+
+/// askbus's own "Allow always" (the hook offers none): the message shows the rule before the
+/// tap; the tap writes it and sends the decision; the daemon then allows the same call by the
+/// rule, never shown in the chat.
+#[test]
+fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
+    common::rt().block_on(async {
+        let admin = tempfile::tempdir().unwrap();
+        let d = Daemon::builder()
+            .env("ASKBUS_POLICIES", "on")
+            .args(&["--policy-admin-dir", &admin.path().display().to_string()])
+            .start();
+        let s = stand_in().await;
+        let _chat = chat(&d, &s, &[]);
+        let mut p = producer(&d).await;
+        let file = d.dir.path().join("askbus/policies/askbus-rules.toml");
+        let rule = format!(
+            "allow run_shell_command commands starting \"npm\" in project shop ({}, user tier, \
+             priority 4.95)",
+            file.display()
+        );
+        p.send(shell_approval("first", "npm run build", "shop"))
+            .await;
+        let (mid, m) = s.message("npm run build").await;
+        assert!(
+            visible(&m.content).contains(&format!("Allow always: writes the rule: {rule}")),
+            "{}",
+            m.content
+        );
+        assert!(!file.exists(), "no rule before the tap");
+        s.tap(ALICE, &mid, &button(&m, "Allow always"));
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(r["outcome"], "proceed_once", "{r}");
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(written.contains("commandPrefix = \"npm\""), "{written}");
+        s.message_where(&mid, "the decision", |m| {
+            visible(&m.content).contains(&format!("Allow always, writing the rule: {rule}"))
+        })
+        .await;
+        p.send(shell_approval("next", "npm test", "shop")).await;
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["outcome"].clone()),
+            (json!("next"), json!("proceed_once")),
+            "{r}"
+        );
+        assert_eq!(s.posts(), 1, "the rule's call was never posted");
     });
 }
