@@ -257,7 +257,7 @@ enum Command {
     /// are signed single-use links to `askbus web` (--web-url). A request answered elsewhere,
     /// withdrawn or timed out closes its notification. Reconnects when askbusd restarts.
     Notify(notify::NotifyArgs),
-    /// Answer from a chat app: Telegram or Slack, over outbound connections only.
+    /// Answer from a chat app: Telegram, Slack or Discord, over outbound connections only.
     ///
     /// A long-running UI: every request becomes one message in the chat (agent, project,
     /// title, time left) with buttons for its kind (choices, toggles and Done, Yes/No, Allow

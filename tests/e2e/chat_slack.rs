@@ -7,11 +7,10 @@
 //! button values over 2,000 characters, a wrong token. A person's clicks and modal submissions
 //! are envelopes the test sends; every wait is on the stand-in's or the daemon's events.
 
+use crate::chat_common::{ask, chat_log, logged, producer, shell_approval, Chat, Shared};
 use crate::harness as common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::ws::{Message as WsMessage, WebSocket, WebSocketUpgrade};
@@ -20,16 +19,15 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use common::{Daemon, Raw};
+use common::Daemon;
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 const APP_TOKEN: &str = "xapp-1-A0TEST-1-abcdef";
 const BOT_TOKEN: &str = "xoxb-1-TEST-bot_token";
 const CHANNEL: &str = "C0AGENTS";
 const ALICE: &str = "U0ALICE";
 const MALLORY: &str = "U0MALLORY";
-const WAIT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
 struct Message {
@@ -59,41 +57,15 @@ struct St {
     refused: Vec<String>,
 }
 
-#[derive(Clone)]
-struct Stand {
-    st: Arc<Mutex<St>>,
-    tick: Arc<watch::Sender<u64>>,
-    base: String,
-}
+/// The stand-in.
+type Stand = Shared<St>;
 
 impl Stand {
-    fn changed(&self) {
-        self.tick.send_modify(|t| *t += 1);
-    }
-
-    async fn until<T>(&self, what: &str, mut f: impl FnMut(&St) -> Option<T>) -> T {
-        let mut rx = self.tick.subscribe();
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            if let Some(v) = f(&self.st.lock().unwrap()) {
-                return v;
-            }
-            match tokio::time::timeout_at(deadline, rx.changed()).await {
-                Ok(Ok(())) => {}
-                _ => {
-                    let st = self.st.lock().unwrap();
-                    let calls: Vec<String> = st
-                        .calls
-                        .iter()
-                        .map(|c| format!("{} {}", c.0, c.1))
-                        .collect();
-                    panic!(
-                        "timed out waiting for {what}; calls: {calls:#?}; acks {:?}",
-                        st.acks
-                    )
-                }
-            }
-        }
+    async fn until<T>(&self, what: &str, f: impl FnMut(&St) -> Option<T>) -> T {
+        self.until_or(what, f, |st| {
+            format!("calls: {:#?}; acks {:?}", st.calls, st.acks)
+        })
+        .await
     }
 
     /// Sends an interactive envelope (now, or on the next connection); its id.
@@ -482,31 +454,15 @@ async fn serve_socket(s: Stand, mut sock: WebSocket) {
 }
 
 async fn stand_in() -> Stand {
-    let (tx, _) = watch::channel(0);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let stand = Stand {
-        st: Arc::default(),
-        tick: Arc::new(tx),
-        base: base.clone(),
-    };
+    let stand = Stand::new(&base);
     let app = Router::new()
         .route("/api/{method}", post(api))
         .route("/link/", get(link))
         .with_state(stand.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     stand
-}
-
-struct Chat {
-    child: Child,
-}
-
-impl Drop for Chat {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn chat(d: &Daemon, s: &Stand, extra: &[&str]) -> Chat {
@@ -518,36 +474,8 @@ fn chat(d: &Daemon, s: &Stand, extra: &[&str]) -> Chat {
         .arg(d.dir.path().join("chat.json"))
         .args(extra)
         .env("ASKBUS_SLACK_APP_TOKEN", APP_TOKEN)
-        .env("ASKBUS_SLACK_BOT_TOKEN", BOT_TOKEN)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(d.dir.path().join("chat.log"))
-                .unwrap(),
-        ));
-    Chat {
-        child: cmd.spawn().expect("askbus chat"),
-    }
-}
-
-fn chat_log(d: &Daemon) -> String {
-    std::fs::read_to_string(d.dir.path().join("chat.log")).unwrap_or_default()
-}
-
-async fn producer(d: &Daemon) -> Raw {
-    let mut p = d.connect().await;
-    p.send(json!({"type": "hello", "protocol": 1, "client": "gemini-cli/0.61.0"}))
-        .await;
-    p.recv_type("welcome").await;
-    p
-}
-
-fn ask(id: &str, questions: Value) -> Value {
-    json!({"type": "ask-user-request", "correlationId": id, "questions": questions,
-        "context": {"agent": "gemini-cli", "project": "shop"}})
+        .env("ASKBUS_SLACK_BOT_TOKEN", BOT_TOKEN);
+    Chat::spawn(d, cmd)
 }
 
 #[test]
@@ -777,9 +705,7 @@ fn ended_elsewhere_spoofing_limits_drops_redelivery_restart_and_digest() {
         );
         s.until("the second ack", |st| (st.acks.len() > acks).then_some(()))
             .await;
-        while !chat_log(&d).contains("refused a redelivered envelope") {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        logged(&d, "refused a redelivered envelope").await;
         // A `disconnect` (Slack refreshing the connection) opens a new one.
         let before = s.st.lock().unwrap().connections;
         {
@@ -835,15 +761,6 @@ fn ended_elsewhere_spoofing_limits_drops_redelivery_restart_and_digest() {
         );
         drop(c);
     });
-}
-
-/// A hook-style approval (Allow once and Deny only) in project `project`, with the policy
-/// rules on: askbus's own "Allow always" is the rule.
-fn shell_approval(id: &str, command: &str, project: &str) -> Value {
-    json!({"type": "tool-confirmation-request", "correlationId": id,
-        "toolCall": {"name": "Bash", "args": {"command": command}},
-        "outcomes": ["proceed_once", "cancel"], "timeoutMs": 600_000, "noUi": "wait",
-        "context": {"agent": "claude-code", "project": project}})
 }
 
 /// "Allow always" shows the exact rule before the click; the click writes that rule (as the

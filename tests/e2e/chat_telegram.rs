@@ -5,25 +5,22 @@
 //! characters after entity parsing, a wrong token. A person's taps and replies are updates the
 //! test queues; every wait is on the stand-in's or the daemon's events, never a sleep.
 
+use crate::chat_common::{ask, chat_log, producer, shell_approval, Chat, Shared};
 use crate::harness as common;
 
 use std::collections::{BTreeMap, VecDeque};
-use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{Path as UrlPath, State};
 use axum::routing::post;
 use axum::Router;
-use common::{Daemon, Raw};
+use common::Daemon;
 use serde_json::{json, Value};
-use tokio::sync::watch;
 
 const TOKEN: &str = "123456:TEST-token_abc";
 const CHAT: i64 = 4242;
 const ALICE: i64 = 1001;
 const MALLORY: i64 = 6666;
-const WAIT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone)]
 struct Message {
@@ -51,30 +48,13 @@ struct St {
     refused: Vec<String>,
 }
 
-#[derive(Clone)]
-struct Stand {
-    st: Arc<Mutex<St>>,
-    tick: Arc<watch::Sender<u64>>,
-}
+/// The stand-in.
+type Stand = Shared<St>;
 
 impl Stand {
-    fn changed(&self) {
-        self.tick.send_modify(|t| *t += 1);
-    }
-
     /// Waits until `f` returns something.
-    async fn until<T>(&self, what: &str, mut f: impl FnMut(&St) -> Option<T>) -> T {
-        let mut rx = self.tick.subscribe();
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            if let Some(v) = f(&self.st.lock().unwrap()) {
-                return v;
-            }
-            match tokio::time::timeout_at(deadline, rx.changed()).await {
-                Ok(Ok(())) => {}
-                _ => panic!("timed out waiting for {what}"),
-            }
-        }
+    async fn until<T>(&self, what: &str, f: impl FnMut(&St) -> Option<T>) -> T {
+        self.until_or(what, f, |_| String::new()).await
     }
 
     fn push_update(&self, mut u: Value) -> i64 {
@@ -292,7 +272,7 @@ async fn api(
 async fn get_updates(s: Stand, body: Value) -> Reply {
     let offset = body["offset"].as_i64().unwrap_or(0);
     let timeout = Duration::from_secs(body["timeout"].as_u64().unwrap_or(0));
-    let mut rx = s.tick.subscribe();
+    let mut rx = s.subscribe();
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
         {
@@ -329,11 +309,7 @@ async fn get_updates(s: Stand, body: Value) -> Reply {
 }
 
 async fn stand_in() -> (Stand, String) {
-    let (tx, _) = watch::channel(0);
-    let stand = Stand {
-        st: Arc::default(),
-        tick: Arc::new(tx),
-    };
+    let stand = Stand::new("");
     let app = Router::new()
         .route("/{bot}/{method}", post(api))
         .with_state(stand.clone());
@@ -341,17 +317,6 @@ async fn stand_in() -> (Stand, String) {
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (stand, base)
-}
-
-struct Chat {
-    child: Child,
-}
-
-impl Drop for Chat {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn chat(d: &Daemon, base: &str, extra: &[&str]) -> Chat {
@@ -367,36 +332,8 @@ fn chat(d: &Daemon, base: &str, extra: &[&str]) -> Chat {
     .args(["--api-base", base, "--poll-timeout", "5", "--state"])
     .arg(d.dir.path().join("chat.json"))
     .args(extra)
-    .env("ASKBUS_TELEGRAM_TOKEN", TOKEN)
-    .stdin(Stdio::null())
-    .stdout(Stdio::null())
-    .stderr(Stdio::from(
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(d.dir.path().join("chat.log"))
-            .unwrap(),
-    ));
-    Chat {
-        child: cmd.spawn().expect("askbus chat"),
-    }
-}
-
-fn chat_log(d: &Daemon) -> String {
-    std::fs::read_to_string(d.dir.path().join("chat.log")).unwrap_or_default()
-}
-
-async fn producer(d: &Daemon) -> Raw {
-    let mut p = d.connect().await;
-    p.send(json!({"type": "hello", "protocol": 1, "client": "gemini-cli/0.61.0"}))
-        .await;
-    p.recv_type("welcome").await;
-    p
-}
-
-fn ask(id: &str, questions: Value) -> Value {
-    json!({"type": "ask-user-request", "correlationId": id, "questions": questions,
-        "context": {"agent": "gemini-cli", "project": "shop"}})
+    .env("ASKBUS_TELEGRAM_TOKEN", TOKEN);
+    Chat::spawn(d, cmd)
 }
 
 #[test]
@@ -735,8 +672,8 @@ fn rate_limits_drops_redelivery_restart_and_digest() {
     });
 }
 
-/// The help names the platforms that exist (Telegram, Slack) and no other: a newcomer who
-/// reads "Discord" there finds no `askbus chat discord`.
+/// The help names the platforms that exist (Telegram, Slack, Discord) and no other: a
+/// newcomer who reads a platform's name there finds its `askbus chat PLATFORM`.
 #[test]
 fn help_names_only_the_platforms_that_exist() {
     let help = |args: &[&str]| {
@@ -748,33 +685,22 @@ fn help_names_only_the_platforms_that_exist() {
         String::from_utf8(out.stdout).unwrap()
     };
     let chat = help(&["chat", "--help"]);
-    for platform in ["telegram", "slack"] {
+    for platform in ["telegram", "slack", "discord"] {
         assert!(chat.contains(platform), "{chat}");
+        help(&["chat", platform, "--help"]);
     }
     let top = help(&["--help"]);
     let line = top
         .lines()
         .find(|l| l.trim_start().starts_with("chat "))
         .unwrap_or_else(|| panic!("{top}"));
-    assert!(line.contains("Telegram or Slack"), "{line}");
-    for args in [
-        &["--help"][..],
-        &["chat", "--help"],
-        &["chat", "telegram", "--help"],
-        &["chat", "slack", "--help"],
-    ] {
-        let text = help(args);
-        assert!(!text.to_lowercase().contains("discord"), "{args:?}: {text}");
+    assert!(line.contains("Telegram, Slack or Discord"), "{line}");
+    for args in [&["--help"][..], &["chat", "--help"]] {
+        let text = help(args).to_lowercase();
+        for absent in ["whatsapp", "matrix", "teams"] {
+            assert!(!text.contains(absent), "{args:?}: {text}");
+        }
     }
-}
-
-/// A hook-style approval (Allow once and Deny only) in project `project`, with the policy
-/// rules on: askbus's own "Allow always" is the rule.
-fn shell_approval(id: &str, command: &str, project: &str) -> Value {
-    json!({"type": "tool-confirmation-request", "correlationId": id,
-        "toolCall": {"name": "Bash", "args": {"command": command}},
-        "outcomes": ["proceed_once", "cancel"], "timeoutMs": 600_000, "noUi": "wait",
-        "context": {"agent": "claude-code", "project": project}})
 }
 
 /// "Allow always" shows the exact rule before the tap; the tap writes that rule (as the chat

@@ -13,6 +13,8 @@ mod access;
 mod approvals;
 mod bench;
 mod chaos;
+mod chat_common;
+mod chat_discord;
 mod chat_slack;
 mod chat_telegram;
 mod cli;

@@ -149,7 +149,9 @@ impl Engine {
     }
 
     pub(super) async fn run(&mut self, socket: &Path) -> Result<ExitCode> {
+        // The platform is claimed as `via`: the decisions are recorded as made in it.
         let mut sub = UiSubscription::new(socket, Some(&self.client))
+            .via(self.via)
             .filtered(self.filter.clone())
             .persistent();
         let mut rx = self.rx.take().expect("taken once");

@@ -1,4 +1,4 @@
-//! `askbus chat telegram`: the requests on the bus as messages in a chat the person already
+//! `askbus chat telegram|slack|discord`: the requests on the bus as messages in a chat the person already
 //! carries, answered there, over outbound connections only (no public URL, tunnel or port).
 //! It is one more UI subscriber of the bus (like `askbus notify` and `askbus ui`), so it
 //! composes with every other UI under first-answer-wins: the message of a request that ends
@@ -14,9 +14,11 @@
 //! becomes, who may tap, the integrity of every tap (`seal`), and what survives a restart
 //! (`state`). `engine` is that engine (`engine/inbound` what the chat sends it: taps,
 //! replies, who may answer); `card` is one request's message and buttons, `platform` the interface of a chat
-//! platform, `telegram` the Telegram Bot API, `slack` Slack's Socket Mode and Web API.
+//! platform, `telegram` the Telegram Bot API, `slack` Slack's Socket Mode and Web API,
+//! `discord` Discord's Gateway and HTTP API.
 
 mod card;
+mod discord;
 mod engine;
 mod platform;
 mod seal;
@@ -63,6 +65,8 @@ pub enum PlatformArgs {
     /// --app-token-file, the bot token (xoxb-…) from $ASKBUS_SLACK_BOT_TOKEN or
     /// --bot-token-file
     Slack(SlackArgs),
+    /// Discord, by the Gateway: the bot token from $ASKBUS_DISCORD_TOKEN or --token-file
+    Discord(DiscordArgs),
 }
 
 /// What every platform takes.
@@ -70,8 +74,8 @@ pub enum PlatformArgs {
 pub struct CommonArgs {
     #[command(flatten)]
     pub filter: FilterArgs,
-    /// A chat user who may answer (the platform's user id: Telegram's are numbers, Slack's
-    /// look like U0123ABCD); repeat for several.
+    /// A chat user who may answer (the platform's user id: Telegram's and Discord's are
+    /// numbers, Slack's look like U0123ABCD); repeat for several.
     /// Taps and replies of anyone else are refused and logged
     #[arg(long = "allow-user", value_name = "USER_ID", required = true)]
     pub allow_users: Vec<String>,
@@ -129,6 +133,32 @@ pub struct SlackArgs {
     pub bot_token_file: Option<PathBuf>,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct DiscordArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// The channel to post in: its id (Developer Mode on, right-click the channel, Copy
+    /// Channel ID), the bot a member of its server with View Channel and Send Messages
+    #[arg(long, value_name = "CHANNEL_ID")]
+    pub channel: String,
+    /// A file (mode 0600) holding the bot token, when $ASKBUS_DISCORD_TOKEN is not set
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+}
+
+impl CommonArgs {
+    /// `--api-base`, or the platform's public API.
+    fn api_base(&self, default: &str) -> String {
+        self.api_base.clone().unwrap_or_else(|| default.to_owned())
+    }
+
+    /// The state file (`--state`, or the default for `platform` and `chat`) and its path.
+    fn state(&self, platform: &str, chat: &str) -> Result<(StateFile, PathBuf)> {
+        let path = state_path(self, platform, chat)?;
+        Ok((StateFile::load(&path)?, path))
+    }
+}
+
 /// A token read from `env` or `file`, refused when it has characters no token has (it goes
 /// into an HTTP header or a URL).
 fn token(env: &str, file: Option<&Path>, flag: &str) -> Result<String> {
@@ -158,14 +188,9 @@ pub async fn run(socket: &Path, args: ChatArgs) -> Result<ExitCode> {
             if t.chat.parse::<i64>().is_err() && !t.chat.starts_with('@') {
                 bail!("--chat takes a numeric chat id (or @channelname)");
             }
-            let state_path = state_path(&t.common, "telegram", &t.chat)?;
-            let state = StateFile::load(&state_path)?;
+            let (state, state_path) = t.common.state("telegram", &t.chat)?;
             let cfg = telegram::Config {
-                api_base: t
-                    .common
-                    .api_base
-                    .clone()
-                    .unwrap_or_else(|| telegram::DEFAULT_API_BASE.into()),
+                api_base: t.common.api_base(telegram::DEFAULT_API_BASE),
                 token,
                 chat: t.chat.clone(),
                 poll_secs: t.poll_timeout,
@@ -196,20 +221,44 @@ pub async fn run(socket: &Path, args: ChatArgs) -> Result<ExitCode> {
             if s.channel.is_empty() || !s.channel.chars().all(|c| c.is_ascii_alphanumeric()) {
                 bail!("--channel takes a channel or user id (C0123ABCD, U0123ABCD)");
             }
-            let state_path = state_path(&s.common, "slack", &s.channel)?;
-            let state = StateFile::load(&state_path)?;
+            let (state, state_path) = s.common.state("slack", &s.channel)?;
             let cfg = slack::Config {
-                api_base: s
-                    .common
-                    .api_base
-                    .clone()
-                    .unwrap_or_else(|| slack::DEFAULT_API_BASE.into()),
+                api_base: s.common.api_base(slack::DEFAULT_API_BASE),
                 app_token,
                 bot_token,
                 channel: s.channel.clone(),
             };
             let (out, rx) = slack::spawn(cfg);
             Engine::new(socket, "slack", s.common, state, &state_path, out, rx)?
+        }
+        PlatformArgs::Discord(d) => {
+            let token = token(
+                "ASKBUS_DISCORD_TOKEN",
+                d.token_file.as_deref(),
+                "--token-file",
+            )?;
+            if d.channel.is_empty() || !d.channel.chars().all(|c| c.is_ascii_digit()) {
+                bail!("--channel takes a channel id (a number: Copy Channel ID in Discord)");
+            }
+            if let Some(u) = d
+                .common
+                .allow_users
+                .iter()
+                .find(|u| u.is_empty() || !u.chars().all(|c| c.is_ascii_digit()))
+            {
+                bail!(
+                    "--allow-user takes Discord user ids (numbers: Copy User ID), not {}",
+                    crate::term::sanitize(u)
+                );
+            }
+            let (state, state_path) = d.common.state("discord", &d.channel)?;
+            let cfg = discord::Config {
+                api_base: d.common.api_base(discord::DEFAULT_API_BASE),
+                token,
+                channel: d.channel.clone(),
+            };
+            let (out, rx) = discord::spawn(cfg);
+            Engine::new(socket, "discord", d.common, state, &state_path, out, rx)?
         }
     };
     let mut term_sig = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

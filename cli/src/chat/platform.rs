@@ -3,9 +3,14 @@
 //! which performs them in order (honouring the platform's rate limits, retrying network
 //! errors with backoff) and reports back [`In`] events: what was posted, the taps and
 //! replies people made. Views arrive with their buttons sealed (callback data strings).
+//! Every platform's worker is [`sender`] around its own [`Perform`], and retries its API calls
+//! with [`retrying`].
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::time::Duration;
+
+use tokio::sync::mpsc;
 
 use super::card::{Block, User, View};
 
@@ -66,6 +71,10 @@ pub enum In {
         user: User,
         reply_to: Option<Msg>,
         text: String,
+        /// The platform's handle of the reply when it must be answered like a tap (Discord's
+        /// modal submission is an interaction): the engine acks it, or refuses it, by a
+        /// [`Out::Toast`].
+        ack: Option<String>,
     },
     /// A post that could not be made (after the retries).
     Failed {
@@ -107,6 +116,80 @@ pub fn fit(blocks: &mut [Block], max: usize) {
     }
 }
 
+/// What a post's outcome means for the engine: the message it made (`msg` reads its
+/// reference from the platform's answer), a failure to post (after the retries), or the end.
+pub fn posted<T>(
+    key: String,
+    r: Result<T, Failure>,
+    msg: impl FnOnce(&T) -> Option<Msg>,
+) -> Option<In> {
+    match r {
+        Ok(v) => Some(In::Posted { key, msg: msg(&v)? }),
+        Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
+        Err(e) => Some(In::Failed {
+            key,
+            error: failure_text(e),
+        }),
+    }
+}
+
+/// What an edit's outcome means for the engine: nothing (a failure is logged), or the end.
+pub fn edited<T>(r: Result<T, Failure>) -> Option<In> {
+    match r {
+        Ok(_) => None,
+        Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
+        Err(e) => {
+            eprintln!("askbus chat: cannot edit a message: {}", failure_text(e));
+            None
+        }
+    }
+}
+
+/// A platform's user object (`id`, `username`, or `alt` when it has no username) as a
+/// [`User`].
+pub fn json_user(u: Option<&serde_json::Value>, alt: &str) -> User {
+    let s = |k: &str| {
+        u.and_then(|u| u.get(k))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let name = match s("username") {
+        n if n.is_empty() => s(alt),
+        n => n,
+    };
+    User { id: s("id"), name }
+}
+
+/// The tap a modal opens in answer to (`Out::Prompt`'s), or `None`, logged: a modal needs
+/// one (the engine always gives it; a platform's own redelivery might not).
+pub fn modal_tap(tap: Option<String>, platform: &str) -> Option<String> {
+    if tap.is_none() {
+        eprintln!("askbus chat: a prompt without a tap cannot open a {platform} modal");
+    }
+    tap
+}
+
+/// A message's text from its blocks, each written by `one` in the platform's markup: a meta
+/// or note line right below what precedes it, other blocks a blank line apart; "…" when
+/// there is nothing.
+pub fn join_blocks(blocks: &[Block], one: impl Fn(&Block) -> String) -> String {
+    let mut text = String::new();
+    for b in blocks {
+        if !text.is_empty() {
+            text.push_str(match b {
+                Block::Meta(_) | Block::Note(_) => "\n",
+                _ => "\n\n",
+            });
+        }
+        text.push_str(&one(b));
+    }
+    if text.is_empty() {
+        text.push('…');
+    }
+    text
+}
+
 /// Why a platform API call failed (every platform sorts its errors into these).
 #[derive(Debug)]
 pub enum Failure {
@@ -122,7 +205,7 @@ pub enum Failure {
 
 pub fn failure_text(f: Failure) -> String {
     match f {
-        Failure::RetryAfter(d) => format!("rate limited for {}s", d.as_secs()),
+        Failure::RetryAfter(d) => format!("rate limited for {:.1}s", d.as_secs_f64()),
         Failure::Transient(e) | Failure::Unauthorized(e) | Failure::Refused(e) => e,
     }
 }
@@ -136,6 +219,76 @@ impl Backoff {
         let d = Duration::from_millis(250u64 << self.0.min(7)).min(Duration::from_secs(30));
         self.0 += 1;
         d
+    }
+}
+
+/// `call`, waiting out rate limits and retrying network errors (at most `attempts` tries for
+/// the latter; a 429 is always waited out, it is a promise of service). `what` names the call
+/// in the log line: never a URL (a token may be in it).
+pub async fn retrying<T, F, Fut>(
+    platform: &str,
+    what: &str,
+    attempts: u32,
+    mut call: F,
+) -> Result<T, Failure>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Failure>>,
+{
+    let mut backoff = Backoff::default();
+    let mut tries = 0;
+    loop {
+        match call().await {
+            Err(Failure::RetryAfter(d)) => {
+                eprintln!(
+                    "askbus chat: {platform} asks to wait {:.1}s ({what})",
+                    d.as_secs_f64()
+                );
+                tokio::time::sleep(d).await;
+            }
+            Err(Failure::Transient(e)) => {
+                tries += 1;
+                if tries >= attempts {
+                    return Err(Failure::Transient(e));
+                }
+                tokio::time::sleep(backoff.next()).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// What a platform does with one engine operation (and what it reports back, if anything).
+pub trait Perform: Send + 'static {
+    fn perform(&mut self, op: Out) -> impl Future<Output = Option<In>> + Send;
+}
+
+/// A platform's worker: the engine's operations performed one at a time, in order, a burst
+/// of edits to one message folded into one call (see [`enqueue`]).
+pub async fn sender<P: Perform>(
+    mut platform: P,
+    mut rx: mpsc::UnboundedReceiver<Out>,
+    tx: mpsc::UnboundedSender<In>,
+) {
+    let mut queue = VecDeque::new();
+    loop {
+        if queue.is_empty() {
+            match rx.recv().await {
+                Some(op) => enqueue(&mut queue, op),
+                None => return,
+            }
+        }
+        while let Ok(op) = rx.try_recv() {
+            enqueue(&mut queue, op);
+        }
+        let Some(op) = queue.pop_front() else {
+            continue;
+        };
+        if let Some(event) = platform.perform(op).await {
+            if tx.send(event).is_err() {
+                return;
+            }
+        }
     }
 }
 

@@ -9,14 +9,16 @@
 //! network errors and 5xx retry with exponential backoff. The token is part of every URL, so
 //! no URL ever reaches a log or an error: reqwest's errors are stripped of theirs.
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::card::{Block, Button, User, View};
-use super::platform::{enqueue, failure_text, fit, Backoff, Failure, In, Msg, Out};
+use super::platform::{
+    edited, failure_text, fit, join_blocks, posted, retrying, sender, Backoff, Failure, In, Msg,
+    Out, Perform,
+};
 use super::text::defuse_mentions;
 
 /// Telegram's limit on a message's text (characters after entity parsing).
@@ -98,35 +100,14 @@ impl Api {
         })
     }
 
-    /// `call`, waiting out rate limits and retrying network errors (at most `attempts` tries
-    /// for the latter; a 429 is always waited out, it is a promise of service).
+    /// `call`, waiting out rate limits and retrying network errors (`platform::retrying`).
     async fn call_retrying(
         &self,
         method: &str,
         body: &Value,
         attempts: u32,
     ) -> Result<Value, Failure> {
-        let mut backoff = Backoff::default();
-        let mut tries = 0;
-        loop {
-            match self.call(method, body).await {
-                Err(Failure::RetryAfter(d)) => {
-                    eprintln!(
-                        "askbus chat: telegram asks to wait {}s ({method})",
-                        d.as_secs()
-                    );
-                    tokio::time::sleep(d).await;
-                }
-                Err(Failure::Transient(e)) => {
-                    tries += 1;
-                    if tries >= attempts {
-                        return Err(Failure::Transient(e));
-                    }
-                    tokio::time::sleep(backoff.next()).await;
-                }
-                other => return other,
-            }
-        }
+        retrying("telegram", method, attempts, || self.call(method, body)).await
     }
 }
 
@@ -134,32 +115,16 @@ impl Api {
 pub fn spawn(cfg: Config) -> (mpsc::UnboundedSender<Out>, mpsc::UnboundedReceiver<In>) {
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let (in_tx, in_rx) = mpsc::unbounded_channel();
-    tokio::spawn(sender(cfg.clone(), out_rx, in_tx.clone()));
+    let worker = (Api::new(&cfg, Duration::from_secs(30)), cfg.clone());
+    tokio::spawn(sender(worker, out_rx, in_tx.clone()));
     tokio::spawn(poller(cfg, in_tx));
     (out_tx, in_rx)
 }
 
-async fn sender(cfg: Config, mut rx: mpsc::UnboundedReceiver<Out>, tx: mpsc::UnboundedSender<In>) {
-    let api = Api::new(&cfg, Duration::from_secs(30));
-    let mut queue = VecDeque::new();
-    loop {
-        if queue.is_empty() {
-            match rx.recv().await {
-                Some(op) => enqueue(&mut queue, op),
-                None => return,
-            }
-        }
-        while let Ok(op) = rx.try_recv() {
-            enqueue(&mut queue, op);
-        }
-        let Some(op) = queue.pop_front() else {
-            continue;
-        };
-        if let Some(event) = perform(&api, &cfg, op).await {
-            if tx.send(event).is_err() {
-                return;
-            }
-        }
+/// The sender's side: the API and where to post.
+impl Perform for (Api, Config) {
+    async fn perform(&mut self, op: Out) -> Option<In> {
+        perform(&self.0, &self.1, op).await
     }
 }
 
@@ -172,17 +137,8 @@ async fn perform(api: &Api, cfg: &Config, op: Out) -> Option<In> {
             if let Some(m) = markup {
                 body["reply_markup"] = m;
             }
-            match api.call_retrying("sendMessage", &body, 8).await {
-                Ok(r) => Some(In::Posted {
-                    key,
-                    msg: message_id(&r)?,
-                }),
-                Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
-                Err(e) => Some(In::Failed {
-                    key,
-                    error: failure_text(e),
-                }),
-            }
+            let r = api.call_retrying("sendMessage", &body, 8).await;
+            posted(key, r, message_id)
         }
         Out::Edit { msg, view } => {
             let (text, markup) = render(&view);
@@ -190,13 +146,8 @@ async fn perform(api: &Api, cfg: &Config, op: Out) -> Option<In> {
                 "text": text, "parse_mode": "HTML", "link_preview_options": {"is_disabled": true},
                 "reply_markup": markup.unwrap_or_else(|| json!({"inline_keyboard": []}))});
             match api.call_retrying("editMessageText", &body, 8).await {
-                Ok(_) => None,
                 Err(Failure::Refused(e)) if e.contains("message is not modified") => None,
-                Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
-                Err(e) => {
-                    eprintln!("askbus chat: cannot edit a message: {}", failure_text(e));
-                    None
-                }
+                r => edited(r),
             }
         }
         Out::Toast { reply, text, alert } => {
@@ -357,6 +308,7 @@ fn update(cfg: &Config, id: u64, u: &Value) -> Option<In> {
             .and_then(Value::as_i64)
             .map(|i| i.to_string()),
         text: m.get("text").and_then(Value::as_str)?.to_owned(),
+        ack: None,
     })
 }
 
@@ -383,24 +335,12 @@ fn escape_attr(s: &str) -> String {
 pub fn render(view: &View<String>) -> (String, Option<Value>) {
     let mut blocks = view.blocks.clone();
     fit(&mut blocks, MAX_TEXT - 96);
-    let mut text = String::new();
-    for b in &blocks {
-        if !text.is_empty() {
-            text.push_str(match b {
-                Block::Meta(_) | Block::Note(_) => "\n",
-                _ => "\n\n",
-            });
-        }
-        match b {
-            Block::Title(s) => text.push_str(&format!("<b>{}</b>", escape(s))),
-            Block::Meta(s) | Block::Note(s) => text.push_str(&format!("<i>{}</i>", escape(s))),
-            Block::Text(s) => text.push_str(&escape(s)),
-            Block::Code(s) => text.push_str(&format!("<pre>{}</pre>", escape(s))),
-        }
-    }
-    if text.is_empty() {
-        text.push('…');
-    }
+    let text = join_blocks(&blocks, |b| match b {
+        Block::Title(s) => format!("<b>{}</b>", escape(s)),
+        Block::Meta(s) | Block::Note(s) => format!("<i>{}</i>", escape(s)),
+        Block::Text(s) => escape(s),
+        Block::Code(s) => format!("<pre>{}</pre>", escape(s)),
+    });
     let rows: Vec<Value> = view
         .rows
         .iter()

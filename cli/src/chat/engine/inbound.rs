@@ -10,6 +10,11 @@ use crate::chat::state::SavedMessage;
 use crate::term;
 use askbus::protocol::Decision;
 
+/// What someone who may not answer is told (ephemerally, where the platform can).
+const NOT_ALLOWED: &str = "You are not allowed to answer these requests.";
+/// What a tap on a request that is over is told.
+const OVER: &str = "This request is over.";
+
 impl Engine {
     pub(super) async fn platform(&mut self, event: In) {
         match event {
@@ -112,11 +117,12 @@ impl Engine {
                 user,
                 reply_to,
                 text,
+                ack,
             } => {
                 if !self.fresh(cursor) {
                     return;
                 }
-                self.reply(user, reply_to, &text).await;
+                self.reply(user, reply_to, &text, ack).await;
             }
             In::Fatal(_) => {}
         }
@@ -147,11 +153,7 @@ impl Engine {
         let who = term::sanitize(&user.label()).into_owned();
         if !self.allowed.contains(&user.id) {
             eprintln!("askbus chat: refused a tap by {who}: not an allowed user");
-            self.toast(
-                &reply,
-                "You are not allowed to answer these requests.",
-                true,
-            );
+            self.toast(&reply, NOT_ALLOWED, true);
             return;
         }
         let Some(opened) = Sealer::open(data) else {
@@ -161,7 +163,7 @@ impl Engine {
         };
         let Some(id) = self.by_handle.get(&opened.handle).cloned() else {
             eprintln!("askbus chat: refused a tap by {who}: no pending request has that button (over, or forged)");
-            self.toast(&reply, "This request is over.", false);
+            self.toast(&reply, OVER, false);
             return;
         };
         let Some(e) = self.entries.get_mut(&id) else {
@@ -210,12 +212,27 @@ impl Engine {
         self.apply(&id, step, Some(reply), &user).await;
     }
 
-    pub(super) async fn reply(&mut self, user: User, reply_to: Option<Msg>, text: &str) {
+    /// A typed reply to `reply_to`; `ack` is the platform's handle when the reply itself
+    /// must be answered (see [`In::Reply`]).
+    pub(super) async fn reply(
+        &mut self,
+        user: User,
+        reply_to: Option<Msg>,
+        text: &str,
+        ack: Option<String>,
+    ) {
         let Some(reply_to) = reply_to else {
+            if let Some(a) = &ack {
+                self.toast(a, "", false);
+            }
             return;
         };
         let Some(id) = self.by_msg.get(&reply_to).cloned() else {
-            // Perhaps to a message whose `Posted` is still on its way: kept for it.
+            // Perhaps to a message whose `Posted` is still on its way: kept for it (the
+            // platform's handle is acked now; it would expire while it waits).
+            if let Some(a) = &ack {
+                self.toast(a, "", false);
+            }
             if self.early.len() == EARLY_REPLIES {
                 self.early.remove(0);
             }
@@ -228,13 +245,19 @@ impl Engine {
                 "askbus chat: refused a reply by {who} to {}: not an allowed user",
                 term::sanitize(&id)
             );
+            if let Some(a) = &ack {
+                self.toast(a, NOT_ALLOWED, true);
+            }
             return;
         }
         let Some(e) = self.entries.get_mut(&id) else {
+            if let Some(a) = &ack {
+                self.toast(a, OVER, false);
+            }
             return;
         };
         let step = e.card.reply(text, &user);
-        self.apply(&id, step, None, &user).await;
+        self.apply(&id, step, ack, &user).await;
     }
 
     /// Applies the replies that came before `msg` was known.
@@ -244,7 +267,7 @@ impl Engine {
             .partition(|(_, m, _)| m == msg);
         self.early = later;
         for (user, m, text) in now {
-            self.reply(user, Some(m), &text).await;
+            self.reply(user, Some(m), &text, None).await;
         }
     }
 

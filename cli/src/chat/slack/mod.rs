@@ -27,7 +27,8 @@
 mod blocks;
 mod socket;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -36,8 +37,11 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
-use super::card::{Block, Button, User, View};
-use super::platform::{enqueue, failure_text, fit, Backoff, Failure, In, Out, Seen};
+use super::card::{Block, Button, View};
+use super::platform::{
+    edited, failure_text, fit, modal_tap, posted, retrying, sender, Backoff, Failure, In, Out,
+    Perform, Seen,
+};
 use super::text::clip;
 use blocks::{escape, plain, render};
 use socket::socket;
@@ -107,7 +111,9 @@ impl Bucket {
 struct Api {
     http: reqwest::Client,
     base: String,
-    buckets: HashMap<&'static str, Bucket>,
+    /// Behind a lock so calls take `&self` (the sender and the socket each have their own
+    /// `Api`; the lock is never contended across an await).
+    buckets: Mutex<HashMap<&'static str, Bucket>>,
 }
 
 impl Api {
@@ -130,21 +136,24 @@ impl Api {
                 .build()
                 .expect("the HTTP client builds (rustls with bundled roots)"),
             base: base.trim_end_matches('/').to_owned(),
-            buckets: tiers.into_iter().collect(),
+            buckets: Mutex::new(tiers.into_iter().collect()),
         }
     }
 
     async fn call(
-        &mut self,
+        &self,
         method: &'static str,
         token: &str,
         body: &Value,
     ) -> Result<Value, Failure> {
-        if let Some(b) = self.buckets.get_mut(method) {
-            let wait = b.take();
-            if !wait.is_zero() {
-                tokio::time::sleep(wait).await;
-            }
+        let wait = self
+            .buckets
+            .lock()
+            .expect("the bucket lock is never poisoned")
+            .get_mut(method)
+            .map_or(Duration::ZERO, Bucket::take);
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
         }
         let resp = self
             .http
@@ -194,35 +203,15 @@ impl Api {
         })
     }
 
-    /// `call`, waiting out rate limits and retrying network errors (at most `attempts` tries).
+    /// `call`, waiting out rate limits and retrying network errors (`platform::retrying`).
     async fn call_retrying(
-        &mut self,
+        &self,
         method: &'static str,
         token: &str,
         body: &Value,
         attempts: u32,
     ) -> Result<Value, Failure> {
-        let mut backoff = Backoff::default();
-        let mut tries = 0;
-        loop {
-            match self.call(method, token, body).await {
-                Err(Failure::RetryAfter(d)) => {
-                    eprintln!(
-                        "askbus chat: slack asks to wait {}s ({method})",
-                        d.as_secs()
-                    );
-                    tokio::time::sleep(d).await;
-                }
-                Err(Failure::Transient(e)) => {
-                    tries += 1;
-                    if tries >= attempts {
-                        return Err(Failure::Transient(e));
-                    }
-                    tokio::time::sleep(backoff.next()).await;
-                }
-                other => return other,
-            }
-        }
+        retrying("slack", method, attempts, || self.call(method, token, body)).await
     }
 }
 
@@ -230,32 +219,16 @@ impl Api {
 pub fn spawn(cfg: Config) -> (mpsc::UnboundedSender<Out>, mpsc::UnboundedReceiver<In>) {
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let (in_tx, in_rx) = mpsc::unbounded_channel();
-    tokio::spawn(sender(cfg.clone(), out_rx, in_tx.clone()));
+    let worker = (Api::new(&cfg.api_base), cfg.clone());
+    tokio::spawn(sender(worker, out_rx, in_tx.clone()));
     tokio::spawn(socket(cfg, in_tx));
     (out_tx, in_rx)
 }
 
-async fn sender(cfg: Config, mut rx: mpsc::UnboundedReceiver<Out>, tx: mpsc::UnboundedSender<In>) {
-    let mut api = Api::new(&cfg.api_base);
-    let mut queue = VecDeque::new();
-    loop {
-        if queue.is_empty() {
-            match rx.recv().await {
-                Some(op) => enqueue(&mut queue, op),
-                None => return,
-            }
-        }
-        while let Ok(op) = rx.try_recv() {
-            enqueue(&mut queue, op);
-        }
-        let Some(op) = queue.pop_front() else {
-            continue;
-        };
-        if let Some(event) = perform(&mut api, &cfg, op).await {
-            if tx.send(event).is_err() {
-                return;
-            }
-        }
+/// The sender's side: the Web API and where to post.
+impl Perform for (Api, Config) {
+    async fn perform(&mut self, op: Out) -> Option<In> {
+        perform(&self.0, &self.1, op).await
     }
 }
 
@@ -274,41 +247,25 @@ fn split_tap(tap: &str) -> (&str, &str, &str) {
     )
 }
 
-async fn perform(api: &mut Api, cfg: &Config, op: Out) -> Option<In> {
+async fn perform(api: &Api, cfg: &Config, op: Out) -> Option<In> {
     let token = cfg.bot_token.as_str();
     match op {
         Out::Post { key, view } => {
             let (text, blocks) = render(&view);
             let body = json!({"channel": cfg.channel, "text": text, "blocks": blocks,
                 "unfurl_links": false, "unfurl_media": false});
-            match api.call_retrying("chat.postMessage", token, &body, 8).await {
-                Ok(r) => {
-                    let channel = r.get("channel").and_then(Value::as_str)?;
-                    let ts = r.get("ts").and_then(Value::as_str)?;
-                    Some(In::Posted {
-                        key,
-                        msg: format!("{channel}:{ts}"),
-                    })
-                }
-                Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
-                Err(e) => Some(In::Failed {
-                    key,
-                    error: failure_text(e),
-                }),
-            }
+            let r = api.call_retrying("chat.postMessage", token, &body, 8).await;
+            posted(key, r, |r| {
+                let channel = r.get("channel").and_then(Value::as_str)?;
+                let ts = r.get("ts").and_then(Value::as_str)?;
+                Some(format!("{channel}:{ts}"))
+            })
         }
         Out::Edit { msg, view } => {
             let (channel, ts) = split_msg(&msg);
             let (text, blocks) = render(&view);
             let body = json!({"channel": channel, "ts": ts, "text": text, "blocks": blocks});
-            match api.call_retrying("chat.update", token, &body, 8).await {
-                Ok(_) => None,
-                Err(Failure::Unauthorized(e)) => Some(In::Fatal(e)),
-                Err(e) => {
-                    eprintln!("askbus chat: cannot edit a message: {}", failure_text(e));
-                    None
-                }
-            }
+            edited(api.call_retrying("chat.update", token, &body, 8).await)
         }
         Out::Toast { reply, text, .. } => {
             // The envelope was acked when it came; only a notice needs a call.
@@ -331,10 +288,7 @@ async fn perform(api: &mut Api, cfg: &Config, op: Out) -> Option<In> {
             tap,
             ..
         } => {
-            let Some(tap) = tap else {
-                eprintln!("askbus chat: a prompt without a tap cannot open a Slack modal");
-                return None;
-            };
+            let tap = modal_tap(tap, "Slack")?;
             let (_, _, trigger) = split_tap(&tap);
             let view = json!({"type": "modal", "callback_id": REPLY_CALLBACK,
                 "private_metadata": reply_to,

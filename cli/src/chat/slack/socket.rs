@@ -4,10 +4,11 @@
 //! engine's input.
 
 use super::*;
+use crate::chat::platform::json_user;
 
 /// The socket: opened, read, acked, reopened, for as long as the engine listens.
 pub(super) async fn socket(cfg: Config, tx: mpsc::UnboundedSender<In>) {
-    let mut api = Api::new(&cfg.api_base);
+    let api = Api::new(&cfg.api_base);
     let mut backoff = Backoff::default();
     let mut seen = Seen::new();
     let mut was_down = false;
@@ -130,23 +131,9 @@ pub(super) async fn read(
     }
 }
 
-pub(super) fn user(u: Option<&Value>) -> User {
-    let s = |k: &str| {
-        u.and_then(|u| u.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    let name = match s("username") {
-        n if n.is_empty() => s("name"),
-        n => n,
-    };
-    User { id: s("id"), name }
-}
-
 /// What an interactive payload means for the engine.
 pub(super) fn interactive(p: &Value) -> Vec<In> {
-    let who = user(p.get("user"));
+    let who = json_user(p.get("user"), "name");
     match p.get("type").and_then(Value::as_str) {
         Some("block_actions") => {
             let channel = p
@@ -189,6 +176,7 @@ pub(super) fn interactive(p: &Value) -> Vec<In> {
                     .and_then(Value::as_str)
                     .map(str::to_owned),
                 text: text.to_owned(),
+                ack: None,
             }]
         }
         _ => Vec::new(),
