@@ -4,7 +4,10 @@
 //! an editor would, once straight from the agent's stdout and once through `askbus acp`,
 //! alternating A B A B. Latency: one notification in flight at a time (the bench asks for the
 //! next when it has the last), one way, agent to editor. Throughput: the agent writes them all
-//! at once and the bench reads them to the last.
+//! at once and the bench reads them to the last; meanwhile the CPU time each process spends
+//! (the agent, the proxy, the bench as the editor) is taken from the kernel's per-thread
+//! accounting, per MiB that crossed: on a machine where the three share the cores, that is
+//! what decides the ratio.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -130,6 +133,39 @@ struct Measured {
     p50_us: f64,
     p99_us: f64,
     msgs_per_s: f64,
+    /// CPU µs per MiB streamed: the agent, the proxy (0 for the direct pipe), the editor.
+    cpu: [f64; 3],
+}
+
+/// Nanoseconds on a CPU so far, summed over the threads of `pid` (`/proc/PID/task/*/schedstat`).
+fn cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// This thread's CPU time so far, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given; the thread clock always exists.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The agent `askbus acp` started (its one child).
+fn child_of(pid: u32) -> Option<u32> {
+    let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    kids.split_whitespace().next()?.parse().ok()
 }
 
 fn measure(proxy: bool, a: &AcpArgs, sock: &std::path::Path) -> Result<Measured> {
@@ -150,6 +186,20 @@ fn measure(proxy: bool, a: &AcpArgs, sock: &std::path::Path) -> Result<Measured>
     lat.sort_unstable();
     let pick = |q: f64| lat[((lat.len() - 1) as f64 * q) as usize] as f64 / 1000.0;
     let (p50_us, p99_us) = (pick(0.5), pick(0.99));
+    let (agent, proxy) = if proxy {
+        let me = side.child.id();
+        (
+            child_of(me).context("askbus acp started no agent")?,
+            Some(me),
+        )
+    } else {
+        (side.child.id(), None)
+    };
+    let cpu = |at: &mut [u64; 3]| {
+        *at = [cpu_ns(agent), proxy.map_or(0, cpu_ns), thread_cpu_ns()];
+    };
+    let (mut before, mut after) = ([0; 3], [0; 3]);
+    cpu(&mut before);
     let started = Instant::now();
     writeln!(side.to, "flood {}", a.messages)?;
     side.to.flush()?;
@@ -160,12 +210,16 @@ fn measure(proxy: bool, a: &AcpArgs, sock: &std::path::Path) -> Result<Measured>
         }
     }
     let msgs_per_s = a.messages as f64 / started.elapsed().as_secs_f64();
+    cpu(&mut after);
+    let mib = (a.messages * a.size) as f64 / 1048576.0;
+    let per_mib = |i: usize| after[i].saturating_sub(before[i]) as f64 / 1000.0 / mib;
     drop(side.to);
     let _ = side.child.wait();
     Ok(Measured {
         p50_us,
         p99_us,
         msgs_per_s,
+        cpu: [per_mib(0), per_mib(1), per_mib(2)],
     })
 }
 
@@ -218,16 +272,16 @@ pub fn run(a: AcpArgs) -> Result<ExitCode> {
         a.messages, a.size, a.rounds
     );
     println!(
-        "{:<8} {:>6} {:>10} {:>10} {:>14}",
-        "side", "round", "p50 µs", "p99 µs", "msgs/s"
+        "{:<8} {:>6} {:>10} {:>10} {:>14}   CPU µs per MiB: {:>7} {:>7} {:>7}",
+        "side", "round", "p50 µs", "p99 µs", "msgs/s", "agent", "proxy", "editor"
     );
     for round in 1..=a.rounds {
         for proxy in [false, true] {
             let m = measure(proxy, &a, &sock)?;
             let name = if proxy { "acp" } else { "direct" };
             println!(
-                "{name:<8} {round:>6} {:>10.1} {:>10.1} {:>14.0}",
-                m.p50_us, m.p99_us, m.msgs_per_s
+                "{name:<8} {round:>6} {:>10.1} {:>10.1} {:>14.0}                   {:>7.0} {:>7.0} {:>7.0}",
+                m.p50_us, m.p99_us, m.msgs_per_s, m.cpu[0], m.cpu[1], m.cpu[2]
             );
             if proxy {
                 proxied.push(m);
@@ -248,6 +302,20 @@ pub fn run(a: AcpArgs) -> Result<ExitCode> {
     println!(
         "throughput: {ratio:.2}x a direct pipe (target >= {TARGET_THROUGHPUT_RATIO}x): {}",
         verdict(ratio >= TARGET_THROUGHPUT_RATIO)
+    );
+    let cpu = |v: &[Measured], i: usize| median(v.iter().map(|m| m.cpu[i]).collect());
+    let (ends, through) = (
+        cpu(&direct, 0) + cpu(&direct, 2),
+        cpu(&proxied, 0) + cpu(&proxied, 1) + cpu(&proxied, 2),
+    );
+    println!(
+        "CPU per MiB (medians): direct {ends:.0} µs (agent {:.0} + editor {:.0}); through the proxy {through:.0} µs (agent {:.0} + proxy {:.0} + editor {:.0}): {:.2}x",
+        cpu(&direct, 0),
+        cpu(&direct, 2),
+        cpu(&proxied, 0),
+        cpu(&proxied, 1),
+        cpu(&proxied, 2),
+        through / ends,
     );
     if a.memory_messages > 0 {
         let samples = memory(&a, &sock)?;

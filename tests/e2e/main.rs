@@ -10,6 +10,7 @@ mod harness;
 mod pty;
 
 mod access;
+mod acp_stream;
 mod approvals;
 mod bench;
 mod chaos;

@@ -5,8 +5,9 @@
 //! editor or in askbus.
 //!
 //! `wire` owns the JSON-RPC lines, `permission` and `elicit` the mapping of the two requests
-//! onto askbus, `relay` the routing and the race (`relay::refuse` what it refuses), `pump`
-//! reading each side and the bound on a line, `out` each side's buffered writer; this file owns the command line and the
+//! onto askbus, `relay` the routing and the race, `pump` reading each side and the bound on a
+//! line, `splice` the agent's stream moved to the editor without a copy (Linux pipes), `out`
+//! each side's writer; this file owns the command line and the
 //! agent process: its start, signals passed on, and its exit status passed back.
 
 mod elicit;
@@ -14,9 +15,10 @@ mod out;
 mod permission;
 mod pump;
 mod relay;
+mod splice;
 mod wire;
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -153,7 +155,7 @@ pub fn main(args: AcpArgs, socket: PathBuf) -> ExitCode {
     };
     let pid = child.id() as libc::pid_t;
     let agent_in = child.stdin.take().expect("piped");
-    let agent_out = child.stdout.take().expect("piped");
+    let agent_out = std::fs::File::from(OwnedFd::from(child.stdout.take().expect("piped")));
     let (Ok(stdin), Ok(stdout), Ok(stdout_fd)) = (
         std::io::stdin().as_fd().try_clone_to_owned(),
         std::io::stdout().as_fd().try_clone_to_owned(),
@@ -183,22 +185,31 @@ pub fn main(args: AcpArgs, socket: PathBuf) -> ExitCode {
         opts,
         rt.handle().clone(),
         Out::new(Box::new(agent_in)),
-        Out::new(Box::new(std::fs::File::from(stdout))),
+        Out::file(std::fs::File::from(stdout)),
         events.clone(),
     ));
 
     // The agent → editor pump: ends at the agent's EOF. Both pipes of that way are widened
-    // (when they are pipes) so that a stream crosses them in few, large reads and writes.
+    // (when they are pipes) so that a stream crosses them in few, large calls; when the
+    // editor's end is a pipe too, runs of lines are spliced to it (see `splice`).
     let r = relay.clone();
     let max_line = r.max_line();
-    pump::widen_pipe(&stdout_fd, CHUNK * 4);
+    splice::widen_pipe(stdout_fd.as_fd(), PIPE);
     let from_agent = std::thread::spawn(move || {
-        pump::widen_pipe(&agent_out, CHUNK * 4);
+        splice::widen_pipe(agent_out.as_fd(), PIPE);
+        let mut tee = if r.to_editor.can_splice() {
+            splice::Tee::new(agent_out.as_fd())
+        } else {
+            None
+        };
         let mut sink = FromAgent {
             relay: &r,
             carry: Vec::new(),
+            splice_from: tee.as_ref().map(|_| agent_out.as_fd()),
+            looked: false,
         };
-        pump::pump(agent_out, CHUNK, max_line, &mut sink);
+        let peek = tee.as_mut().map(|t| t as &mut dyn pump::Peek);
+        pump::pump(&agent_out, peek, CHUNK, max_line, &mut sink);
         r.to_editor.flush();
     });
     // The editor → agent pump: at the editor's EOF the agent's stdin is closed.
@@ -207,6 +218,7 @@ pub fn main(args: AcpArgs, socket: PathBuf) -> ExitCode {
     std::thread::spawn(move || {
         pump::pump(
             std::fs::File::from(stdin),
+            None,
             CHUNK,
             max_line,
             &mut FromEditor(&r),
@@ -296,25 +308,34 @@ pub fn main(args: AcpArgs, socket: PathBuf) -> ExitCode {
     exit_like(status)
 }
 
-/// How much of a side's stream is read at once: the agent's stream passes through in runs of
-/// complete lines this big, one read, one substring scan and one write each.
+/// How much of a side's stream is read (or looked at) at once: the agent's stream passes
+/// through in runs of complete lines this big, one scan and one write (or splice) each.
 const CHUNK: usize = 256 * 1024;
+
+/// The size asked for the pipes of the agent → editor way (the default limit for a user).
+const PIPE: usize = 1024 * 1024;
 
 /// The agent's stdout. While the relay has nothing to look for, the complete lines of a read
 /// are scanned once for the few methods that matter and, when none is there (the stream of
 /// `session/update`s), written to the editor in one piece, as read: no line is split out,
-/// copied or parsed. A run that may hold one goes line by line through
+/// copied or parsed. Into a pipe, such a run is not even read: it is looked at (`tee`), and
+/// moved on by the kernel (`splice`). A run that may hold one goes line by line through
 /// [`Relay::from_agent_line`], as does everything while the relay waits for an answer it
 /// reads (`initialize`, `session/new`).
 struct FromAgent<'a> {
     relay: &'a Arc<Relay>,
     /// The end of the last piece of a long line, to catch a needle cut in two.
     carry: Vec<u8>,
+    /// The agent's pipe, when runs are spliced from it to the editor.
+    splice_from: Option<BorrowedFd<'a>>,
+    /// The run handed to `lines` was scanned already, and needs its look line by line.
+    looked: bool,
 }
 
 impl pump::Sink for FromAgent<'_> {
     fn lines(&mut self, lines: &[u8], more: bool) -> bool {
-        if self.relay.passes_through(lines) {
+        let looked = std::mem::take(&mut self.looked);
+        if !looked && self.relay.passes_through(lines) {
             self.relay.to_editor_run(lines);
         } else {
             let mut rest = lines;
@@ -324,6 +345,19 @@ impl pump::Sink for FromAgent<'_> {
                 rest = tail;
             }
         }
+        true
+    }
+
+    fn peeked(&mut self, run: &[u8], held: usize, _more: bool) -> bool {
+        let Some(from) = self.splice_from else {
+            return false;
+        };
+        if !self.relay.passes_through(run) {
+            self.looked = true;
+            return false;
+        }
+        self.relay
+            .to_editor_spliced(&run[..held], from, run.len() - held);
         true
     }
 

@@ -1,10 +1,14 @@
 //! One side of the relay's output (the agent's stdin, the editor's stdout): a buffered writer
 //! that flushes when the reader has nothing more queued, closes for good once a write fails,
 //! and keeps whole lines whole: while a line over the bound goes through in pieces, the
-//! proxy's own lines wait for its end.
+//! proxy's own lines wait for its end. Into a pipe, runs of the agent's lines are spliced
+//! (`splice`), under the same lock as every write.
 
 use std::io::{BufWriter, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::sync::Mutex;
+
+use super::splice;
 
 struct Inner {
     w: Option<BufWriter<Box<dyn Write + Send>>>,
@@ -18,6 +22,8 @@ struct Inner {
 /// so a burst is written in few syscalls and a lone line at once.
 pub struct Out {
     inner: Mutex<Inner>,
+    /// This side's descriptor when it is a pipe: runs of the agent's lines are spliced into it.
+    splice_to: Option<RawFd>,
 }
 
 impl Out {
@@ -28,7 +34,22 @@ impl Out {
                 partial: false,
                 held: Vec::new(),
             }),
+            splice_to: None,
         }
+    }
+
+    /// The proxy's stdout: runs of the agent's lines are spliced into it when it is a pipe.
+    pub fn file(f: std::fs::File) -> Out {
+        let splice_to = splice::is_pipe(f.as_fd()).then(|| f.as_raw_fd());
+        Out {
+            splice_to,
+            ..Out::new(Box::new(f))
+        }
+    }
+
+    /// Whether [`Out::splice_run`] can move bytes into this side.
+    pub fn can_splice(&self) -> bool {
+        self.splice_to.is_some()
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -63,6 +84,39 @@ impl Out {
         let ok = w.flush().is_ok() && w.get_mut().write_all(bytes).is_ok();
         if !ok {
             guard.w = None;
+        }
+        ok
+    }
+
+    /// Writes `held` (the start of a line, already read), then moves the next `len` bytes
+    /// queued in the pipe `from` to this side with splice(2), under the lock, so no line of the
+    /// proxy's own comes between. The `len` bytes are always taken from `from`: once this side
+    /// is gone (a failed write or splice, as with [`Out::write_through`]) the rest is read and
+    /// dropped. False once this side is closed or gone.
+    pub fn splice_run(&self, held: &[u8], from: BorrowedFd<'_>, len: usize) -> bool {
+        let mut guard = self.inner();
+        let inner = &mut *guard;
+        let mut moved = 0;
+        let ok = match (inner.w.as_mut(), self.splice_to) {
+            (Some(w), Some(to)) => {
+                w.flush().is_ok()
+                    && w.get_mut().write_all(held).is_ok()
+                    && match splice::splice(from, to, len) {
+                        Ok(()) => {
+                            moved = len;
+                            true
+                        }
+                        Err(n) => {
+                            moved = n;
+                            false
+                        }
+                    }
+            }
+            _ => false,
+        };
+        if !ok {
+            inner.w = None;
+            splice::drain(from, len - moved);
         }
         ok
     }

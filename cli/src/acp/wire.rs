@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use memchr::memmem;
+use aho_corasick::{AhoCorasick, MatchKind};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -114,10 +114,7 @@ impl std::fmt::Display for IdKey {
 /// a name is spelled with `\u` escapes, and a line with any `\u` is looked at too.
 pub fn agent_line_may_matter(line: &[u8], cancels: bool) -> bool {
     let f = finders();
-    f.permission.find(line).is_some()
-        || f.elicitation.find(line).is_some()
-        || f.escape.find(line).is_some()
-        || (cancels && f.cancel_request.find(line).is_some())
+    if cancels { &f.agent_cancels } else { &f.agent }.is_match(line)
 }
 
 /// Whether a line from the editor may need more than forwarding (when no request of the
@@ -125,38 +122,41 @@ pub fn agent_line_may_matter(line: &[u8], cancels: bool) -> bool {
 /// answers or params the relay reads) and `session/cancel`, each caught by the end of its
 /// name and its closing quote, or a `\u` escape that could spell one.
 pub fn editor_line_may_matter(line: &[u8]) -> bool {
-    let f = finders();
-    f.editor.iter().any(|n| n.find(line).is_some()) || f.escape.find(line).is_some()
+    finders().editor.is_match(line)
 }
 
+/// One searcher per set of needles: all of a set in one pass over the bytes (leftmost-first
+/// is the match kind whose searcher is the vectorised Teddy, several times faster than a
+/// `memmem` pass per needle; any match is as good as another here).
 struct Finders {
-    permission: memmem::Finder<'static>,
-    elicitation: memmem::Finder<'static>,
-    cancel_request: memmem::Finder<'static>,
-    escape: memmem::Finder<'static>,
-    editor: Vec<memmem::Finder<'static>>,
+    agent: AhoCorasick,
+    agent_cancels: AhoCorasick,
+    editor: AhoCorasick,
 }
 
 /// The needles, built once (a searcher is worth building once for a stream of lines).
 fn finders() -> &'static Finders {
     static F: OnceLock<Finders> = OnceLock::new();
-    F.get_or_init(|| Finders {
-        permission: memmem::Finder::new(b"request_permission"),
-        elicitation: memmem::Finder::new(b"elicitation"),
-        cancel_request: memmem::Finder::new(b"cancel_request"),
-        escape: memmem::Finder::new(b"\\u"),
-        editor: [
-            &b"initialize\""[..],
-            b"new\"",
-            b"load\"",
-            b"resume\"",
-            b"fork\"",
-            b"cancel\"",
-        ]
-        .into_iter()
-        .map(memmem::Finder::new)
-        .map(memmem::Finder::into_owned)
-        .collect(),
+    F.get_or_init(|| {
+        let build = |needles: &[&str]| {
+            AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostFirst)
+                .build(needles)
+                .expect("a few short needles always build")
+        };
+        Finders {
+            agent: build(&["request_permission", "elicitation", "\\u"]),
+            agent_cancels: build(&["request_permission", "elicitation", "\\u", "cancel_request"]),
+            editor: build(&[
+                "initialize\"",
+                "new\"",
+                "load\"",
+                "resume\"",
+                "fork\"",
+                "cancel\"",
+                "\\u",
+            ]),
+        }
     })
 }
 
