@@ -24,6 +24,31 @@ pub const FILES: &[Asset] = &[
         body: include_bytes!("assets/app.js"),
     },
     Asset {
+        path: "state.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("assets/state.js"),
+    },
+    Asset {
+        path: "bus.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("assets/bus.js"),
+    },
+    Asset {
+        path: "queue.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("assets/queue.js"),
+    },
+    Asset {
+        path: "dialog.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("assets/dialog.js"),
+    },
+    Asset {
+        path: "settings.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("assets/settings.js"),
+    },
+    Asset {
         path: "answers.js",
         content_type: "text/javascript; charset=utf-8",
         body: include_bytes!("assets/answers.js"),

@@ -9,7 +9,7 @@ import unittest
 import support  # noqa: F401  (puts the source tree on the import path)
 
 import askbus
-from askbus import _frames
+from askbus import _frames, _parse
 from askbus.errors import ERROR_CODES, error_for_code
 
 
@@ -63,8 +63,8 @@ class ClientFramesTest(unittest.TestCase):
 
 class ServerFramesTest(unittest.TestCase):
     def test_unknown_types_are_tolerated(self) -> None:
-        parsed = _frames.parse_server_frame({"type": "from-the-future", "x": 1})
-        self.assertIsInstance(parsed, _frames.Unknown)
+        parsed = _parse.parse_server_frame({"type": "from-the-future", "x": 1})
+        self.assertIsInstance(parsed, _parse.Unknown)
 
     def test_known_types_with_bad_fields_are_refused(self) -> None:
         bad = [
@@ -89,7 +89,7 @@ class ServerFramesTest(unittest.TestCase):
         ]
         for frame in bad:
             with self.assertRaises(askbus.ProtocolError, msg=json.dumps(frame)):
-                _frames.parse_server_frame(frame)
+                _parse.parse_server_frame(frame)
 
     def test_error_codes_map_to_their_classes(self) -> None:
         with open(support.REPO / "proto" / "schema" / "common.schema.json", encoding="utf-8") as f:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional
 from support import REPO
 
 import askbus
-from askbus import _frames, aio
+from askbus import _frames, _parse, aio
 from askbus.types import BusEvent, Response, Welcome
 
 
@@ -70,21 +70,21 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
                 "maxFrameBytes": parsed.max_frame_bytes,
                 "defaultTimeoutMs": parsed.default_timeout_ms,
                 "maxTimeoutMs": parsed.max_timeout_ms}
-    if isinstance(parsed, _frames.Pong):
+    if isinstance(parsed, _parse.Pong):
         return {"type": "pong", **({"id": parsed.id} if parsed.has_id else {})}
-    if isinstance(parsed, _frames.Subscribed):
+    if isinstance(parsed, _parse.Subscribed):
         return {"type": "subscribed", "pending": parsed.pending}
-    if isinstance(parsed, _frames.UiRequest):
+    if isinstance(parsed, _parse.UiRequest):
         out = {"type": "ask-user-request", "correlationId": parsed.correlation_id,
                "questions": parsed.questions, "timeoutMs": parsed.timeout_ms,
                "producer": producer(parsed.producer)}
         if parsed.context is not None:
             out["context"] = parsed.context.to_wire()
         return federated(out, parsed.node)
-    if isinstance(parsed, _frames.WithdrawnFrame):
+    if isinstance(parsed, _parse.WithdrawnFrame):
         return federated({"type": "ask-user-withdrawn", "correlationId": parsed.correlation_id,
                           "reason": parsed.reason}, parsed.node, parsed.answered_by)
-    if isinstance(parsed, _frames.Ack):
+    if isinstance(parsed, _parse.Ack):
         return {"type": "ask-user-ack", "correlationId": parsed.correlation_id,
                 "outcome": parsed.outcome}
     if isinstance(parsed, Response):
@@ -99,13 +99,13 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
         if parsed.correlation_id is not None:
             out["correlationId"] = parsed.correlation_id
         return out
-    if isinstance(parsed, _frames.Stats):
+    if isinstance(parsed, _parse.Stats):
         return {"type": "stats", **parsed.counters}
-    if isinstance(parsed, _frames.Watching):
+    if isinstance(parsed, _parse.Watching):
         return {"type": "watching"}
-    if isinstance(parsed, _frames.HistoryPage):
+    if isinstance(parsed, _parse.HistoryPage):
         return {"type": "history", "records": parsed.records, "cursor": parsed.cursor}
-    if isinstance(parsed, _frames.ApprovalRequest):
+    if isinstance(parsed, _parse.ApprovalRequest):
         out = {"type": "tool-confirmation-request", "correlationId": parsed.correlation_id,
                "toolCall": parsed.tool_call, "outcomes": parsed.outcomes,
                "timeoutMs": parsed.timeout_ms, "producer": producer(parsed.producer)}
@@ -116,11 +116,11 @@ def to_wire(parsed: Any) -> Dict[str, Any]:
             if value is not None:
                 out[key] = value
         return federated(out, parsed.node)
-    if isinstance(parsed, _frames.ApprovalWithdrawn):
+    if isinstance(parsed, _parse.ApprovalWithdrawn):
         return federated({"type": "tool-confirmation-withdrawn",
                           "correlationId": parsed.correlation_id, "reason": parsed.reason},
                          parsed.node, parsed.answered_by)
-    if isinstance(parsed, _frames.ApprovalAck):
+    if isinstance(parsed, _parse.ApprovalAck):
         return {"type": "tool-confirmation-ack", "correlationId": parsed.correlation_id,
                 "reason": parsed.reason, "confirmed": parsed.confirmed,
                 "outcome": parsed.outcome}
@@ -166,8 +166,8 @@ class GoldenFramesTest(unittest.TestCase):
             with self.subTest(entry["file"]):
                 self.assertEqual(frame["type"], entry["type"])
                 # Through the same decode path the connection uses.
-                parsed = _frames.parse_server_frame(_frames.decode(_frames.encode(frame)))
-                self.assertNotIsInstance(parsed, _frames.Unknown,
+                parsed = _parse.parse_server_frame(_frames.decode(_frames.encode(frame)))
+                self.assertNotIsInstance(parsed, _parse.Unknown,
                                          "a server frame type this client does not know")
                 self.assertEqual(to_wire(parsed), frame)
 
@@ -357,7 +357,7 @@ class GoldenConversationTest(unittest.IsolatedAsyncioTestCase):
                 self.assertEqual(minimal.correlation_id, "q-1")
                 req = await sub.__anext__()
                 self.assertEqual(
-                    to_wire(_frames.UiRequest(req.correlation_id, req.questions,
+                    to_wire(_parse.UiRequest(req.correlation_id, req.questions,
                                               req.timeout_ms, req.producer)),
                     server("ask-user-request"))
                 if answer_reply is None:
@@ -414,15 +414,15 @@ class GoldenConversationTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(daemon.sent_of_type("watch"), [client("watch")])
 
     def test_decided_by_is_typed(self) -> None:
-        rule = _frames.parse_server_frame(server("bus-event.answered.rule"))
+        rule = _parse.parse_server_frame(server("bus-event.answered.rule"))
         assert isinstance(rule, BusEvent) and rule.decided_by is not None
         self.assertEqual(rule.decided_by.kind, "rule")
         self.assertEqual(rule.decided_by.rule["source"], "User: mine.toml")
-        acp = _frames.parse_server_frame(server("bus-event.withdrawn.acp"))
+        acp = _parse.parse_server_frame(server("bus-event.withdrawn.acp"))
         assert isinstance(acp, BusEvent) and acp.decided_by is not None
         self.assertEqual((acp.event, acp.decided_by.kind, acp.decided_by.via),
                          ("withdrawn", "human", "acp"))
-        request = _frames.parse_server_frame(server("bus-event.request"))
+        request = _parse.parse_server_frame(server("bus-event.request"))
         assert isinstance(request, BusEvent)
         self.assertIsNone(request.decided_by)
 

@@ -13,9 +13,9 @@ use super::pending::Pending;
 use super::{PeerId, PeerInfo};
 use crate::approvals::ApprovalBody;
 use crate::protocol::{
-    encode_fast, ApprovalResponse, AskUserResponse, BusEvent, BusEventKind, End, ErrorCode,
-    FrameError, Outcome, ProducerInfo, RequestContext, RequestKind, ToolConfirmationResponse,
-    ToolOutcome, UiInfo,
+    encode_fast, ApprovalResponse, AskUserResponse, BusEvent, BusEventKind, BusRequestKind, End,
+    ErrorCode, FrameError, Outcome, ProducerInfo, RequestContext, RequestKind,
+    ToolConfirmationResponse, ToolOutcome, UiInfo,
 };
 use crate::questions::{question_types, QuestionMeta};
 use crate::telemetry::record::{ApprovalFacts, Record};
@@ -280,7 +280,7 @@ pub(super) fn event(
         headers: headers(f.meta),
         code: code.map(|c| c.as_str().to_owned()),
         node: f.node.map(str::to_owned),
-        kind: None,
+        kind: BusRequestKind::Question,
         tool: None,
         details_type: None,
         confirmed: None,
@@ -309,7 +309,7 @@ pub(super) fn approval_facts(
 
 /// Marks a watcher's event as an approval's.
 fn approval_event(e: &mut BusEvent, facts: &ApprovalFacts) {
-    e.kind = Some("approval".into());
+    e.kind = BusRequestKind::Approval;
     e.tool = facts.tool.clone();
     e.details_type = facts.details_type.map(str::to_owned);
     e.confirmed = facts.confirmed;

@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 
 use super::{effects, Broker, Effects, PeerId};
-use crate::protocol::{BusEvent, BusEventKind, NotifyFacts, NotifyReport, NotifyResult};
+use crate::protocol::{
+    BusEvent, BusEventKind, BusRequestKind, NotifyFacts, NotifyReport, NotifyResult,
+};
 
 /// Distinct sink names counted; reports from more are counted under `other`, so a peer
 /// inventing names cannot grow the daemon's memory.
@@ -58,7 +60,7 @@ impl Broker {
             headers: Vec::new(),
             code: None,
             node: None,
-            kind: None,
+            kind: BusRequestKind::Question,
             tool: None,
             details_type: None,
             confirmed: None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Dict, Mapping, Optional
 
-from . import _frames, _trust
+from . import _frames, _parse, _trust
 from .errors import ConnectionLost, DaemonUnreachable, ProtocolError
 from .types import Welcome
 
@@ -114,9 +114,9 @@ class Connection:
                 raise ConnectionLost("askbusd closed the connection before its welcome")
             kind = frame["type"]
             if kind == "welcome":
-                return _frames.parse_welcome(frame)
+                return _parse.parse_welcome(frame)
             if kind == "error":
-                raise _frames.parse_error(frame)
+                raise _parse.parse_error(frame)
 
     def close(self) -> None:
         if not self._closed:

@@ -12,7 +12,7 @@ import time
 import uuid
 from typing import Any, Dict, List, Mapping, Optional, Union, cast
 
-from . import _frames
+from . import _frames, _parse
 from ._conn import Connection
 from ._paths import PathLike, resolve_socket
 from ._pending import PendingAsk
@@ -400,9 +400,9 @@ class AsyncProducer:
         kind = frame["type"]
         if kind in ("ask-user-response", "tool-confirmation-response"):
             response: Any = (
-                _frames.parse_response(frame)
+                _parse.parse_response(frame)
                 if kind == "ask-user-response"
-                else _frames.parse_approval_response(frame)
+                else _parse.parse_approval_response(frame)
             )
             pa = self._asks.get(response.correlation_id)
             if pa is None:
@@ -413,7 +413,7 @@ class AsyncProducer:
                 return
             pa.resolve(response)
         elif kind == "error":
-            err = _frames.parse_error(frame)
+            err = _parse.parse_error(frame)
             self._on_error(err)
         elif kind == "stats":
             if self._stats_waiters:

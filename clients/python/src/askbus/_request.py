@@ -10,7 +10,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, cast
 
-from . import _frames
+from . import _frames, _parse
 from .types import (
     AckOutcome,
     Answers,
@@ -37,7 +37,7 @@ class AsyncRequest:
     """
 
     def __init__(
-        self, subscription: AsyncSubscription, frame: _frames.UiRequest, gen: int
+        self, subscription: AsyncSubscription, frame: _parse.UiRequest, gen: int
     ) -> None:
         self._subscription = subscription
         self.correlation_id = frame.correlation_id
@@ -91,7 +91,7 @@ class AsyncRequest:
         self._withdrawn_waiters.append(waiter)
         return await waiter
 
-    def _refresh(self, frame: _frames.UiRequest, gen: int) -> None:
+    def _refresh(self, frame: _parse.UiRequest, gen: int) -> None:
         self.timeout_ms = frame.timeout_ms
         self.producer = frame.producer
         self.context = frame.context
@@ -137,7 +137,7 @@ class AsyncApproval(AsyncRequest):
     """
 
     def __init__(
-        self, subscription: AsyncSubscription, frame: _frames.ApprovalRequest, gen: int
+        self, subscription: AsyncSubscription, frame: _parse.ApprovalRequest, gen: int
     ) -> None:
         super().__init__(subscription, cast(Any, frame), gen)
         self.tool_call: Dict[str, Any] = frame.tool_call
@@ -146,7 +146,7 @@ class AsyncApproval(AsyncRequest):
         self.server_name: Optional[str] = frame.server_name
         self.tool_annotations: Optional[Dict[str, Any]] = frame.tool_annotations
         self.subagent: Optional[str] = frame.subagent
-        self.decision: Optional[_frames.ApprovalAck] = None
+        self.decision: Optional[_parse.ApprovalAck] = None
 
     @property
     def tool(self) -> str:

@@ -21,7 +21,7 @@ from typing import (
     cast,
 )
 
-from . import _frames
+from . import _frames, _parse
 from ._conn import Connection
 from ._paths import PathLike, resolve_socket
 from ._reconnect import RETRIABLE, Backoff, Tasks
@@ -194,7 +194,7 @@ class AsyncSubscription:
                 if frame["type"] == "subscribed":
                     return conn
                 if frame["type"] == "error":
-                    raise _frames.parse_error(frame)
+                    raise _parse.parse_error(frame)
         except BaseException:
             conn.close()
             raise
@@ -242,10 +242,10 @@ class AsyncSubscription:
         self._connection_lost(conn, gen, error)
 
     def _dispatch(self, frame: Dict[str, Any], gen: int) -> None:
-        parsed = _frames.parse_server_frame(frame)
-        if isinstance(parsed, (_frames.UiRequest, _frames.ApprovalRequest)):
+        parsed = _parse.parse_server_frame(frame)
+        if isinstance(parsed, (_parse.UiRequest, _parse.ApprovalRequest)):
             self._on_request(parsed, gen)
-        elif isinstance(parsed, (_frames.WithdrawnFrame, _frames.ApprovalWithdrawn)):
+        elif isinstance(parsed, (_parse.WithdrawnFrame, _parse.ApprovalWithdrawn)):
             req = self._known.get(parsed.correlation_id)
             if req is None:
                 return
@@ -257,11 +257,11 @@ class AsyncSubscription:
                 self._notify()
                 return
             self._withdraw(req, cast(WithdrawReason, parsed.reason))
-        elif isinstance(parsed, _frames.Ack):
+        elif isinstance(parsed, _parse.Ack):
             entry = self._acks.pop(parsed.correlation_id, None)
             if entry is not None and not entry[0].done():
                 entry[0].set_result(parsed.outcome)
-        elif isinstance(parsed, _frames.ApprovalAck):
+        elif isinstance(parsed, _parse.ApprovalAck):
             entry = self._acks.pop(parsed.correlation_id, None)
             known = self._known.get(parsed.correlation_id)
             if isinstance(known, AsyncApproval):
@@ -278,7 +278,7 @@ class AsyncSubscription:
                 log.warning("askbusd: %s: %s", parsed.code, parsed.message)
 
     def _on_request(
-        self, frame: Union[_frames.UiRequest, _frames.ApprovalRequest], gen: int
+        self, frame: Union[_parse.UiRequest, _parse.ApprovalRequest], gen: int
     ) -> None:
         known = self._known.get(frame.correlation_id)
         if known is not None:
@@ -289,7 +289,7 @@ class AsyncSubscription:
             return
         req: AsyncRequest = (
             AsyncApproval(self, frame, gen)
-            if isinstance(frame, _frames.ApprovalRequest)
+            if isinstance(frame, _parse.ApprovalRequest)
             else AsyncRequest(self, frame, gen)
         )
         self._known[req.correlation_id] = req

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Optional
 
-from . import _frames
+from . import _frames, _parse
 from ._conn import Connection
 from ._paths import PathLike, resolve_socket
 from .errors import ConnectionLost
@@ -58,7 +58,7 @@ class AsyncWatch:
                 if frame["type"] == "watching":
                     break
                 if frame["type"] == "error":
-                    raise _frames.parse_error(frame)
+                    raise _parse.parse_error(frame)
         except BaseException:
             conn.close()
             raise
@@ -78,9 +78,9 @@ class AsyncWatch:
             if frame is None:
                 raise StopAsyncIteration
             if frame["type"] == "bus-event":
-                return _frames.parse_bus_event(frame)
+                return _parse.parse_bus_event(frame)
             if frame["type"] == "error":
-                err = _frames.parse_error(frame)
+                err = _parse.parse_error(frame)
                 log.warning("askbusd: %s: %s", err.code, err.message)
 
     async def close(self) -> None:

@@ -13,7 +13,7 @@ use super::{
     question_index, ApprovalAck, ApprovalResponse, ApprovalWithdrawn, End, Outcome, RequestContext,
     ToolOutcome, UiApproval, WithdrawReason,
 };
-use crate::protocol::error::{Code, FrameError};
+use crate::protocol::error::{Code, FrameError, RequestKind};
 
 /// Who asked, as UIs are told.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -69,9 +69,10 @@ pub struct BusEvent {
     /// Federation: the question's origin node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
-    /// `approval` for approvals; absent for questions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
+    /// Which kind of request: on the wire `"approval"` for approvals, absent for questions
+    /// (and for `notify` events, which are no request's).
+    #[serde(default, skip_serializing_if = "BusRequestKind::is_question")]
+    pub kind: BusRequestKind,
     /// Approvals: `toolCall.name` (absent when rejected before it was known).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
@@ -137,6 +138,64 @@ impl<'de> Deserialize<'de> for BusEventKind {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = Cow::<'de, str>::deserialize(d)?;
         Ok(BusEventKind::from(&*s))
+    }
+}
+
+/// The kind of request a [`BusEvent`] is about. A question's event carries no `kind` (the
+/// field predates approvals), so `Question` is the default and is never written; a kind a
+/// later daemon adds is read as `Other`, not as an error.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum BusRequestKind {
+    #[default]
+    Question,
+    Approval,
+    Other(String),
+}
+
+impl BusRequestKind {
+    pub fn as_str(&self) -> &str {
+        match self {
+            BusRequestKind::Question => "question",
+            BusRequestKind::Approval => "approval",
+            BusRequestKind::Other(s) => s,
+        }
+    }
+
+    /// Whether the field is left out of the frame.
+    pub fn is_question(&self) -> bool {
+        *self == BusRequestKind::Question
+    }
+}
+
+impl From<RequestKind> for BusRequestKind {
+    fn from(k: RequestKind) -> Self {
+        match k {
+            RequestKind::Question => BusRequestKind::Question,
+            RequestKind::Approval => BusRequestKind::Approval,
+        }
+    }
+}
+
+impl fmt::Display for BusRequestKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl Serialize for BusRequestKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for BusRequestKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = Cow::<'de, str>::deserialize(d)?;
+        Ok(match &*s {
+            "question" => BusRequestKind::Question,
+            "approval" => BusRequestKind::Approval,
+            other => BusRequestKind::Other(other.to_owned()),
+        })
     }
 }
 
@@ -357,6 +416,36 @@ mod tests {
         };
         assert_eq!(r.answers[&1], "b");
         assert!(matches!(unknown, ServerFrame::Unknown));
+    }
+
+    /// A question's bus-event has no `kind`, an approval's says so, and a kind this crate
+    /// does not know is kept.
+    #[test]
+    fn bus_event_kind_of_request_on_the_wire() {
+        let question = r#"{"type":"bus-event","event":"request","ts":"t","correlationId":"c","producer":{"pid":1,"uid":0},"timeoutMs":5,"questionTypes":["text"],"headers":["H"]}"#;
+        let ServerFrame::BusEvent(e) = serde_json::from_str(question).unwrap() else {
+            panic!()
+        };
+        assert_eq!(e.kind, BusRequestKind::Question);
+        let text = crate::protocol::encode(&ServerFrame::BusEvent(e.clone()));
+        assert_eq!(std::str::from_utf8(&text).unwrap(), question);
+        let approval =
+            question.replace(r#""headers":["H"]"#, r#""headers":["H"],"kind":"approval""#);
+        let ServerFrame::BusEvent(a) = serde_json::from_str(&approval).unwrap() else {
+            panic!()
+        };
+        assert_eq!(a.kind, BusRequestKind::Approval);
+        let text = crate::protocol::encode(&ServerFrame::BusEvent(a));
+        assert_eq!(std::str::from_utf8(&text).unwrap(), approval);
+        let later = question.replace(r#""headers":["H"]"#, r#""headers":["H"],"kind":"poll""#);
+        let ServerFrame::BusEvent(l) = serde_json::from_str(&later).unwrap() else {
+            panic!()
+        };
+        assert_eq!(l.kind, BusRequestKind::Other("poll".into()));
+        assert_eq!(
+            BusRequestKind::from(RequestKind::Approval).as_str(),
+            "approval"
+        );
     }
 
     /// The fast encoder of a UI's request writes what the serde derive writes.
