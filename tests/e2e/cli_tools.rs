@@ -92,7 +92,7 @@ async fn watch_shows_one_full_exchange() {
     let id = response["correlationId"].as_str().unwrap().to_owned();
     assert_eq!(response["answers"], json!({"0": "Yes"}));
 
-    let uid = unsafe { libc::geteuid() };
+    let uid = askbus::trust::effective_uid();
     let version = env!("CARGO_PKG_VERSION");
     let request = text_feed.line();
     let (time, rest) = request.split_once("  ").unwrap();

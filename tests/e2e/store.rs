@@ -321,7 +321,7 @@ fn a_store_of_every_earlier_schema_is_migrated_and_its_requests_restored() {
                 &format!(
                     "{} PRAGMA user_version = {version}; INSERT INTO requests (correlation_id, kind, uid, asked_at, deadline_at, timeout_ms, shown_sha256, body) VALUES ('old', 'question', {}, 1, {deadline}, 600000, 'x', '{q}');",
                     steps[..version as usize].concat(),
-                    unsafe { libc::geteuid() }
+                    askbus::trust::effective_uid()
                 ),
             );
             let d = start(&store, &[]);
@@ -389,7 +389,7 @@ fn an_edit_with_the_sqlite3_cli_breaks_the_chain_and_the_daemon_names_the_record
 /// accepts again by itself once there is room.
 #[test]
 fn a_full_disk_refuses_new_requests_decides_accepted_ones_and_recovers() {
-    if unsafe { libc::geteuid() } != 0 {
+    if askbus::trust::effective_uid() != 0 {
         eprintln!("skipped: needs root to mount a tmpfs");
         return;
     }
@@ -542,7 +542,7 @@ fn a_request_answered_elsewhere_is_recorded_as_a_human_decision_via_the_producer
         assert_eq!(line("e1")["reason"], "withdrawn");
         assert!(line("e2").get("decidedBy").is_none(), "{}", line("e2"));
         assert_eq!(line("q1")["decidedBy"], json!({"kind": "human", "via": "client"}));
-        let uid = unsafe { libc::geteuid() };
+        let uid = askbus::trust::effective_uid();
         let lines: Vec<Value> = stdout(&history(&store, &["--json"]))
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())

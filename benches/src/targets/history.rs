@@ -174,8 +174,7 @@ fn fill(path: &Path, n: usize, first_day: i64) -> Result<()> {
     if version == 0 {
         bail!("askbusd left no schema in {}", path.display());
     }
-    // SAFETY: geteuid has no preconditions.
-    let uid = i64::from(unsafe { libc::geteuid() });
+    let uid = i64::from(askbus::trust::effective_uid());
     let tx = conn.transaction()?;
     {
         let mut insert = tx.prepare(

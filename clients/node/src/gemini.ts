@@ -32,7 +32,8 @@ import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import { basename } from "node:path";
 
-import { Producer, type AskResponse, type Confirmation, type ProducerOptions } from "./producer.js";
+import type { AskResponse, Confirmation, ProducerOptions } from "./asking.js";
+import { Producer } from "./producer.js";
 import {
   APPROVAL_MODES,
   CONTEXT_FIELDS,

@@ -3,17 +3,16 @@
  * `subscribe()` and answer them; `bridgeMessageBus()` connects a Gemini CLI core MessageBus.
  */
 
-export {
-  ask,
-  Producer,
-  type AskOptions,
-  type AskResponse,
-  type Confirmation,
-  type ConfirmationReason,
-  type ConfirmOptions,
-  type PendingAsk,
-  type ProducerOptions,
-} from "./producer.js";
+export { ask, Producer } from "./producer.js";
+export type {
+  AskOptions,
+  AskResponse,
+  Confirmation,
+  ConfirmationReason,
+  ConfirmOptions,
+  PendingAsk,
+  ProducerOptions,
+} from "./asking.js";
 export {
   subscribe,
   Subscription,

@@ -40,7 +40,9 @@ pub fn check_daemon(stream: &UnixStream, path: &Path) -> Result<(), UntrustedDae
     )
 }
 
-/// This process's effective uid: whose bus, socket directory and files these are.
+/// This process's effective uid: whose bus, socket directory and files these are. The one
+/// `geteuid` of every askbus crate that does not link `nix` (the client crate stays small for
+/// the agents that link it); the others call this or `nix::unistd::geteuid`.
 pub fn effective_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
@@ -100,7 +102,7 @@ mod tests {
 
     #[test]
     fn own_uid_and_root_are_trusted_others_only_when_named() {
-        let own = unsafe { libc::geteuid() };
+        let own = effective_uid();
         let p = Path::new("/tmp/x.sock");
         assert!(check_uid(own, p, None).is_ok());
         assert!(check_uid(0, p, None).is_ok());

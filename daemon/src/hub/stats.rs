@@ -157,7 +157,6 @@ fn approval_stats(a: &crate::broker::ApprovalStats) -> Value {
 /// Whether a peer may see the daemon's counters for everyone: the daemon's own uid, root, or
 /// an operator.
 fn sees_everything(info: &PeerInfo) -> bool {
-    // SAFETY: geteuid cannot fail and touches no memory.
-    let own_uid = unsafe { libc::geteuid() };
+    let own_uid = nix::unistd::geteuid().as_raw();
     info.rights.operator || info.uid == 0 || info.uid == own_uid
 }

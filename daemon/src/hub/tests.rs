@@ -82,7 +82,7 @@ async fn stats_for_another_uid_count_only_its_own_share() {
         (1, peer(other, false)),
         (2, peer(other + 1, false)),
         (3, peer(other + 2, true)),
-        (4, peer(unsafe { libc::geteuid() }, false)),
+        (4, peer(nix::unistd::geteuid().as_raw(), false)),
     ] {
         let (ours, theirs) = UnixStream::pair().unwrap();
         hub.connect(id, info, Outbox::new(Arc::new(ours), 1 << 20));

@@ -88,8 +88,7 @@ pub fn default_socket_path() -> PathBuf {
     if let Some(dir) = env("XDG_RUNTIME_DIR") {
         return Path::new(&dir).join("askbus.sock");
     }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = crate::trust::effective_uid();
     if uid == 0 {
         PathBuf::from("/run/askbus/askbus.sock")
     } else {
