@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+// Targets rather than EnvFilter: a daemon's log filter is levels per module, and EnvFilter's
+// span and field matching would link a regex engine for it (BENCHMARKS.md, "Build weight").
+use tracing_subscriber::filter::Targets;
 
 use askbusd::config::DaemonConfig;
 use askbusd::config::{self, LogFormat, Options, Settings, Telemetry};
@@ -409,8 +412,7 @@ fn log_limits(c: &DaemonConfig, file: Option<&Path>) {
     );
 }
 
-type FilterHandle =
-    tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>;
+type FilterHandle = tracing_subscriber::reload::Handle<Targets, tracing_subscriber::Registry>;
 
 /// Changes the log filter of the running daemon ($ASKBUS_LOG or --log-level still win: they
 /// are layered over the file again on every reload).
@@ -420,7 +422,8 @@ struct LogReload {
 
 impl LogReload {
     fn set_filter(&self, filter: &str) -> Result<()> {
-        let filter = tracing_subscriber::EnvFilter::try_new(quiet_nats(filter))
+        let filter = quiet_nats(filter)
+            .parse::<Targets>()
             .with_context(|| format!("bad log filter {filter:?}"))?;
         self.handle
             .reload(filter)
@@ -443,10 +446,11 @@ fn quiet_nats(filter: &str) -> String {
 fn init_logging(format: LogFormat, filter: &str) -> Result<LogReload> {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    use tracing_subscriber::{fmt, EnvFilter, Layer};
-    let env_filter = EnvFilter::try_new(quiet_nats(filter))
+    use tracing_subscriber::{fmt, Layer};
+    let targets = quiet_nats(filter)
+        .parse::<Targets>()
         .with_context(|| format!("bad log filter {filter:?}"))?;
-    let (filter_layer, handle) = tracing_subscriber::reload::Layer::new(env_filter);
+    let (filter_layer, handle) = tracing_subscriber::reload::Layer::new(targets);
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let base = fmt::layer()
         .with_writer(std::io::stderr)

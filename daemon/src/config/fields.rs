@@ -39,7 +39,7 @@ pub(super) fn between<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>
 
 pub(super) fn log_filter<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let s = String::deserialize(d)?;
-    tracing_subscriber::EnvFilter::try_new(&s)
+    s.parse::<tracing_subscriber::filter::Targets>()
         .map_err(|e| de::Error::custom(format!("bad log filter {s:?}: {e}")))?;
     Ok(Some(s))
 }

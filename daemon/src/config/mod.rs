@@ -158,7 +158,7 @@ pub struct Options {
     /// Log line format [default: text]
     #[arg(long, value_name = "FORMAT")]
     pub log_format: Option<LogFormat>,
-    /// Log filter (tracing's EnvFilter syntax) [default: info]
+    /// Log filter: a level, or target=level pairs (tracing's Targets syntax) [default: info]
     #[serde(default, deserialize_with = "log_filter")]
     #[arg(long, value_name = "FILTER", env = "ASKBUS_LOG")]
     pub log_level: Option<String>,
