@@ -11,13 +11,23 @@ use super::*;
 /// for a call are a superset of the rules that match it, in the same order; every candidate is
 /// still matched in full, so the decisions are the scan's.
 ///
-/// Each name's list also holds the wildcard rules (when there are few), so a call by one
-/// name needs no merge; and the `argsPattern` literals of a list's rules are searched for in
-/// one pass ([`Literals`]) instead of one scan per rule.
+/// A wildcard rule that can match only the calls of one MCP server (an `mcpName`, or a
+/// `mcp_{server}_*` tool name) is kept under that server, and one that needs some server
+/// (`mcpName = "*"`, `mcp_*`) apart: hundreds of MCP servers' `toolName = "*"` rules are then
+/// no candidates for a built-in tool's call.
+///
+/// Each name's list also holds the wildcard rules that need no server (when there are few),
+/// so a call by one name of no server needs no merge; and the `argsPattern` literals of a
+/// list's rules are searched for in one pass ([`Literals`]) instead of one scan per rule.
 #[derive(Debug, Default)]
 pub(super) struct Index {
     exact: std::collections::HashMap<String, Vec<usize>>,
+    /// Wildcard rules a call of no server can match.
     wild: Vec<usize>,
+    /// Wildcard rules that need some server.
+    any_server: Vec<usize>,
+    /// Wildcard rules that need one server, by its name.
+    by_server: std::collections::HashMap<String, Vec<usize>>,
     /// Per name: its rules and the wildcard ones, merged, with their literals' automaton.
     merged: std::collections::HashMap<String, (Vec<usize>, Option<Literals>)>,
 }
@@ -133,7 +143,11 @@ impl Index {
         for (i, r) in rules.iter().enumerate() {
             let rt = r.tool_name.as_str();
             if rt.contains('*') {
-                ix.wild.push(i);
+                match server_needed(r) {
+                    Needs::Nothing => ix.wild.push(i),
+                    Needs::AnyServer => ix.any_server.push(i),
+                    Needs::Server(s) => ix.by_server.entry(s.to_owned()).or_default().push(i),
+                }
                 continue;
             }
             ix.exact.entry(rt.to_string()).or_default().push(i);
@@ -162,14 +176,15 @@ impl Index {
         ix
     }
 
-    /// A call by exactly one name, of no server: its merged list, if there is one.
+    /// A call by exactly one name, of no server: its merged list, if there is one. (A call
+    /// of the server `""` is of some server: `mcpName = "*"` rules can match it.)
     pub(super) fn single(
         &self,
         names: &[String],
         server: Option<&str>,
     ) -> Option<&(Vec<usize>, Option<Literals>)> {
         match names {
-            [n] if server.is_none_or(str::is_empty) => self.merged.get(n.as_str()),
+            [n] if server.is_none() => self.merged.get(n.as_str()),
             _ => None,
         }
     }
@@ -177,6 +192,12 @@ impl Index {
     /// The candidates for a call named any of `names` (of `server`), in rule order.
     pub(super) fn candidates(&self, names: &[String], server: Option<&str>) -> Vec<usize> {
         let mut lists: Vec<&[usize]> = vec![&self.wild];
+        if let Some(srv) = server {
+            lists.push(&self.any_server);
+            if let Some(l) = self.by_server.get(srv) {
+                lists.push(l);
+            }
+        }
         for n in names {
             if let Some(l) = self.exact.get(n.as_str()) {
                 lists.push(l);
@@ -199,6 +220,32 @@ impl Index {
     }
 }
 
+/// What server a wildcard rule needs of a call, as [`Engine`]'s matching reads its
+/// `mcpName` and tool name: a superset is safe (every candidate is matched in full), so a rule
+/// whose two say different servers is kept under either.
+enum Needs<'a> {
+    Nothing,
+    AnyServer,
+    Server(&'a str),
+}
+
+fn server_needed(r: &Rule) -> Needs<'_> {
+    let rt = r.tool_name.as_str();
+    let by_name = if rt == "mcp_*" {
+        Needs::AnyServer
+    } else if rt.starts_with("mcp_") && rt.ends_with("_*") && rt.len() >= 6 {
+        Needs::Server(&rt[4..rt.len() - 2])
+    } else {
+        Needs::Nothing
+    };
+    match (r.mcp_name.as_deref(), by_name) {
+        (Some("*"), Needs::Server(s)) | (None, Needs::Server(s)) => Needs::Server(s),
+        (Some("*"), _) => Needs::AnyServer,
+        (Some(m), _) => Needs::Server(m),
+        (None, n) => n,
+    }
+}
+
 #[cfg(test)]
 impl Engine {
     /// The same engine visiting every rule in order, with no literal search: the scan the
@@ -218,9 +265,10 @@ mod tests {
     use super::*;
     use crate::loader::{load_shipped, load_text, Mode, Tier};
 
-    /// Decisions and matched rules through the index (tool lists, wildcard rules merged in,
-    /// rules visited only when their literal is in the args) equal a scan of every rule, on
-    /// rule sets where the literal search is in play.
+    /// Decisions and matched rules through the index (tool lists, wildcard rules merged in or
+    /// kept by the server they need, rules visited only when their literal is in the args)
+    /// equal a scan of every rule, on rule sets where the literal search is in play, for calls
+    /// of no server, of the server `""`, and of servers with and without rules of their own.
     #[test]
     fn the_index_decides_as_a_scan_of_every_rule() {
         let mut text = String::new();
@@ -250,7 +298,10 @@ mod tests {
             "[[rule]]\ntoolName = \"*\"\nargsPattern = \"secret\"\ndecision = \"deny\"\npriority = 500\n\n\
              [[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = \"git\"\ndecision = \"allow\"\npriority = 300\n\n\
              [[rule]]\ntoolName = \"run_shell_command\"\ncommandRegex = \"rm .*\"\ndecision = \"deny\"\npriority = 700\n\n\
-             [[rule]]\ntoolName = \"write_file\"\ndecision = \"ask_user\"\npriority = 10\nmodes = [\"autoEdit\"]\n",
+             [[rule]]\ntoolName = \"write_file\"\ndecision = \"ask_user\"\npriority = 10\nmodes = [\"autoEdit\"]\n\n\
+             [[rule]]\ntoolName = \"*\"\nmcpName = \"*\"\nargsPattern = \"drop\"\ndecision = \"deny\"\npriority = 650\n\n\
+             [[rule]]\ntoolName = \"mcp_*\"\ndecision = \"ask_user\"\npriority = 640\n\n\
+             [[rule]]\ntoolName = \"mcp_srv5_*\"\ndecision = \"allow\"\npriority = 660\n",
         );
         let mut loaded = load_text(&text, "user.toml", "user.toml", Tier::User);
         loaded.extend(load_shipped());
@@ -293,6 +344,8 @@ mod tests {
             ("run_shell_command", shell("make t7x; tool70 run")),
             ("mcp_srv3_query", "{\"sql\":\"select\"}".into()),
             ("query", "{\"sql\":\"select\"}".into()),
+            ("query", "{\"sql\":\"drop table\"}".into()),
+            ("mcp_srv5_query", "{\"sql\":\"select\"}".into()),
         ];
         for i in (0..40).step_by(3) {
             calls.push((
@@ -312,7 +365,14 @@ mod tests {
                 let scan = indexed.scanning();
                 for (tool, args) in &calls {
                     let args = crate::json::parse(args).expect("args");
-                    for (has_args, server) in [(true, None), (false, None), (true, Some("srv3"))] {
+                    for (has_args, server) in [
+                        (true, None),
+                        (false, None),
+                        (true, Some("srv3")),
+                        (true, Some("srv5")),
+                        (true, Some("")),
+                        (true, Some("nobody")),
+                    ] {
                         let call = Call {
                             name: tool,
                             args: has_args.then_some(&args),
