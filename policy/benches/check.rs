@@ -5,12 +5,18 @@
 //! (`policy/tests/node/bench_check.mjs`, with `@google/gemini-cli-core` 0.61.0 from
 //! `tests/node_modules`) and prints the ratios (goal ≥ 20×).
 //!
+//! A second group, `policy_decide`, times what askbusd does per approval on the same rules
+//! (`PolicySet::decide`: the tool call read from its JSON text, the agent's tool mapped, the
+//! reference's check and askbus's stricter compound check) for the approval `askbus bench`
+//! sends: the row "approval a rule allows" there is this plus a socket round trip.
+//!
 //! `cargo bench -p askbus-policy --bench check` (`-- --quick` for a short run; set
 //! `ASKBUS_BENCH_NO_NODE=1` to leave the reference out).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use askbus_policy::daemon::{Approval, PolicySet, Sources};
 use askbus_policy::engine::{Call, Engine, Options};
 use askbus_policy::json;
 use askbus_policy::loader::{load_shipped, load_text, Tier};
@@ -62,6 +68,31 @@ fn engine() -> Engine {
         hermetic: false,
     };
     Engine::new(loaded.rules, loaded.checkers, Options::default(), place).expect("engine")
+}
+
+/// The rule that allows `askbus bench`'s approval, each part named (askbus's compound check).
+const ALLOW_BENCH_APPROVAL: &str = "[[rule]]\ntoolName = \"run_shell_command\"\n\
+    commandPrefix = [\"rm -rf build\", \"cargo build\"]\ndecision = \"allow\"\npriority = 950\n";
+
+/// The daemon's policies with the shipped defaults and the user rules plus
+/// [`ALLOW_BENCH_APPROVAL`] in a user directory of the bench's own (no admin files).
+fn policy_set() -> (PolicySet, u32) {
+    let dir = std::env::temp_dir().join(format!("askbus-bench-decide-{}", std::process::id()));
+    let user = dir.join("user");
+    std::fs::create_dir_all(&user).expect("user dir");
+    std::fs::write(user.join("rules.toml"), user_rules() + ALLOW_BENCH_APPROVAL).expect("rules");
+    let set = PolicySet::new(
+        Sources {
+            defaults: true,
+            admin_dir: dir.join("admin"),
+            admin_owner: 0,
+        },
+        move |_| Some(user.clone()),
+    );
+    assert!(set.errors().is_empty(), "{:?}", set.errors());
+    // A user tier applies to its owner's requests: the uid the files were written as.
+    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&dir).expect("dir"));
+    (set, uid)
 }
 
 fn criterion_dir() -> PathBuf {
@@ -119,6 +150,36 @@ fn main() {
             };
             g.bench_function(*id, |b| b.iter(|| engine.check(black_box(&call))));
         }
+        g.finish();
+    }
+    {
+        let (set, uid) = policy_set();
+        let description = format!("Clean rebuild of the release binaries {}", "x".repeat(600));
+        let tool_call = serde_json::json!({
+            "name": "run_shell_command",
+            "args": {"command": "rm -rf build && cargo build --release", "description": description},
+        })
+        .to_string();
+        let approval = Approval {
+            uid,
+            tool_call: &tool_call,
+            server: None,
+            annotations: None,
+            subagent: None,
+            cwd: None,
+            project: None,
+            mode: None,
+            interactive: None,
+            agent: None,
+        };
+        let verdict = set
+            .decide(&approval)
+            .expect("the rule decides the bench's approval");
+        assert_eq!(verdict.decision, askbus_policy::Decision::Allow);
+        let mut g = c.benchmark_group("policy_decide");
+        g.bench_function("bench_approval_2_parts", |b| {
+            b.iter(|| set.decide(black_box(&approval)))
+        });
         g.finish();
     }
     c.final_summary();

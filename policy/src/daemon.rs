@@ -335,8 +335,10 @@ impl PolicySet {
         // Another agent's tool: decided as the reference's tool, unless a rule names the
         // agent's own tool (then that rule decides, as it would for a Gemini CLI call).
         let agent = crate::tools::agent_of_context(a.agent);
-        let mapped = serde_json::from_str::<serde_json::Value>(a.tool_call)
-            .ok()
+        // Gemini CLI's own calls are never mapped: their JSON is not read a second time.
+        let mapped = (agent != crate::tools::Agent::Gemini)
+            .then(|| serde_json::from_str::<serde_json::Value>(a.tool_call).ok())
+            .flatten()
             .and_then(|v| {
                 let args = v.get("args").cloned().unwrap_or(serde_json::Value::Null);
                 crate::tools::map_call(agent, &name, &args)

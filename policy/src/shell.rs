@@ -246,7 +246,17 @@ thread_local! {
 
 /// The reference's `stripShellWrapper`: `bash -c "…"` and friends give their script.
 pub fn strip_shell_wrapper(command: &[u16]) -> Vec<u16> {
-    let m = WRAPPER.with(|re| re.find_at(command, 0));
+    // Every wrapper the pattern knows has a `-c`, `/c` or `-Command` (any case): without
+    // one the pattern cannot match, and a check asks this of every part of every command.
+    let flag = command.windows(2).any(|w| {
+        (w[0] == u16::from(b'-') || w[0] == u16::from(b'/'))
+            && (w[1] == u16::from(b'c') || w[1] == u16::from(b'C'))
+    });
+    let m = if flag {
+        WRAPPER.with(|re| re.find_at(command, 0))
+    } else {
+        None
+    };
     let Some((ms, me)) = m else {
         return js_trim_utf16(command).to_vec();
     };
@@ -320,5 +330,28 @@ mod tests {
             String::from_utf16_lossy(&strip_shell_wrapper(&u("sh -c 'ls; rm'"))),
             "ls; rm"
         );
+    }
+
+    /// The `-c`/`/c` look-ahead before the pattern keeps every wrapper, in any case, and
+    /// leaves the rest trimmed as the pattern's miss does.
+    #[test]
+    fn wrappers_in_any_case_are_stripped_and_others_only_trimmed() {
+        for (command, stripped) in [
+            ("CMD.EXE /C dir", "dir"),
+            ("cmd.exe /c 'dir x'", "dir x"),
+            ("/usr/bin/bash -C ls", "ls"),
+            ("  ZSH -c \"git log\"", "git log"),
+            ("powershell.exe -NoProfile -Command Get-Item", "Get-Item"),
+            ("PWSH -command ls", "ls"),
+            ("  ls -la ", "ls -la"),
+            ("echo a-c", "echo a-c"),
+            ("bash script.sh", "bash script.sh"),
+        ] {
+            assert_eq!(
+                String::from_utf16_lossy(&strip_shell_wrapper(&u(command))),
+                stripped,
+                "{command}"
+            );
+        }
     }
 }

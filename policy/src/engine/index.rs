@@ -56,10 +56,16 @@ impl Literals {
         let mut pats: Vec<Vec<u8>> = vec![];
         let mut idx = vec![];
         for &i in list {
+            // Searched as UTF-8: as UTF-16LE bytes every pattern holds NULs, and the
+            // searcher's rare-byte prefilter stopped at every other byte of the args. A
+            // literal that is not well-formed UTF-16 (a lone surrogate) has no UTF-8 form:
+            // its rule stays a candidate for every call.
             if let Some(re) = &rules[i].args_pattern {
-                if !re.required().is_empty() {
-                    pats.push(re.required().iter().flat_map(|u| u.to_le_bytes()).collect());
-                    idx.push(i);
+                if let Ok(lit) = String::from_utf16(re.required()) {
+                    if !lit.is_empty() {
+                        pats.push(lit.into_bytes());
+                        idx.push(i);
+                    }
                 }
             }
         }
@@ -122,12 +128,18 @@ impl Literals {
         (out, found)
     }
 
-    /// The rules whose literal occurs in `text` (a match at an odd byte offset is a false
-    /// alarm: the regex then runs and says no).
+    /// The rules whose literal occurs in `text`. A well-formed literal found in the UTF-16
+    /// text is found in its UTF-8 form: only lone surrogates change (to U+FFFD), and no
+    /// literal holds one.
     pub(super) fn found(&self, text: &[u16]) -> std::collections::HashSet<usize> {
-        let bytes: Vec<u8> = text.iter().flat_map(|u| u.to_le_bytes()).collect();
+        // Args are mostly ASCII: then the UTF-8 form is the low bytes.
+        let utf8: Vec<u8> = if text.iter().all(|&u| u < 0x80) {
+            text.iter().map(|&u| u as u8).collect()
+        } else {
+            String::from_utf16_lossy(text).into_bytes()
+        };
         self.ac
-            .find_overlapping_iter(&bytes)
+            .find_overlapping_iter(&utf8)
             .map(|m| self.rules[m.pattern().as_usize()])
             .collect()
     }
@@ -338,6 +350,12 @@ mod tests {
                 "{\"file_path\":\"gen44/a\",\"content\":\"gen5/\"}".into(),
             ),
             ("write_file", "{}".into()),
+            // Lone surrogates and a pair beside literals: the literal search runs on UTF-8.
+            ("write_file", r#"{"file_path":"gen4/\ud800x"}"#.into()),
+            (
+                "write_file",
+                r#"{"file_path":"\udc00gen4/\ud83d\ude00"}"#.into(),
+            ),
             ("read_file", "{\"file_path\":\"secret\"}".into()),
             ("read_file", "{\"file_path\":\"a\"}".into()),
             ("run_shell_command", shell("make   t7 && make t77")),

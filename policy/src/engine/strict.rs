@@ -30,10 +30,15 @@ impl Engine {
         }
         let dir_path = call.args.and_then(|a| a.prop("dir_path"));
         for d in parts {
-            for text in [
-                js_trim_utf16(&d.text).to_vec(),
-                shell::strip_shell_wrapper(&d.text),
-            ] {
+            let trimmed = js_trim_utf16(&d.text).to_vec();
+            let stripped = shell::strip_shell_wrapper(&d.text);
+            // Unwrapped, both are the same text: it is checked once.
+            let texts = if stripped == trimmed {
+                vec![trimmed]
+            } else {
+                vec![trimmed, stripped]
+            };
+            for text in texts {
                 if text.as_slice() == command.as_slice() {
                     continue;
                 }
