@@ -782,6 +782,92 @@ fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
     });
 }
 
+/// "Allow always, every project" (the web page's widening, in the chat): the message shows the
+/// wider rule beside the project's before the tap; the tap writes the wider one, so the same
+/// call in another project is allowed by the daemon with no UI, and nothing is posted for it.
+#[test]
+fn allow_always_widened_to_every_project_writes_the_wider_rule() {
+    common::rt().block_on(async {
+        let admin = tempfile::tempdir().unwrap();
+        let d = Daemon::builder()
+            .env("ASKBUS_POLICIES", "on")
+            .args(&["--policy-admin-dir", &admin.path().display().to_string()])
+            .start();
+        let (s, base) = stand_in().await;
+        let _chat = chat(&d, &base, &[]);
+        let mut p = producer(&d).await;
+        let file = d.dir.path().join("askbus/policies/askbus-rules.toml");
+        let rule = |scope: &str| {
+            format!(
+                "allow run_shell_command commands starting \"npm\" {scope} ({}, user tier, \
+                 priority 4.95)",
+                file.display()
+            )
+        };
+
+        p.send(shell_approval("first", "npm run build", "shop"))
+            .await;
+        let (mid, m) = s.message("npm run build").await;
+        let shown = visible(&m.text);
+        for line in [
+            format!("Allow always: writes the rule: {}", rule("in project shop")),
+            format!(
+                "Allow always, every project: writes the rule: {}",
+                rule("in every project")
+            ),
+        ] {
+            assert!(shown.contains(&line), "{line} not in {shown}");
+        }
+        let data = button(&m, "Allow always, every project");
+        assert!(data.len() <= 64, "{data}");
+        s.tap(ALICE, mid, &data);
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["outcome"].clone()),
+            (json!("first"), json!("proceed_once")),
+            "{r}"
+        );
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(written.contains("commandPrefix = \"npm\""), "{written}");
+        assert!(!written.contains("askbusProject"), "{written}");
+        let m = s
+            .until("the outcome edit", |st| {
+                let m = &st.messages[&mid];
+                m.text.contains("Decided in Telegram").then(|| m.clone())
+            })
+            .await;
+        assert!(
+            visible(&m.text).contains(&format!(
+                "Allow always, writing the rule: {}",
+                rule("in every project")
+            )),
+            "{}",
+            m.text
+        );
+        assert!(!has_buttons(&m));
+
+        // The same call in another project: the daemon allows it by the wider rule.
+        p.send(shell_approval("web", "npm test", "web")).await;
+        let r = p.recv_type("tool-confirmation-response").await;
+        assert_eq!(
+            (r["correlationId"].clone(), r["outcome"].clone()),
+            (json!("web"), json!("proceed_once")),
+            "{r}"
+        );
+        // A different command is still asked in the chat, and npm test was never posted.
+        p.send(shell_approval("other", "rm -rf out", "web")).await;
+        s.message("rm -rf out").await;
+        let npm_test_posts =
+            s.st.lock()
+                .unwrap()
+                .messages
+                .values()
+                .filter(|m| m.text.contains("npm test"))
+                .count();
+        assert_eq!(npm_test_posts, 0, "the wider rule's call was never posted");
+    });
+}
+
 /// The countdown in words is kept true: an open request's message is edited when its words
 /// change (here from "1 min left" to "less than a minute left", a short timeout driving it;
 /// the test waits on the stand-in's edit), its buttons unchanged and still good; a request

@@ -316,11 +316,11 @@ impl Engine {
                 };
                 self.sent(id, sent, reply.as_deref(), user);
             }
-            Step::Always(offer) => {
+            Step::Always(offer, any_project) => {
                 // The rule first, as this process's user (the request is this user's: the
                 // offer has no rule otherwise), so the daemon decides the next identical
                 // call by it; a rule that cannot be written sends nothing.
-                let sent = match offer.apply(false) {
+                let sent = match offer.apply(any_project) {
                     Err(e) => Err(format!("the rule was not written, nothing was sent: {e}")),
                     Ok(written) => {
                         if let Some(r) = written {
