@@ -20,6 +20,7 @@ mod relay;
 mod report;
 mod spawn;
 mod targets;
+mod telegram;
 mod wire;
 
 use load::{Stop, Workload};
@@ -58,6 +59,9 @@ enum Sub {
     /// Measure what `askbus acp` adds to an editor's stream of session/update notifications:
     /// latency per message and throughput, side by side with a direct pipe.
     Acp(acp::AcpArgs),
+    /// Measure `askbus chat telegram` against a loopback stand-in of the Bot API: a request to
+    /// its message (p50, p95), and the chat's idle CPU and memory with many pending.
+    Chat(targets::ChatArgs),
     /// The baseline relay `--baseline` starts (for the bench only).
     #[command(hide = true)]
     Relay,
@@ -142,24 +146,14 @@ fn main() -> ExitCode {
     let socket = args.socket;
     let result = match args.command {
         Some(Sub::Targets(t)) => {
-            if socket.is_some() {
-                Err(anyhow::anyhow!(
-                    "bench targets starts its own daemons; drop --socket"
-                ))
-            } else {
-                targets::run(t)
-            }
+            own(&socket, "targets starts its own daemons").and_then(|()| targets::run(t))
         }
-        Some(Sub::Federation(f)) => {
-            if socket.is_some() {
-                Err(anyhow::anyhow!(
-                    "bench federation starts its own nats-server and nodes; drop --socket"
-                ))
-            } else {
-                targets::federation(f)
-            }
-        }
+        Some(Sub::Federation(f)) => own(&socket, "federation starts its own nats-server and nodes")
+            .and_then(|()| targets::federation(f)),
         Some(Sub::Acp(a)) => acp::run(a),
+        Some(Sub::Chat(c)) => {
+            own(&socket, "chat starts its own daemon and chat").and_then(|()| targets::chat(c))
+        }
         Some(Sub::AcpAgent { size }) => return acp::agent_main(size),
         Some(Sub::Relay) => match socket {
             Some(s) => relay::main(&s),
@@ -173,6 +167,14 @@ fn main() -> ExitCode {
             eprintln!("askbus bench: {e:#}");
             ExitCode::from(FAILURE)
         }
+    }
+}
+
+/// Refuses `--socket` for a subcommand that starts its own processes (`what` says which).
+fn own(socket: &Option<PathBuf>, what: &str) -> Result<()> {
+    match socket {
+        Some(_) => bail!("bench {what}; drop --socket"),
+        None => Ok(()),
     }
 }
 
@@ -388,7 +390,7 @@ fn measure(on: &On, spec: &Spec) -> Result<Run> {
             };
             let telemetry = match kind {
                 Kind::Askbusd { telemetry, .. } => Some(*telemetry),
-                Kind::Relay { .. } => None,
+                Kind::Relay { .. } | Kind::Chat { .. } => None,
             };
             (kind.name(), measured, Some(server), telemetry)
         }

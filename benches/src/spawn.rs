@@ -1,5 +1,5 @@
-//! Starting and stopping the bench's target (askbusd or the baseline relay) in a temp dir of
-//! its own: waits for its ready line on stderr, keeps draining stderr (a full pipe would stall
+//! Starting and stopping the bench's target (askbusd, the baseline relay, or `askbus chat` on
+//! a daemon's socket) in a temp dir of its own: waits for its ready line on stderr, keeps draining stderr (a full pipe would stall
 //! the target's logging), and stops it with SIGTERM.
 
 use std::collections::VecDeque;
@@ -15,6 +15,8 @@ use anyhow::{bail, Context, Result};
 /// What the relay prints once it listens, as askbusd prints "askbusd ready on PATH".
 pub const RELAY_READY: &str = "askbus bench-relay ready on";
 const DAEMON_READY: &str = "askbusd ready on";
+/// What `askbus chat` logs once it is subscribed to the daemon.
+const CHAT_READY: &str = "askbus chat: watching";
 
 /// How long a target may take to say it is ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(15);
@@ -34,6 +36,14 @@ pub enum Kind {
     Relay {
         exe: PathBuf,
     },
+    /// `askbus chat ARGS…` subscribed to the daemon at `socket` (its state file in the temp
+    /// dir), with `env` set (the bot token: never in argv).
+    Chat {
+        askbus: PathBuf,
+        socket: PathBuf,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
 }
 
 impl Kind {
@@ -41,6 +51,7 @@ impl Kind {
         match self {
             Kind::Askbusd { .. } => "askbusd",
             Kind::Relay { .. } => "relay",
+            Kind::Chat { .. } => "askbus chat",
         }
     }
 
@@ -52,6 +63,7 @@ impl Kind {
         match self {
             Kind::Askbusd { .. } => DAEMON_READY,
             Kind::Relay { .. } => RELAY_READY,
+            Kind::Chat { .. } => CHAT_READY,
         }
     }
 
@@ -105,6 +117,24 @@ impl Kind {
             Kind::Relay { exe } => {
                 let mut cmd = Command::new(exe);
                 cmd.arg("relay").arg("--socket").arg(socket);
+                Ok(cmd)
+            }
+            Kind::Chat {
+                askbus,
+                socket,
+                args,
+                env,
+            } => {
+                let mut cmd = Command::new(askbus);
+                cmd.arg("chat")
+                    .args(args)
+                    .arg("--state")
+                    .arg(dir.join("chat.json"))
+                    .env("ASKBUS_SOCKET", socket)
+                    .env("XDG_CONFIG_HOME", dir.join("config"))
+                    .env("XDG_STATE_HOME", dir.join("state"))
+                    .env_remove("ASKBUS_CONFIG")
+                    .envs(env.iter().map(|(k, v)| (k, v)));
                 Ok(cmd)
             }
         }
@@ -164,7 +194,10 @@ impl Target {
     /// Starts `kind` without waiting for it (`wait_ready` does).
     pub fn spawn(kind: &Kind) -> Result<Target> {
         let dir = TempDir::new()?;
-        let socket = dir.0.join("askbus.sock");
+        let socket = match kind {
+            Kind::Chat { socket, .. } => socket.clone(),
+            _ => dir.0.join("askbus.sock"),
+        };
         let mut cmd = kind.command(&dir.0, &socket)?;
         // Not a service: no inherited socket, no notifications, no watchdog.
         for var in [

@@ -551,3 +551,61 @@ fn federation_quick() {
     let met = rows.iter().filter(|r| r["met"] == true).count() as u64;
     assert_eq!(t["met"].as_u64(), Some(met), "{t}");
 }
+
+/// `askbus bench chat` on a daemon of its own, `askbus chat telegram` and the bench's loopback
+/// Bot API stand-in: its five rows, made of positive figures from both sides (the producer's
+/// writes and the stand-in's reads, the chat process's /proc), every pending request shown
+/// (ten messages of their own and the digest), and nothing but the long poll in the window.
+#[test]
+fn chat_quick() {
+    let t = bench_json(&[
+        "bench",
+        "chat",
+        "--quick",
+        "--requests",
+        "60",
+        "--pending",
+        "60",
+        "--daemon",
+        common::daemon_bin(),
+        "--json",
+    ]);
+    let rows = t["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 5, "{t}");
+    let posted = &rows[0];
+    assert!(
+        posted["what"].as_str().unwrap().ends_with("p50 of 60"),
+        "{posted}"
+    );
+    let p50 = positive(&posted["measured"], "write to sendMessage p50");
+    let p95 = positive(&rows[1]["measured"], "write to sendMessage p95");
+    assert!(p50 <= p95, "{t}");
+    assert!(p95 <= positive(&posted["detail"]["max_ms"], "max"), "{t}");
+    assert_eq!(posted["detail"]["requests"], 60, "{t}");
+    positive(
+        &posted["detail"]["chat_cpu_us_per_request"],
+        "the chat's CPU per request",
+    );
+    positive(&rows[2]["measured"], "cancel to editMessageText p50");
+    let idle = &rows[3];
+    assert!(
+        idle["what"].as_str().unwrap().contains("60 pending"),
+        "{idle}"
+    );
+    assert!(
+        idle["measured"].as_f64().is_some_and(|x| x >= 0.0),
+        "{idle}"
+    );
+    assert_eq!(
+        idle["detail"]["posted"], 11,
+        "ten messages and the digest: {idle}"
+    );
+    assert_eq!(idle["detail"]["calls_in_window"], 0, "{idle}");
+    positive(
+        &idle["detail"]["intake_cpu_ms"],
+        "the chat's CPU taking them in",
+    );
+    positive(&rows[4]["measured"], "the chat's RSS");
+    let met = rows.iter().filter(|r| r["met"] == true).count() as u64;
+    assert_eq!(t["met"].as_u64(), Some(met), "{t}");
+}

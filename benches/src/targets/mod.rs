@@ -22,6 +22,7 @@ use tokio::io::AsyncWriteExt;
 use super::load::{self, Reader, Stop};
 use super::report::{median, Baseline};
 use super::wire::write_frame;
+mod chat;
 mod fanout;
 mod federation;
 mod history;
@@ -31,6 +32,7 @@ mod policy;
 mod startup;
 mod store;
 
+pub use chat::{run as chat, Args as ChatArgs};
 use fanout::fanout;
 pub use federation::{run as federation, Args as FederationArgs};
 use idle::idle_connections;
@@ -40,8 +42,9 @@ use startup::start_to_ready;
 use super::wire::RequestKind;
 use super::{daemon_kind, default_size, measure, next_to_me, proc, relay_kind, workload, On, Spec};
 
+/// What `targets`, `federation` and `chat` all take.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub struct Common {
     /// Small counts everywhere (seconds instead of a minute or two; for CI)
     #[arg(long)]
     quick: bool,
@@ -51,6 +54,40 @@ pub struct Args {
     /// The askbusd binary to start [default: askbusd next to this executable]
     #[arg(long, value_name = "PATH")]
     daemon: Option<PathBuf>,
+}
+
+impl Common {
+    /// `--daemon`, or askbusd beside this executable.
+    fn daemon(&self) -> Result<PathBuf> {
+        match &self.daemon {
+            Some(b) => Ok(b.clone()),
+            None => next_to_me("askbusd"),
+        }
+    }
+
+    /// Prints the rows (a table, or one JSON object with `--json`).
+    fn finish(&self, rounds: u64, rows: Vec<Row>) -> Result<ExitCode> {
+        let met = rows.iter().filter(|r| r.met).count();
+        let report = Report {
+            quick: self.quick,
+            rounds,
+            missed: rows.len() - met,
+            met,
+            rows,
+        };
+        if self.json {
+            println!("{}", serde_json::to_string(&report)?);
+        } else {
+            print_table(&report);
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    common: Common,
     /// Rounds of each side of every ratio
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
     rounds: u64,
@@ -226,11 +263,8 @@ fn row(
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let nofile = proc::raise_nofile()?;
-    let c = if a.quick { &QUICK } else { &FULL };
-    let bin = match &a.daemon {
-        Some(b) => b.clone(),
-        None => next_to_me("askbusd")?,
-    };
+    let c = if a.common.quick { &QUICK } else { &FULL };
+    let bin = a.common.daemon()?;
     let threads = a.client_threads as usize;
     let wanted = |g: Group| a.only.is_empty() || a.only.contains(&g);
     let mut rows = Vec::new();
@@ -411,20 +445,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         store::rows(&a, c, &bin, &seq, &conc, &mut rows)?;
     }
 
-    let met = rows.iter().filter(|r| r.met).count();
-    let report = Report {
-        quick: a.quick,
-        rounds: a.rounds,
-        missed: rows.len() - met,
-        met,
-        rows,
-    };
-    if a.json {
-        println!("{}", serde_json::to_string(&report)?);
-    } else {
-        print_table(&report);
-    }
-    Ok(ExitCode::SUCCESS)
+    a.common.finish(a.rounds, rows)
 }
 
 fn print_table(r: &Report) {

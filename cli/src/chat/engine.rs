@@ -26,8 +26,12 @@ use super::state::{SavedMessage, StateFile};
 use super::text::{title_case, withdrawn_text};
 use super::{CommonArgs, DIGEST_EVERY, DIGEST_LINES, REPLAY_GRACE, SAVE_EVERY};
 
-/// Replies kept for a message not known yet (a chat's replies to other messages included).
+/// Replies kept for a message not known yet (a chat's replies to other messages included),
+/// and taps kept for the replay.
 const EARLY_REPLIES: usize = 32;
+
+/// A tap kept for the replay: its reply handle, who, its data, its message.
+type HeldTap = (String, User, String, Option<Msg>);
 
 /// One pending request.
 struct Entry {
@@ -75,6 +79,8 @@ pub(super) struct Engine {
     /// before its sender hands over the `Posted` (or `Prompted`) of the message it answers.
     /// Applied when that message is known; the oldest dropped past [`EARLY_REPLIES`].
     early: Vec<(User, Msg, String)>,
+    /// Taps naming no request we know, made before askbusd's replay was in (`inbound`).
+    held: Vec<HeldTap>,
     queued: BTreeSet<(u64, String)>,
     live: usize,
     digest_msg: Option<Msg>,
@@ -132,6 +138,7 @@ impl Engine {
             by_msg: HashMap::new(),
             limbo: HashMap::new(),
             early: Vec::new(),
+            held: Vec::new(),
             queued: BTreeSet::new(),
             live: 0,
             digest_dirty: digest_msg.is_some(),
@@ -182,6 +189,7 @@ impl Engine {
                 },
                 _ = crate::duration::sleep_until(wake) => self.tick(),
             }
+            self.release_held().await;
         }
     }
 

@@ -60,6 +60,8 @@ pub enum Action {
     Restart,
     /// An approving outcome (its index in [`ToolOutcome::ALL`]).
     Allow(u8),
+    /// An "always" outcome (its index) whose rule is widened to every project.
+    AllowEverywhere(u8),
     /// Deny: ask for a reason.
     Deny,
     /// Deny without a reason.
@@ -79,6 +81,7 @@ impl Action {
             Action::Submit => (b's', 0),
             Action::Restart => (b'r', 0),
             Action::Allow(i) => (b'o', i),
+            Action::AllowEverywhere(i) => (b'O', i),
             Action::Deny => (b'n', 0),
             Action::DenyNow => (b'N', 0),
             Action::Back => (b'b', 0),
@@ -95,6 +98,7 @@ impl Action {
             b's' => Action::Submit,
             b'r' => Action::Restart,
             b'o' => Action::Allow(arg),
+            b'O' => Action::AllowEverywhere(arg),
             b'n' => Action::Deny,
             b'N' => Action::DenyNow,
             b'b' => Action::Back,
@@ -168,9 +172,10 @@ pub enum Step {
     Answer(BTreeMap<usize, String>),
     /// Send this decision.
     Decide(Decision),
-    /// "Allow always": write the offer's rule (the one the message showed), then send
-    /// `offer.sent` (`crate::always`, the path every UI's "always" takes).
-    Always(Offer),
+    /// "Allow always": write the offer's rule (the one the message showed: in the request's
+    /// project, or in every project when the bool is true), then send `offer.sent`
+    /// (`crate::always`, the path every UI's "always" takes).
+    Always(Offer, bool),
     /// Nothing changes; tell the person this (an ephemeral notice).
     Refuse(&'static str),
 }
@@ -558,9 +563,10 @@ pub fn answers_text(answers: &BTreeMap<usize, String>) -> String {
     }
 }
 
-/// "Allow always, writing the rule: allow … (FILE, user tier, priority 4.95)".
-pub fn always_text(o: &Offer) -> String {
-    match o.rule(false) {
+/// "Allow always, writing the rule: allow … (FILE, user tier, priority 4.95)" (its rule in
+/// every project when `any_project`).
+pub fn always_text(o: &Offer, any_project: bool) -> String {
+    match o.rule(any_project) {
         Some(r) => clean(
             &format!(
                 "{}, writing the rule: {}",
@@ -571,6 +577,11 @@ pub fn always_text(o: &Offer) -> String {
         ),
         None => o.chosen.label().to_owned(),
     }
+}
+
+/// The label of the button that widens `o`'s rule to every project.
+pub fn everywhere_label(o: &Offer) -> String {
+    format!("{}, every project", o.chosen.label())
 }
 
 pub fn decision_text(d: &Decision) -> String {

@@ -67,11 +67,11 @@ impl Card {
                     what: decision_text(d),
                 };
             }
-            Step::Always(o) => {
+            Step::Always(o, any_project) => {
                 self.version = self.version.wrapping_add(1);
                 self.phase = Phase::Sending {
                     by: user.label(),
-                    what: always_text(o),
+                    what: always_text(o, *any_project),
                 };
             }
             Step::Refuse(_) => {}
@@ -143,12 +143,20 @@ pub(super) fn approval_tap(a: &mut Approval, action: Action) -> Step {
             Some(o) if a.allow.contains(o) && always::is_always(*o) => {
                 match a.always.iter().find(|x| x.chosen == *o) {
                     // The rule the message showed is the one written.
-                    Some(offer) => Step::Always(offer.clone()),
+                    Some(offer) => Step::Always(offer.clone(), false),
                     // The agent's own "always" with no rule askbus can say: it alone.
                     None => Step::Decide(Decision::allow(*o)),
                 }
             }
             Some(o) if a.allow.contains(o) => Step::Decide(Decision::allow(*o)),
+            _ => Step::Refuse("That button is not on this message any more."),
+        },
+        // Only an offer the message showed widened (its rule names a project).
+        Action::AllowEverywhere(i) if !a.denying => match ToolOutcome::ALL.get(usize::from(i)) {
+            Some(o) if a.allow.contains(o) => match a.always.iter().find(|x| x.chosen == *o) {
+                Some(offer) if offer.widens() => Step::Always(offer.clone(), true),
+                _ => Step::Refuse("That button is not on this message any more."),
+            },
             _ => Step::Refuse("That button is not on this message any more."),
         },
         Action::Deny if !a.denying => {

@@ -151,27 +151,83 @@ fn allow_always_shows_the_rule_it_writes() {
             _ => None,
         })
         .collect();
-    assert_eq!(labels, ["Allow once", "Allow always", "Deny"]);
+    assert_eq!(
+        labels,
+        [
+            "Allow once",
+            "Allow always",
+            "Allow always, every project",
+            "Deny"
+        ]
+    );
     let offer = crate::always::offer(&a, ToolOutcome::ProceedAlways).unwrap();
     let rule = crate::always::describe(offer.rule(false).unwrap());
     assert!(rule.contains("starting \"npm\" in project shop"), "{rule}");
-    assert!(
-        v.blocks.contains(&Block::Note(format!(
-            "Allow always: writes the rule: {rule}"
-        ))),
-        "{:?}",
-        v.blocks
-    );
+    let wide = crate::always::describe(offer.rule(true).unwrap());
+    assert!(wide.contains("starting \"npm\" in every project"), "{wide}");
+    for note in [
+        format!("Allow always: writes the rule: {rule}"),
+        format!("Allow always, every project: writes the rule: {wide}"),
+    ] {
+        assert!(v.blocks.contains(&Block::Note(note)), "{:?}", v.blocks);
+    }
     let i = ToolOutcome::ALL
         .iter()
         .position(|o| *o == ToolOutcome::ProceedAlways)
         .unwrap() as u8;
+    // The widened twin of a tap that is not "always" is refused.
+    let once = ToolOutcome::ALL
+        .iter()
+        .position(|o| *o == ToolOutcome::ProceedOnce)
+        .unwrap() as u8;
+    assert!(matches!(
+        c.clone().tap(Action::AllowEverywhere(once), &user()),
+        Step::Refuse(_)
+    ));
+    let mut widened = c.clone();
+    match widened.tap(Action::AllowEverywhere(i), &user()) {
+        Step::Always(o, true) => assert_eq!(o, offer),
+        s => panic!("{s:?}"),
+    }
+    assert!(widened.sent().unwrap().1.contains(&wide));
     match c.tap(Action::Allow(i), &user()) {
-        Step::Always(o) => {
+        Step::Always(o, false) => {
             assert_eq!(o, offer);
             assert_eq!(o.sent, ToolOutcome::ProceedOnce);
         }
         s => panic!("{s:?}"),
     }
     assert!(c.sent().unwrap().1.contains(&rule));
+}
+
+#[test]
+fn every_always_and_its_widened_twin_fit_five_rows() {
+    // Gemini CLI's MCP call offers four "always" outcomes: with their widened twins, nine
+    // allow buttons, three to a row, and Deny.
+    let a: UiApproval = serde_json::from_value(json!({"correlationId": "a2",
+        "toolCall": {"name": "search", "args": {"q": "x"}}, "serverName": "docs",
+        "details": {"type": "mcp", "title": "MCP", "serverName": "docs", "toolName": "search",
+            "toolDisplayName": "search"},
+        "outcomes": ["proceed_once", "proceed_always", "proceed_always_server",
+            "proceed_always_tool", "proceed_always_and_save", "cancel"], "timeoutMs": 5000,
+        "context": {"agent": "gemini-cli", "project": "shop"},
+        "producer": {"client": "g/1", "pid": 3, "uid": askbus::trust::effective_uid()}}))
+    .unwrap();
+    let v = Card::from_approval(&a).view();
+    let rows: Vec<usize> = v.rows.iter().map(Vec::len).filter(|n| *n > 0).collect();
+    assert!(rows.len() <= 5 && rows.iter().all(|n| *n <= 5), "{rows:?}");
+    let wide = v
+        .rows
+        .iter()
+        .flatten()
+        .filter(|b| matches!(b, Button::Tap { label, .. } if label.ends_with("every project")))
+        .count();
+    assert_eq!(
+        wide,
+        crate::always::offers(&a)
+            .iter()
+            .filter(|o| o.widens())
+            .count()
+    );
+    assert!(wide >= 1, "{:?}", v.rows);
 }

@@ -197,20 +197,33 @@ impl Card {
             ]);
             return;
         }
-        // What each "always" writes, before the tap (the rule the tap then writes).
+        // What each "always" writes, before the tap (the rule the tap then writes), and what
+        // its widened twin writes when the rule names the request's project.
         for o in &a.always {
             blocks.push(Block::Note(clean(
                 &format!("{}: {}", o.chosen.label(), o.says(false)),
                 MAX_TEXT,
             )));
+            if o.widens() {
+                blocks.push(Block::Note(clean(
+                    &format!("{}: {}", everywhere_label(o), o.says(true)),
+                    MAX_TEXT,
+                )));
+            }
         }
         let mut allow_row = Vec::new();
         for o in &a.allow {
             let i = ToolOutcome::ALL.iter().position(|x| x == o).unwrap_or(0) as u8;
             allow_row.push(tap(o.label(), Action::Allow(i)));
+            if let Some(w) = a.always.iter().find(|x| x.chosen == *o && x.widens()) {
+                allow_row.push(tap(&everywhere_label(w), Action::AllowEverywhere(i)));
+            }
         }
-        // Two per row: "Allow this tool always" and its like are long.
-        for pair in allow_row.chunks(2) {
+        // Two per row ("Allow this tool always" and its like are long), three when there are
+        // many (every "always" of Gemini CLI's and their widened twins): with Deny's row that
+        // stays within Discord's five rows of buttons.
+        let per_row = if allow_row.len() > 6 { 3 } else { 2 };
+        for pair in allow_row.chunks(per_row) {
             rows.push(pair.to_vec());
         }
         rows.push(vec![tap("Deny", Action::Deny)]);

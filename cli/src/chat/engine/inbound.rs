@@ -141,6 +141,23 @@ impl Engine {
         true
     }
 
+    /// Whether what askbusd has pending is all known: connected, and its replay in.
+    pub(super) fn replayed(&self) -> bool {
+        self.answerer.is_some() && self.sweep_at.is_none()
+    }
+
+    /// The taps held for the replay, applied (or refused) once it is in. After a restart the
+    /// chat's first poll can bring a tap made while we were down before askbusd's replay
+    /// brings the request it names; refusing it then would lose the person's answer.
+    pub(super) async fn release_held(&mut self) {
+        if self.held.is_empty() || !self.replayed() {
+            return;
+        }
+        for (reply, user, data, msg) in std::mem::take(&mut self.held) {
+            self.tap(reply, user, &data, msg).await;
+        }
+    }
+
     pub(super) fn toast(&self, reply: &str, text: &str, alert: bool) {
         self.send(Out::Toast {
             reply: reply.to_owned(),
@@ -162,6 +179,16 @@ impl Engine {
             return;
         };
         let Some(id) = self.by_handle.get(&opened.handle).cloned() else {
+            if !self.replayed() {
+                // Perhaps a request the replay has not brought yet: tried again once it has.
+                eprintln!("askbus chat: a tap by {who} waits for askbusd's replay");
+                if self.held.len() == EARLY_REPLIES {
+                    let (reply, ..) = self.held.remove(0);
+                    self.toast(&reply, OVER, false);
+                }
+                self.held.push((reply, user, data.to_owned(), msg));
+                return;
+            }
             eprintln!("askbus chat: refused a tap by {who}: no pending request has that button (over, or forged)");
             self.toast(&reply, OVER, false);
             return;
@@ -316,11 +343,11 @@ impl Engine {
                 };
                 self.sent(id, sent, reply.as_deref(), user);
             }
-            Step::Always(offer) => {
+            Step::Always(offer, any_project) => {
                 // The rule first, as this process's user (the request is this user's: the
                 // offer has no rule otherwise), so the daemon decides the next identical
                 // call by it; a rule that cannot be written sends nothing.
-                let sent = match offer.apply(false) {
+                let sent = match offer.apply(any_project) {
                     Err(e) => Err(format!("the rule was not written, nothing was sent: {e}")),
                     Ok(written) => {
                         if let Some(r) = written {
