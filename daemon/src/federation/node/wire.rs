@@ -6,12 +6,12 @@
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::approvals::ApprovalBody;
 use crate::broker::{Body, PeerId, SharedEnd, SharedQuestion, Valid};
 use crate::intake;
-use crate::protocol::{ProducerInfo, RequestKind, UiInfo, WithdrawReason};
+use crate::protocol::{json, ProducerInfo, RequestKind, UiInfo, WithdrawReason};
 
 /// The federation protocol version this node speaks: every message carries it as `"v"`, and
 /// a message of another version is refused (logged once per node), never half-read.
@@ -130,15 +130,18 @@ fn approval_fields(out: &mut Vec<u8>, body: &ApprovalBody) {
 
 /// A question's end.
 pub fn ended(end: &SharedEnd, epoch: u64, seq: u64) -> Vec<u8> {
-    let mut v = json!({"v": VERSION, "epoch": epoch, "seq": seq, "correlationId": &*end.id, "ended": end.reason});
+    let mut out = Vec::with_capacity(192);
+    envelope(&mut out, epoch, seq);
+    out.extend_from_slice(br#","correlationId":"#);
+    json::write_str(&mut out, &end.id);
+    out.extend_from_slice(br#","ended":"#);
+    json::write_str(&mut out, end.reason.as_str());
     if let Some(by) = &end.answered_by {
-        let mut by = serde_json::to_value(by).expect("UiInfo serializes");
-        if let Some(peer) = end.winner_peer {
-            by["peer"] = json!(peer);
-        }
-        v["answeredBy"] = by;
+        out.extend_from_slice(br#","answeredBy":"#);
+        answer::write_ui(&mut out, by, end.winner_peer);
     }
-    serde_json::to_vec(&v).expect("JSON serializes")
+    out.push(b'}');
+    out
 }
 
 /// A share or an end, as read.
@@ -192,7 +195,14 @@ struct RawEntry {
     #[serde(default)]
     ended: Option<String>,
     #[serde(default)]
-    answered_by: Option<Value>,
+    answered_by: Option<Box<RawValue>>,
+}
+
+/// What an end's `answeredBy` says beyond `UiInfo`: the winning UI's connection on its node.
+#[derive(Deserialize)]
+struct RawWinner {
+    #[serde(default)]
+    peer: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -259,14 +269,12 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message, ParseError> {
                 "shutdown" => WithdrawReason::Shutdown,
                 _ => WithdrawReason::Withdrawn,
             };
-            let winner_peer = raw
-                .answered_by
-                .as_ref()
-                .and_then(|b| b.get("peer"))
-                .and_then(Value::as_u64);
-            let answered_by = raw
-                .answered_by
-                .and_then(|b| serde_json::from_value::<UiInfo>(b).ok());
+            // Read leniently, each on its own: who answered only describes the end.
+            let by = raw.answered_by.as_deref().map(RawValue::get);
+            let winner_peer = by
+                .and_then(|b| serde_json::from_str::<RawWinner>(b).ok())
+                .and_then(|w| w.peer?.as_u64());
+            let answered_by = by.and_then(|b| serde_json::from_str::<UiInfo>(b).ok());
             Msg::End(Entry::Ended {
                 id,
                 reason,
