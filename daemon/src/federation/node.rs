@@ -351,7 +351,8 @@ impl Task {
             while let Ok(outs) = rx.try_recv() {
                 for o in outs {
                     if !matches!(o, FedOut::Forward(_)) {
-                        this.handle_out(o, &client, &mut out, &perm_tx, &mut forwards).await;
+                        this.handle_out(o, &client, &mut out, &perm_tx, &mut forwards)
+                            .await;
                     }
                 }
             }

@@ -100,8 +100,9 @@ impl Task {
         let decision = match wire::parse_answer(&msg.payload) {
             Ok((resp, mut by, peer)) => {
                 by.node = Some(sender);
-                self.hub
-                    .run_in(batch, |b, now, fx| b.respond_remote(resp, by, peer, now, fx))
+                self.hub.run_in(batch, |b, now, fx| {
+                    b.respond_remote(resp, by, peer, now, fx)
+                })
             }
             Err(err) => Err(err),
         };

@@ -59,7 +59,8 @@ impl Task {
     ) {
         out.seq += 1;
         let body = wire::question(q, deadline_ms, self.epoch, out.seq);
-        self.publish(client, self.subjects.own_q.clone(), body).await;
+        self.publish(client, self.subjects.own_q.clone(), body)
+            .await;
     }
 
     pub(super) async fn publish_end(
@@ -70,7 +71,8 @@ impl Task {
     ) {
         out.seq += 1;
         let body = wire::ended(end, self.epoch, out.seq);
-        self.publish(client, self.subjects.own_q.clone(), body).await;
+        self.publish(client, self.subjects.own_q.clone(), body)
+            .await;
     }
 
     /// A beat, hello or bye, with this node's last sequence number and how many questions it

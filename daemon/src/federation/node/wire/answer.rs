@@ -147,7 +147,9 @@ fn without_ui(bytes: &[u8]) -> Option<(Cow<'_, [u8]>, Option<&RawValue>)> {
     };
     // The raw value is a slice of `bytes`: where it starts and ends there.
     let start = (ui.get().as_ptr() as usize).checked_sub(bytes.as_ptr() as usize)?;
-    let end = start.checked_add(ui.get().len()).filter(|&e| e <= bytes.len())?;
+    let end = start
+        .checked_add(ui.get().len())
+        .filter(|&e| e <= bytes.len())?;
     let key = bytes[..start]
         .trim_ascii_end()
         .strip_suffix(b":")?
