@@ -244,6 +244,10 @@ impl Task {
             this.connected(&client, &mut out, &mut peers, &synced_tx)
                 .await;
         }
+        // Made once: a fresh one each turn of the loop would join and leave the token's
+        // waiters (a lock each) for every message.
+        let stopped = stop.cancelled();
+        tokio::pin!(stopped);
         loop {
             let judging = this.status.connected();
             let next_expiry = peers.next_expiry(this.node_timeout);
@@ -254,7 +258,7 @@ impl Task {
                 }
             };
             tokio::select! {
-                _ = stop.cancelled() => break,
+                _ = &mut stopped => break,
                 ev = ev_rx.recv() => match ev {
                     Some(async_nats::Event::Connected) if !this.status.connected() => {
                         this.connected(&client, &mut out, &mut peers, &synced_tx).await;
