@@ -602,7 +602,7 @@ mod tests {
                 "{text}"
             );
             // A field of the wrong type (`client`) is left out, not a refusal.
-            let expect = named.then(|| (Some("B"), Some(3), Some(9)));
+            let expect = named.then_some((Some("B"), Some(3), Some(9)));
             assert_eq!(
                 expect.unwrap_or_default(),
                 (by.node.as_deref(), by.pid, peer),
