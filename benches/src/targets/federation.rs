@@ -99,9 +99,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let (mut fed_p50, mut raw_p50, mut fed_tp, mut raw_tp) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // CPU per request of each process in the throughput phases: where the cost of a
-    // cross-node question goes (A, B, nats-server), beside raw NATS's (nats-server).
+    // cross-node question goes (A, B, nats-server, and this process: the producers and the
+    // UI), beside raw NATS's (nats-server, and this process: the requester and responder).
+    // On a machine whose cores are all busy, the ratio of throughputs is bounded by the
+    // ratio of these totals.
     let (mut fed_cpu, mut raw_cpu) = (Cpu::default(), Cpu::default());
     let nats_pid = nats.child.id();
+    let me = std::process::id();
     for _ in 0..a.rounds {
         let m = rt.block_on(load::run_across(na.socket(), nb.socket(), &seq, None))?;
         fed_p50.push(Latency::of(&m.latency).p50);
@@ -114,11 +118,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
             seq_n,
         ))?;
         raw_p50.push(lat.p50);
-        let t0 = [na.pid(), nb.pid(), nats_pid].map(proc::cpu_ticks);
+        let t0 = [na.pid(), nb.pid(), nats_pid, me].map(proc::cpu_ticks);
         let m = rt.block_on(load::run_across(na.socket(), nb.socket(), &conc, None))?;
-        fed_cpu.add(t0, [na.pid(), nb.pid(), nats_pid], m.requests + conc_warm);
+        fed_cpu.add(
+            t0,
+            [na.pid(), nb.pid(), nats_pid, me],
+            m.requests + conc_warm,
+        );
         fed_tp.push(m.requests as f64 / m.elapsed.as_secs_f64());
-        let t0 = proc::cpu_ticks(nats_pid);
+        let t0 = [nats_pid, me].map(proc::cpu_ticks);
         let (_, per_s) = rt.block_on(raw_nats(
             &nats.url(),
             conc.frame_bytes,
@@ -127,7 +135,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
             conc_warm,
             conc_n,
         ))?;
-        raw_cpu.add([t0, Ok(0), Ok(0)], [nats_pid, 0, 0], conc_n + conc_warm);
+        let [t0_nats, t0_me] = t0;
+        raw_cpu.add(
+            [t0_nats, Ok(0), Ok(0), t0_me],
+            [nats_pid, 0, 0, me],
+            conc_n + conc_warm,
+        );
         raw_tp.push(per_s);
     }
     na.stop_within(STOP_LIMIT)?;
@@ -150,8 +163,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "askbus_per_s": fed_tp,
             "nats_per_s": raw_tp,
             "cpu_us_per_request": {
-                "askbus": {"origin": fed_cpu.us(0), "showing": fed_cpu.us(1), "nats_server": fed_cpu.us(2)},
-                "nats": {"nats_server": raw_cpu.us(0)},
+                "askbus": {"origin": fed_cpu.us(0), "showing": fed_cpu.us(1), "nats_server": fed_cpu.us(2), "bench_clients": fed_cpu.us(3)},
+                "nats": {"nats_server": raw_cpu.us(0), "bench_clients": raw_cpu.us(3)},
             },
         }),
     ));
@@ -185,16 +198,16 @@ pub fn run(a: Args) -> Result<ExitCode> {
     a.common.finish(a.rounds, rows)
 }
 
-/// CPU ticks of up to three processes over the measured phases, and the requests they served.
+/// CPU ticks of up to four processes over the measured phases, and the requests they served.
 #[derive(Default)]
 struct Cpu {
-    ticks: [u64; 3],
+    ticks: [u64; 4],
     requests: u64,
 }
 
 impl Cpu {
     /// Adds the ticks `pids` used since `t0` (a pid of 0 is not measured).
-    fn add(&mut self, t0: [Result<u64>; 3], pids: [u32; 3], requests: u64) {
+    fn add(&mut self, t0: [Result<u64>; 4], pids: [u32; 4], requests: u64) {
         for (i, (t0, pid)) in t0.into_iter().zip(pids).enumerate() {
             if let (Ok(t0), true) = (t0, pid != 0) {
                 let t1 = proc::cpu_ticks(pid).unwrap_or(t0);

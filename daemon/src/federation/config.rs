@@ -98,10 +98,14 @@ pub fn check_server(url: &str) -> Result<(), String> {
 pub const NO_FEDERATION: &str =
     "this askbusd was built without federation (the `federation` cargo feature)";
 
+/// What every node's reply inbox prefix starts with, its name following.
+#[cfg(feature = "federation")]
+pub const INBOX: &str = "_INBOX_";
+
 /// A node's reply inbox prefix: `_INBOX_<node>` (a node may subscribe only to its own).
 #[cfg(feature = "federation")]
 pub fn inbox_prefix(node: &str) -> String {
-    format!("_INBOX_{node}")
+    format!("{INBOX}{node}")
 }
 
 /// This machine's host name (the telemetry's `node` without federation).

@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -24,12 +25,18 @@ use wire::AnswerReply;
 
 use crate::broker::{FedOut, Forward, RemoteQuestion};
 use crate::hub::Hub;
+use crate::outbox::Batch;
 use crate::protocol::{ErrorCode, FrameError, WithdrawReason};
 use outgoing::{Outgoing, Queued};
 
 /// Room in the queue kept for shares and ends: a UI's answer to a remote question is refused
 /// at once ("queue full") when fewer than this many slots would be left after it.
 const SHARES_ROOM: usize = 8192;
+
+/// The most messages of one subscription handled in a row before the frames they made for
+/// local peers are written: a burst (many questions in flight) costs one write per peer, and
+/// the other subscriptions wait at most this many messages.
+const BURST: usize = 64;
 
 /// Starts federating `hub` as `cfg` says; the task runs until `stop`, then tells the other
 /// nodes what ended meanwhile and leaves.
@@ -56,6 +63,7 @@ pub async fn start(
         tracing::warn!("federation: {warning}");
     }
     let task = Task {
+        subjects: Subjects::new(&cfg.prefix, &cfg.node),
         prefix: cfg.prefix.clone(),
         node: cfg.node.clone(),
         heartbeat: cfg.heartbeat,
@@ -79,7 +87,28 @@ fn unix_ms(t: SystemTime) -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// The subjects every message of this node names, made once (not per message).
+struct Subjects {
+    /// `P.q.`: a node's shares, ends and presence follow it.
+    q_prefix: String,
+    /// `P.q.<node>`: where this node publishes (a subject clones without copying).
+    own_q: async_nats::Subject,
+    /// `P.answer.<node>.*`: where this node takes answers.
+    answers: String,
+}
+
+impl Subjects {
+    fn new(prefix: &str, node: &str) -> Subjects {
+        Subjects {
+            q_prefix: format!("{prefix}.q."),
+            own_q: format!("{prefix}.q.{node}").into(),
+            answers: format!("{prefix}.answer.{node}.*"),
+        }
+    }
+}
+
 struct Task {
+    subjects: Subjects,
     prefix: String,
     node: String,
     heartbeat: Duration,
@@ -113,7 +142,7 @@ impl Task {
 
     /// Where this node takes answers: `P.answer.<node>.<sender>` for any sender.
     fn answers_wildcard(&self) -> String {
-        format!("{}.answer.{}.*", self.prefix, self.node)
+        self.subjects.answers.clone()
     }
 
     /// Where this node asks `origin` for its pending questions.
@@ -209,10 +238,16 @@ impl Task {
         let mut heartbeat = tokio::time::interval(this.heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut perm = perm_tx.subscribe();
+        // The answers of local UIs on their way to their origins, each awaiting its reply.
+        let mut forwards = FuturesUnordered::new();
         if client.connection_state() == async_nats::connection::State::Connected {
             this.connected(&client, &mut out, &mut peers, &synced_tx)
                 .await;
         }
+        // Made once: a fresh one each turn of the loop would join and leave the token's
+        // waiters (a lock each) for every message.
+        let stopped = stop.cancelled();
+        tokio::pin!(stopped);
         loop {
             let judging = this.status.connected();
             let next_expiry = peers.next_expiry(this.node_timeout);
@@ -223,7 +258,7 @@ impl Task {
                 }
             };
             tokio::select! {
-                _ = stop.cancelled() => break,
+                _ = &mut stopped => break,
                 ev = ev_rx.recv() => match ev {
                     Some(async_nats::Event::Connected) if !this.status.connected() => {
                         this.connected(&client, &mut out, &mut peers, &synced_tx).await;
@@ -244,7 +279,7 @@ impl Task {
                 outs = rx.recv() => {
                     let Some(outs) = outs else { break };
                     for o in outs {
-                        this.handle_out(o, &client, &mut out, &perm_tx).await;
+                        this.handle_out(o, &client, &mut out, &perm_tx, &mut forwards).await;
                     }
                     if this.resync.swap(false, Ordering::Relaxed) {
                         // Shares or ends were lost before they reached this task: a hole in
@@ -255,7 +290,24 @@ impl Task {
                 }
                 msg = answers.next() => {
                     let Some(msg) = msg else { break };
-                    this.answer(&client, msg).await;
+                    // The answers already here are decided before the producers' sockets are
+                    // written: one write per producer for a burst.
+                    let mut batch = Batch::new();
+                    this.answer(&client, msg, &mut batch).await;
+                    for _ in 1..BURST {
+                        let Some(Some(msg)) = answers.next().now_or_never() else { break };
+                        this.answer(&client, msg, &mut batch).await;
+                    }
+                    batch.flush();
+                }
+                Some(done) = forwards.next(), if !forwards.is_empty() => {
+                    let mut batch = Batch::new();
+                    this.forwarded(done, &mut batch);
+                    for _ in 1..BURST {
+                        let Some(Some(done)) = forwards.next().now_or_never() else { break };
+                        this.forwarded(done, &mut batch);
+                    }
+                    batch.flush();
                 }
                 msg = syncs.next() => {
                     let Some(msg) = msg else { break };
@@ -263,14 +315,22 @@ impl Task {
                     // older than the live messages that follow it.
                     while let Ok(outs) = rx.try_recv() {
                         for o in outs {
-                            this.handle_out(o, &client, &mut out, &perm_tx).await;
+                            this.handle_out(o, &client, &mut out, &perm_tx, &mut forwards).await;
                         }
                     }
                     this.serve_sync(&client, msg, out.seq).await;
                 }
                 msg = next_share(&mut shares) => {
                     let Some(msg) = msg else { break };
-                    this.received(&client, msg, &mut peers, &synced_tx).await;
+                    // Likewise, what a burst of shares and ends shows and withdraws reaches
+                    // each UI in one write.
+                    let mut batch = Batch::new();
+                    this.received(&client, msg, &mut peers, &synced_tx, &mut batch).await;
+                    for _ in 1..BURST {
+                        let Some(Some(msg)) = next_share(&mut shares).now_or_never() else { break };
+                        this.received(&client, msg, &mut peers, &synced_tx, &mut batch).await;
+                    }
+                    batch.flush();
                 }
                 msg = hellos.next() => {
                     let Some(msg) = msg else { break };
@@ -295,7 +355,8 @@ impl Task {
             while let Ok(outs) = rx.try_recv() {
                 for o in outs {
                     if !matches!(o, FedOut::Forward(_)) {
-                        this.handle_out(o, &client, &mut out, &perm_tx).await;
+                        this.handle_out(o, &client, &mut out, &perm_tx, &mut forwards)
+                            .await;
                     }
                 }
             }
@@ -410,9 +471,10 @@ fn request_shape<'m>(
         .strip_prefix(wildcard.trim_end_matches('*'))
         .filter(|s| config::valid_node(s))
         .ok_or("not this node's subject")?;
-    let inbox = config::inbox_prefix(sender);
+    // `config::inbox_prefix(sender)` and a dot, without making that string per message.
     if !reply
-        .strip_prefix(inbox.as_str())
+        .strip_prefix(config::INBOX)
+        .and_then(|r| r.strip_prefix(sender))
         .is_some_and(|rest| rest.starts_with('.'))
     {
         return Err("the reply subject is not the sender's inbox");

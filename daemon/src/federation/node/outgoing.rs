@@ -9,6 +9,7 @@ use std::time::SystemTime;
 
 use tokio::sync::broadcast;
 
+use super::answers::Forwards;
 use super::{unix_ms, unreachable, wire, Task};
 use crate::broker::{FedOut, SharedEnd, SharedQuestion};
 
@@ -41,7 +42,7 @@ impl Task {
     pub(super) async fn publish(
         &self,
         client: &async_nats::Client,
-        subject: String,
+        subject: async_nats::Subject,
         body: Vec<u8>,
     ) {
         if let Err(e) = client.publish(subject, body.into()).await {
@@ -58,7 +59,8 @@ impl Task {
     ) {
         out.seq += 1;
         let body = wire::question(q, deadline_ms, self.epoch, out.seq);
-        self.publish(client, self.q_subject(&self.node), body).await;
+        self.publish(client, self.subjects.own_q.clone(), body)
+            .await;
     }
 
     pub(super) async fn publish_end(
@@ -69,7 +71,8 @@ impl Task {
     ) {
         out.seq += 1;
         let body = wire::ended(end, self.epoch, out.seq);
-        self.publish(client, self.q_subject(&self.node), body).await;
+        self.publish(client, self.subjects.own_q.clone(), body)
+            .await;
     }
 
     /// A beat, hello or bye, with this node's last sequence number and how many questions it
@@ -83,7 +86,7 @@ impl Task {
         let (_, shared) = self.hub.run(|b, _, _| b.federated_counts());
         out.beating = shared > 0 && kind != wire::Presence::Bye;
         let body = wire::presence(kind, self.epoch, out.seq, shared);
-        let subject = self.q_subject(&self.node);
+        let subject = self.subjects.own_q.clone();
         let sent = if kind == wire::Presence::Hello {
             client
                 .publish_with_reply(subject, self.hello_inbox(), body.into())
@@ -123,6 +126,7 @@ impl Task {
         client: &async_nats::Client,
         out: &mut Outgoing,
         perm_tx: &broadcast::Sender<String>,
+        forwards: &mut Forwards,
     ) {
         let online = self.status.connected();
         match o {
@@ -150,10 +154,10 @@ impl Task {
                     self.hub.run(|b, _, fx| b.forwarded(ui, &id, Err(err), fx));
                     return;
                 }
-                let this = self.clone();
-                let client = client.clone();
+                // Polled by the task's loop (no task of its own): the decisions of a burst
+                // reach the UIs together.
                 let perm = perm_tx.subscribe();
-                tokio::spawn(async move { this.forward(client, f, perm).await });
+                forwards.push(Box::pin(self.clone().forward(client.clone(), f, perm)));
             }
         }
     }

@@ -103,18 +103,19 @@ impl Peers {
 
 impl Task {
     /// A message on `P.q.<origin>`: its origin is the subject's (the server let only that
-    /// node publish it), what it says is checked before anything is shown.
+    /// node publish it), what it says is checked before anything is shown. The frames it makes
+    /// for local UIs are queued on `batch` (the caller writes them after a burst).
     pub(super) async fn received(
         &self,
         client: &async_nats::Client,
         msg: async_nats::Message,
         peers: &mut Peers,
         synced_tx: &mpsc::Sender<Synced>,
+        batch: &mut Batch,
     ) {
-        let prefix = self.q_subject("");
         let Some(origin) = msg
             .subject
-            .strip_prefix(prefix.as_str())
+            .strip_prefix(self.subjects.q_prefix.as_str())
             .filter(|n| config::valid_node(n))
         else {
             return refuse(&self.status, &msg, "not a node's subject");
@@ -163,13 +164,19 @@ impl Task {
             }
         }
         let origin: Arc<str> = Arc::from(origin);
-        if let Some(run) = self.apply(peers, &origin, m) {
+        if let Some(run) = self.apply(peers, &origin, m, batch) {
             self.spawn_sync(client, origin, run, synced_tx);
         }
     }
 
     /// Applies one message of `origin`; returns a sync to start when this node is behind.
-    fn apply(&self, peers: &mut Peers, origin: &Arc<str>, m: Message) -> Option<u64> {
+    fn apply(
+        &self,
+        peers: &mut Peers,
+        origin: &Arc<str>,
+        m: Message,
+        batch: &mut Batch,
+    ) -> Option<u64> {
         let now = Instant::now();
         let peer = peers.map.entry(origin.clone()).or_insert_with(|| Peer {
             epoch: m.epoch,
@@ -205,7 +212,8 @@ impl Task {
             Msg::Bye => {
                 peers.map.remove(origin);
                 tracing::info!(node = &**origin, "federation: node left");
-                self.hub.run(|b, now, fx| b.node_gone(origin, now, fx));
+                self.hub
+                    .run_in(batch, |b, now, fx| b.node_gone(origin, now, fx));
                 self.publish_nodes(peers);
                 return None;
             }
@@ -233,7 +241,7 @@ impl Task {
                     if matches!(entry, Entry::Question { .. }) {
                         peer.beating = true;
                     }
-                    self.entry(origin, entry);
+                    self.entry(origin, entry, batch);
                 }
             }
         }
@@ -249,7 +257,7 @@ impl Task {
     }
 
     /// A share (shown) or an end (withdrawn, with its reason and who answered).
-    fn entry(&self, origin: &str, entry: Entry) {
+    fn entry(&self, origin: &str, entry: Entry, batch: &mut Batch) {
         match entry {
             Entry::Ended {
                 id,
@@ -261,15 +269,15 @@ impl Task {
                     .as_ref()
                     .filter(|by| by.node.as_deref() == Some(self.node.as_str()))
                     .and(winner_peer);
-                self.hub.run(|b, now, fx| {
+                self.hub.run_in(batch, |b, now, fx| {
                     b.remote_end(origin, &id, reason, answered_by, winner, now, fx)
                 });
             }
-            q @ Entry::Question { .. } => self.show(origin, q),
+            q @ Entry::Question { .. } => self.show(origin, q, batch),
         }
     }
 
-    pub(super) fn show(&self, node: &str, q: Entry) {
+    pub(super) fn show(&self, node: &str, q: Entry, batch: &mut Batch) {
         let Entry::Question {
             id,
             questions,
@@ -299,7 +307,10 @@ impl Task {
             producer,
             remaining: Duration::from_millis(deadline_ms - now_ms),
         };
-        if let Err(refusal) = self.hub.run(|b, now, fx| b.remote_ask(q, now, fx)) {
+        if let Err(refusal) = self
+            .hub
+            .run_in(batch, |b, now, fx| b.remote_ask(q, now, fx))
+        {
             self.status.refused.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(node, id, error = %refusal, "federation: a remote question over this node's limits was refused");
         }
@@ -397,13 +408,14 @@ impl Task {
         }
         let newer = |id: &str, seq: u64| touched.get(id).is_some_and(|&s| s > seq);
         let mut ids = HashSet::new();
+        let mut batch = Batch::new();
         for (seq, entry) in fetched.items {
             let Entry::Question { id, .. } = &entry else {
                 continue;
             };
             ids.insert(id.clone());
             if !newer(id, seq) {
-                self.show(&origin, entry);
+                self.show(&origin, entry, &mut batch);
             }
         }
         let gone: Vec<Arc<str>> = self
@@ -416,10 +428,11 @@ impl Task {
             .map(|(_, id)| id)
             .collect();
         for id in gone {
-            self.hub.run(|b, now, fx| {
+            self.hub.run_in(&mut batch, |b, now, fx| {
                 b.remote_end(&origin, &id, WithdrawReason::Withdrawn, None, None, now, fx)
             });
         }
+        batch.flush();
         peer.last = peer.last.max(fetched.last_seq);
         peer.beating |= !ids.is_empty();
         peer.heard = Instant::now();

@@ -6,12 +6,12 @@
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::approvals::ApprovalBody;
 use crate::broker::{Body, PeerId, SharedEnd, SharedQuestion, Valid};
 use crate::intake;
-use crate::protocol::{ProducerInfo, RequestKind, UiInfo, WithdrawReason};
+use crate::protocol::{json, ProducerInfo, RequestKind, UiInfo, WithdrawReason};
 
 /// The federation protocol version this node speaks: every message carries it as `"v"`, and
 /// a message of another version is refused (logged once per node), never half-read.
@@ -130,15 +130,18 @@ fn approval_fields(out: &mut Vec<u8>, body: &ApprovalBody) {
 
 /// A question's end.
 pub fn ended(end: &SharedEnd, epoch: u64, seq: u64) -> Vec<u8> {
-    let mut v = json!({"v": VERSION, "epoch": epoch, "seq": seq, "correlationId": &*end.id, "ended": end.reason});
+    let mut out = Vec::with_capacity(192);
+    envelope(&mut out, epoch, seq);
+    out.extend_from_slice(br#","correlationId":"#);
+    json::write_str(&mut out, &end.id);
+    out.extend_from_slice(br#","ended":"#);
+    json::write_str(&mut out, end.reason.as_str());
     if let Some(by) = &end.answered_by {
-        let mut by = serde_json::to_value(by).expect("UiInfo serializes");
-        if let Some(peer) = end.winner_peer {
-            by["peer"] = json!(peer);
-        }
-        v["answeredBy"] = by;
+        out.extend_from_slice(br#","answeredBy":"#);
+        answer::write_ui(&mut out, by, end.winner_peer);
     }
-    serde_json::to_vec(&v).expect("JSON serializes")
+    out.push(b'}');
+    out
 }
 
 /// A share or an end, as read.
@@ -192,7 +195,14 @@ struct RawEntry {
     #[serde(default)]
     ended: Option<String>,
     #[serde(default)]
-    answered_by: Option<Value>,
+    answered_by: Option<Box<RawValue>>,
+}
+
+/// What an end's `answeredBy` says beyond `UiInfo`: the winning UI's connection on its node.
+#[derive(Deserialize)]
+struct RawWinner {
+    #[serde(default)]
+    peer: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -259,14 +269,12 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message, ParseError> {
                 "shutdown" => WithdrawReason::Shutdown,
                 _ => WithdrawReason::Withdrawn,
             };
-            let winner_peer = raw
-                .answered_by
-                .as_ref()
-                .and_then(|b| b.get("peer"))
-                .and_then(Value::as_u64);
-            let answered_by = raw
-                .answered_by
-                .and_then(|b| serde_json::from_value::<UiInfo>(b).ok());
+            // Read leniently, each on its own: who answered only describes the end.
+            let by = raw.answered_by.as_deref().map(RawValue::get);
+            let winner_peer = by
+                .and_then(|b| serde_json::from_str::<RawWinner>(b).ok())
+                .and_then(|w| w.peer?.as_u64());
+            let answered_by = by.and_then(|b| serde_json::from_str::<UiInfo>(b).ok());
             Msg::End(Entry::Ended {
                 id,
                 reason,
@@ -335,98 +343,4 @@ pub fn valid_request(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::broker::Answer;
-
-    #[test]
-    fn an_approval_entry_is_checked_as_a_local_request_would_be() {
-        let fields = |v: &str| RawValue::from_string(v.to_owned()).unwrap();
-        let ok = fields(
-            r#"{"toolCall":{"name":"run_shell_command","args":{}},"outcomes":["cancel","proceed_once","proceed_always"]}"#,
-        );
-        let context = fields(r#"{"project":"askbus"}"#);
-        match valid_request("ap", &ok, true, Some(&context)) {
-            Ok(a) => {
-                let body = a.body().approval().expect("an approval");
-                assert_eq!(body.tool(), "run_shell_command");
-                assert_eq!(body.outcomes.len(), 3);
-                assert_eq!(a.context().unwrap().project.as_deref(), Some("askbus"));
-            }
-            other => panic!("{other:?}"),
-        }
-        for bad in [
-            r#"{"toolCall":{"name":""}}"#,
-            r#"{}"#,
-            r#"[1]"#,
-            r#"{"toolCall":{"name":"x"},"outcomes":["maybe"]}"#,
-        ] {
-            assert!(
-                valid_request("ap", &fields(bad), true, None).is_err(),
-                "{bad}"
-            );
-        }
-        // A share that holds both, or neither, is not read.
-        assert!(parse_message(
-            br#"{"v":2,"epoch":1,"seq":1,"correlationId":"x","questions":[],"approval":{},"deadlineMs":1}"#
-        )
-        .is_err());
-    }
-
-    #[test]
-    fn malformed_entries_and_answers_are_refused() {
-        assert!(parse_message(b"not json").is_err());
-        assert!(parse_message(br#"{"v":2,"epoch":1,"seq":1,"correlationId":"x"}"#).is_err());
-        // The old layout's entries (v1) and messages with no envelope are another protocol.
-        assert_eq!(
-            parse_message(
-                br#"{"v":1,"node":"a","correlationId":"x","questions":[],"deadlineMs":1}"#
-            )
-            .unwrap_err(),
-            ParseError::Version(1)
-        );
-        assert!(parse_message(br#"{"correlationId":"x","questions":[],"deadlineMs":1}"#).is_err());
-        assert!(matches!(
-            parse_message(&presence(Presence::Hello, 7, 3, 2)).unwrap(),
-            Message {
-                epoch: 7,
-                seq: 3,
-                body: Msg::Beat {
-                    pending: 2,
-                    hello: true
-                }
-            }
-        ));
-        assert!(matches!(
-            parse_message(&presence(Presence::Bye, 7, 3, 0))
-                .unwrap()
-                .body,
-            Msg::Bye
-        ));
-        assert!(parse_sync_page(&sync_page(7, 3, &[b"{}".to_vec()], None), 1 << 20).is_err());
-        let page = parse_sync_page(&sync_page(7, 3, &[], Some("a")), 1 << 20).unwrap();
-        assert_eq!(
-            (page.epoch, page.seq, page.next.as_deref()),
-            (7, 3, Some("a"))
-        );
-        assert_eq!(
-            parse_sync_request(&sync_request(Some("a"))),
-            Ok(Some("a".into()))
-        );
-        assert!(parse_sync_request(br#"{"v":1}"#).is_err());
-        assert!(parse_answer(
-            br#"{"type":"ask-user-response","correlationId":"x","answers":{"a":"b"}}"#
-        )
-        .is_err());
-        let (resp, by, peer) = parse_answer(
-            br#"{"type":"ask-user-response","correlationId":"x","answers":{"0":"b"},"ui":{"node":"B","pid":3,"peer":9}}"#,
-        )
-        .unwrap();
-        let Answer::Question(resp) = resp else {
-            panic!("a question's answer")
-        };
-        assert_eq!(resp.answers[&0], "b");
-        assert_eq!(by.node.as_deref(), Some("B"));
-        assert_eq!(peer, Some(9));
-    }
-}
+mod tests;
