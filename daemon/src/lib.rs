@@ -32,7 +32,9 @@
 //! - [`config`]: the config file, resolved into a [`config::DaemonConfig`];
 //! - [`server`]: the accept loop, the `/metrics` endpoint, reloads and shutdown; [`systemd`]:
 //!   sd_notify and sockets;
-//! - [`federation`]: the task that speaks to the other nodes over NATS (reads the hub).
+//! - [`federation`]: the task that speaks to the other nodes over NATS (reads the hub; like a
+//!   connection, it flushes the outboxes a burst of its messages filled once, with an
+//!   `outbox::Batch`).
 //!
 //! One question through the code:
 //! 1. `connection::Conn::handle` hands the frame to `intake::read`: `protocol::parse_fast` and

@@ -107,6 +107,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "federation::config",
             "hub",
             "intake",
+            "outbox",
             "protocol",
         ],
     ),
