@@ -129,6 +129,23 @@ pub async fn logged(d: &Daemon, needle: &str) {
     }
 }
 
+/// Waits until `askbus chat`'s state file (`chat.json`, its posted messages per request) holds
+/// `needle`: what a restart reads back (a file: polled, with a deadline).
+pub async fn state_holds(d: &Daemon, needle: &str) {
+    let state = d.dir.path().join("chat.json");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !std::fs::read_to_string(&state)
+        .unwrap_or_default()
+        .contains(needle)
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the chat's state never held {needle:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 pub async fn producer(d: &Daemon) -> Raw {
     let mut p = d.connect().await;
     p.send(json!({"type": "hello", "protocol": 1, "client": "gemini-cli/0.61.0"}))

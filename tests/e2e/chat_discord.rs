@@ -28,7 +28,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::chat_common::{
-    allowed_by_rule, ask, chat_log, logged, policy_daemon, producer, shell_approval, Chat, Shared,
+    allowed_by_rule, ask, chat_log, logged, policy_daemon, producer, shell_approval, state_holds,
+    Chat, Shared,
 };
 
 const TOKEN: &str = "MTA5ODc2NTQzMjEwOTg3NjU0.GaBcDe.test_token-abc";
@@ -1105,13 +1106,7 @@ fn ended_elsewhere_spoofing_rate_limits_resume_restart_and_digest() {
         .await;
         let (mid2, m2) = s.message("Second?").await;
         let posts = s.posts();
-        let state = d.dir.path().join("chat.json");
-        while !std::fs::read_to_string(&state)
-            .unwrap_or_default()
-            .contains("r-2")
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        state_holds(&d, "r-2").await;
         drop(c);
         let identifies = s.st.lock().unwrap().identifies.len();
         c = chat(&d, &s, &["--max-messages", "3"]);

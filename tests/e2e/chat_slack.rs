@@ -9,7 +9,7 @@
 
 use crate::chat_common::{
     allowed_by_rule, allowed_once, ask, chat_log, logged, policy_daemon, producer, shell_approval,
-    Chat, Shared,
+    state_holds, Chat, Shared,
 };
 use crate::harness as common;
 
@@ -732,13 +732,7 @@ fn ended_elsewhere_spoofing_limits_drops_redelivery_restart_and_digest() {
         .await;
         let (ts2, m2) = s.message("Second?").await;
         let posts = s.posts();
-        let state = d.dir.path().join("chat.json");
-        while !std::fs::read_to_string(&state)
-            .unwrap_or_default()
-            .contains("r-2")
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        state_holds(&d, "r-2").await;
         drop(c);
         c = chat(&d, &s, &["--max-messages", "3"]);
         s.click(ALICE, &ts2, &button(&m2, "No"));

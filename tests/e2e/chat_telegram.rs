@@ -7,7 +7,7 @@
 
 use crate::chat_common::{
     allowed_by_rule, allowed_once, ask, chat_log, logged, policy_daemon, producer, shell_approval,
-    Chat, Shared,
+    state_holds, Chat, Shared,
 };
 use crate::harness as common;
 
@@ -637,14 +637,8 @@ fn rate_limits_drops_redelivery_restart_and_digest() {
         let (mid2, _) = s.message("Second?").await;
         let before = s.sends();
         // The state file is written within 200 ms of a change.
+        state_holds(&d, "r-2").await;
         let state = d.dir.path().join("chat.json");
-        loop {
-            let t = std::fs::read_to_string(&state).unwrap_or_default();
-            if t.contains("r-2") {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(
             std::fs::metadata(&state).unwrap().permissions().mode() & 0o777,
