@@ -114,7 +114,11 @@ part_rust() {
   local crate="$ROOT/target/package/askbus-$VERSION.crate"
   [ -f "$crate" ] || fail "no $crate"
   mkdir -p "$WORK/rust"
-  tar xzf "$crate" -C "$WORK/rust"
+  # --touch: the files get this run's time, so cargo rebuilds the crate's tests from this
+  # directory. With the crate's own times, the test binaries kept in CARGO_TARGET_DIR from an
+  # earlier run look fresh, and they have that run's (deleted) directory built in as
+  # CARGO_MANIFEST_DIR, where the conformance tests read tests/data.
+  tar xzf "$crate" --touch -C "$WORK/rust"
   export CARGO_TARGET_DIR="$ROOT/target/package-test"
   step "rust: the packaged crate's own tests, outside the workspace"
   # As a dependent builds it (no fast paths), then with the daemon's `fast` paths and their
