@@ -49,7 +49,7 @@ fn reachable() -> &'static Reachable {
         std::fs::create_dir(&dir).expect("a dir under /tmp");
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         let cli = dir.join("askbus");
-        std::fs::copy(common::cli_bin(), &cli).expect("copy the CLI");
+        common::copy_executable(common::cli_bin(), &cli);
         std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
         let questions = dir.join("database.json");
         std::fs::copy(

@@ -28,7 +28,7 @@ fn askbus() -> Command {
 fn place(bin: &Path, dir: &Path) -> std::path::PathBuf {
     let to = dir.join(bin.file_name().expect("a file name"));
     if std::fs::hard_link(bin, &to).is_err() {
-        std::fs::copy(bin, &to).expect("copy the binary");
+        common::copy_executable(bin, &to);
     }
     to
 }

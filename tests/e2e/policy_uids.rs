@@ -36,7 +36,7 @@ impl Bins {
             |p: &Path| std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
         mode(dir.path());
         let cli = dir.path().join("askbus");
-        std::fs::copy(common::cli_bin(), &cli).unwrap();
+        common::copy_executable(common::cli_bin(), &cli);
         mode(&cli);
         let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/python/src/askbus");
         let to = dir.path().join("py/askbus");

@@ -375,7 +375,7 @@ fn status_notices_a_daemon_that_is_gone_and_install_takes_the_one_given() {
     let bin_dir = home.path().join("opt dir");
     std::fs::create_dir_all(&bin_dir).unwrap();
     let copy = bin_dir.join("askbusd");
-    std::fs::copy(daemon_bin(), &copy).unwrap();
+    common::copy_executable(daemon_bin(), &copy);
     let out = askbus(
         home.path(),
         &["service", "install", "--askbusd", copy.to_str().unwrap()],
@@ -414,7 +414,7 @@ fn without_an_askbusd_to_run_install_says_how_to_get_one() {
     let home = tempfile::tempdir().unwrap();
     let lone = home.path().join("bin/askbus");
     std::fs::create_dir_all(lone.parent().unwrap()).unwrap();
-    std::fs::copy(cli_bin(), &lone).unwrap();
+    common::copy_executable(cli_bin(), &lone);
     let out = Command::new(&lone)
         .args(["service", "install", "--dry-run"])
         .env("XDG_CONFIG_HOME", home.path().join("config"))

@@ -38,7 +38,7 @@ impl Bins {
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         for bin in [common::daemon_bin(), common::cli_bin()] {
             let to = dir.path().join(Path::new(bin).file_name().unwrap());
-            std::fs::copy(bin, &to).unwrap();
+            common::copy_executable(bin, &to);
             std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
         }
         let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/python/src/askbus");

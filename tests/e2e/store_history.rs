@@ -310,7 +310,7 @@ fn reachable() -> Reachable {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let cli = dir.path().join("askbus");
     if std::fs::hard_link(common::cli_bin(), &cli).is_err() {
-        std::fs::copy(common::cli_bin(), &cli).unwrap();
+        common::copy_executable(common::cli_bin(), &cli);
     }
     std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(

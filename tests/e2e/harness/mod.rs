@@ -19,6 +19,18 @@ pub fn daemon_bin() -> &'static str {
     env!("CARGO_BIN_EXE_askbusd")
 }
 
+/// Copies an executable for a test to run, by a `cp` child: a copy written by this process
+/// holds a write descriptor that a child another test thread forks at that moment inherits
+/// until it execs, and running the copy then fails with ETXTBSY ("Text file busy").
+pub fn copy_executable(from: impl AsRef<std::path::Path>, to: impl AsRef<std::path::Path>) {
+    let status = std::process::Command::new("cp")
+        .arg(from.as_ref())
+        .arg(to.as_ref())
+        .status()
+        .expect("run cp");
+    assert!(status.success(), "cp {:?} {:?}", from.as_ref(), to.as_ref());
+}
+
 pub fn cli_bin() -> &'static str {
     env!("CARGO_BIN_EXE_askbus")
 }
