@@ -485,14 +485,9 @@ fn baseline(spec: &Spec, bin: &std::path::Path, rounds: u64) -> Result<Baseline>
     Ok(Baseline::of(runs))
 }
 
-/// Median sequential p50 (µs) of approvals and of questions of the same size, alternated
-/// on fresh daemons.
-fn approval_ratio(
-    c: &Counts,
-    bin: &std::path::Path,
-    threads: usize,
-    rounds: u64,
-) -> Result<(f64, f64)> {
+/// Sequential workloads (one producer, one request in flight) of approvals and of questions
+/// of the approval's frame size: the two sides of the approval and policy rows.
+fn sequential_approvals_and_questions(c: &Counts, threads: usize) -> Result<(Spec, Spec)> {
     let size = default_size(RequestKind::Approval);
     let spec = |kind| -> Result<Spec> {
         Ok(Spec {
@@ -509,7 +504,18 @@ fn approval_ratio(
             client_threads: threads,
         })
     };
-    let (approvals, questions) = (spec(RequestKind::Approval)?, spec(RequestKind::Question)?);
+    Ok((spec(RequestKind::Approval)?, spec(RequestKind::Question)?))
+}
+
+/// Median sequential p50 (µs) of approvals and of questions of the same size, alternated
+/// on fresh daemons.
+fn approval_ratio(
+    c: &Counts,
+    bin: &std::path::Path,
+    threads: usize,
+    rounds: u64,
+) -> Result<(f64, f64)> {
+    let (approvals, questions) = sequential_approvals_and_questions(c, threads)?;
     let daemon = daemon_kind(Some(bin), true, &approvals.workload)?;
     let (mut a, mut q) = (Vec::new(), Vec::new());
     for _ in 0..rounds {

@@ -11,10 +11,10 @@ use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 
 use super::{median, row, stats, Bound, Counts, Row};
-use crate::load::{self, Reader, Stop};
+use crate::load::{self, Reader};
 use crate::spawn::{Kind, Target};
 use crate::wire::{Request, RequestKind};
-use crate::{client_runtime, daemon_kind, default_size, measure, workload, On, Spec};
+use crate::{client_runtime, daemon_kind, default_size, measure, On};
 
 /// The rule that allows the bench's approval (`Request::approval`: `rm -rf build && cargo
 /// build --release`). The daemon allows a compound command only when each part would be
@@ -62,23 +62,7 @@ pub(super) fn rows(
     rounds: u64,
     rows: &mut Vec<Row>,
 ) -> Result<()> {
-    let size = default_size(RequestKind::Approval);
-    let spec = |kind| -> Result<Spec> {
-        Ok(Spec {
-            mode: "sequential",
-            workload: workload(
-                kind,
-                1,
-                1,
-                1,
-                size,
-                c.seq_warmup,
-                Stop::Requests(c.seq_requests),
-            )?,
-            client_threads: threads,
-        })
-    };
-    let (approvals, questions) = (spec(RequestKind::Approval)?, spec(RequestKind::Question)?);
+    let (approvals, questions) = super::sequential_approvals_and_questions(c, threads)?;
     let mut ruled = daemon_kind(Some(bin), true, &approvals.workload)?;
     let mut off = ruled.clone();
     if let Kind::Askbusd { policies, .. } = &mut ruled {
